@@ -1,0 +1,71 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/golang-migrate/migrate/v4"
+	"github.com/golang-migrate/migrate/v4/database/postgres"
+	"github.com/golang-migrate/migrate/v4/source/iofs"
+
+	"github.com/parley-dev/parley/migrations"
+)
+
+// Migrate applies every pending migration to the database at dsn. It takes a session-level
+// advisory lock (golang-migrate's), so replicas starting together migrate once.
+func Migrate(ctx context.Context, dsn string) error {
+	conn, err := sql.Open("postgres", dsn)
+	if err != nil {
+		return fmt.Errorf("migrate: open: %w", err)
+	}
+	defer conn.Close()
+	if err := conn.PingContext(ctx); err != nil {
+		return fmt.Errorf("migrate: connect: %w", err)
+	}
+	src, err := iofs.New(migrations.FS, ".")
+	if err != nil {
+		return fmt.Errorf("migrate: read migrations: %w", err)
+	}
+	driver, err := postgres.WithInstance(conn, &postgres.Config{})
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	m, err := migrate.NewWithInstance("iofs", src, "postgres", driver)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer m.Close()
+	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// MigrationVersion reports the schema version the database at dsn is on.
+func MigrationVersion(ctx context.Context, dsn string) (version uint, dirty bool, err error) {
+	conn, err := sql.Open("postgres", dsn)
+	if err != nil {
+		return 0, false, err
+	}
+	defer conn.Close()
+	src, err := iofs.New(migrations.FS, ".")
+	if err != nil {
+		return 0, false, err
+	}
+	driver, err := postgres.WithInstance(conn, &postgres.Config{})
+	if err != nil {
+		return 0, false, err
+	}
+	m, err := migrate.NewWithInstance("iofs", src, "postgres", driver)
+	if err != nil {
+		return 0, false, err
+	}
+	defer m.Close()
+	version, dirty, err = m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) {
+		return 0, false, nil
+	}
+	return version, dirty, err
+}

@@ -1,0 +1,3 @@
+DROP TABLE IF EXISTS tool_calls;
+DROP TABLE IF EXISTS messages;
+DROP TABLE IF EXISTS conversations;
