@@ -1,0 +1,246 @@
+package parley
+
+import (
+	"database/sql/driver"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Role says who a message speaks for: the six roles of seed 002. Its Go value is the
+// lower-case word stored in the database; the API spells it in upper case.
+type Role string
+
+// The roles.
+const (
+	RoleUser       Role = "user"
+	RoleAssistant  Role = "assistant"
+	RoleSupervisor Role = "supervisor"
+	RoleDocument   Role = "document"
+	RoleInvocation Role = "invocation"
+	RoleResult     Role = "result"
+)
+
+// Roles lists every role, in the API's order.
+var Roles = []Role{RoleUser, RoleAssistant, RoleSupervisor, RoleDocument, RoleInvocation, RoleResult}
+
+// Valid reports whether r is one of the six roles.
+func (r Role) Valid() bool { return slices.Contains(Roles, r) }
+
+// ParseRole accepts a role in the API's spelling (USER) or the stored one (user).
+func ParseRole(s string) (Role, error) {
+	r := Role(strings.ToLower(s))
+	if !r.Valid() {
+		return "", Errorf(EINVALID, "%q is not a role; use one of USER, ASSISTANT, SUPERVISOR, DOCUMENT, INVOCATION, RESULT", s)
+	}
+	return r, nil
+}
+
+// String returns the API spelling.
+func (r Role) String() string { return strings.ToUpper(string(r)) }
+
+// Label is the role's display label (seed 004): a tool request reads "Tool Call".
+func (r Role) Label() string {
+	switch r {
+	case RoleInvocation:
+		return "Tool Call"
+	case RoleResult:
+		return "Tool Result"
+	case "":
+		return ""
+	}
+	return strings.ToUpper(string(r[:1])) + string(r[1:])
+}
+
+// MarshalGQL writes the API spelling.
+func (r Role) MarshalGQL(w io.Writer) { io.WriteString(w, strconv.Quote(r.String())) }
+
+// UnmarshalGQL reads the API spelling.
+func (r *Role) UnmarshalGQL(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("role must be a string, got %T", v)
+	}
+	role, err := ParseRole(s)
+	*r = role
+	return err
+}
+
+// Value stores the role as its lower-case word.
+func (r Role) Value() (driver.Value, error) { return string(r), nil }
+
+// Scan reads a stored role.
+func (r *Role) Scan(src any) error {
+	switch v := src.(type) {
+	case string:
+		*r = Role(v)
+	case []byte:
+		*r = Role(v)
+	default:
+		return fmt.Errorf("scan role from %T", src)
+	}
+	return nil
+}
+
+// enum is the shape shared by the API's other enums, whose Go value is the API spelling.
+type enum interface {
+	~string
+}
+
+func marshalEnum[T enum](w io.Writer, v T) { io.WriteString(w, strconv.Quote(string(v))) }
+
+func unmarshalEnum[T enum](dst *T, v any, name string, values []T) error {
+	s, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("%s must be a string, got %T", name, v)
+	}
+	if !slices.Contains(values, T(s)) {
+		return fmt.Errorf("%q is not a %s", s, name)
+	}
+	*dst = T(s)
+	return nil
+}
+
+// PartKind tells a text part meant for the reader from the model's reasoning.
+type PartKind string
+
+// The part kinds.
+const (
+	PartText     PartKind = "TEXT"
+	PartThinking PartKind = "THINKING"
+)
+
+// PartKinds lists every part kind.
+var PartKinds = []PartKind{PartText, PartThinking}
+
+// MarshalGQL implements graphql.Marshaler.
+func (k PartKind) MarshalGQL(w io.Writer) { marshalEnum(w, k) }
+
+// UnmarshalGQL implements graphql.Unmarshaler.
+func (k *PartKind) UnmarshalGQL(v any) error { return unmarshalEnum(k, v, "PartKind", PartKinds) }
+
+// ImageSourceKind says where an image's bytes are.
+type ImageSourceKind string
+
+// The image sources.
+const (
+	ImageURL      ImageSourceKind = "URL"
+	ImageBase64   ImageSourceKind = "BASE64"
+	ImageFilePath ImageSourceKind = "FILE_PATH"
+)
+
+// ImageSourceKinds lists every image source kind.
+var ImageSourceKinds = []ImageSourceKind{ImageURL, ImageBase64, ImageFilePath}
+
+// MarshalGQL implements graphql.Marshaler.
+func (k ImageSourceKind) MarshalGQL(w io.Writer) { marshalEnum(w, k) }
+
+// UnmarshalGQL implements graphql.Unmarshaler.
+func (k *ImageSourceKind) UnmarshalGQL(v any) error {
+	return unmarshalEnum(k, v, "ImageSourceKind", ImageSourceKinds)
+}
+
+// RecognitionMode says how an image is to be read: by a vision model, by OCR, or by
+// vision with OCR as the fallback.
+type RecognitionMode string
+
+// The recognition modes.
+const (
+	RecognitionVision RecognitionMode = "VISION"
+	RecognitionOCR    RecognitionMode = "OCR"
+	RecognitionAuto   RecognitionMode = "AUTO"
+)
+
+// RecognitionModes lists every recognition mode.
+var RecognitionModes = []RecognitionMode{RecognitionVision, RecognitionOCR, RecognitionAuto}
+
+// MarshalGQL implements graphql.Marshaler.
+func (m RecognitionMode) MarshalGQL(w io.Writer) { marshalEnum(w, m) }
+
+// UnmarshalGQL implements graphql.Unmarshaler.
+func (m *RecognitionMode) UnmarshalGQL(v any) error {
+	return unmarshalEnum(m, v, "RecognitionMode", RecognitionModes)
+}
+
+// ProcessingStatus is the outcome of a processing step stored on a message.
+type ProcessingStatus string
+
+// The processing outcomes.
+const (
+	ProcessingCompleted ProcessingStatus = "COMPLETED"
+	ProcessingFailed    ProcessingStatus = "FAILED"
+)
+
+// ProcessingStatuses lists every processing status.
+var ProcessingStatuses = []ProcessingStatus{ProcessingCompleted, ProcessingFailed}
+
+// MarshalGQL implements graphql.Marshaler.
+func (s ProcessingStatus) MarshalGQL(w io.Writer) { marshalEnum(w, s) }
+
+// UnmarshalGQL implements graphql.Unmarshaler.
+func (s *ProcessingStatus) UnmarshalGQL(v any) error {
+	return unmarshalEnum(s, v, "ProcessingStatus", ProcessingStatuses)
+}
+
+// ApprovalStatus is where a tool call stands in the approval flow.
+type ApprovalStatus string
+
+// The approval statuses.
+const (
+	ApprovalPending  ApprovalStatus = "PENDING"
+	ApprovalApproved ApprovalStatus = "APPROVED"
+	ApprovalDenied   ApprovalStatus = "DENIED"
+)
+
+// ApprovalStatuses lists every approval status.
+var ApprovalStatuses = []ApprovalStatus{ApprovalPending, ApprovalApproved, ApprovalDenied}
+
+// MarshalGQL implements graphql.Marshaler.
+func (s ApprovalStatus) MarshalGQL(w io.Writer) { marshalEnum(w, s) }
+
+// UnmarshalGQL implements graphql.Unmarshaler.
+func (s *ApprovalStatus) UnmarshalGQL(v any) error {
+	return unmarshalEnum(s, v, "ApprovalStatus", ApprovalStatuses)
+}
+
+// ToolResultStatus says whether a tool ran successfully.
+type ToolResultStatus string
+
+// The tool result statuses.
+const (
+	ToolSuccess ToolResultStatus = "SUCCESS"
+	ToolError   ToolResultStatus = "ERROR"
+)
+
+// ToolResultStatuses lists every tool result status.
+var ToolResultStatuses = []ToolResultStatus{ToolSuccess, ToolError}
+
+// MarshalGQL implements graphql.Marshaler.
+func (s ToolResultStatus) MarshalGQL(w io.Writer) { marshalEnum(w, s) }
+
+// UnmarshalGQL implements graphql.Unmarshaler.
+func (s *ToolResultStatus) UnmarshalGQL(v any) error {
+	return unmarshalEnum(s, v, "ToolResultStatus", ToolResultStatuses)
+}
+
+// ControlKind is the kind of a system control event.
+type ControlKind string
+
+// The control kinds.
+const (
+	ControlModeChange   ControlKind = "MODE_CHANGE"
+	ControlBranchSwitch ControlKind = "BRANCH_SWITCH"
+)
+
+// ControlKinds lists every control kind.
+var ControlKinds = []ControlKind{ControlModeChange, ControlBranchSwitch}
+
+// MarshalGQL implements graphql.Marshaler.
+func (k ControlKind) MarshalGQL(w io.Writer) { marshalEnum(w, k) }
+
+// UnmarshalGQL implements graphql.Unmarshaler.
+func (k *ControlKind) UnmarshalGQL(v any) error {
+	return unmarshalEnum(k, v, "ControlKind", ControlKinds)
+}

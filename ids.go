@@ -1,0 +1,83 @@
+package parley
+
+import (
+	"encoding/base64"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Public ids are a type prefix and a UUID, so that node(id) knows what to look for.
+const (
+	conversationPrefix = "conv_"
+	messagePrefix      = "msg_"
+)
+
+// ConversationID returns the public id of the conversation stored under key.
+func ConversationID(key string) string { return conversationPrefix + key }
+
+// MessageID returns the public id of the message stored under key.
+func MessageID(key string) string { return messagePrefix + key }
+
+// ParseConversationID returns the storage key of a public conversation id.
+func ParseConversationID(id string) (string, bool) { return parseID(conversationPrefix, id) }
+
+// ParseMessageID returns the storage key of a public message id.
+func ParseMessageID(id string) (string, bool) { return parseID(messagePrefix, id) }
+
+func parseID(prefix, id string) (string, bool) {
+	rest, ok := strings.CutPrefix(id, prefix)
+	if !ok {
+		return "", false
+	}
+	u, err := uuid.Parse(rest)
+	if err != nil || len(rest) != 36 {
+		return "", false
+	}
+	return u.String(), true
+}
+
+// Cursors are opaque to clients: base64 of a tagged position.
+var cursorEncoding = base64.RawURLEncoding
+
+// MessageCursor returns the cursor of the message at position.
+func MessageCursor(position int) string {
+	return cursorEncoding.EncodeToString([]byte("m:" + strconv.Itoa(position)))
+}
+
+// ParseMessageCursor returns the position a message cursor points at.
+func ParseMessageCursor(field, cursor string) (int, error) {
+	raw, err := cursorEncoding.DecodeString(cursor)
+	if err == nil {
+		if rest, ok := strings.CutPrefix(string(raw), "m:"); ok {
+			if n, err := strconv.Atoi(rest); err == nil && n >= 0 {
+				return n, nil
+			}
+		}
+	}
+	return 0, Errorf(EINVALID, "%s: %q is not a message cursor", field, truncateForError(cursor))
+}
+
+// ConversationCursor returns the cursor of a conversation in the most-recently-updated
+// order.
+func ConversationCursor(updatedAt time.Time, key string) string {
+	return cursorEncoding.EncodeToString([]byte("c:" + strconv.FormatInt(updatedAt.UnixMicro(), 10) + ":" + key))
+}
+
+// ParseConversationCursor returns the position a conversation cursor points at.
+func ParseConversationCursor(field, cursor string) (time.Time, string, error) {
+	raw, err := cursorEncoding.DecodeString(cursor)
+	if err == nil {
+		if rest, ok := strings.CutPrefix(string(raw), "c:"); ok {
+			if ts, key, ok := strings.Cut(rest, ":"); ok {
+				micros, err1 := strconv.ParseInt(ts, 10, 64)
+				if _, err2 := uuid.Parse(key); err1 == nil && err2 == nil {
+					return time.UnixMicro(micros).UTC(), key, nil
+				}
+			}
+		}
+	}
+	return time.Time{}, "", Errorf(EINVALID, "%s: %q is not a conversation cursor", field, truncateForError(cursor))
+}

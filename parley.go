@@ -1,0 +1,81 @@
+// Package parley is the domain of Parley, a store of LLM conversation history: the
+// conversation and its typed messages, the rules that keep them valid and safe to
+// display, the error type, and the services that the adapters (db, graph) implement
+// or call. It imports no adapter and no driver.
+package parley
+
+import "context"
+
+// Node is anything with a globally unique, opaque id: conversations and messages.
+type Node interface {
+	NodeID() string
+}
+
+// ConversationService stores conversations.
+type ConversationService interface {
+	// FindConversationByID returns ENOTFOUND when no such conversation exists.
+	FindConversationByID(ctx context.Context, id string) (*Conversation, error)
+	// FindConversations pages through conversations, most recently updated first.
+	// Returns EINVALID for a malformed cursor or page size.
+	FindConversations(ctx context.Context, page PageRequest) (*ConversationPage, error)
+	// CreateConversation returns EINVALID for an unusable title.
+	CreateConversation(ctx context.Context, title string) (*Conversation, error)
+	// RenameConversation returns ENOTFOUND or EINVALID.
+	RenameConversation(ctx context.Context, id, title string) (*Conversation, error)
+	// DeleteConversation deletes the conversation and its messages; ENOTFOUND when absent.
+	DeleteConversation(ctx context.Context, id string) error
+}
+
+// MessageService stores messages.
+type MessageService interface {
+	// FindMessageByID returns ENOTFOUND when no such message exists.
+	FindMessageByID(ctx context.Context, id string) (Message, error)
+	// FindMessages pages through a conversation's messages in ascending position.
+	// Returns EINVALID for a malformed cursor or page size.
+	FindMessages(ctx context.Context, conv *Conversation, page PageRequest) (*MessagePage, error)
+	// AddMessage validates and sanitizes m, stores it as the conversation's next
+	// message and returns it as stored. Returns ENOTFOUND for a missing conversation,
+	// EINVALID for a message that breaks a rule (nothing is written), ECONFLICT for a
+	// tool result whose call already has one.
+	AddMessage(ctx context.Context, conversationID string, m Message) (Message, error)
+	// SetToolCallApproval decides a pending tool call. Returns ENOTFOUND for a missing
+	// message or call, EINVALID for a status that is not a decision, ECONFLICT when the
+	// call was already decided.
+	SetToolCallApproval(ctx context.Context, messageID, toolCallID string, d ApprovalDecision) (*ToolRequestMessage, error)
+}
+
+// PageRequest selects a page of a connection, in Relay's terms. Cursors are opaque
+// strings made by this package; nil fields are absent arguments.
+type PageRequest struct {
+	First  *int
+	After  *string
+	Last   *int
+	Before *string
+}
+
+// DefaultPageSize is the page size when neither first nor last is given.
+const DefaultPageSize = 50
+
+// MaxPageSize bounds first and last, so one request cannot load a whole history.
+const MaxPageSize = 1000
+
+// PageInfo says where a page sits in its connection.
+type PageInfo struct {
+	HasNextPage     bool
+	HasPreviousPage bool
+}
+
+// ConversationPage is a page of conversations with their cursors.
+type ConversationPage struct {
+	Conversations []*Conversation
+	Cursors       []string
+	PageInfo
+	TotalCount int
+}
+
+// MessagePage is a page of one conversation's messages, in ascending position.
+type MessagePage struct {
+	Messages []Message
+	PageInfo
+	TotalCount int
+}

@@ -1,0 +1,81 @@
+package parley
+
+import (
+	"bytes"
+	"html"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/microcosm-cc/bluemonday"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
+)
+
+// CleanText applies seed 001's rules to free text before it is stored: invalid UTF-8 is
+// refused (with the byte offset, under field's name), control characters other than tab,
+// newline and carriage return are removed, and everything else (emoji, CJK, combining
+// marks, right-to-left text) is kept byte for byte.
+func CleanText(field, s string) (string, error) {
+	if !utf8.ValidString(s) {
+		off := 0
+		for off < len(s) {
+			r, n := utf8.DecodeRuneInString(s[off:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			off += n
+		}
+		return "", Errorf(EINVALID, "%s: invalid UTF-8 at byte %d", field, off)
+	}
+	clean := true
+	for _, r := range s {
+		if isStripped(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s, nil
+	}
+	return strings.Map(func(r rune) rune {
+		if isStripped(r) {
+			return -1
+		}
+		return r
+	}, s), nil
+}
+
+func isStripped(r rune) bool {
+	return unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r'
+}
+
+// EscapeHTML is how free text is kept at rest: safe to put in innerHTML as it is.
+func EscapeHTML(s string) string { return html.EscapeString(s) }
+
+// UnescapeHTML recovers the author's text from its stored, escaped form.
+func UnescapeHTML(s string) string {
+	if !strings.ContainsRune(s, '&') {
+		return s
+	}
+	return html.UnescapeString(s)
+}
+
+var (
+	markdown = goldmark.New(goldmark.WithExtensions(extension.GFM))
+	// htmlPolicy allows what user-generated Markdown renders to, and nothing that runs.
+	htmlPolicy = bluemonday.UGCPolicy()
+)
+
+// RenderHTML renders text as Markdown (CommonMark with GitHub's extensions; raw HTML in
+// the text is dropped by the renderer) and sanitizes the result, for rich display.
+func RenderHTML(text string) string {
+	if text == "" {
+		return ""
+	}
+	var buf bytes.Buffer
+	if err := markdown.Convert([]byte(text), &buf); err != nil {
+		return "<p>" + html.EscapeString(text) + "</p>"
+	}
+	return htmlPolicy.Sanitize(buf.String())
+}

@@ -1,0 +1,434 @@
+package parley
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Limits are the configurable bounds applied when a message is stored.
+type Limits struct {
+	// MaxToolOutputBytes is the size above which a tool result's output and text are
+	// truncated before saving (seed 001).
+	MaxToolOutputBytes int
+	// MaxImageBytes bounds an inline (base64) image, decoded.
+	MaxImageBytes int
+}
+
+// DefaultLimits are the limits when none are configured.
+var DefaultLimits = Limits{
+	MaxToolOutputBytes: 1 << 20,
+	MaxImageBytes:      20 << 20,
+}
+
+// MaxTitleLength bounds a conversation title, in characters.
+const MaxTitleLength = 500
+
+// CleanTitle cleans and checks a conversation title.
+func CleanTitle(title string) (string, error) {
+	t, err := CleanText("title", title)
+	if err != nil {
+		return "", err
+	}
+	t = strings.TrimSpace(t)
+	if n := utf8.RuneCountInString(t); n > MaxTitleLength {
+		return "", Errorf(EINVALID, "title: %d characters, at most %d allowed", n, MaxTitleLength)
+	}
+	return t, nil
+}
+
+// Prepare cleans and validates m before it is stored, in place: free text is cleaned
+// (CleanText), defaults are filled in, and every rule of the variant is checked. Its
+// errors are EINVALID and name the offending input field, as in the API's MessageInput.
+// Rules that need the stored history (tool call ids) are the store's to check.
+func Prepare(m Message, lim Limits) error {
+	switch m := m.(type) {
+	case *TextMessage:
+		return m.prepare()
+	case *ImageMessage:
+		return m.prepare(lim)
+	case *FileReferenceMessage:
+		return m.prepare()
+	case *ToolRequestMessage:
+		return m.prepare()
+	case *ToolResultMessage:
+		return m.prepare(lim)
+	case *SystemControlMessage:
+		return m.prepare()
+	case *MCPResourceMessage:
+		return m.prepare()
+	case *UnknownMessage:
+		return m.prepare()
+	case nil:
+		return Errorf(EINVALID, "input: no message given")
+	}
+	return Errorf(EINVALID, "input: unsupported message type %T", m)
+}
+
+func requireRole(field string, got Role, allowed ...Role) error {
+	if slices.Contains(allowed, got) {
+		return nil
+	}
+	names := make([]string, len(allowed))
+	for i, r := range allowed {
+		names[i] = r.String()
+	}
+	return Errorf(EINVALID, "%s: role %s is not allowed here; use %s", field, got, strings.Join(names, " or "))
+}
+
+func (b *Body) prepare(field string) error {
+	for i := range b.Parts {
+		p := &b.Parts[i]
+		f := fmt.Sprintf("%s.parts[%d]", field, i)
+		if !slices.Contains(PartKinds, p.Kind) {
+			return Errorf(EINVALID, "%s.kind: %q is not TEXT or THINKING", f, p.Kind)
+		}
+		text, err := CleanText(f+".text", p.Text)
+		if err != nil {
+			return err
+		}
+		p.Text = text
+		if p.Signature, err = CleanText(f+".signature", p.Signature); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *TextMessage) prepare() error {
+	if err := requireRole("text.role", m.Role, RoleUser, RoleAssistant, RoleSupervisor); err != nil {
+		return err
+	}
+	if err := m.Body.prepare("text"); err != nil {
+		return err
+	}
+	if strings.TrimSpace(m.Text()) == "" {
+		return Errorf(EINVALID, "text: content is empty; give content or at least one non-blank TEXT part")
+	}
+	return nil
+}
+
+// mediaTypes are the inline image types providers accept.
+var mediaTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
+
+func (m *ImageMessage) prepare(lim Limits) error {
+	if m.Role == "" {
+		m.Role = RoleUser
+	}
+	if err := requireRole("image.role", m.Role, RoleUser, RoleAssistant); err != nil {
+		return err
+	}
+	if m.RecognitionMode == "" {
+		m.RecognitionMode = RecognitionAuto
+	} else if !slices.Contains(RecognitionModes, m.RecognitionMode) {
+		return Errorf(EINVALID, "image.recognitionMode: %q is not VISION, OCR or AUTO", m.RecognitionMode)
+	}
+	s := &m.Source
+	given := 0
+	for _, v := range []string{s.URL, s.Data, s.FilePath} {
+		if v != "" {
+			given++
+		}
+	}
+	if given != 1 {
+		return Errorf(EINVALID, "image: give exactly one source of url, base64 and filePath (got %d)", given)
+	}
+	switch {
+	case s.URL != "":
+		s.Kind = ImageURL
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return Errorf(EINVALID, "image.url: %q is not an absolute http(s) URL", truncateForError(s.URL))
+		}
+	case s.Data != "":
+		s.Kind = ImageBase64
+		if !slices.Contains(mediaTypes, s.MediaType) {
+			return Errorf(EINVALID, "image.mediaType: %q is not one of %s", s.MediaType, strings.Join(mediaTypes, ", "))
+		}
+		raw, err := base64.StdEncoding.DecodeString(s.Data)
+		if err != nil {
+			return Errorf(EINVALID, "image.base64: not valid base64 (standard alphabet, padded)")
+		}
+		if len(raw) > lim.MaxImageBytes {
+			return Errorf(EINVALID, "image.base64: %d bytes, at most %d allowed", len(raw), lim.MaxImageBytes)
+		}
+		if sniffed := http.DetectContentType(raw); sniffed != s.MediaType {
+			return Errorf(EINVALID, "image.base64: the data is %s, not the %s that mediaType says", sniffed, s.MediaType)
+		}
+	default:
+		s.Kind = ImageFilePath
+		p, err := CleanPath("image.filePath", s.FilePath)
+		if err != nil {
+			return err
+		}
+		s.FilePath = p
+		if s.MediaType != "" && !slices.Contains(mediaTypes, s.MediaType) {
+			return Errorf(EINVALID, "image.mediaType: %q is not one of %s", s.MediaType, strings.Join(mediaTypes, ", "))
+		}
+	}
+	if s.Kind != ImageBase64 && s.MediaType != "" && !slices.Contains(mediaTypes, s.MediaType) {
+		return Errorf(EINVALID, "image.mediaType: %q is not one of %s", s.MediaType, strings.Join(mediaTypes, ", "))
+	}
+	return nil
+}
+
+// CleanPath checks and normalizes a file path: not empty, no control characters, no ".."
+// segment (traversal is refused, not resolved), cleaned of "." and repeated slashes.
+func CleanPath(field, p string) (string, error) {
+	p, err := CleanText(field, p)
+	if err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(p) == "" {
+		return "", Errorf(EINVALID, "%s: path is empty", field)
+	}
+	for _, seg := range strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if seg == ".." {
+			return "", Errorf(EINVALID, "%s: %q contains a \"..\" segment; path traversal is not allowed", field, truncateForError(p))
+		}
+	}
+	return path.Clean(p), nil
+}
+
+func (m *FileReferenceMessage) prepare() error {
+	m.Role = RoleDocument
+	p, err := CleanPath("fileReference.path", m.Path)
+	if err != nil {
+		return err
+	}
+	m.Path = p
+	if m.StartLine != nil && *m.StartLine < 1 {
+		return Errorf(EINVALID, "fileReference.startLine: %d is not a line number; lines are counted from 1", *m.StartLine)
+	}
+	if m.EndLine != nil {
+		if *m.EndLine < 1 {
+			return Errorf(EINVALID, "fileReference.endLine: %d is not a line number; lines are counted from 1", *m.EndLine)
+		}
+		start := 1
+		if m.StartLine != nil {
+			start = *m.StartLine
+		}
+		if *m.EndLine < start {
+			return Errorf(EINVALID, "fileReference.endLine: %d is before startLine %d", *m.EndLine, start)
+		}
+	}
+	return nil
+}
+
+// toolNamePattern is what providers accept as a function name, plus the dots and colons
+// of namespaced (MCP) tools.
+var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.:\-]{0,127}$`)
+
+// MaxToolCallIDLength bounds a tool call id.
+const MaxToolCallIDLength = 256
+
+func checkToolCallID(field, id string) error {
+	if id == "" {
+		return Errorf(EINVALID, "%s: tool call id is empty", field)
+	}
+	if len(id) > MaxToolCallIDLength {
+		return Errorf(EINVALID, "%s: tool call id is %d bytes, at most %d allowed", field, len(id), MaxToolCallIDLength)
+	}
+	if clean, err := CleanText(field, id); err != nil {
+		return err
+	} else if clean != id || strings.TrimSpace(id) != id {
+		return Errorf(EINVALID, "%s: tool call id %q has control characters or surrounding spaces", field, id)
+	}
+	return nil
+}
+
+func (m *ToolRequestMessage) prepare() error {
+	m.Role = RoleInvocation
+	if err := m.Body.prepare("toolRequest"); err != nil {
+		return err
+	}
+	if len(m.ToolCalls) == 0 {
+		return Errorf(EINVALID, "toolRequest.toolCalls: at least one tool call is required")
+	}
+	seen := make(map[string]int, len(m.ToolCalls))
+	for i := range m.ToolCalls {
+		c := &m.ToolCalls[i]
+		f := fmt.Sprintf("toolRequest.toolCalls[%d]", i)
+		if err := checkToolCallID(f+".id", c.ID); err != nil {
+			return err
+		}
+		if j, dup := seen[c.ID]; dup {
+			return Errorf(EINVALID, "%s.id: %q is already the id of toolCalls[%d]", f, c.ID, j)
+		}
+		seen[c.ID] = i
+		if !toolNamePattern.MatchString(c.Name) {
+			return Errorf(EINVALID, "%s.name: %q is not a valid tool name (letters, digits, _ . : -, at most 128)", f, truncateForError(c.Name))
+		}
+		if err := checkJSON(f+".arguments", c.Arguments); err != nil {
+			return err
+		}
+		if !c.Arguments.IsObject() {
+			return Errorf(EINVALID, "%s.arguments: must be a JSON object", f)
+		}
+		if c.ApprovalStatus == "" {
+			c.ApprovalStatus = ApprovalPending
+		} else if !slices.Contains(ApprovalStatuses, c.ApprovalStatus) {
+			return Errorf(EINVALID, "%s.approvalStatus: %q is not PENDING, APPROVED or DENIED", f, c.ApprovalStatus)
+		}
+	}
+	return nil
+}
+
+func (m *ToolResultMessage) prepare(lim Limits) error {
+	m.Role = RoleResult
+	if err := checkToolCallID("toolResult.toolCallId", m.ToolCallID); err != nil {
+		return err
+	}
+	if !slices.Contains(ToolResultStatuses, m.Status) {
+		return Errorf(EINVALID, "toolResult.status: %q is not SUCCESS or ERROR", m.Status)
+	}
+	if err := m.Body.prepare("toolResult"); err != nil {
+		return err
+	}
+	if len(m.Output) > 0 {
+		if err := checkJSON("toolResult.output", m.Output); err != nil {
+			return err
+		}
+	}
+	switch {
+	case m.Status == ToolError && (m.Error == nil || strings.TrimSpace(m.Error.Message) == ""):
+		return Errorf(EINVALID, "toolResult.error: a result with status ERROR needs error.message")
+	case m.Status == ToolSuccess && m.Error != nil:
+		return Errorf(EINVALID, "toolResult.error: only a result with status ERROR has an error")
+	}
+	if m.Error != nil {
+		var err error
+		if m.Error.Message, err = CleanText("toolResult.error.message", m.Error.Message); err != nil {
+			return err
+		}
+		if m.Error.StackTrace, err = CleanText("toolResult.error.stackTrace", m.Error.StackTrace); err != nil {
+			return err
+		}
+	}
+	if m.DurationMs != nil && *m.DurationMs < 0 {
+		return Errorf(EINVALID, "toolResult.durationMs: %d is negative", *m.DurationMs)
+	}
+	m.truncate(lim.MaxToolOutputBytes)
+	return nil
+}
+
+// truncate cuts the output and text to max bytes each, at a character boundary. An
+// output cut short is no longer JSON, so it is kept as a JSON string of its first bytes.
+func (m *ToolResultMessage) truncate(max int) {
+	if max <= 0 {
+		return
+	}
+	size := len(m.Output)
+	for _, p := range m.Parts {
+		size += len(p.Text)
+	}
+	if len(m.Output) > max {
+		cut := cutUTF8(string(m.Output), max)
+		m.Output = JSON(mustQuoteJSON(cut))
+		m.Truncated = true
+	}
+	for i := range m.Parts {
+		if len(m.Parts[i].Text) > max {
+			m.Parts[i].Text = cutUTF8(m.Parts[i].Text, max)
+			m.Truncated = true
+		}
+	}
+	if m.Truncated {
+		m.OriginalSize = &size
+	}
+}
+
+func cutUTF8(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	for max > 0 && !utf8.RuneStart(s[max]) {
+		max--
+	}
+	return s[:max]
+}
+
+func (m *SystemControlMessage) prepare() error {
+	m.Role = RoleSupervisor
+	if !slices.Contains(ControlKinds, m.ControlKind) {
+		return Errorf(EINVALID, "systemControl.kind: %q is not MODE_CHANGE or BRANCH_SWITCH", m.ControlKind)
+	}
+	var err error
+	if m.From, err = CleanText("systemControl.from", m.From); err != nil {
+		return err
+	}
+	if m.To, err = CleanText("systemControl.to", m.To); err != nil {
+		return err
+	}
+	if len(m.Params) > 0 && !m.Params.IsNull() {
+		if err := checkJSON("systemControl.params", m.Params); err != nil {
+			return err
+		}
+		if !m.Params.IsObject() {
+			return Errorf(EINVALID, "systemControl.params: must be a JSON object")
+		}
+	}
+	return nil
+}
+
+var mimeTypePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*(\s*;.*)?$`)
+
+func (m *MCPResourceMessage) prepare() error {
+	m.Role = RoleDocument
+	var err error
+	if m.ServerName, err = CleanText("mcpResource.serverName", m.ServerName); err != nil {
+		return err
+	}
+	if strings.TrimSpace(m.ServerName) == "" {
+		return Errorf(EINVALID, "mcpResource.serverName: is empty")
+	}
+	if u, err := url.Parse(m.ResourceURI); err != nil || u.Scheme == "" {
+		return Errorf(EINVALID, "mcpResource.resourceUri: %q is not a URI with a scheme", truncateForError(m.ResourceURI))
+	}
+	if m.MimeType != "" && !mimeTypePattern.MatchString(m.MimeType) {
+		return Errorf(EINVALID, "mcpResource.mimeType: %q is not a media type", truncateForError(m.MimeType))
+	}
+	return m.Body.prepare("mcpResource")
+}
+
+func (m *UnknownMessage) prepare() error {
+	if !m.Role.Valid() {
+		return Errorf(EINVALID, "role: %q is not a role", m.Role)
+	}
+	if strings.TrimSpace(m.TypeTag) == "" {
+		return Errorf(EINVALID, "type: the type tag is empty")
+	}
+	return checkJSON("message", m.Raw)
+}
+
+func truncateForError(s string) string {
+	if len(s) <= 80 {
+		return s
+	}
+	return cutUTF8(s, 77) + "..."
+}
+
+func mustQuoteJSON(s string) []byte {
+	var sb strings.Builder
+	sb.Grow(len(s) + 2)
+	sb.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			sb.WriteByte('\\')
+			sb.WriteRune(r)
+		case r < 0x20:
+			fmt.Fprintf(&sb, `\u%04x`, r)
+		default:
+			sb.WriteRune(r)
+		}
+	}
+	sb.WriteByte('"')
+	return []byte(sb.String())
+}
