@@ -18,6 +18,8 @@ type ConversationService interface {
 	// FindConversations pages through conversations, most recently updated first.
 	// Returns EINVALID for a malformed cursor or page size.
 	FindConversations(ctx context.Context, page PageRequest) (*ConversationPage, error)
+	// CountConversations returns how many conversations there are.
+	CountConversations(ctx context.Context) (int, error)
 	// CreateConversation returns EINVALID for an unusable title.
 	CreateConversation(ctx context.Context, title string) (*Conversation, error)
 	// RenameConversation returns ENOTFOUND or EINVALID.

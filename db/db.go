@@ -1,3 +1,127 @@
 // Package db is Parley's PostgreSQL adapter: it implements the root package's services
 // with sqlx over lib/pq.
 package db
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/parley-dev/parley"
+)
+
+// Config tunes a DB.
+type Config struct {
+	// Limits bound what a message may hold; zero fields take parley.DefaultLimits.
+	Limits parley.Limits
+	// MaxOpenConns bounds the pool (default 20).
+	MaxOpenConns int
+	Logger       *slog.Logger
+}
+
+// DB is a connection pool to Parley's database, and the services built on it.
+type DB struct {
+	db     *sqlx.DB
+	limits parley.Limits
+	log    *slog.Logger
+}
+
+// Open connects to the database at dsn (a lib/pq URL or key=value string). It does not
+// migrate: call Migrate first.
+func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
+	conn, err := sqlx.Open("postgres", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if cfg.MaxOpenConns <= 0 {
+		cfg.MaxOpenConns = 20
+	}
+	conn.SetMaxOpenConns(cfg.MaxOpenConns)
+	conn.SetMaxIdleConns(cfg.MaxOpenConns)
+	conn.SetConnMaxIdleTime(5 * time.Minute)
+	if err := conn.PingContext(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	lim := cfg.Limits
+	if lim.MaxToolOutputBytes == 0 {
+		lim.MaxToolOutputBytes = parley.DefaultLimits.MaxToolOutputBytes
+	}
+	if lim.MaxImageBytes == 0 {
+		lim.MaxImageBytes = parley.DefaultLimits.MaxImageBytes
+	}
+	return &DB{db: conn, limits: lim, log: cfg.Logger}, nil
+}
+
+// Close closes the pool.
+func (db *DB) Close() error { return db.db.Close() }
+
+// SQL returns the underlying pool, for health checks and tests.
+func (db *DB) SQL() *sqlx.DB { return db.db }
+
+// Ping checks that the database answers.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.db.PingContext(ctx); err != nil {
+		return classify(err)
+	}
+	return nil
+}
+
+// transact runs fn in a transaction, committing when it returns nil. Every write goes
+// through here: one transaction shape everywhere.
+func (db *DB) transact(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	tx, err := db.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return classify(err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return classify(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return classify(err)
+	}
+	return nil
+}
+
+// classify turns driver errors that a user can act on into *parley.Error by SQLSTATE,
+// and leaves the rest as internal errors.
+func classify(err error) error {
+	var pe *pq.Error
+	var perr *parley.Error
+	var netErr net.Error
+	switch {
+	case err == nil || errors.As(err, &perr):
+		return err
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.As(err, &pe):
+		switch pe.Code.Class() {
+		case "08", "57": // connection exception; operator intervention (shutdown, terminated)
+			if pe.Code == "57014" { // query_canceled
+				return err
+			}
+			return &parley.Error{Code: parley.EUNAVAILABLE, Message: "The database is unavailable; try again shortly."}
+		case "53": // insufficient resources (too many connections...)
+			return &parley.Error{Code: parley.EUNAVAILABLE, Message: "The database is overloaded; try again shortly."}
+		case "22": // data exception: a value Postgres cannot store
+			return parley.Errorf(parley.EINVALID, "a value could not be stored: %s", pe.Message)
+		case "40": // serialization failure, deadlock
+			return &parley.Error{Code: parley.EUNAVAILABLE, Message: "A concurrent change got in the way; try again."}
+		}
+	case errors.Is(err, driver.ErrBadConn), errors.As(err, &netErr), errors.Is(err, sql.ErrConnDone):
+		return fmt.Errorf("%w (%w)", &parley.Error{Code: parley.EUNAVAILABLE, Message: "The database is unavailable; try again shortly."}, err)
+	}
+	return err
+}

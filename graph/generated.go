@@ -31,6 +31,7 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
 	Conversation() ConversationResolver
+	ConversationConnection() ConversationConnectionResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
 }
@@ -296,6 +297,9 @@ type ComplexityRoot struct {
 
 type ConversationResolver interface {
 	Messages(ctx context.Context, obj *parley.Conversation, first *int, after *string, last *int, before *string) (*model.MessageConnection, error)
+}
+type ConversationConnectionResolver interface {
+	TotalCount(ctx context.Context, obj *model.ConversationConnection) (int, error)
 }
 type MutationResolver interface {
 	CreateConversation(ctx context.Context, title *string) (*parley.Conversation, error)
@@ -3068,7 +3072,7 @@ func (ec *executionContext) _ConversationConnection_totalCount(ctx context.Conte
 			return ec.fieldContext_ConversationConnection_totalCount(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.TotalCount, nil
+			return ec.Resolvers.ConversationConnection().TotalCount(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
@@ -3079,7 +3083,7 @@ func (ec *executionContext) _ConversationConnection_totalCount(ctx context.Conte
 	)
 }
 func (ec *executionContext) fieldContext_ConversationConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ConversationConnection", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("ConversationConnection", field, true, true, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _ConversationEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.ConversationEdge) (ret graphql.Marshaler) {
@@ -9312,18 +9316,51 @@ func (ec *executionContext) _ConversationConnection(ctx context.Context, sel ast
 		case "edges":
 			out.Values[i] = ec._ConversationConnection_edges(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "pageInfo":
 			out.Values[i] = ec._ConversationConnection_pageInfo(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "totalCount":
-			out.Values[i] = ec._ConversationConnection_totalCount(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._ConversationConnection_totalCount(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}

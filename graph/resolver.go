@@ -1,8 +1,16 @@
+// Package graph is Parley's GraphQL adapter: gqlgen's generated executor, thin resolvers
+// that decode arguments, call a root service and return, and the HTTP handler.
 package graph
 
-// This file will not be regenerated automatically.
-//
-// It serves as dependency injection for your app, add any dependencies you require
-// here.
+import (
+	"log/slog"
 
-type Resolver struct{}
+	"github.com/parley-dev/parley"
+)
+
+// Resolver holds the services the resolvers call.
+type Resolver struct {
+	ConversationService parley.ConversationService
+	MessageService      parley.MessageService
+	Logger              *slog.Logger
+}

@@ -7,64 +7,98 @@ package graph
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/graph/model"
 )
 
 func (r *conversationResolver) Messages(ctx context.Context, obj *parley.Conversation, first *int, after *string, last *int, before *string) (*model.MessageConnection, error) {
-	panic(fmt.Errorf("not implemented: Messages - messages"))
+	page, err := r.MessageService.FindMessages(ctx, obj, parley.PageRequest{First: first, After: after, Last: last, Before: before})
+	if err != nil {
+		return nil, err
+	}
+	return messageConnection(page), nil
+}
+
+func (r *conversationConnectionResolver) TotalCount(ctx context.Context, obj *model.ConversationConnection) (int, error) {
+	return r.ConversationService.CountConversations(ctx)
 }
 
 func (r *mutationResolver) CreateConversation(ctx context.Context, title *string) (*parley.Conversation, error) {
-	panic(fmt.Errorf("not implemented: CreateConversation - createConversation"))
+	return r.ConversationService.CreateConversation(ctx, deref(title))
 }
 
 func (r *mutationResolver) RenameConversation(ctx context.Context, id string, title string) (*parley.Conversation, error) {
-	panic(fmt.Errorf("not implemented: RenameConversation - renameConversation"))
+	return r.ConversationService.RenameConversation(ctx, id, title)
 }
 
 func (r *mutationResolver) DeleteConversation(ctx context.Context, id string) (string, error) {
-	panic(fmt.Errorf("not implemented: DeleteConversation - deleteConversation"))
+	if err := r.ConversationService.DeleteConversation(ctx, id); err != nil {
+		return "", err
+	}
+	return id, nil
 }
 
 func (r *mutationResolver) AddMessage(ctx context.Context, conversationID string, input model.MessageInput) (*model.MessageEdge, error) {
-	panic(fmt.Errorf("not implemented: AddMessage - addMessage"))
+	m, err := messageFromInput(input)
+	if err != nil {
+		return nil, err
+	}
+	if m, err = r.MessageService.AddMessage(ctx, conversationID, m); err != nil {
+		return nil, err
+	}
+	return messageEdge(m), nil
 }
 
 func (r *mutationResolver) SetToolCallApproval(ctx context.Context, messageID string, toolCallID string, status parley.ApprovalStatus, reason *string) (*parley.ToolRequestMessage, error) {
-	panic(fmt.Errorf("not implemented: SetToolCallApproval - setToolCallApproval"))
+	return r.MessageService.SetToolCallApproval(ctx, messageID, toolCallID, parley.ApprovalDecision{Status: status, Reason: deref(reason)})
 }
 
 func (r *queryResolver) Node(ctx context.Context, id string) (parley.Node, error) {
-	panic(fmt.Errorf("not implemented: Node - node"))
+	return r.node(ctx, id)
 }
 
 func (r *queryResolver) Nodes(ctx context.Context, ids []string) ([]parley.Node, error) {
-	panic(fmt.Errorf("not implemented: Nodes - nodes"))
+	out := make([]parley.Node, len(ids))
+	for i, id := range ids {
+		n, err := r.node(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = n
+	}
+	return out, nil
 }
 
 func (r *queryResolver) Conversation(ctx context.Context, id string) (*parley.Conversation, error) {
-	panic(fmt.Errorf("not implemented: Conversation - conversation"))
+	return r.ConversationService.FindConversationByID(ctx, id)
 }
 
 func (r *queryResolver) Message(ctx context.Context, id string) (parley.Message, error) {
-	panic(fmt.Errorf("not implemented: Message - message"))
+	return r.MessageService.FindMessageByID(ctx, id)
 }
 
 func (r *queryResolver) Conversations(ctx context.Context, first *int, after *string, last *int, before *string) (*model.ConversationConnection, error) {
-	panic(fmt.Errorf("not implemented: Conversations - conversations"))
+	page, err := r.ConversationService.FindConversations(ctx, parley.PageRequest{First: first, After: after, Last: last, Before: before})
+	if err != nil {
+		return nil, err
+	}
+	return conversationConnection(page), nil
 }
 
 func (r *Resolver) Conversation() ConversationResolver { return &conversationResolver{r} }
+
+func (r *Resolver) ConversationConnection() ConversationConnectionResolver {
+	return &conversationConnectionResolver{r}
+}
 
 func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
 
 func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 
 type (
-	conversationResolver struct{ *Resolver }
-	mutationResolver     struct{ *Resolver }
-	queryResolver        struct{ *Resolver }
+	conversationResolver           struct{ *Resolver }
+	conversationConnectionResolver struct{ *Resolver }
+	mutationResolver               struct{ *Resolver }
+	queryResolver                  struct{ *Resolver }
 )

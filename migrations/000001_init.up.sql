@@ -46,6 +46,7 @@ CREATE UNIQUE INDEX messages_source_idx ON messages (conversation_id, source_id)
 CREATE TABLE tool_calls (
     conversation_id   uuid NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
     call_id           text NOT NULL,
+    name              text NOT NULL,
     request_id        uuid NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
     result_id         uuid REFERENCES messages (id) ON DELETE SET NULL,
     PRIMARY KEY (conversation_id, call_id)

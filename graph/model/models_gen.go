@@ -8,12 +8,6 @@ import (
 	"github.com/parley-dev/parley"
 )
 
-type ConversationConnection struct {
-	Edges      []*ConversationEdge `json:"edges"`
-	PageInfo   *PageInfo           `json:"pageInfo"`
-	TotalCount int                 `json:"totalCount"`
-}
-
 type ConversationEdge struct {
 	Cursor string               `json:"cursor"`
 	Node   *parley.Conversation `json:"node"`

@@ -1,0 +1,66 @@
+// Command parley serves and administers Parley, the GraphQL store of LLM conversation
+// history. main only wires: the work is in run.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v3"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "parley:", err)
+		os.Exit(1)
+	}
+}
+
+// run executes the command line args (args[0] is the program name). Output meant for the
+// user goes to stdout, logs to stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	app := &cli.Command{
+		Name:      "parley",
+		Usage:     "store LLM conversation history and serve it over GraphQL",
+		Writer:    stdout,
+		ErrWriter: stderr,
+		Flags: []cli.Flag{
+			&cli.StringFlag{
+				Name: "log-level", Value: "info", Usage: "debug, info, warn or error",
+				Sources: cli.EnvVars("PARLEY_LOG_LEVEL"),
+			},
+			&cli.StringFlag{
+				Name: "log-format", Value: "text", Usage: "text or json",
+				Sources: cli.EnvVars("PARLEY_LOG_FORMAT"),
+			},
+		},
+		Commands: []*cli.Command{
+			serveCommand(stdout, stderr),
+			migrateCommand(stdout, stderr),
+		},
+	}
+	return app.Run(ctx, args)
+}
+
+// logger builds the slog logger the global flags ask for.
+func logger(cmd *cli.Command, stderr io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cmd.String("log-level"))); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch cmd.String("log-format") {
+	case "text":
+		return slog.New(slog.NewTextHandler(stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format: %q is not text or json", cmd.String("log-format"))
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/parley-dev/parley/db"
+	"github.com/parley-dev/parley/server"
+)
+
+func serveCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "serve the GraphQL API and playground (migrates the database first)",
+		Flags: append(databaseFlags(),
+			&cli.StringFlag{
+				Name: "addr", Value: "127.0.0.1:8080", Usage: "HOST:PORT to listen on",
+				Sources: cli.EnvVars("PARLEY_ADDR"),
+			},
+			&cli.BoolFlag{
+				Name: "introspection", Value: true, Usage: "allow GraphQL schema introspection (the playground needs it)",
+				Sources: cli.EnvVars("PARLEY_INTROSPECTION"),
+			},
+			&cli.DurationFlag{
+				Name: "shutdown-timeout", Value: 20 * time.Second, Usage: "how long in-flight requests may take to finish on shutdown",
+				Sources: cli.EnvVars("PARLEY_SHUTDOWN_TIMEOUT"),
+			},
+		),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			log, err := logger(cmd, stderr)
+			if err != nil {
+				return err
+			}
+			dsn, release, err := openDatabase(ctx, cmd, log)
+			if err != nil {
+				return err
+			}
+			defer release()
+			if err := db.Migrate(ctx, dsn); err != nil {
+				return err
+			}
+			store, err := db.Open(ctx, dsn, db.Config{Logger: log})
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+
+			ln, err := net.Listen("tcp", cmd.String("addr"))
+			if err != nil {
+				return fmt.Errorf("listen on %s: %w", cmd.String("addr"), err)
+			}
+			// Subscriptions live on hijacked connections that Shutdown does not wait for:
+			// cancelling the base context ends them.
+			baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+			defer cancelBase()
+			srv := &http.Server{
+				Handler: server.New(server.Config{
+					Conversations: store, Messages: store, Ready: store.Ping, Logger: log,
+					Introspection: cmd.Bool("introspection"),
+				}),
+				BaseContext:       func(net.Listener) context.Context { return baseCtx },
+				ReadHeaderTimeout: 10 * time.Second,
+			}
+			errc := make(chan error, 1)
+			go func() { errc <- srv.Serve(ln) }()
+			url := "http://" + ln.Addr().String()
+			log.Info("serving", "addr", ln.Addr().String(), "playground", url+"/", "graphql", url+"/graphql")
+			fmt.Fprintf(stdout, "Parley is serving GraphQL at %s/graphql (playground at %s/)\n", url, url)
+
+			select {
+			case err := <-errc:
+				return fmt.Errorf("serve: %w", err)
+			case <-ctx.Done():
+			}
+			log.Info("shutting down")
+			cancelBase()
+			shutdownCtx, cancel := context.WithTimeout(context.Background(), cmd.Duration("shutdown-timeout"))
+			defer cancel()
+			if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("shutdown: %w", err)
+			}
+			return nil
+		},
+	}
+}

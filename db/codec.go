@@ -1,0 +1,289 @@
+package db
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/parley-dev/parley"
+)
+
+// messageRow is a row of the messages table.
+type messageRow struct {
+	ID             string         `db:"id"`
+	ConversationID string         `db:"conversation_id"`
+	Position       int            `db:"position"`
+	SchemaVersion  int            `db:"schema_version"`
+	Kind           sql.NullString `db:"kind"`
+	Role           string         `db:"role"`
+	Content        string         `db:"content"`
+	ToolCalls      []byte         `db:"tool_calls"`
+	ToolResults    []byte         `db:"tool_results"`
+	Payload        []byte         `db:"payload"`
+	SourceID       sql.NullString `db:"source_id"`
+	CreatedAt      time.Time      `db:"created_at"`
+	UpdatedAt      time.Time      `db:"updated_at"`
+}
+
+// messageColumns lists messageRow's columns, for SELECT and RETURNING.
+const messageColumns = `id, conversation_id, position, schema_version, kind, role, content,
+	tool_calls, tool_results, payload, source_id, created_at, updated_at`
+
+// schemaVersion is the payload version this code writes.
+const schemaVersion = 2
+
+// The payload shapes of version 2. Free text is kept HTML-escaped at rest (seed 001).
+type (
+	partJSON struct {
+		Kind      parley.PartKind `json:"kind"`
+		Content   string          `json:"content"`
+		Signature string          `json:"signature,omitempty"`
+	}
+	bodyPayload struct {
+		Parts []partJSON `json:"parts,omitempty"`
+	}
+	imagePayload struct {
+		Source struct {
+			Kind      parley.ImageSourceKind `json:"kind"`
+			URL       string                 `json:"url,omitempty"`
+			Data      string                 `json:"data,omitempty"`
+			MediaType string                 `json:"mediaType,omitempty"`
+			FilePath  string                 `json:"filePath,omitempty"`
+		} `json:"source"`
+		RecognitionMode parley.RecognitionMode   `json:"recognitionMode"`
+		Recognition     *parley.ImageRecognition `json:"recognition,omitempty"`
+	}
+	filePayload struct {
+		Path       string                 `json:"path"`
+		StartLine  *int                   `json:"startLine,omitempty"`
+		EndLine    *int                   `json:"endLine,omitempty"`
+		Resolution *parley.FileResolution `json:"resolution,omitempty"`
+	}
+	decisionJSON struct {
+		Status    parley.ApprovalStatus `json:"status"`
+		DecidedBy string                `json:"decidedBy,omitempty"`
+		Reason    string                `json:"reason,omitempty"`
+		DecidedAt time.Time             `json:"decidedAt"`
+	}
+	toolCallJSON struct {
+		ID             string                `json:"id"`
+		Name           string                `json:"name"`
+		Arguments      parley.JSON           `json:"arguments"`
+		ApprovalStatus parley.ApprovalStatus `json:"approvalStatus"`
+		Decision       *decisionJSON         `json:"decision,omitempty"`
+	}
+	toolErrorJSON struct {
+		Message     string `json:"message"`
+		StackTrace  string `json:"stackTrace,omitempty"`
+		Recoverable bool   `json:"recoverable"`
+	}
+	toolResultJSON struct {
+		ToolCallID   string                  `json:"toolCallId"`
+		ToolName     string                  `json:"toolName,omitempty"`
+		Status       parley.ToolResultStatus `json:"status"`
+		Output       parley.JSON             `json:"output,omitempty"`
+		Error        *toolErrorJSON          `json:"error,omitempty"`
+		DurationMs   *int                    `json:"durationMs,omitempty"`
+		ExecutedAt   *time.Time              `json:"executedAt,omitempty"`
+		Truncated    bool                    `json:"truncated,omitempty"`
+		OriginalSize *int                    `json:"originalSize,omitempty"`
+	}
+	controlPayload struct {
+		Kind   parley.ControlKind `json:"kind"`
+		From   string             `json:"from,omitempty"`
+		To     string             `json:"to,omitempty"`
+		Params parley.JSON        `json:"params,omitempty"`
+	}
+	mcpPayload struct {
+		bodyPayload
+		ServerName  string    `json:"serverName"`
+		ResourceURI string    `json:"resourceUri"`
+		MimeType    string    `json:"mimeType,omitempty"`
+		RetrievedAt time.Time `json:"retrievedAt"`
+		Truncated   bool      `json:"truncated,omitempty"`
+	}
+)
+
+func encodeBody(b parley.Body) bodyPayload {
+	p := bodyPayload{Parts: make([]partJSON, len(b.Parts))}
+	for i, part := range b.Parts {
+		p.Parts[i] = partJSON{Kind: part.Kind, Content: parley.EscapeHTML(part.Text), Signature: part.Signature}
+	}
+	return p
+}
+
+func decodeBody(p bodyPayload) parley.Body {
+	b := parley.Body{Parts: make([]parley.Part, len(p.Parts))}
+	for i, part := range p.Parts {
+		b.Parts[i] = parley.Part{Kind: part.Kind, Text: parley.UnescapeHTML(part.Content), Signature: part.Signature}
+	}
+	return b
+}
+
+func encodeToolCalls(calls []parley.ToolCall) []toolCallJSON {
+	out := make([]toolCallJSON, len(calls))
+	for i, c := range calls {
+		out[i] = toolCallJSON{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ApprovalStatus: c.ApprovalStatus}
+		if d := c.Decision; d != nil {
+			out[i].Decision = &decisionJSON{Status: d.Status, DecidedBy: d.DecidedBy, Reason: d.Reason, DecidedAt: d.DecidedAt}
+		}
+	}
+	return out
+}
+
+func decodeToolCalls(calls []toolCallJSON) []parley.ToolCall {
+	out := make([]parley.ToolCall, len(calls))
+	for i, c := range calls {
+		out[i] = parley.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ApprovalStatus: c.ApprovalStatus}
+		if d := c.Decision; d != nil {
+			out[i].Decision = &parley.ApprovalDecision{Status: d.Status, DecidedBy: d.DecidedBy, Reason: d.Reason, DecidedAt: d.DecidedAt}
+		}
+	}
+	return out
+}
+
+// encodeMessage turns a prepared message into the columns of a version 2 row. The
+// meta fields (id, position, times) are the store's to set.
+func encodeMessage(m parley.Message) (messageRow, error) {
+	meta := m.Meta()
+	row := messageRow{
+		SchemaVersion: schemaVersion,
+		Kind:          sql.NullString{String: string(m.Kind()), Valid: true},
+		Role:          string(meta.Role),
+		SourceID:      sql.NullString{String: meta.SourceID, Valid: meta.SourceID != ""},
+	}
+	var payload any
+	switch m := m.(type) {
+	case *parley.TextMessage:
+		payload, row.Content = encodeBody(m.Body), m.Content()
+	case *parley.ImageMessage:
+		p := imagePayload{RecognitionMode: m.RecognitionMode, Recognition: m.Recognition}
+		p.Source.Kind, p.Source.URL, p.Source.Data = m.Source.Kind, m.Source.URL, m.Source.Data
+		p.Source.MediaType, p.Source.FilePath = m.Source.MediaType, m.Source.FilePath
+		payload = p
+	case *parley.FileReferenceMessage:
+		payload = filePayload{Path: m.Path, StartLine: m.StartLine, EndLine: m.EndLine, Resolution: m.Resolution}
+	case *parley.ToolRequestMessage:
+		payload, row.Content = encodeBody(m.Body), m.Content()
+		calls, err := json.Marshal(encodeToolCalls(m.ToolCalls))
+		if err != nil {
+			return row, fmt.Errorf("encode tool calls: %w", err)
+		}
+		row.ToolCalls = calls
+	case *parley.ToolResultMessage:
+		payload, row.Content = encodeBody(m.Body), m.Content()
+		r := toolResultJSON{
+			ToolCallID: m.ToolCallID, ToolName: m.ToolName, Status: m.Status, Output: m.Output,
+			DurationMs: m.DurationMs, ExecutedAt: m.ExecutedAt, Truncated: m.Truncated, OriginalSize: m.OriginalSize,
+		}
+		if e := m.Error; e != nil {
+			r.Error = &toolErrorJSON{Message: e.Message, StackTrace: e.StackTrace, Recoverable: e.Recoverable}
+		}
+		results, err := json.Marshal([]toolResultJSON{r})
+		if err != nil {
+			return row, fmt.Errorf("encode tool result: %w", err)
+		}
+		row.ToolResults = results
+	case *parley.SystemControlMessage:
+		payload = controlPayload{Kind: m.ControlKind, From: m.From, To: m.To, Params: m.Params}
+	case *parley.MCPResourceMessage:
+		payload = mcpPayload{
+			bodyPayload: encodeBody(m.Body), ServerName: m.ServerName, ResourceURI: m.ResourceURI,
+			MimeType: m.MimeType, RetrievedAt: m.RetrievedAt, Truncated: m.Truncated,
+		}
+		row.Content = m.Content()
+	case *parley.UnknownMessage:
+		row.Payload = m.Raw
+		return row, nil
+	default:
+		return row, fmt.Errorf("encode message: unsupported type %T", m)
+	}
+	var err error
+	if row.Payload, err = json.Marshal(payload); err != nil {
+		return row, fmt.Errorf("encode %s payload: %w", m.Kind(), err)
+	}
+	return row, nil
+}
+
+// decodeMessage turns a row of any schema version into its variant.
+func decodeMessage(row *messageRow, log *slog.Logger) (parley.Message, error) {
+	meta := parley.MessageMeta{
+		ID:             parley.MessageID(row.ID),
+		ConversationID: parley.ConversationID(row.ConversationID),
+		Role:           parley.Role(row.Role),
+		Position:       row.Position,
+		CreatedAt:      row.CreatedAt,
+		UpdatedAt:      row.UpdatedAt,
+		SourceID:       row.SourceID.String,
+	}
+	if row.SchemaVersion == 1 {
+		return decodeV1(row, meta)
+	}
+	var (
+		m   parley.Message
+		err error
+	)
+	switch kind := parley.MessageKind(row.Kind.String); kind {
+	case parley.KindText:
+		var p bodyPayload
+		err = json.Unmarshal(row.Payload, &p)
+		m = &parley.TextMessage{MessageMeta: meta, Body: decodeBody(p)}
+	case parley.KindImage:
+		var p imagePayload
+		err = json.Unmarshal(row.Payload, &p)
+		m = &parley.ImageMessage{MessageMeta: meta, RecognitionMode: p.RecognitionMode, Recognition: p.Recognition,
+			Source: parley.ImageSource{Kind: p.Source.Kind, URL: p.Source.URL, Data: p.Source.Data,
+				MediaType: p.Source.MediaType, FilePath: p.Source.FilePath}}
+	case parley.KindFileReference:
+		var p filePayload
+		err = json.Unmarshal(row.Payload, &p)
+		m = &parley.FileReferenceMessage{MessageMeta: meta, Path: p.Path, StartLine: p.StartLine, EndLine: p.EndLine, Resolution: p.Resolution}
+	case parley.KindToolRequest:
+		var p bodyPayload
+		var calls []toolCallJSON
+		if err = json.Unmarshal(row.Payload, &p); err == nil {
+			err = json.Unmarshal(row.ToolCalls, &calls)
+		}
+		m = &parley.ToolRequestMessage{MessageMeta: meta, Body: decodeBody(p), ToolCalls: decodeToolCalls(calls)}
+	case parley.KindToolResult:
+		var p bodyPayload
+		var results []toolResultJSON
+		if err = json.Unmarshal(row.Payload, &p); err == nil {
+			err = json.Unmarshal(row.ToolResults, &results)
+		}
+		if err == nil && len(results) != 1 {
+			err = fmt.Errorf("want one tool result, found %d", len(results))
+		}
+		if err == nil {
+			r := results[0]
+			tm := &parley.ToolResultMessage{MessageMeta: meta, Body: decodeBody(p), ToolCallID: r.ToolCallID,
+				ToolName: r.ToolName, Status: r.Status, Output: r.Output, DurationMs: r.DurationMs,
+				ExecutedAt: r.ExecutedAt, Truncated: r.Truncated, OriginalSize: r.OriginalSize}
+			if e := r.Error; e != nil {
+				tm.Error = &parley.ToolErrorDetail{Message: e.Message, StackTrace: e.StackTrace, Recoverable: e.Recoverable}
+			}
+			m = tm
+		}
+	case parley.KindSystemControl:
+		var p controlPayload
+		err = json.Unmarshal(row.Payload, &p)
+		m = &parley.SystemControlMessage{MessageMeta: meta, ControlKind: p.Kind, From: p.From, To: p.To, Params: p.Params}
+	case parley.KindMCPResource:
+		var p mcpPayload
+		err = json.Unmarshal(row.Payload, &p)
+		m = &parley.MCPResourceMessage{MessageMeta: meta, Body: decodeBody(p.bodyPayload), ServerName: p.ServerName,
+			ResourceURI: p.ResourceURI, MimeType: p.MimeType, RetrievedAt: p.RetrievedAt, Truncated: p.Truncated}
+	default:
+		// Seed 003: an unknown type never fails a read; it is kept intact and logged.
+		if log != nil {
+			log.Warn("message of unknown kind", "kind", kind, "message", meta.ID)
+		}
+		return &parley.UnknownMessage{MessageMeta: meta, TypeTag: string(kind), Raw: parley.JSON(row.Payload)}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decode %s message %s: %w", row.Kind.String, row.ID, err)
+	}
+	return m, nil
+}

@@ -1,0 +1,221 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/parley-dev/parley"
+)
+
+// Ensure DB implements the services.
+var (
+	_ parley.ConversationService = (*DB)(nil)
+	_ parley.MessageService      = (*DB)(nil)
+)
+
+type conversationRow struct {
+	ID           string    `db:"id"`
+	Title        string    `db:"title"`
+	CreatedAt    time.Time `db:"created_at"`
+	UpdatedAt    time.Time `db:"updated_at"`
+	MessageCount int       `db:"message_count"`
+	LastPosition int       `db:"last_position"`
+}
+
+const conversationColumns = `id, title, created_at, updated_at, message_count, last_position`
+
+func (r *conversationRow) conversation() *parley.Conversation {
+	return &parley.Conversation{
+		ID:           parley.ConversationID(r.ID),
+		Title:        r.Title,
+		CreatedAt:    r.CreatedAt,
+		UpdatedAt:    r.UpdatedAt,
+		MessageCount: r.MessageCount,
+		LastPosition: r.LastPosition,
+	}
+}
+
+func conversationNotFound(id string) error {
+	return parley.Errorf(parley.ENOTFOUND, "conversation %q not found", id)
+}
+
+// FindConversationByID implements parley.ConversationService.
+func (db *DB) FindConversationByID(ctx context.Context, id string) (*parley.Conversation, error) {
+	key, ok := parley.ParseConversationID(id)
+	if !ok {
+		return nil, conversationNotFound(id)
+	}
+	var row conversationRow
+	err := db.db.GetContext(ctx, &row, `SELECT `+conversationColumns+` FROM conversations WHERE id = $1`, key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, conversationNotFound(id)
+	} else if err != nil {
+		return nil, classify(fmt.Errorf("find conversation %s: %w", id, err))
+	}
+	return row.conversation(), nil
+}
+
+// CreateConversation implements parley.ConversationService.
+func (db *DB) CreateConversation(ctx context.Context, title string) (*parley.Conversation, error) {
+	title, err := parley.CleanTitle(title)
+	if err != nil {
+		return nil, err
+	}
+	var row conversationRow
+	err = db.transact(ctx, func(tx *sqlx.Tx) error {
+		return tx.GetContext(ctx, &row, `INSERT INTO conversations (title) VALUES ($1) RETURNING `+conversationColumns, title)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create conversation: %w", err)
+	}
+	return row.conversation(), nil
+}
+
+// RenameConversation implements parley.ConversationService.
+func (db *DB) RenameConversation(ctx context.Context, id, title string) (*parley.Conversation, error) {
+	key, ok := parley.ParseConversationID(id)
+	if !ok {
+		return nil, conversationNotFound(id)
+	}
+	title, err := parley.CleanTitle(title)
+	if err != nil {
+		return nil, err
+	}
+	var row conversationRow
+	err = db.transact(ctx, func(tx *sqlx.Tx) error {
+		err := tx.GetContext(ctx, &row, `UPDATE conversations SET title = $2, updated_at = now()
+			WHERE id = $1 RETURNING `+conversationColumns, key, title)
+		if errors.Is(err, sql.ErrNoRows) {
+			return conversationNotFound(id)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rename conversation %s: %w", id, err)
+	}
+	return row.conversation(), nil
+}
+
+// DeleteConversation implements parley.ConversationService.
+func (db *DB) DeleteConversation(ctx context.Context, id string) error {
+	key, ok := parley.ParseConversationID(id)
+	if !ok {
+		return conversationNotFound(id)
+	}
+	return db.transact(ctx, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE id = $1`, key)
+		if err != nil {
+			return fmt.Errorf("delete conversation %s: %w", id, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return conversationNotFound(id)
+		}
+		return nil
+	})
+}
+
+// checkPageSizes validates first and last and applies the default page size.
+func checkPageSizes(page *parley.PageRequest) error {
+	for _, arg := range []struct {
+		name string
+		n    *int
+	}{{"first", page.First}, {"last", page.Last}} {
+		if arg.n == nil {
+			continue
+		}
+		if *arg.n < 0 {
+			return parley.Errorf(parley.EINVALID, "%s: %d is negative", arg.name, *arg.n)
+		}
+		if *arg.n > parley.MaxPageSize {
+			return parley.Errorf(parley.EINVALID, "%s: %d is more than the maximum page size %d", arg.name, *arg.n, parley.MaxPageSize)
+		}
+	}
+	if page.First == nil && page.Last == nil {
+		n := parley.DefaultPageSize
+		page.First = &n
+	}
+	return nil
+}
+
+// FindConversations implements parley.ConversationService: keyset pagination over
+// (updated_at, id), newest first.
+func (db *DB) FindConversations(ctx context.Context, page parley.PageRequest) (*parley.ConversationPage, error) {
+	if err := checkPageSizes(&page); err != nil {
+		return nil, err
+	}
+	where, args := "TRUE", []any{}
+	if page.After != nil {
+		ts, key, err := parley.ParseConversationCursor("after", *page.After)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, ts, key)
+		where += fmt.Sprintf(" AND (updated_at, id) < ($%d, $%d)", len(args)-1, len(args))
+	}
+	if page.Before != nil {
+		ts, key, err := parley.ParseConversationCursor("before", *page.Before)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, ts, key)
+		where += fmt.Sprintf(" AND (updated_at, id) > ($%d, $%d)", len(args)-1, len(args))
+	}
+	// Forward pages read newest first from the after cursor; backward pages read oldest
+	// first from the before cursor and are reversed.
+	backward := page.First == nil
+	limit := 0
+	order := "DESC"
+	if backward {
+		limit, order = *page.Last, "ASC"
+	} else {
+		limit = *page.First
+	}
+	var rows []conversationRow
+	query := fmt.Sprintf(`SELECT %s FROM conversations WHERE %s ORDER BY updated_at %s, id %s LIMIT %d`,
+		conversationColumns, where, order, order, limit+1)
+	if err := db.db.SelectContext(ctx, &rows, query, args...); err != nil {
+		return nil, classify(fmt.Errorf("find conversations: %w", err))
+	}
+	more := len(rows) > limit
+	if more {
+		rows = rows[:limit]
+	}
+	if backward {
+		for i, j := 0, len(rows)-1; i < j; i, j = i+1, j-1 {
+			rows[i], rows[j] = rows[j], rows[i]
+		}
+	}
+	out := &parley.ConversationPage{}
+	if !backward && page.Last != nil && len(rows) > *page.Last {
+		rows = rows[len(rows)-*page.Last:]
+		out.HasPreviousPage = true
+	}
+	for i := range rows {
+		out.Conversations = append(out.Conversations, rows[i].conversation())
+		out.Cursors = append(out.Cursors, parley.ConversationCursor(rows[i].UpdatedAt, rows[i].ID))
+	}
+	if backward {
+		out.HasPreviousPage = more
+		out.HasNextPage = page.Before != nil
+	} else {
+		out.HasNextPage = more
+		out.HasPreviousPage = out.HasPreviousPage || page.After != nil
+	}
+	return out, nil
+}
+
+// CountConversations returns how many conversations there are.
+func (db *DB) CountConversations(ctx context.Context) (int, error) {
+	var n int
+	if err := db.db.GetContext(ctx, &n, `SELECT count(*) FROM conversations`); err != nil {
+		return 0, classify(fmt.Errorf("count conversations: %w", err))
+	}
+	return n, nil
+}

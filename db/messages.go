@@ -1,0 +1,319 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/parley-dev/parley"
+)
+
+func messageNotFound(id string) error {
+	return parley.Errorf(parley.ENOTFOUND, "message %q not found", id)
+}
+
+// FindMessageByID implements parley.MessageService.
+func (db *DB) FindMessageByID(ctx context.Context, id string) (parley.Message, error) {
+	key, ok := parley.ParseMessageID(id)
+	if !ok {
+		return nil, messageNotFound(id)
+	}
+	var row messageRow
+	err := db.db.GetContext(ctx, &row, `SELECT `+messageColumns+` FROM messages WHERE id = $1`, key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, messageNotFound(id)
+	} else if err != nil {
+		return nil, classify(fmt.Errorf("find message %s: %w", id, err))
+	}
+	return decodeMessage(&row, db.log)
+}
+
+// FindMessages implements parley.MessageService. Positions are dense (1..LastPosition),
+// so a page is a range of positions read through the (conversation_id, position) index.
+func (db *DB) FindMessages(ctx context.Context, conv *parley.Conversation, page parley.PageRequest) (*parley.MessagePage, error) {
+	key, ok := parley.ParseConversationID(conv.ID)
+	if !ok {
+		return nil, conversationNotFound(conv.ID)
+	}
+	if err := checkPageSizes(&page); err != nil {
+		return nil, err
+	}
+	after, before := 0, 0 // before 0: no upper bound
+	var err error
+	if page.After != nil {
+		if after, err = parley.ParseMessageCursor("after", *page.After); err != nil {
+			return nil, err
+		}
+	}
+	if page.Before != nil {
+		if before, err = parley.ParseMessageCursor("before", *page.Before); err != nil {
+			return nil, err
+		}
+	}
+	backward := page.First == nil
+	limit := 0
+	var query string
+	if backward {
+		limit = *page.Last
+		query = `SELECT ` + messageColumns + ` FROM messages WHERE conversation_id = $1 AND position > $2
+			AND ($3 = 0 OR position < $3) ORDER BY position DESC LIMIT $4`
+	} else {
+		limit = *page.First
+		query = `SELECT ` + messageColumns + ` FROM messages WHERE conversation_id = $1 AND position > $2
+			AND ($3 = 0 OR position < $3) ORDER BY position LIMIT $4`
+	}
+	var rows []messageRow
+	if err := db.db.SelectContext(ctx, &rows, query, key, after, before, limit+1); err != nil {
+		return nil, classify(fmt.Errorf("find messages of %s: %w", conv.ID, err))
+	}
+	more := len(rows) > limit
+	if more {
+		rows = rows[:limit]
+	}
+	if backward {
+		for i, j := 0, len(rows)-1; i < j; i, j = i+1, j-1 {
+			rows[i], rows[j] = rows[j], rows[i]
+		}
+	} else if page.Last != nil && len(rows) > *page.Last {
+		rows = rows[len(rows)-*page.Last:]
+	}
+	out := &parley.MessagePage{Messages: make([]parley.Message, 0, len(rows)), TotalCount: conv.MessageCount}
+	for i := range rows {
+		m, err := decodeMessage(&rows[i], db.log)
+		if err != nil {
+			return nil, err
+		}
+		out.Messages = append(out.Messages, m)
+	}
+	if n := len(rows); n > 0 {
+		out.HasPreviousPage = rows[0].Position > 1
+		out.HasNextPage = (!backward && more) || rows[n-1].Position < conv.LastPosition
+	} else {
+		out.HasPreviousPage = after > 0 && conv.LastPosition > 0
+		out.HasNextPage = before > 0 && before <= conv.LastPosition
+	}
+	return out, nil
+}
+
+// AddMessage implements parley.MessageService.
+func (db *DB) AddMessage(ctx context.Context, conversationID string, m parley.Message) (parley.Message, error) {
+	key, ok := parley.ParseConversationID(conversationID)
+	if !ok {
+		return nil, conversationNotFound(conversationID)
+	}
+	if err := parley.Prepare(m, db.limits); err != nil {
+		return nil, err
+	}
+	err := db.transact(ctx, func(tx *sqlx.Tx) error {
+		return insertMessage(ctx, tx, key, m)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// insertMessage stores a prepared message as the conversation's next one and fills in
+// its meta fields. Taking the next position locks the conversation's row until the
+// transaction ends, so concurrent writers get consecutive positions in commit order.
+func insertMessage(ctx context.Context, tx *sqlx.Tx, convKey string, m parley.Message) error {
+	meta := m.Meta()
+	convID := parley.ConversationID(convKey)
+	if res, ok := m.(*parley.ToolResultMessage); ok {
+		// Fill in the tool's name before encoding, once the call is known to exist.
+		if err := lockConversation(ctx, tx, convKey); err != nil {
+			return err
+		}
+		name, err := toolCallForResult(ctx, tx, convKey, res.ToolCallID)
+		if err != nil {
+			return err
+		}
+		res.ToolName = name
+	}
+	row, err := encodeMessage(m)
+	if err != nil {
+		return err
+	}
+	var created createdRow
+	err = tx.GetContext(ctx, &created, `
+		WITH conv AS (
+			UPDATE conversations
+			SET last_position = last_position + 1, message_count = message_count + 1, updated_at = now()
+			WHERE id = $1
+			RETURNING id, last_position
+		)
+		INSERT INTO messages (conversation_id, position, schema_version, kind, role, content,
+			tool_calls, tool_results, payload, source_id, created_at)
+		SELECT conv.id, conv.last_position, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now())
+		FROM conv
+		RETURNING id, position, created_at, updated_at`,
+		convKey, row.SchemaVersion, row.Kind, row.Role, row.Content,
+		nullJSON(row.ToolCalls), nullJSON(row.ToolResults), row.Payload, row.SourceID, nullTime(meta.CreatedAt))
+	if errors.Is(err, sql.ErrNoRows) {
+		return conversationNotFound(convID)
+	} else if err != nil {
+		return fmt.Errorf("insert message into %s: %w", convID, err)
+	}
+	meta.ID = parley.MessageID(created.ID)
+	meta.ConversationID = convID
+	meta.Position = created.Position
+	meta.CreatedAt, meta.UpdatedAt = created.CreatedAt, created.UpdatedAt
+	switch m := m.(type) {
+	case *parley.ToolRequestMessage:
+		return recordToolCalls(ctx, tx, convKey, created.ID, m.ToolCalls)
+	case *parley.ToolResultMessage:
+		_, err := tx.ExecContext(ctx, `UPDATE tool_calls SET result_id = $3 WHERE conversation_id = $1 AND call_id = $2`,
+			convKey, m.ToolCallID, created.ID)
+		return err
+	}
+	return nil
+}
+
+type createdRow struct {
+	ID        string    `db:"id"`
+	Position  int       `db:"position"`
+	CreatedAt time.Time `db:"created_at"`
+	UpdatedAt time.Time `db:"updated_at"`
+}
+
+func lockConversation(ctx context.Context, tx *sqlx.Tx, convKey string) error {
+	var id string
+	err := tx.GetContext(ctx, &id, `SELECT id FROM conversations WHERE id = $1 FOR UPDATE`, convKey)
+	if errors.Is(err, sql.ErrNoRows) {
+		return conversationNotFound(parley.ConversationID(convKey))
+	}
+	return err
+}
+
+// toolCallForResult checks that a result answers a call of the conversation that has no
+// result yet, and returns the call's tool name.
+func toolCallForResult(ctx context.Context, tx *sqlx.Tx, convKey, callID string) (string, error) {
+	var call struct {
+		Name     string         `db:"name"`
+		ResultID sql.NullString `db:"result_id"`
+	}
+	err := tx.GetContext(ctx, &call, `SELECT name, result_id FROM tool_calls
+		WHERE conversation_id = $1 AND call_id = $2 FOR UPDATE`, convKey, callID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", parley.Errorf(parley.EINVALID, "toolResult.toolCallId: no tool call %q in this conversation; add the tool request first", callID)
+	} else if err != nil {
+		return "", err
+	}
+	if call.ResultID.Valid {
+		return "", parley.Errorf(parley.ECONFLICT, "toolResult.toolCallId: tool call %q already has a result (message %s)",
+			callID, parley.MessageID(call.ResultID.String))
+	}
+	return call.Name, nil
+}
+
+// recordToolCalls indexes a request's call ids; an id already used in the conversation
+// is refused, naming it.
+func recordToolCalls(ctx context.Context, tx *sqlx.Tx, convKey, messageKey string, calls []parley.ToolCall) error {
+	ids := make([]string, len(calls))
+	names := make([]string, len(calls))
+	for i, c := range calls {
+		ids[i], names[i] = c.ID, c.Name
+	}
+	var taken []string
+	if err := tx.SelectContext(ctx, &taken, `SELECT call_id FROM tool_calls
+		WHERE conversation_id = $1 AND call_id = ANY($2)`, convKey, pq.Array(ids)); err != nil {
+		return err
+	}
+	if len(taken) > 0 {
+		for i, id := range ids {
+			if id == taken[0] {
+				return parley.Errorf(parley.EINVALID, "toolRequest.toolCalls[%d].id: %q is already used in this conversation", i, id)
+			}
+		}
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO tool_calls (conversation_id, call_id, name, request_id)
+		SELECT $1, unnest($2::text[]), unnest($3::text[]), $4`, convKey, pq.Array(ids), pq.Array(names), messageKey)
+	return err
+}
+
+func nullJSON(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}
+
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// SetToolCallApproval implements parley.MessageService.
+func (db *DB) SetToolCallApproval(ctx context.Context, messageID, toolCallID string, d parley.ApprovalDecision) (*parley.ToolRequestMessage, error) {
+	key, ok := parley.ParseMessageID(messageID)
+	if !ok {
+		return nil, messageNotFound(messageID)
+	}
+	if d.Status != parley.ApprovalApproved && d.Status != parley.ApprovalDenied {
+		return nil, parley.Errorf(parley.EINVALID, "status: %s is not a decision; use APPROVED or DENIED", d.Status)
+	}
+	var err error
+	if d.Reason, err = parley.CleanText("reason", d.Reason); err != nil {
+		return nil, err
+	}
+	var out *parley.ToolRequestMessage
+	err = db.transact(ctx, func(tx *sqlx.Tx) error {
+		var row messageRow
+		err := tx.GetContext(ctx, &row, `SELECT `+messageColumns+` FROM messages WHERE id = $1 FOR UPDATE`, key)
+		if errors.Is(err, sql.ErrNoRows) {
+			return messageNotFound(messageID)
+		} else if err != nil {
+			return err
+		}
+		m, err := decodeMessage(&row, db.log)
+		if err != nil {
+			return err
+		}
+		req, ok := m.(*parley.ToolRequestMessage)
+		if !ok {
+			return parley.Errorf(parley.EINVALID, "messageId: message %s is a %s, not a tool request", messageID, m.Kind())
+		}
+		call := req.ToolCall(toolCallID)
+		if call == nil {
+			return parley.Errorf(parley.ENOTFOUND, "toolCallId: message %s has no tool call %q", messageID, toolCallID)
+		}
+		if call.ApprovalStatus != parley.ApprovalPending {
+			return parley.Errorf(parley.ECONFLICT, "tool call %q was already decided: %s", toolCallID, call.ApprovalStatus)
+		}
+		var now time.Time
+		if err := tx.GetContext(ctx, &now, `SELECT now()`); err != nil {
+			return err
+		}
+		d.DecidedAt = now
+		call.ApprovalStatus, call.Decision = d.Status, &d
+		// Rewriting the row also upgrades a version 1 record to version 2.
+		enc, err := encodeMessage(req)
+		if err != nil {
+			return err
+		}
+		calls, _ := json.Marshal(encodeToolCalls(req.ToolCalls))
+		err = tx.GetContext(ctx, &req.UpdatedAt, `UPDATE messages SET schema_version = $2, kind = $3, role = $4,
+			content = $5, tool_calls = $6, payload = $7, updated_at = now() WHERE id = $1 RETURNING updated_at`,
+			key, enc.SchemaVersion, enc.Kind, enc.Role, enc.Content, string(calls), enc.Payload)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE conversations SET updated_at = now() WHERE id = $1`, row.ConversationID); err != nil {
+			return err
+		}
+		out = req
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("decide tool call %q of %s: %w", toolCallID, messageID, err)
+	}
+	return out, nil
+}

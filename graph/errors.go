@@ -1,0 +1,89 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/parley-dev/parley"
+)
+
+// extensionCodes maps the domain's error codes to the API's extensions.code.
+var extensionCodes = map[string]string{
+	parley.EINVALID:       "BAD_USER_INPUT",
+	parley.ENOTFOUND:      "NOT_FOUND",
+	parley.ECONFLICT:      "CONFLICT",
+	parley.EUNAUTHORIZED:  "UNAUTHENTICATED",
+	parley.EFORBIDDEN:     "FORBIDDEN",
+	parley.EUNAVAILABLE:   "SERVICE_UNAVAILABLE",
+	parley.ERESOURCELIMIT: "LIMIT_EXCEEDED",
+	parley.EINTERNAL:      "INTERNAL_SERVER_ERROR",
+}
+
+// requestIDKey carries the request id from the HTTP middleware to the error presenter.
+type requestIDKey struct{}
+
+// WithRequestID returns ctx carrying the request's id.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// RequestID returns the request id carried by ctx, or "".
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// errorPresenter is the one place errors become what a client sees. Domain errors keep
+// their message and get their code; errors gqlgen made itself (parsing, validation,
+// argument coercion) are about the request and are shown; anything else is internal:
+// logged with the request id, shown as a generic message.
+func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
+	return func(ctx context.Context, err error) *gqlerror.Error {
+		gqlErr := graphql.DefaultErrorPresenter(ctx, err)
+		if gqlErr.Extensions == nil {
+			gqlErr.Extensions = map[string]any{}
+		}
+		if id := RequestID(ctx); id != "" {
+			gqlErr.Extensions["requestId"] = id
+		}
+		var perr *parley.Error
+		_, isRequestError := err.(*gqlerror.Error)
+		switch {
+		case errors.As(err, &perr) && perr.Code != parley.EINTERNAL:
+			gqlErr.Message = perr.Message
+			gqlErr.Extensions["code"] = extensionCodes[perr.Code]
+			if perr.Code == parley.EUNAVAILABLE {
+				gqlErr.Extensions["retryable"] = true
+			}
+			return gqlErr
+		case isRequestError:
+			// gqlgen's own verdict on the request: syntax, validation, argument coercion.
+			// Resolver errors reach the presenter unwrapped.
+			if _, ok := gqlErr.Extensions["code"]; !ok {
+				gqlErr.Extensions["code"] = "BAD_USER_INPUT"
+			}
+			return gqlErr
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			gqlErr.Message = "The request was cancelled or timed out."
+			gqlErr.Extensions["code"] = "REQUEST_CANCELLED"
+			return gqlErr
+		}
+		log.ErrorContext(ctx, "internal error", "err", err, "path", gqlErr.Path.String(), "requestId", RequestID(ctx))
+		gqlErr.Message = "Internal server error."
+		gqlErr.Extensions["code"] = "INTERNAL_SERVER_ERROR"
+		return gqlErr
+	}
+}
+
+// recoverFunc turns a panic in a resolver into an internal error, logged with its value.
+func recoverFunc(log *slog.Logger) graphql.RecoverFunc {
+	return func(ctx context.Context, v any) error {
+		log.ErrorContext(ctx, "panic in resolver", "panic", v, "requestId", RequestID(ctx))
+		return fmt.Errorf("panic: %v", v)
+	}
+}
