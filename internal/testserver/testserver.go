@@ -1,0 +1,193 @@
+// Package testserver runs a real Parley HTTP server on a fresh, migrated database for a
+// test, and speaks GraphQL over HTTP to it, so behaviour is tested through the public
+// surface. A package using it calls pgtest.Main from its TestMain.
+package testserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/parley-dev/parley/db"
+	"github.com/parley-dev/parley/internal/pgtest"
+	"github.com/parley-dev/parley/server"
+)
+
+// Server is a running Parley server for one test.
+type Server struct {
+	URL   string // base URL; GraphQL is at URL + "/graphql"
+	DSN   string // the database it serves
+	Store *db.DB
+	HTTP  *httptest.Server
+}
+
+// Options adjust a test server.
+type Options struct {
+	// DSN serves an existing database (for several servers on one database); empty
+	// makes a fresh one.
+	DSN string
+	// DB tunes the store.
+	DB db.Config
+	// Configure may change the server configuration before the server starts.
+	Configure func(*server.Config)
+}
+
+// New starts a server on a fresh database and stops it when t ends.
+func New(t testing.TB) *Server { return NewWith(t, Options{}) }
+
+// NewWith starts a server as opts say and stops it when t ends.
+func NewWith(t testing.TB, opts Options) *Server {
+	t.Helper()
+	dsn := opts.DSN
+	if dsn == "" {
+		dsn = pgtest.NewDatabase(t)
+	}
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg := opts.DB
+	if cfg.Logger == nil {
+		cfg.Logger = log
+	}
+	store, err := db.Open(context.Background(), dsn, cfg)
+	if err != nil {
+		t.Fatalf("testserver: open store: %v", err)
+	}
+	scfg := server.Config{Conversations: store, Messages: store, Ready: store.Ping, Logger: log, Introspection: true}
+	if opts.Configure != nil {
+		opts.Configure(&scfg)
+	}
+	hs := httptest.NewServer(server.New(scfg))
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+		store.Close()
+	})
+	return &Server{URL: hs.URL, DSN: dsn, Store: store, HTTP: hs}
+}
+
+// testWriter sends server logs to the test's log, shown when it fails.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// Response is a GraphQL response.
+type Response struct {
+	Status int
+	Data   json.RawMessage `json:"data"`
+	Errors []Error         `json:"errors"`
+}
+
+// Error is one GraphQL error.
+type Error struct {
+	Message    string         `json:"message"`
+	Path       []any          `json:"path"`
+	Extensions map[string]any `json:"extensions"`
+}
+
+// Code is the error's extensions.code.
+func (e Error) Code() string {
+	c, _ := e.Extensions["code"].(string)
+	return c
+}
+
+// Do posts a GraphQL request and decodes the response; transport failures fail t.
+func (s *Server) Do(t testing.TB, query string, vars map[string]any) *Response {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
+	if err != nil {
+		t.Fatalf("encode request: %v", err)
+	}
+	req, err := http.NewRequest(http.MethodPost, s.URL+"/graphql", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/graphql-response+json, application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST /graphql: %v", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read response: %v", err)
+	}
+	out := &Response{Status: resp.StatusCode}
+	if err := json.Unmarshal(raw, out); err != nil {
+		t.Fatalf("decode response (status %d): %v\n%s", resp.StatusCode, err, raw)
+	}
+	return out
+}
+
+// MustDo is Do that fails t when the response has errors, and decodes data into v.
+func (s *Server) MustDo(t testing.TB, query string, vars map[string]any, v any) {
+	t.Helper()
+	r := s.Do(t, query, vars)
+	if len(r.Errors) > 0 {
+		t.Fatalf("unexpected errors: %+v\nquery: %s", r.Errors, query)
+	}
+	if v != nil {
+		if err := json.Unmarshal(r.Data, v); err != nil {
+			t.Fatalf("decode data: %v\n%s", err, r.Data)
+		}
+	}
+}
+
+// ErrorCode returns the code of the response's only error, failing t when there is not
+// exactly one error.
+func (r *Response) ErrorCode(t testing.TB) string {
+	t.Helper()
+	if len(r.Errors) != 1 {
+		t.Fatalf("got %d errors, want 1: %+v (data %s)", len(r.Errors), r.Errors, r.Data)
+	}
+	return r.Errors[0].Code()
+}
+
+// CreateConversation makes a conversation and returns its id.
+func (s *Server) CreateConversation(t testing.TB, title string) string {
+	t.Helper()
+	var out struct {
+		CreateConversation struct{ ID string } `json:"createConversation"`
+	}
+	s.MustDo(t, `mutation($t: String) { createConversation(title: $t) { id } }`, map[string]any{"t": title}, &out)
+	return out.CreateConversation.ID
+}
+
+// AddMessage adds a message given as a MessageInput value and returns its edge's node
+// fields common to all messages plus the cursor.
+func (s *Server) AddMessage(t testing.TB, conversationID string, input map[string]any) AddedMessage {
+	t.Helper()
+	var out struct {
+		AddMessage struct {
+			Cursor string
+			Node   AddedMessage
+		} `json:"addMessage"`
+	}
+	s.MustDo(t, `mutation($c: ID!, $i: MessageInput!) { addMessage(conversationId: $c, input: $i) {
+		cursor node { __typename ... on MessageBase { id position role } } } }`,
+		map[string]any{"c": conversationID, "i": input}, &out)
+	out.AddMessage.Node.Cursor = out.AddMessage.Cursor
+	return out.AddMessage.Node
+}
+
+// AddedMessage is what AddMessage returns.
+type AddedMessage struct {
+	Typename string `json:"__typename"`
+	ID       string `json:"id"`
+	Position int    `json:"position"`
+	Role     string `json:"role"`
+	Cursor   string `json:"-"`
+}
+
+// Text is a MessageInput for a text message.
+func Text(role, content string) map[string]any {
+	return map[string]any{"text": map[string]any{"role": role, "content": content}}
+}
