@@ -91,12 +91,14 @@ func (db *DB) FindMessages(ctx context.Context, conv *parley.Conversation, page 
 		}
 		out.Messages = append(out.Messages, m)
 	}
+	// Positions are dense, so what lies beyond the page follows from its bounds; "more"
+	// covers messages added since conv was read.
 	if n := len(rows); n > 0 {
 		out.HasPreviousPage = rows[0].Position > 1
 		out.HasNextPage = (!backward && more) || rows[n-1].Position < conv.LastPosition
 	} else {
-		out.HasPreviousPage = after > 0 && conv.LastPosition > 0
-		out.HasNextPage = before > 0 && before <= conv.LastPosition
+		out.HasPreviousPage = (backward && more) || (after > 0 && conv.LastPosition > 0)
+		out.HasNextPage = (!backward && more) || (before > 0 && before <= conv.LastPosition)
 	}
 	return out, nil
 }
