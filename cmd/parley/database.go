@@ -58,4 +58,3 @@ func openDatabase(ctx context.Context, cmd *cli.Command, log *slog.Logger) (dsn 
 	}
 	return cluster.DSN("parley"), release, nil
 }
-
