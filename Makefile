@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/parley
 
-.PHONY: run build test test-go test-e2e deps deps-e2e generate vet fmt bench clean
+.PHONY: run build test test-go test-e2e deps deps-e2e generate vet fmt bench bench-go clean
 
 run: deps build
 	./$(BIN) serve $(ARGS)
@@ -37,6 +37,11 @@ generate:
 
 bench: deps
 	@bash scripts/bench.sh
+
+# bench-go: the Go benchmarks of saving and reading history, each beside its raw SQL
+# reference measured in the same run.
+bench-go: deps
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./server/
 
 clean:
 	rm -rf bin

@@ -138,6 +138,12 @@ func insertMessage(ctx context.Context, tx *sqlx.Tx, convKey string, m parley.Me
 		}
 		res.ToolName = name
 	}
+	if res, ok := m.(*parley.MCPResourceMessage); ok && res.RetrievedAt.IsZero() {
+		// Retrieved now: the transaction's time, which is also the message's createdAt.
+		if err := tx.GetContext(ctx, &res.RetrievedAt, `SELECT now()`); err != nil {
+			return err
+		}
+	}
 	row, err := encodeMessage(m)
 	if err != nil {
 		return err

@@ -213,6 +213,13 @@ func TestVariantsRoundTrip(t *testing.T) {
 				"text": "CREATE TABLE t (a int);", "mimeType": "application/sql", "retrievedAt": "2026-03-04T05:06:07Z", "truncated": false,
 			},
 		},
+		{
+			name: "mcp resource retrieved now",
+			input: map[string]any{"mcpResource": map[string]any{
+				"serverName": "docs", "resourceUri": "docs://readme", "content": "# Read me",
+			}},
+			want: node{"__typename": "MCPResourceMessage", "text": "# Read me", "html": "<h1>Read me</h1>\n", "mimeType": ""},
+		},
 	}
 	added := make([]node, len(tests))
 	for i, tt := range tests { // in order: results need their requests
@@ -222,6 +229,9 @@ func TestVariantsRoundTrip(t *testing.T) {
 		assertFields(t, tt.name+" (addMessage)", n, tt.want)
 		if n["createdAt"] == "" || n["updatedAt"] == "" || n["sourceId"] != "" && n["sourceId"] != nil {
 			t.Errorf("%s: createdAt %v, updatedAt %v, sourceId %v", tt.name, n["createdAt"], n["updatedAt"], n["sourceId"])
+		}
+		if tt.input["mcpResource"] != nil && tt.input["mcpResource"].(map[string]any)["retrievedAt"] == nil && n["retrievedAt"] != n["createdAt"] {
+			t.Errorf("%s: retrievedAt %v, want the createdAt %v", tt.name, n["retrievedAt"], n["createdAt"])
 		}
 		if cursor == "" {
 			t.Errorf("%s: empty cursor", tt.name)
