@@ -35,6 +35,9 @@ type MessageService interface {
 	// FindMessages pages through a conversation's messages in ascending position.
 	// Returns EINVALID for a malformed cursor or page size.
 	FindMessages(ctx context.Context, conv *Conversation, page PageRequest) (*MessagePage, error)
+	// FindMessagePages reads the same page of several conversations at once, in the
+	// order given. Returns EINVALID as FindMessages does.
+	FindMessagePages(ctx context.Context, convs []*Conversation, page PageRequest) ([]*MessagePage, error)
 	// AddMessage validates and sanitizes m, stores it as the conversation's next
 	// message and returns it as stored. Returns ENOTFOUND for a missing conversation,
 	// EINVALID for a message that breaks a rule (nothing is written), ECONFLICT for a

@@ -34,73 +34,13 @@ func (db *DB) FindMessageByID(ctx context.Context, id string) (parley.Message, e
 	return decodeMessage(&row, db.log)
 }
 
-// FindMessages implements parley.MessageService. Positions are dense (1..LastPosition),
-// so a page is a range of positions read through the (conversation_id, position) index.
+// FindMessages implements parley.MessageService.
 func (db *DB) FindMessages(ctx context.Context, conv *parley.Conversation, page parley.PageRequest) (*parley.MessagePage, error) {
-	key, ok := parley.ParseConversationID(conv.ID)
-	if !ok {
-		return nil, conversationNotFound(conv.ID)
-	}
-	if err := checkPageSizes(&page); err != nil {
+	pages, err := db.FindMessagePages(ctx, []*parley.Conversation{conv}, page)
+	if err != nil {
 		return nil, err
 	}
-	after, before := 0, 0 // before 0: no upper bound
-	var err error
-	if page.After != nil {
-		if after, err = parley.ParseMessageCursor("after", *page.After); err != nil {
-			return nil, err
-		}
-	}
-	if page.Before != nil {
-		if before, err = parley.ParseMessageCursor("before", *page.Before); err != nil {
-			return nil, err
-		}
-	}
-	backward := page.First == nil
-	limit := 0
-	var query string
-	if backward {
-		limit = *page.Last
-		query = `SELECT ` + messageColumns + ` FROM messages WHERE conversation_id = $1 AND position > $2
-			AND ($3 = 0 OR position < $3) ORDER BY position DESC LIMIT $4`
-	} else {
-		limit = *page.First
-		query = `SELECT ` + messageColumns + ` FROM messages WHERE conversation_id = $1 AND position > $2
-			AND ($3 = 0 OR position < $3) ORDER BY position LIMIT $4`
-	}
-	var rows []messageRow
-	if err := db.db.SelectContext(ctx, &rows, query, key, after, before, limit+1); err != nil {
-		return nil, classify(fmt.Errorf("find messages of %s: %w", conv.ID, err))
-	}
-	more := len(rows) > limit
-	if more {
-		rows = rows[:limit]
-	}
-	if backward {
-		for i, j := 0, len(rows)-1; i < j; i, j = i+1, j-1 {
-			rows[i], rows[j] = rows[j], rows[i]
-		}
-	} else if page.Last != nil && len(rows) > *page.Last {
-		rows = rows[len(rows)-*page.Last:]
-	}
-	out := &parley.MessagePage{Messages: make([]parley.Message, 0, len(rows)), TotalCount: conv.MessageCount}
-	for i := range rows {
-		m, err := decodeMessage(&rows[i], db.log)
-		if err != nil {
-			return nil, err
-		}
-		out.Messages = append(out.Messages, m)
-	}
-	// Positions are dense, so what lies beyond the page follows from its bounds; "more"
-	// covers messages added since conv was read.
-	if n := len(rows); n > 0 {
-		out.HasPreviousPage = rows[0].Position > 1
-		out.HasNextPage = (!backward && more) || rows[n-1].Position < conv.LastPosition
-	} else {
-		out.HasPreviousPage = (backward && more) || (after > 0 && conv.LastPosition > 0)
-		out.HasNextPage = (!backward && more) || (before > 0 && before <= conv.LastPosition)
-	}
-	return out, nil
+	return pages[0], nil
 }
 
 // AddMessage implements parley.MessageService.

@@ -57,6 +57,7 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 		srv.Use(extension.Introspection{})
 	}
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](100)})
+	srv.AroundResponses(withLoaders(r.MessageService))
 	srv.SetErrorPresenter(errorPresenter(cfg.Logger))
 	srv.SetRecoverFunc(recoverFunc(cfg.Logger))
 	return http.MaxBytesHandler(srv, cfg.MaxBodyBytes)

@@ -13,7 +13,7 @@ import (
 )
 
 func (r *conversationResolver) Messages(ctx context.Context, obj *parley.Conversation, first *int, after *string, last *int, before *string) (*model.MessageConnection, error) {
-	page, err := r.MessageService.FindMessages(ctx, obj, parley.PageRequest{First: first, After: after, Last: last, Before: before})
+	page, err := r.messagePage(ctx, obj, parley.PageRequest{First: first, After: after, Last: last, Before: before})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,104 @@
+package db
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lib/pq"
+
+	"github.com/parley-dev/parley"
+)
+
+// FindMessagePages implements parley.MessageService: the same page of several
+// conversations in one query (a LATERAL join runs the page's index range scan per
+// conversation), so a list of conversations with their messages costs one round trip.
+// Positions are dense (1..LastPosition), so a page is a range of positions.
+func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation, page parley.PageRequest) ([]*parley.MessagePage, error) {
+	if err := checkPageSizes(&page); err != nil {
+		return nil, err
+	}
+	after, before := 0, 0 // before 0: no upper bound
+	var err error
+	if page.After != nil {
+		if after, err = parley.ParseMessageCursor("after", *page.After); err != nil {
+			return nil, err
+		}
+	}
+	if page.Before != nil {
+		if before, err = parley.ParseMessageCursor("before", *page.Before); err != nil {
+			return nil, err
+		}
+	}
+	keys := make([]string, len(convs))
+	index := make(map[string]int, len(convs))
+	for i, c := range convs {
+		key, ok := parley.ParseConversationID(c.ID)
+		if !ok {
+			return nil, conversationNotFound(c.ID)
+		}
+		keys[i], index[key] = key, i
+	}
+	// Forward pages read up from after; backward pages read down from before and are
+	// reversed. One row more than asked tells whether there are more.
+	backward := page.First == nil
+	limit, order := 0, "ASC"
+	if backward {
+		limit, order = *page.Last, "DESC"
+	} else {
+		limit = *page.First
+	}
+	query := fmt.Sprintf(`SELECT m.* FROM unnest($1::uuid[]) AS c(id) CROSS JOIN LATERAL (
+		SELECT %s FROM messages WHERE conversation_id = c.id AND position > $2 AND ($3 = 0 OR position < $3)
+		ORDER BY position %s LIMIT $4) m`, messageColumns, order)
+	var rows []messageRow
+	if err := db.db.SelectContext(ctx, &rows, query, pq.Array(keys), after, before, limit+1); err != nil {
+		return nil, classify(fmt.Errorf("find messages: %w", err))
+	}
+	grouped := make([][]messageRow, len(convs))
+	for _, r := range rows {
+		i := index[r.ConversationID]
+		grouped[i] = append(grouped[i], r)
+	}
+	pages := make([]*parley.MessagePage, len(convs))
+	for i, conv := range convs {
+		if pages[i], err = db.assemblePage(conv, grouped[i], page, limit, after, before); err != nil {
+			return nil, err
+		}
+	}
+	return pages, nil
+}
+
+// assemblePage turns the rows read for one conversation (limit+1 at most, in read order)
+// into its page.
+func (db *DB) assemblePage(conv *parley.Conversation, rows []messageRow, page parley.PageRequest, limit, after, before int) (*parley.MessagePage, error) {
+	backward := page.First == nil
+	more := len(rows) > limit
+	if more {
+		rows = rows[:limit]
+	}
+	if backward {
+		for i, j := 0, len(rows)-1; i < j; i, j = i+1, j-1 {
+			rows[i], rows[j] = rows[j], rows[i]
+		}
+	} else if page.Last != nil && len(rows) > *page.Last {
+		rows = rows[len(rows)-*page.Last:]
+	}
+	out := &parley.MessagePage{Messages: make([]parley.Message, 0, len(rows)), TotalCount: conv.MessageCount}
+	for i := range rows {
+		m, err := decodeMessage(&rows[i], db.log)
+		if err != nil {
+			return nil, err
+		}
+		out.Messages = append(out.Messages, m)
+	}
+	// Positions are dense, so what lies beyond the page follows from its bounds; "more"
+	// covers messages added since conv was read.
+	if n := len(rows); n > 0 {
+		out.HasPreviousPage = rows[0].Position > 1
+		out.HasNextPage = (!backward && more) || rows[n-1].Position < conv.LastPosition
+	} else {
+		out.HasPreviousPage = (backward && more) || (after > 0 && conv.LastPosition > 0)
+		out.HasNextPage = (!backward && more) || (before > 0 && before <= conv.LastPosition)
+	}
+	return out, nil
+}
