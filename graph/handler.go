@@ -27,8 +27,9 @@ type HandlerConfig struct {
 	Logger           *slog.Logger
 }
 
-// NewHandler returns the GraphQL endpoint: GET and POST per the GraphQL-over-HTTP spec,
-// and websocket subscriptions (graphql-transport-ws and the legacy graphql-ws).
+// NewHandler returns the GraphQL endpoint: GET and POST per the GraphQL-over-HTTP spec
+// (gqlgen's transports, made to conform by withHTTPSpec: see httpspec.go), and websocket
+// subscriptions (graphql-transport-ws and the legacy graphql-ws).
 func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -57,8 +58,9 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 		srv.Use(extension.Introspection{})
 	}
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](100)})
+	srv.Use(specExtension{}) // after APQ, which fills the query in: see httpspec.go
 	srv.AroundResponses(withLoaders(r.MessageService))
 	srv.SetErrorPresenter(errorPresenter(cfg.Logger))
 	srv.SetRecoverFunc(recoverFunc(cfg.Logger))
-	return http.MaxBytesHandler(srv, cfg.MaxBodyBytes)
+	return http.MaxBytesHandler(withHTTPSpec(srv), cfg.MaxBodyBytes)
 }
