@@ -102,9 +102,12 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # The kernel picks the port (--addr 127.0.0.1:0) and parley prints the address it got,
-# so no other process can take the port between choosing it and listening on it.
+# so no other process can take the port between choosing it and listening on it. A
+# DATABASE_URL in the environment (CI may set one for the Go tests) would make parley
+# use that database instead of a fresh one, and the playground needs introspection.
 start=$SECONDS
-"$bin" serve --addr 127.0.0.1:0 --data-dir "$tmp/data" >"$log" 2>&1 </dev/null &
+env -u DATABASE_URL -u PARLEY_INTROSPECTION \
+	"$bin" serve --addr 127.0.0.1:0 --data-dir "$tmp/data" >"$log" 2>&1 </dev/null &
 pid=$!
 
 # ready_probe succeeds when GET $1 answers 200 within two seconds.
