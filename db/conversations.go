@@ -117,7 +117,8 @@ func (db *DB) DeleteConversation(ctx context.Context, id string) error {
 		} else if n == 0 {
 			return conversationNotFound(id)
 		}
-		return nil
+		// Ends the conversation's subscriptions on every replica.
+		return notifyDeleted(ctx, tx, key)
 	})
 }
 

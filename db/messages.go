@@ -112,6 +112,10 @@ func insertMessage(ctx context.Context, tx *sqlx.Tx, convKey string, m parley.Me
 	meta.ConversationID = convID
 	meta.Position = created.Position
 	meta.CreatedAt, meta.UpdatedAt = created.CreatedAt, created.UpdatedAt
+	// Subscribers on every replica hear of it at commit, and never if this rolls back.
+	if err := notifyAdded(ctx, tx, convKey, created.ID, created.Position); err != nil {
+		return err
+	}
 	switch m := m.(type) {
 	case *parley.ToolRequestMessage:
 		return recordToolCalls(ctx, tx, convKey, created.ID, m.ToolCalls)
@@ -254,7 +258,7 @@ func (db *DB) SetToolCallApproval(ctx context.Context, messageID, toolCallID str
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE conversations SET updated_at = now() WHERE id = $1`, row.ConversationID); err != nil {
+		if _, err := markMessageChanged(ctx, tx, row.ConversationID, key); err != nil {
 			return err
 		}
 		out = req

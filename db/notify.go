@@ -1,0 +1,95 @@
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/parley-dev/parley"
+)
+
+// NotifyChannel is the Postgres notification channel of message events. Notifications
+// are scoped to one database, so servers on different databases never see each
+// other's events.
+const NotifyChannel = "parley_messages"
+
+// eventPayload is a notification's payload: what changed, never the message itself
+// (payloads are limited to 8000 bytes, and readers re-read from the database anyway).
+type eventPayload struct {
+	Kind     parley.MessageEventKind `json:"k"`
+	ConvKey  string                  `json:"c"`
+	MsgKey   string                  `json:"m,omitempty"`
+	Position int                     `json:"p,omitempty"`
+	Seq      int64                   `json:"s,omitempty"`
+}
+
+// notify queues a message event in tx. Postgres delivers it when tx commits, to every
+// listening replica, and never when tx rolls back. Every write that adds, changes or
+// removes messages calls it (through the helpers below), inside its transaction.
+func notify(ctx context.Context, tx *sqlx.Tx, p eventPayload) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, string(b)); err != nil {
+		return fmt.Errorf("notify %s of %s: %w", p.Kind, parley.ConversationID(p.ConvKey), err)
+	}
+	return nil
+}
+
+// notifyAdded announces a message just inserted at position.
+func notifyAdded(ctx context.Context, tx *sqlx.Tx, convKey, msgKey string, position int) error {
+	return notify(ctx, tx, eventPayload{Kind: parley.MessageAdded, ConvKey: convKey, MsgKey: msgKey, Position: position})
+}
+
+// notifyDeleted announces that a conversation is gone, so its subscribers end.
+func notifyDeleted(ctx context.Context, tx *sqlx.Tx, convKey string) error {
+	return notify(ctx, tx, eventPayload{Kind: parley.ConversationDeleted, ConvKey: convKey})
+}
+
+// markMessageChanged records that a stored message changed: it gives the message the
+// conversation's next change sequence number, touches the conversation's updated_at,
+// and announces the update. Call it in every transaction that changes a stored message
+// (decisions, file resolution, image recognition...), after the change. It takes the
+// conversation's row lock, so numbers are assigned in commit order; lock the message
+// row first, as the callers here do, to keep one lock order.
+func markMessageChanged(ctx context.Context, tx *sqlx.Tx, convKey, msgKey string) (seq int64, err error) {
+	var position int
+	err = tx.QueryRowxContext(ctx, `
+		WITH conv AS (
+			UPDATE conversations SET change_seq = change_seq + 1, updated_at = now()
+			WHERE id = $1
+			RETURNING change_seq
+		)
+		UPDATE messages SET change_seq = conv.change_seq FROM conv
+		WHERE messages.id = $2 AND messages.conversation_id = $1
+		RETURNING conv.change_seq, messages.position`, convKey, msgKey).Scan(&seq, &position)
+	if err != nil {
+		return 0, fmt.Errorf("mark message %s changed: %w", parley.MessageID(msgKey), err)
+	}
+	return seq, notify(ctx, tx, eventPayload{Kind: parley.MessageUpdated, ConvKey: convKey, MsgKey: msgKey, Position: position, Seq: seq})
+}
+
+// decodeEvent reads a notification payload made by notify.
+func decodeEvent(payload string) (parley.MessageEvent, error) {
+	var p eventPayload
+	if err := json.Unmarshal([]byte(payload), &p); err != nil {
+		return parley.MessageEvent{}, fmt.Errorf("decode notification %q: %w", payload, err)
+	}
+	convKey, ok := parley.ParseConversationID(parley.ConversationID(p.ConvKey))
+	if !ok {
+		return parley.MessageEvent{}, fmt.Errorf("decode notification %q: bad conversation key", payload)
+	}
+	ev := parley.MessageEvent{
+		Kind:           p.Kind,
+		ConversationID: parley.ConversationID(convKey),
+		Position:       p.Position,
+		Seq:            p.Seq,
+	}
+	if p.MsgKey != "" {
+		ev.MessageID = parley.MessageID(p.MsgKey)
+	}
+	return ev, nil
+}

@@ -1,0 +1,60 @@
+package parley
+
+import "context"
+
+// MessageEventKind says what happened to a conversation's messages.
+type MessageEventKind string
+
+// The kinds of message events.
+const (
+	// MessageAdded: a message was stored as the conversation's next one.
+	MessageAdded MessageEventKind = "added"
+	// MessageUpdated: a stored message changed (a tool call decided, a file resolved, an
+	// image recognized).
+	MessageUpdated MessageEventKind = "updated"
+	// ConversationDeleted: the conversation and all its messages are gone.
+	ConversationDeleted MessageEventKind = "deleted"
+)
+
+// MessageEvent says that a conversation's messages changed. It names the change but
+// does not carry the message: events travel between replicas as Postgres notifications,
+// which are small and can be lost while a connection is down, so a receiver treats an
+// event as a wake-up and reads what changed from the database, by position (added) or
+// change sequence (updated).
+type MessageEvent struct {
+	Kind           MessageEventKind
+	ConversationID string
+	// MessageID and Position name the message; empty for ConversationDeleted.
+	MessageID string
+	Position  int
+	// Seq is the conversation's change sequence number that an update took: updates of
+	// one conversation are numbered 1, 2, 3... in commit order.
+	Seq int64
+}
+
+// EventService streams a conversation's messages to subscribers as they are added or
+// changed, whichever replica made the change.
+type EventService interface {
+	// SubscribeMessagesAdded registers for the messages of a conversation after
+	// position after: first those already stored, then each one added later, every
+	// position exactly once and in ascending order. A negative after means only
+	// messages added from now on. The registration is released when ctx ends. Returns
+	// ENOTFOUND for a missing conversation.
+	SubscribeMessagesAdded(ctx context.Context, conversationID string, after int) (MessageStream, error)
+	// SubscribeMessagesUpdated registers for the messages of a conversation that change
+	// from now on, each delivered as it is after its change; a message changed twice in
+	// quick succession may be delivered once, as it is after the second change. The
+	// registration is released when ctx ends. Returns ENOTFOUND for a missing
+	// conversation.
+	SubscribeMessagesUpdated(ctx context.Context, conversationID string) (MessageStream, error)
+}
+
+// MessageStream is a registered subscription: the messages it delivers, in order.
+type MessageStream interface {
+	// Next waits for the next message and returns it. It reads from the database at the
+	// caller's pace, so a caller that falls behind holds no backlog in memory. It
+	// returns ctx's error when ctx ends, ENOTFOUND when the conversation is deleted (the
+	// stream is then over), and EUNAVAILABLE when the database cannot be read for a
+	// while; after an error the stream is over.
+	Next(ctx context.Context) (Message, error)
+}
