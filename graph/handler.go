@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
@@ -9,7 +10,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
-	"github.com/coder/websocket"
 	"github.com/vektah/gqlparser/v2/ast"
 )
 
@@ -25,11 +25,28 @@ type HandlerConfig struct {
 	// server's own host (see coder/websocket's OriginPatterns).
 	WebsocketOrigins []string
 	Logger           *slog.Logger
+	// Shutdown is done when the server begins shutting down: websockets are then closed
+	// with 1001 "going away" and SSE streams cut, without completing their
+	// subscriptions, so that clients subscribe again elsewhere (see streams.go). Nil
+	// means never.
+	Shutdown context.Context
+	// WriteTimeout bounds one write to a websocket or SSE stream (default 20s): a client
+	// that takes nothing for that long is disconnected, and catches up by cursor when it
+	// comes back.
+	WriteTimeout time.Duration
+	// KeepAlive is how often a quiet subscription connection is pinged (default 15s):
+	// graphql-transport-ws pings, which a client must answer within two intervals or be
+	// disconnected, legacy graphql-ws "ka" messages, and SSE comments.
+	KeepAlive time.Duration
+	// InitTimeout is how long a websocket may stay open without connection_init
+	// (default 10s).
+	InitTimeout time.Duration
 }
 
 // NewHandler returns the GraphQL endpoint: GET and POST per the GraphQL-over-HTTP spec
-// (gqlgen's transports, made to conform by withHTTPSpec: see httpspec.go), and websocket
-// subscriptions (graphql-transport-ws and the legacy graphql-ws).
+// (gqlgen's transports, made to conform by withHTTPSpec: see httpspec.go), and
+// subscriptions over websockets (graphql-transport-ws and the legacy graphql-ws) and SSE
+// (graphql-sse's distinct connections mode).
 func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -40,15 +57,24 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 	if cfg.ParserTokenLimit == 0 {
 		cfg.ParserTokenLimit = 15000
 	}
+	if cfg.Shutdown == nil {
+		cfg.Shutdown = context.Background()
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 20 * time.Second
+	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = 15 * time.Second
+	}
+	if cfg.InitTimeout <= 0 {
+		cfg.InitTimeout = 10 * time.Second
+	}
 	srv := handler.New(NewExecutableSchema(Config{Resolvers: r}))
-	srv.AddTransport(transport.Websocket{
-		Implementation: transport.CoderWebsocketImplementation{AcceptOptions: websocket.AcceptOptions{
-			OriginPatterns: cfg.WebsocketOrigins,
-		}},
-		InitTimeout:           10 * time.Second,
-		KeepAlivePingInterval: 15 * time.Second,
-		PingPongInterval:      15 * time.Second,
-	})
+	srv.AddTransport(newWebsocketTransport(cfg))
+	// graphql-sse's distinct connections mode, for clients behind proxies that refuse
+	// websockets; before POST, which would take its requests. The comment lines keep
+	// proxies from closing a quiet stream.
+	srv.AddTransport(transport.SSE{KeepAlivePingInterval: cfg.KeepAlive})
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
@@ -62,5 +88,5 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 	srv.AroundResponses(withLoaders(r.MessageService))
 	srv.SetErrorPresenter(errorPresenter(cfg.Logger))
 	srv.SetRecoverFunc(recoverFunc(cfg.Logger))
-	return http.MaxBytesHandler(withHTTPSpec(srv), cfg.MaxBodyBytes)
+	return http.MaxBytesHandler(withStreams(withHTTPSpec(srv), cfg.Shutdown, cfg.WriteTimeout), cfg.MaxBodyBytes)
 }

@@ -12,5 +12,7 @@ import (
 type Resolver struct {
 	ConversationService parley.ConversationService
 	MessageService      parley.MessageService
-	Logger              *slog.Logger
+	// EventService serves subscriptions; without it they answer SERVICE_UNAVAILABLE.
+	EventService parley.EventService
+	Logger       *slog.Logger
 }

@@ -20,6 +20,8 @@ import (
 type Config struct {
 	Conversations parley.ConversationService
 	Messages      parley.MessageService
+	// Events serves subscriptions (a realtime.Feed); nil turns them away.
+	Events parley.EventService
 	// Ready reports whether the server can serve requests (the database answers).
 	Ready  func(ctx context.Context) error
 	Logger *slog.Logger
@@ -40,6 +42,7 @@ func New(cfg Config) http.Handler {
 	resolver := &graph.Resolver{
 		ConversationService: cfg.Conversations,
 		MessageService:      cfg.Messages,
+		EventService:        cfg.Events,
 		Logger:              cfg.Logger,
 	}
 	mux := http.NewServeMux()

@@ -12,6 +12,8 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/parley-dev/parley/db"
+	"github.com/parley-dev/parley/graph"
+	"github.com/parley-dev/parley/realtime"
 	"github.com/parley-dev/parley/server"
 )
 
@@ -51,6 +53,14 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 				return err
 			}
 			defer store.Close()
+			// Realtime: one LISTEN connection per process hears every replica's writes and
+			// wakes this process's subscribers, who read what changed from the database.
+			feed := realtime.NewFeed(store, realtime.Config{Logger: log})
+			listener, err := db.Listen(ctx, dsn, db.ListenerConfig{OnEvent: feed.Publish, OnResync: feed.Resync, Logger: log})
+			if err != nil {
+				return err
+			}
+			defer listener.Close()
 
 			ln, err := net.Listen("tcp", cmd.String("addr"))
 			if err != nil {
@@ -64,6 +74,10 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 				Handler: server.New(server.Config{
 					Conversations: store, Messages: store, Ready: store.Ping, Logger: log,
 					Introspection: cmd.Bool("introspection"),
+					Events:        feed,
+					// Websockets close with "going away" and SSE streams are cut when
+					// shutdown begins, so clients subscribe again elsewhere.
+					GraphQL: graph.HandlerConfig{Shutdown: baseCtx},
 				}),
 				BaseContext:       func(net.Listener) context.Context { return baseCtx },
 				ReadHeaderTimeout: 10 * time.Second,

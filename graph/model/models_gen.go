@@ -82,6 +82,9 @@ type PartInput struct {
 type Query struct {
 }
 
+type Subscription struct {
+}
+
 type SystemControlInput struct {
 	Kind parley.ControlKind `json:"kind"`
 	From *string            `json:"from,omitempty"`
