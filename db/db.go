@@ -24,14 +24,18 @@ type Config struct {
 	Limits parley.Limits
 	// MaxOpenConns bounds the pool (default 20).
 	MaxOpenConns int
+	// ToolPolicies decide tool calls as their requests are stored; nil leaves every
+	// call pending.
+	ToolPolicies *parley.ToolPolicies
 	Logger       *slog.Logger
 }
 
 // DB is a connection pool to Parley's database, and the services built on it.
 type DB struct {
-	db     *sqlx.DB
-	limits parley.Limits
-	log    *slog.Logger
+	db       *sqlx.DB
+	limits   parley.Limits
+	policies *parley.ToolPolicies
+	log      *slog.Logger
 }
 
 // Open connects to the database at dsn (a lib/pq URL or key=value string). It does not
@@ -61,7 +65,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 	if lim.MaxImageBytes == 0 {
 		lim.MaxImageBytes = parley.DefaultLimits.MaxImageBytes
 	}
-	return &DB{db: conn, limits: lim, log: cfg.Logger}, nil
+	return &DB{db: conn, limits: lim, policies: cfg.ToolPolicies, log: cfg.Logger}, nil
 }
 
 // Close closes the pool.

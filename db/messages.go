@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -53,7 +54,13 @@ func (db *DB) AddMessage(ctx context.Context, conversationID string, m parley.Me
 		return nil, err
 	}
 	err := db.transact(ctx, func(tx *sqlx.Tx) error {
-		return insertMessage(ctx, tx, key, m)
+		if err := db.applyToolPolicies(ctx, tx, m); err != nil {
+			return err
+		}
+		if err := insertMessage(ctx, tx, key, m); err != nil {
+			return err
+		}
+		return recordApprovals(ctx, tx, key, m)
 	})
 	if err != nil {
 		return nil, err
@@ -216,6 +223,11 @@ func (db *DB) SetToolCallApproval(ctx context.Context, messageID, toolCallID str
 	if d.Reason, err = parley.CleanText("reason", d.Reason); err != nil {
 		return nil, err
 	}
+	if d.DecidedBy, err = parley.CleanText("decidedBy", strings.TrimSpace(d.DecidedBy)); err != nil {
+		return nil, err
+	} else if len(d.DecidedBy) > 200 {
+		return nil, parley.Errorf(parley.EINVALID, "decidedBy: %d bytes, at most 200 allowed", len(d.DecidedBy))
+	}
 	var out *parley.ToolRequestMessage
 	err = db.transact(ctx, func(tx *sqlx.Tx) error {
 		var row messageRow
@@ -256,6 +268,9 @@ func (db *DB) SetToolCallApproval(ctx context.Context, messageID, toolCallID str
 			content = $5, tool_calls = $6, payload = $7, updated_at = now() WHERE id = $1 RETURNING updated_at`,
 			key, enc.SchemaVersion, enc.Kind, enc.Role, enc.Content, string(calls), enc.Payload)
 		if err != nil {
+			return err
+		}
+		if err := recordApprovals(ctx, tx, row.ConversationID, req); err != nil {
 			return err
 		}
 		if _, err := markMessageChanged(ctx, tx, row.ConversationID, key); err != nil {

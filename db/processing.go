@@ -1,0 +1,352 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/parley-dev/parley"
+)
+
+// The outcomes of processing steps are stored on the message they concern, in a short
+// transaction after the (slow) step itself ran outside any: the message row is locked,
+// decoded, changed, written back, and announced to messageUpdated subscribers.
+
+// updateMessage locks a stored message, lets change modify it, writes it back (as schema
+// version 2) and marks it changed, all in one transaction. change may return a
+// *parley.Error to refuse.
+func (db *DB) updateMessage(ctx context.Context, messageID string, change func(tx *sqlx.Tx, m parley.Message, now time.Time) error) (parley.Message, error) {
+	key, ok := parley.ParseMessageID(messageID)
+	if !ok {
+		return nil, messageNotFound(messageID)
+	}
+	var out parley.Message
+	err := db.transact(ctx, func(tx *sqlx.Tx) error {
+		var row messageRow
+		err := tx.GetContext(ctx, &row, `SELECT `+messageColumns+` FROM messages WHERE id = $1 FOR UPDATE`, key)
+		if errors.Is(err, sql.ErrNoRows) {
+			return messageNotFound(messageID)
+		} else if err != nil {
+			return err
+		}
+		m, err := decodeMessage(&row, db.log)
+		if err != nil {
+			return err
+		}
+		var now time.Time
+		if err := tx.GetContext(ctx, &now, `SELECT now()`); err != nil {
+			return err
+		}
+		if err := change(tx, m, now); err != nil {
+			return err
+		}
+		enc, err := encodeMessage(m)
+		if err != nil {
+			return err
+		}
+		err = tx.GetContext(ctx, &m.Meta().UpdatedAt, `UPDATE messages SET schema_version = $2, kind = $3, role = $4,
+			content = $5, tool_calls = $6, tool_results = $7, payload = $8, updated_at = now()
+			WHERE id = $1 RETURNING updated_at`,
+			key, enc.SchemaVersion, enc.Kind, enc.Role, enc.Content, nullJSON(enc.ToolCalls), nullJSON(enc.ToolResults), enc.Payload)
+		if err != nil {
+			return err
+		}
+		if _, err := markMessageChanged(ctx, tx, row.ConversationID, key); err != nil {
+			return err
+		}
+		out = m
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SetFileResolution implements parley.ProcessingStore. The resolution's time is the
+// database's.
+func (db *DB) SetFileResolution(ctx context.Context, messageID string, r parley.FileResolution) (*parley.FileReferenceMessage, error) {
+	m, err := db.updateMessage(ctx, messageID, func(_ *sqlx.Tx, m parley.Message, now time.Time) error {
+		f, ok := m.(*parley.FileReferenceMessage)
+		if !ok {
+			return parley.Errorf(parley.EINVALID, "messageId: message %s is a %s, not a file reference", messageID, m.Kind())
+		}
+		r.ResolvedAt = now
+		f.Resolution = &r
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store resolution of %s: %w", messageID, err)
+	}
+	return m.(*parley.FileReferenceMessage), nil
+}
+
+// SetImageRecognition implements parley.ProcessingStore. The recognition's time is the
+// database's.
+func (db *DB) SetImageRecognition(ctx context.Context, messageID string, r parley.ImageRecognition) (*parley.ImageMessage, error) {
+	m, err := db.updateMessage(ctx, messageID, func(_ *sqlx.Tx, m parley.Message, now time.Time) error {
+		img, ok := m.(*parley.ImageMessage)
+		if !ok {
+			return parley.Errorf(parley.EINVALID, "messageId: message %s is a %s, not an image", messageID, m.Kind())
+		}
+		r.ProcessedAt = now
+		img.Recognition = &r
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store recognition of %s: %w", messageID, err)
+	}
+	return m.(*parley.ImageMessage), nil
+}
+
+// AddCachedMCPResource implements parley.ProcessingStore. The look-up and the insert
+// share one transaction under the conversation's lock, so the copy is of the latest
+// resource at that moment.
+func (db *DB) AddCachedMCPResource(ctx context.Context, conversationID, server, uri string, maxAge time.Duration) (*parley.MCPResourceMessage, bool, error) {
+	key, ok := parley.ParseConversationID(conversationID)
+	if !ok {
+		return nil, false, conversationNotFound(conversationID)
+	}
+	var out *parley.MCPResourceMessage
+	err := db.transact(ctx, func(tx *sqlx.Tx) error {
+		if err := lockConversation(ctx, tx, key); err != nil {
+			return err
+		}
+		var row messageRow
+		err := tx.GetContext(ctx, &row, `SELECT `+messageColumns+` FROM messages
+			WHERE conversation_id = $1 AND kind = 'mcp_resource'
+				AND payload->>'serverName' = $2 AND payload->>'resourceUri' = $3
+			ORDER BY position DESC LIMIT 1`, key, server, uri)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		m, err := decodeMessage(&row, db.log)
+		if err != nil {
+			return err
+		}
+		cached, ok := m.(*parley.MCPResourceMessage)
+		if !ok {
+			return nil
+		}
+		var fresh bool
+		if err := tx.GetContext(ctx, &fresh, `SELECT $1::timestamptz > now() - $2 * interval '1 microsecond'`,
+			cached.RetrievedAt, maxAge.Microseconds()); err != nil {
+			return err
+		}
+		if !fresh {
+			return nil
+		}
+		// A new message, placed where it was asked for, with the content and retrieval
+		// time of the cached one: retrievedAt before createdAt says it came from cache.
+		cp := &parley.MCPResourceMessage{
+			MessageMeta: parley.MessageMeta{Role: parley.RoleDocument},
+			Body:        cached.Body, ServerName: cached.ServerName, ResourceURI: cached.ResourceURI,
+			MimeType: cached.MimeType, RetrievedAt: cached.RetrievedAt, Truncated: cached.Truncated,
+		}
+		if err := parley.Prepare(cp, db.limits); err != nil {
+			return err
+		}
+		if err := insertMessage(ctx, tx, key, cp); err != nil {
+			return err
+		}
+		out = cp
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("reuse MCP resource %s of %s in %s: %w", uri, server, conversationID, err)
+	}
+	return out, out != nil, nil
+}
+
+// applyToolPolicies decides the calls of a tool request about to be stored, by the
+// configured policies, at the transaction's time.
+func (db *DB) applyToolPolicies(ctx context.Context, tx *sqlx.Tx, m parley.Message) error {
+	req, ok := m.(*parley.ToolRequestMessage)
+	if !ok || db.policies == nil {
+		return nil
+	}
+	var now time.Time
+	if err := tx.GetContext(ctx, &now, `SELECT now()`); err != nil {
+		return err
+	}
+	db.policies.Apply(req.ToolCalls, now)
+	return nil
+}
+
+// recordApprovals copies the approval status of a request's calls into the tool_calls
+// index, which the awaiting-result queries read.
+func recordApprovals(ctx context.Context, tx *sqlx.Tx, convKey string, m parley.Message) error {
+	req, ok := m.(*parley.ToolRequestMessage)
+	if !ok {
+		return nil
+	}
+	for _, c := range req.ToolCalls {
+		var decidedAt *time.Time
+		if c.Decision != nil {
+			decidedAt = &c.Decision.DecidedAt
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE tool_calls SET approval_status = $3, decided_at = $4
+			WHERE conversation_id = $1 AND call_id = $2`, convKey, c.ID, string(c.ApprovalStatus), decidedAt); err != nil {
+			return fmt.Errorf("record approval of %q: %w", c.ID, err)
+		}
+	}
+	return nil
+}
+
+// awaitingRow is an approved call without a result, with its request's row.
+type awaitingRow struct {
+	messageRow
+	CallID         string         `db:"call_id"`
+	ClaimedBy      sql.NullString `db:"claimed_by"`
+	ClaimExpiresAt sql.NullTime   `db:"claim_expires_at"`
+}
+
+const awaitingQuery = `SELECT m.id, m.conversation_id, m.position, m.schema_version, m.kind, m.role, m.content,
+	m.tool_calls, m.tool_results, m.payload, m.source_id, m.created_at, m.updated_at,
+	t.call_id, t.claimed_by, t.claim_expires_at
+	FROM tool_calls t JOIN messages m ON m.id = t.request_id
+	WHERE t.approval_status = 'APPROVED' AND t.result_id IS NULL`
+
+func (db *DB) awaitingFromRows(rows []awaitingRow) ([]*parley.AwaitingToolCall, error) {
+	out := make([]*parley.AwaitingToolCall, 0, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		m, err := decodeMessage(&r.messageRow, db.log)
+		if err != nil {
+			return nil, err
+		}
+		req, ok := m.(*parley.ToolRequestMessage)
+		if !ok {
+			continue
+		}
+		call := req.ToolCall(r.CallID)
+		if call == nil {
+			continue
+		}
+		a := &parley.AwaitingToolCall{ConversationID: req.ConversationID, Message: req, Call: *call}
+		if r.ClaimedBy.Valid {
+			a.ClaimedBy = &r.ClaimedBy.String
+		}
+		if r.ClaimExpiresAt.Valid {
+			t := r.ClaimExpiresAt.Time
+			a.ClaimExpiresAt = &t
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// FindAwaitingToolCalls implements parley.ToolWorkService.
+func (db *DB) FindAwaitingToolCalls(ctx context.Context, f parley.AwaitingFilter) ([]*parley.AwaitingToolCall, error) {
+	if f.Limit == 0 {
+		f.Limit = parley.DefaultPageSize
+	}
+	if f.Limit < 0 || f.Limit > parley.MaxPageSize {
+		return nil, parley.Errorf(parley.EINVALID, "first: %d is out of range 1..%d", f.Limit, parley.MaxPageSize)
+	}
+	convKey := ""
+	if f.ConversationID != "" {
+		var ok bool
+		if convKey, ok = parley.ParseConversationID(f.ConversationID); !ok {
+			return nil, conversationNotFound(f.ConversationID)
+		}
+	}
+	var names []string
+	if len(f.Names) > 0 {
+		names = f.Names
+	}
+	var rows []awaitingRow
+	err := db.db.SelectContext(ctx, &rows, awaitingQuery+`
+		AND ($1 = '' OR t.conversation_id = nullif($1, '')::uuid)
+		AND (cardinality($2::text[]) = 0 OR t.name = ANY($2))
+		AND (NOT $3 OR t.claim_expires_at IS NULL OR t.claim_expires_at <= now())
+		ORDER BY t.decided_at, t.conversation_id, t.call_id LIMIT $4`,
+		convKey, stringArray(names), f.Unclaimed, f.Limit)
+	if err != nil {
+		return nil, classify(fmt.Errorf("find awaiting tool calls: %w", err))
+	}
+	if len(rows) == 0 && convKey != "" {
+		if err := db.checkConversation(ctx, convKey); err != nil {
+			return nil, err
+		}
+	}
+	return db.awaitingFromRows(rows)
+}
+
+// ClaimToolCall implements parley.ToolWorkService.
+func (db *DB) ClaimToolCall(ctx context.Context, c parley.ToolCallClaim) (*parley.AwaitingToolCall, error) {
+	key, ok := parley.ParseMessageID(c.MessageID)
+	if !ok {
+		return nil, messageNotFound(c.MessageID)
+	}
+	worker, err := parley.CleanText("worker", c.Worker)
+	if err != nil {
+		return nil, err
+	}
+	if worker == "" || len(worker) > 200 {
+		return nil, parley.Errorf(parley.EINVALID, "worker: give a name of 1 to 200 bytes")
+	}
+	if c.Lease <= 0 || c.Lease > 24*time.Hour {
+		return nil, parley.Errorf(parley.EINVALID, "leaseSeconds: must be between 1 and 86400")
+	}
+	var out []*parley.AwaitingToolCall
+	err = db.transact(ctx, func(tx *sqlx.Tx) error {
+		var st struct {
+			Status         string         `db:"approval_status"`
+			ResultID       sql.NullString `db:"result_id"`
+			ClaimedBy      sql.NullString `db:"claimed_by"`
+			ClaimExpiresAt sql.NullTime   `db:"claim_expires_at"`
+			Expired        bool           `db:"expired"`
+		}
+		err := tx.GetContext(ctx, &st, `SELECT approval_status, result_id, claimed_by, claim_expires_at,
+			coalesce(claim_expires_at <= now(), true) AS expired
+			FROM tool_calls WHERE request_id = $1 AND call_id = $2 FOR UPDATE`, key, c.ToolCallID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return parley.Errorf(parley.ENOTFOUND, "toolCallId: message %s has no tool call %q", c.MessageID, c.ToolCallID)
+		} else if err != nil {
+			return err
+		}
+		switch {
+		case st.ResultID.Valid:
+			return parley.Errorf(parley.ECONFLICT, "tool call %q already has a result", c.ToolCallID)
+		case st.Status != string(parley.ApprovalApproved):
+			return parley.Errorf(parley.ECONFLICT, "tool call %q is %s, not APPROVED", c.ToolCallID, st.Status)
+		case st.ClaimedBy.Valid && st.ClaimedBy.String != worker && !st.Expired:
+			return parley.Errorf(parley.ECONFLICT, "tool call %q is claimed by %q until %s", c.ToolCallID,
+				st.ClaimedBy.String, st.ClaimExpiresAt.Time.UTC().Format(time.RFC3339))
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE tool_calls SET claimed_by = $3,
+			claim_expires_at = now() + $4 * interval '1 millisecond' WHERE request_id = $1 AND call_id = $2`,
+			key, c.ToolCallID, worker, c.Lease.Milliseconds()); err != nil {
+			return err
+		}
+		var rows []awaitingRow
+		if err := tx.SelectContext(ctx, &rows, awaitingQuery+` AND t.request_id = $1 AND t.call_id = $2`, key, c.ToolCallID); err != nil {
+			return err
+		}
+		out, err = db.awaitingFromRows(rows)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim tool call %q of %s: %w", c.ToolCallID, c.MessageID, err)
+	}
+	if len(out) != 1 {
+		return nil, fmt.Errorf("claim tool call %q of %s: claimed call not found", c.ToolCallID, c.MessageID)
+	}
+	return out[0], nil
+}
+
+// stringArray passes a list as a text[] parameter, empty (not NULL) when there is none.
+func stringArray(s []string) any {
+	if s == nil {
+		s = []string{}
+	}
+	return pq.StringArray(s)
+}
