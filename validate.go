@@ -328,19 +328,21 @@ func (m *ToolResultMessage) truncate(max int) {
 	for _, p := range m.Parts {
 		size += len(p.Text)
 	}
+	cut := false
 	if len(m.Output) > max {
-		cut := cutUTF8(string(m.Output), max)
-		m.Output = JSON(mustQuoteJSON(cut))
-		m.Truncated = true
+		m.Output = JSON(mustQuoteJSON(cutUTF8(string(m.Output), max)))
+		cut = true
 	}
 	for i := range m.Parts {
 		if len(m.Parts[i].Text) > max {
 			m.Parts[i].Text = cutUTF8(m.Parts[i].Text, max)
-			m.Truncated = true
+			cut = true
 		}
 	}
-	if m.Truncated {
-		m.OriginalSize = &size
+	// A result that arrives already cut (an imported Parley export) keeps its original
+	// size; only a cut made here measures it.
+	if cut {
+		m.Truncated, m.OriginalSize = true, &size
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -75,6 +76,9 @@ type topic struct {
 // subscriber's memory stays the same however many events it misses while busy.
 type watcher struct {
 	c chan struct{}
+	// started is set once the subscription has read where it starts; Stats counts only
+	// these, so that a test can tell when a subscription is live.
+	started atomic.Bool
 }
 
 func (w *watcher) wake() {
@@ -139,7 +143,9 @@ func (f *Feed) Resync() {
 // Stats counts what a Feed serves.
 type Stats struct {
 	Conversations int // with at least one subscriber
-	Subscribers   int
+	// Subscribers counts the subscriptions started: registered, and their starting
+	// point read, so that any message committed from now on reaches them.
+	Subscribers int
 }
 
 // Stats returns how many subscribers there are now.
@@ -148,7 +154,16 @@ func (f *Feed) Stats() Stats {
 	defer f.mu.RUnlock()
 	s := Stats{Conversations: len(f.topics)}
 	for _, t := range f.topics {
-		s.Subscribers += len(t.added) + len(t.updated)
+		for w := range t.added {
+			if w.started.Load() {
+				s.Subscribers++
+			}
+		}
+		for w := range t.updated {
+			if w.started.Load() {
+				s.Subscribers++
+			}
+		}
 	}
 	return s
 }
@@ -207,6 +222,7 @@ func (f *Feed) SubscribeMessagesAdded(ctx context.Context, conversationID string
 	if after >= 0 {
 		last = after
 	}
+	w.started.Store(true)
 	return &addedStream{f: f, conv: id, w: w, cancel: cancel, last: last, stale: true}, nil
 }
 
@@ -223,6 +239,7 @@ func (f *Feed) SubscribeMessagesUpdated(ctx context.Context, conversationID stri
 		cancel()
 		return nil, err
 	}
+	w.started.Store(true)
 	return &updatedStream{f: f, conv: id, w: w, cancel: cancel, last: seq, stale: true}, nil
 }
 

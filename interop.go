@@ -1,0 +1,297 @@
+package parley
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// ImportFormat names a history format that Parley imports.
+type ImportFormat string
+
+// The import formats.
+const (
+	// ImportClaudeCode is a Claude Code session file (~/.claude/projects/<project>/<session>.jsonl).
+	ImportClaudeCode ImportFormat = "CLAUDE_CODE_JSONL"
+	// ImportOpenAIChat is a Chat Completions messages array, or a request body holding one.
+	ImportOpenAIChat ImportFormat = "OPENAI_CHAT"
+	// ImportAnthropicMessages is a Messages API {system, messages} object, or a messages array.
+	ImportAnthropicMessages ImportFormat = "ANTHROPIC_MESSAGES"
+	// ImportParleyJSON is Parley's own export (TranscriptParleyJSON).
+	ImportParleyJSON ImportFormat = "PARLEY_JSON"
+)
+
+// ImportFormats lists every import format.
+var ImportFormats = []ImportFormat{ImportClaudeCode, ImportOpenAIChat, ImportAnthropicMessages, ImportParleyJSON}
+
+// ParseImportFormat accepts a format in the API's spelling (CLAUDE_CODE_JSONL) or in
+// lower case with dashes (claude-code-jsonl), as people type it on a command line.
+func ParseImportFormat(s string) (ImportFormat, error) {
+	f := ImportFormat(strings.ReplaceAll(strings.ToUpper(s), "-", "_"))
+	if !slices.Contains(ImportFormats, f) {
+		return "", Errorf(EINVALID, "format: %q is not one of %s", s, joinFormats(ImportFormats))
+	}
+	return f, nil
+}
+
+// MarshalGQL implements graphql.Marshaler.
+func (f ImportFormat) MarshalGQL(w io.Writer) { marshalEnum(w, f) }
+
+// UnmarshalGQL implements graphql.Unmarshaler.
+func (f *ImportFormat) UnmarshalGQL(v any) error {
+	return unmarshalEnum(f, v, "ImportFormat", ImportFormats)
+}
+
+// TranscriptFormat names a shape that a conversation's history is exported in.
+type TranscriptFormat string
+
+// The transcript formats.
+const (
+	// TranscriptOpenAIChat is a Chat Completions messages array.
+	TranscriptOpenAIChat TranscriptFormat = "OPENAI_CHAT"
+	// TranscriptOpenAIResponses is a Responses API input array: message, function_call and
+	// function_call_output items.
+	TranscriptOpenAIResponses TranscriptFormat = "OPENAI_RESPONSES"
+	// TranscriptAnthropicMessages is a Messages API {system, messages} object.
+	TranscriptAnthropicMessages TranscriptFormat = "ANTHROPIC_MESSAGES"
+	// TranscriptMarkdown is a transcript for people, one labelled section per message.
+	TranscriptMarkdown TranscriptFormat = "MARKDOWN"
+	// TranscriptParleyJSON is Parley's lossless, versioned export, which it imports back.
+	TranscriptParleyJSON TranscriptFormat = "PARLEY_JSON"
+)
+
+// TranscriptFormats lists every transcript format.
+var TranscriptFormats = []TranscriptFormat{
+	TranscriptOpenAIChat, TranscriptOpenAIResponses, TranscriptAnthropicMessages, TranscriptMarkdown, TranscriptParleyJSON,
+}
+
+// ParseTranscriptFormat accepts a format in the API's spelling or in lower case with dashes.
+func ParseTranscriptFormat(s string) (TranscriptFormat, error) {
+	f := TranscriptFormat(strings.ReplaceAll(strings.ToUpper(s), "-", "_"))
+	if !slices.Contains(TranscriptFormats, f) {
+		return "", Errorf(EINVALID, "format: %q is not one of %s", s, joinFormats(TranscriptFormats))
+	}
+	return f, nil
+}
+
+// ForLLM reports whether the format is a provider's request shape, which an LLM can
+// continue from, rather than a record for people or for Parley.
+func (f TranscriptFormat) ForLLM() bool {
+	return f == TranscriptOpenAIChat || f == TranscriptOpenAIResponses || f == TranscriptAnthropicMessages
+}
+
+// MarshalGQL implements graphql.Marshaler.
+func (f TranscriptFormat) MarshalGQL(w io.Writer) { marshalEnum(w, f) }
+
+// UnmarshalGQL implements graphql.Unmarshaler.
+func (f *TranscriptFormat) UnmarshalGQL(v any) error {
+	return unmarshalEnum(f, v, "TranscriptFormat", TranscriptFormats)
+}
+
+func joinFormats[T ~string](fs []T) string {
+	s := make([]string, len(fs))
+	for i, f := range fs {
+		s[i] = string(f)
+	}
+	return strings.Join(s, ", ")
+}
+
+// ImportedMessage is a message read from another tool's history, not yet stored.
+type ImportedMessage struct {
+	Message Message
+	// Origin says where in the input the message comes from ("line 12",
+	// "messages[3]"), so that an error about it can point there.
+	Origin string
+}
+
+// SkippedRecords counts the records of an import that were left out for one reason.
+type SkippedRecords struct {
+	Reason string
+	Count  int
+	// Where names the first few of them ("line 3", "messages[0]").
+	Where []string
+}
+
+// maxSkippedWhere bounds SkippedRecords.Where: a session has thousands of progress lines.
+const maxSkippedWhere = 5
+
+// Import is a history read from another tool: messages ready to be stored, and what was
+// found besides them. The importers fill it in; ImportService stores it.
+type Import struct {
+	Messages []ImportedMessage
+	// Title is the title the source suggests (a Claude Code summary), or "".
+	Title string
+	// SystemPrompt is the system prompt the source carried. It is reported, never
+	// stored (seed 000): pass it as the system argument when exporting.
+	SystemPrompt string
+	Skipped      []SkippedRecords
+	Warnings     []string
+}
+
+// Add appends a message read at origin.
+func (imp *Import) Add(m Message, origin string) {
+	imp.Messages = append(imp.Messages, ImportedMessage{Message: m, Origin: origin})
+}
+
+// Skip counts a record at where that is left out for reason.
+func (imp *Import) Skip(reason, where string) {
+	for i := range imp.Skipped {
+		if s := &imp.Skipped[i]; s.Reason == reason {
+			s.Count++
+			if len(s.Where) < maxSkippedWhere {
+				s.Where = append(s.Where, where)
+			}
+			return
+		}
+	}
+	imp.Skipped = append(imp.Skipped, SkippedRecords{Reason: reason, Count: 1, Where: []string{where}})
+}
+
+// Warn records something the user should know about an import that went through.
+func (imp *Import) Warn(format string, args ...any) {
+	imp.Warnings = append(imp.Warnings, fmt.Sprintf(format, args...))
+}
+
+// ImportTarget says where an import goes: into an existing conversation, or into a new
+// one titled Title (the source's title when empty).
+type ImportTarget struct {
+	ConversationID string
+	Title          string
+}
+
+// VariantCount is how many messages of one variant an import added.
+type VariantCount struct {
+	// Variant is the GraphQL type name: TextMessage, ToolRequestMessage...
+	Variant string
+	Count   int
+}
+
+// ImportReport says what an import did.
+type ImportReport struct {
+	Conversation *Conversation
+	// Created says the import created the conversation.
+	Created bool
+	Added   int
+	// AddedByVariant counts the added messages per variant, in the API's variant order.
+	AddedByVariant []VariantCount
+	// AlreadyPresent counts the messages whose source record the conversation already
+	// had (an earlier import of the same history): they are not added again.
+	AlreadyPresent int
+	Skipped        []SkippedRecords
+	Warnings       []string
+	// SystemPrompt is the import's system prompt, reported and not stored; nil if none.
+	SystemPrompt *string
+}
+
+// VariantName is the API's type name of m's variant: TextMessage, ImageMessage...
+func VariantName(m Message) string {
+	switch m.(type) {
+	case *TextMessage:
+		return "TextMessage"
+	case *ImageMessage:
+		return "ImageMessage"
+	case *FileReferenceMessage:
+		return "FileReferenceMessage"
+	case *ToolRequestMessage:
+		return "ToolRequestMessage"
+	case *ToolResultMessage:
+		return "ToolResultMessage"
+	case *SystemControlMessage:
+		return "SystemControlMessage"
+	case *MCPResourceMessage:
+		return "MCPResourceMessage"
+	}
+	return "UnknownMessage"
+}
+
+// variantOrder is the order of the Message union in the API.
+var variantOrder = []string{
+	"TextMessage", "ImageMessage", "FileReferenceMessage", "ToolRequestMessage",
+	"ToolResultMessage", "SystemControlMessage", "MCPResourceMessage", "UnknownMessage",
+}
+
+// CountVariants counts msgs per variant, in the API's variant order, leaving out zeros.
+func CountVariants(msgs []Message) []VariantCount {
+	counts := make(map[string]int)
+	for _, m := range msgs {
+		counts[VariantName(m)]++
+	}
+	var out []VariantCount
+	for _, v := range variantOrder {
+		if n := counts[v]; n > 0 {
+			out = append(out, VariantCount{Variant: v, Count: n})
+		}
+	}
+	return out
+}
+
+// ImportService stores imported histories.
+type ImportService interface {
+	// ImportMessages prepares (Prepare) and stores imp's messages, in order, after the
+	// target conversation's messages, creating the conversation when target names none.
+	// It is all or nothing: on any error nothing is written. A message whose SourceID
+	// the conversation already has is not added again, so importing the same history
+	// twice adds nothing and a longer copy adds only what is new. Returns ENOTFOUND for a
+	// missing conversation and EINVALID for an unusable title or a message that breaks a
+	// rule, the message naming the message's origin.
+	ImportMessages(ctx context.Context, target ImportTarget, imp *Import) (*ImportReport, error)
+}
+
+// TranscriptOptions tune an export for an LLM.
+type TranscriptOptions struct {
+	// System is the ephemeral system prompt: put where the provider wants system
+	// instructions, never stored.
+	System string
+	// MaxTokens, when set, is the budget the history is fitted into by dropping the
+	// oldest context first.
+	MaxTokens *int
+	// Repair closes or drops unanswered tool calls and results without a call, the way
+	// the provider requires, instead of refusing to export them.
+	Repair bool
+}
+
+// TranscriptDrop is a message left out of a transcript, and why.
+type TranscriptDrop struct {
+	MessageID string
+	Position  int
+	Label     string
+	Reason    string
+}
+
+// TranscriptReport says how a transcript was made: what was left out or repaired, and
+// how many tokens it is estimated to take.
+type TranscriptReport struct {
+	Format TranscriptFormat
+	// TokenCounting states the rule EstimatedTokens follows.
+	TokenCounting   string
+	EstimatedTokens int
+	MaxTokens       *int
+	Dropped         []TranscriptDrop
+	// Repairs says what Repair changed, one sentence each.
+	Repairs []string
+	// Notes says what the format could not carry (an image sent as its text...).
+	Notes []string
+}
+
+// Transcript is a conversation's history in one format, with its report.
+type Transcript struct {
+	// Body is the JSON value of the transcript: the provider's shape, Parley's export,
+	// or, for Markdown, a JSON string.
+	Body   JSON
+	Report TranscriptReport
+}
+
+// InteropService moves histories between Parley and other tools' formats.
+type InteropService interface {
+	// ImportConversation reads a history in format from data and stores it as
+	// ImportService.ImportMessages does. Returns EINVALID for unreadable input, the
+	// message naming the line or index and what is wrong; nothing is written then.
+	ImportConversation(ctx context.Context, format ImportFormat, data io.Reader, target ImportTarget) (*ImportReport, error)
+	// Transcript exports a conversation's history. Returns ENOTFOUND for a missing
+	// conversation, EINVALID for options the format does not take, for a tool call
+	// without a result or a result without its call (unless opts.Repair), and for a
+	// budget too small for the newest turn.
+	Transcript(ctx context.Context, conversationID string, format TranscriptFormat, opts TranscriptOptions) (*Transcript, error)
+}

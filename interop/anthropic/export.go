@@ -1,0 +1,183 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	sdk "github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/packages/param"
+
+	"github.com/parley-dev/parley"
+)
+
+// notes collects what the format could not carry, counted by kind.
+type notes struct {
+	order  []string
+	counts map[string]int
+}
+
+func (n *notes) add(what string) {
+	if n.counts == nil {
+		n.counts = make(map[string]int)
+	}
+	if n.counts[what] == 0 {
+		n.order = append(n.order, what)
+	}
+	n.counts[what]++
+}
+
+func (n *notes) list() []string {
+	out := make([]string, len(n.order))
+	for i, what := range n.order {
+		out[i] = fmt.Sprintf("%s (%d)", what, n.counts[what])
+	}
+	return out
+}
+
+const (
+	noteUnsigned     = "thinking without a signature left out: the API refuses it"
+	noteImageAsText  = "image sent as its recognized text"
+	noteStartsWithAI = "the transcript starts with an assistant turn"
+)
+
+// turn is one message of the output being assembled.
+type turn struct {
+	role     sdk.MessageParamRole
+	thinking []sdk.ContentBlockParamUnion // first in an assistant turn, as the API requires
+	results  []sdk.ContentBlockParamUnion // first in a user turn, as the API requires
+	blocks   []sdk.ContentBlockParamUnion
+}
+
+type builder struct {
+	system []sdk.TextBlockParam
+	turns  []*turn
+	notes  notes
+}
+
+// current returns the turn to add to for role: the last one when it has that role, as
+// the API wants consecutive same-role turns merged, else a new one.
+func (b *builder) current(role sdk.MessageParamRole) *turn {
+	if n := len(b.turns); n > 0 && b.turns[n-1].role == role {
+		return b.turns[n-1]
+	}
+	t := &turn{role: role}
+	b.turns = append(b.turns, t)
+	return t
+}
+
+func (b *builder) text(role sdk.MessageParamRole, text string) {
+	if strings.TrimSpace(text) == "" {
+		return // the API refuses empty text blocks
+	}
+	t := b.current(role)
+	t.blocks = append(t.blocks, sdk.NewTextBlock(text))
+}
+
+// body adds a message's parts: signed thinking, then text.
+func (b *builder) body(role sdk.MessageParamRole, body parley.Body) {
+	var thinking []sdk.ContentBlockParamUnion
+	for _, p := range body.Parts {
+		if p.Kind != parley.PartThinking {
+			continue
+		}
+		if p.Signature == "" {
+			b.notes.add(noteUnsigned)
+			continue
+		}
+		thinking = append(thinking, sdk.NewThinkingBlock(p.Signature, p.Text))
+	}
+	if len(thinking) > 0 {
+		t := b.current(role)
+		t.thinking = append(t.thinking, thinking...)
+	}
+	b.text(role, body.Text())
+}
+
+// Export writes msgs as a Messages API {system, messages} object: the system prompt and
+// SUPERVISOR text in system (left out when empty), documents and MCP resources as user
+// text with a header naming their source, tool requests as tool_use blocks and results
+// as tool_result blocks in the user turn right after them, consecutive same-role turns
+// merged. The history must be ready to send (see the interop package's planner).
+func Export(msgs []parley.Message, system string) (parley.JSON, []string, error) {
+	b := &builder{}
+	if strings.TrimSpace(system) != "" {
+		b.system = append(b.system, sdk.TextBlockParam{Text: system})
+	}
+	for _, m := range msgs {
+		switch m := m.(type) {
+		case *parley.TextMessage:
+			switch m.Role {
+			case parley.RoleUser:
+				b.body(sdk.MessageParamRoleUser, m.Body)
+			case parley.RoleAssistant:
+				b.body(sdk.MessageParamRoleAssistant, m.Body)
+			case parley.RoleSupervisor:
+				if t := m.Text(); strings.TrimSpace(t) != "" {
+					b.system = append(b.system, sdk.TextBlockParam{Text: t})
+				}
+			}
+		case *parley.ImageMessage:
+			asImage, text := m.LLMContent()
+			role := sdk.MessageParamRoleUser
+			if m.Role == parley.RoleAssistant {
+				role = sdk.MessageParamRoleAssistant
+			}
+			if !asImage {
+				b.notes.add(noteImageAsText)
+				b.text(role, text)
+				continue
+			}
+			t := b.current(sdk.MessageParamRoleUser)
+			if m.Source.Data != "" {
+				t.blocks = append(t.blocks, sdk.NewImageBlockBase64(m.Source.MediaType, m.Source.Data))
+			} else {
+				t.blocks = append(t.blocks, sdk.NewImageBlock(sdk.URLImageSourceParam{URL: m.Source.URL}))
+			}
+		case *parley.FileReferenceMessage, *parley.MCPResourceMessage:
+			text, _ := parley.ContextText(m)
+			b.text(sdk.MessageParamRoleUser, text)
+		case *parley.ToolRequestMessage:
+			b.body(sdk.MessageParamRoleAssistant, m.Body)
+			t := b.current(sdk.MessageParamRoleAssistant)
+			for _, c := range m.ToolCalls {
+				args := json.RawMessage(c.Arguments)
+				if c.Arguments.IsNull() {
+					args = json.RawMessage("{}")
+				}
+				t.blocks = append(t.blocks, sdk.NewToolUseBlock(c.ID, args, c.Name))
+			}
+		case *parley.ToolResultMessage:
+			r := sdk.ToolResultBlockParam{ToolUseID: m.ToolCallID}
+			if text := m.ResultText(); strings.TrimSpace(text) != "" {
+				r.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: text}}}
+			}
+			if m.Status == parley.ToolError {
+				r.IsError = param.NewOpt(true)
+			}
+			t := b.current(sdk.MessageParamRoleUser)
+			t.results = append(t.results, sdk.ContentBlockParamUnion{OfToolResult: &r})
+		default:
+			return nil, nil, fmt.Errorf("anthropic: cannot export a %T", m)
+		}
+	}
+	out := struct {
+		System   []sdk.TextBlockParam `json:"system,omitempty"`
+		Messages []sdk.MessageParam   `json:"messages"`
+	}{System: b.system, Messages: make([]sdk.MessageParam, 0, len(b.turns))}
+	for _, t := range b.turns {
+		content := append(append(append([]sdk.ContentBlockParamUnion{}, t.thinking...), t.results...), t.blocks...)
+		if len(content) == 0 {
+			continue
+		}
+		out.Messages = append(out.Messages, sdk.MessageParam{Role: t.role, Content: content})
+	}
+	if len(out.Messages) > 0 && out.Messages[0].Role == sdk.MessageParamRoleAssistant {
+		b.notes.add(noteStartsWithAI)
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode messages: %w", err)
+	}
+	return raw, b.notes.list(), nil
+}

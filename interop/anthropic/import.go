@@ -1,0 +1,493 @@
+// Package anthropic moves histories between Parley and Anthropic's Messages API: it
+// reads a {system, messages} history into Parley messages, and writes Parley messages
+// as one, built with the official SDK's types (github.com/anthropics/anthropic-sdk-go)
+// so that the API accepts them.
+package anthropic
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/parley-dev/parley"
+)
+
+// MaxInputBytes bounds what Parse reads.
+const MaxInputBytes = 256 << 20
+
+type message struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   *bool           `json:"is_error"`
+	Source    *struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+		URL       string `json:"url"`
+	} `json:"source"`
+}
+
+// Parse reads a Messages API history: an object with messages (and system, as in a
+// request body) or a bare messages array. The system prompt is reported, not stored.
+// Tool results become one message each, in the order given, ahead of the text and
+// images of their turn; thinking keeps its signature. Messages have no ids, so each
+// message's source id is a digest of it and of every message before it: importing the
+// same history again adds nothing, a longer copy adds only what is new. Errors are
+// EINVALID and name the index (messages[2].content[1]) and what is wrong.
+func Parse(r io.Reader) (*parley.Import, error) {
+	raw, err := io.ReadAll(io.LimitReader(r, MaxInputBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read input: %w", err)
+	}
+	if len(raw) > MaxInputBytes {
+		return nil, parley.Errorf(parley.EINVALID, "input: larger than %d bytes", MaxInputBytes)
+	}
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 {
+		return nil, parley.Errorf(parley.EINVALID, "input: empty; want {system, messages} or a messages array")
+	}
+	if !json.Valid(t) {
+		return nil, parley.Errorf(parley.EINVALID, "input: not valid JSON (%s)", syntaxProblem(t))
+	}
+	p := &parser{imp: &parley.Import{}, calls: make(map[string]string), answered: make(map[string]string)}
+	msgs := t
+	if t[0] == '{' {
+		var body struct {
+			System   json.RawMessage `json:"system"`
+			Messages json.RawMessage `json:"messages"`
+		}
+		if err := json.Unmarshal(t, &body); err != nil {
+			return nil, parley.Errorf(parley.EINVALID, "input: not valid JSON")
+		}
+		if err := p.system(body.System); err != nil {
+			return nil, err
+		}
+		if len(body.Messages) == 0 {
+			return nil, parley.Errorf(parley.EINVALID, "messages: missing; want an array of messages")
+		}
+		msgs = bytes.TrimSpace(body.Messages)
+	}
+	if msgs[0] != '[' {
+		return nil, parley.Errorf(parley.EINVALID, "messages: want an array, got %s", jsonKind(msgs))
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(msgs, &elems); err != nil {
+		return nil, parley.Errorf(parley.EINVALID, "messages: not valid JSON")
+	}
+	for i, e := range elems {
+		if err := p.message(i, e); err != nil {
+			return nil, err
+		}
+	}
+	return p.imp, nil
+}
+
+type parser struct {
+	imp      *parley.Import
+	chain    string
+	calls    map[string]string
+	answered map[string]string
+	warned   map[string]bool
+}
+
+func invalid(where, format string, args ...any) error {
+	return parley.Errorf(parley.EINVALID, "%s%s", where, fmt.Sprintf(format, args...))
+}
+
+// system reads the system prompt: a string or an array of text blocks.
+func (p *parser) system(raw json.RawMessage) error {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || string(t) == "null" {
+		return nil
+	}
+	blocks, text, isString, err := decodeBlocks("system", t)
+	if err != nil {
+		return err
+	}
+	if !isString {
+		var texts []string
+		for i, b := range blocks {
+			if b.Type != "text" {
+				return invalid(fmt.Sprintf("system[%d]", i), ".type: %q blocks are not allowed in system; only text", truncate(b.Type))
+			}
+			texts = append(texts, b.Text)
+		}
+		text = strings.Join(texts, "\n\n")
+	}
+	if strings.TrimSpace(text) != "" {
+		p.imp.SystemPrompt = text
+		p.imp.Skip("system prompt (reported, not stored)", "system")
+	}
+	return nil
+}
+
+// decodeBlocks reads a content: a string, or an array of blocks.
+func decodeBlocks(where string, raw json.RawMessage) (blocks []block, text string, isString bool, err error) {
+	t := bytes.TrimSpace(raw)
+	switch {
+	case len(t) == 0 || string(t) == "null":
+		return nil, "", true, nil
+	case t[0] == '"':
+		if err := json.Unmarshal(t, &text); err != nil {
+			return nil, "", false, invalid(where, ": not valid JSON")
+		}
+		return nil, text, true, nil
+	case t[0] != '[':
+		return nil, "", false, invalid(where, ": want a string or an array of content blocks, got %s", jsonKind(t))
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(t, &elems); err != nil {
+		return nil, "", false, invalid(where, ": not valid JSON")
+	}
+	blocks = make([]block, len(elems))
+	for i, e := range elems {
+		field := fmt.Sprintf("%s[%d]", where, i)
+		if et := bytes.TrimSpace(e); len(et) == 0 || et[0] != '{' {
+			return nil, "", false, invalid(field, ": want a content block object, got %s", jsonKind(e))
+		}
+		if err := json.Unmarshal(e, &blocks[i]); err != nil {
+			return nil, "", false, invalid(field, "%s", fieldProblem(err))
+		}
+		if blocks[i].Type == "" {
+			return nil, "", false, invalid(field, ".type: a content block needs a type")
+		}
+	}
+	return blocks, "", false, nil
+}
+
+// out gives the messages one input message yields their source ids, chained over the
+// input so far.
+type out struct {
+	p     *parser
+	where string
+	id    string
+	n     int
+}
+
+func (p *parser) start(where string, raw json.RawMessage) *out {
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		compact.Write(raw)
+	}
+	sum := sha256.Sum256([]byte(p.chain + "\n" + compact.String()))
+	p.chain = hex.EncodeToString(sum[:])
+	return &out{p: p, where: where, id: "anthropic:" + p.chain[:32]}
+}
+
+func (o *out) emit(m parley.Message) {
+	m.Meta().SourceID = o.id
+	if o.n > 0 {
+		m.Meta().SourceID = fmt.Sprintf("%s#%d", o.id, o.n)
+	}
+	o.n++
+	o.p.imp.Add(m, o.where)
+}
+
+func (p *parser) message(i int, raw json.RawMessage) error {
+	where := fmt.Sprintf("messages[%d]", i)
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+		return invalid(where, ": want a message object, got %s", jsonKind(raw))
+	}
+	var m message
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return invalid(where, "%s", fieldProblem(err))
+	}
+	blocks, text, isString, err := decodeBlocks(where+".content", m.Content)
+	if err != nil {
+		return err
+	}
+	if isString {
+		blocks = []block{{Type: "text", Text: text}}
+	}
+	switch m.Role {
+	case "user":
+		return p.user(where, raw, blocks)
+	case "assistant":
+		return p.assistant(where, raw, blocks)
+	case "system":
+		return invalid(where, ".role: \"system\" is not a message role here; the system prompt goes in the top-level system field")
+	case "":
+		return invalid(where, ".role: missing; want user or assistant")
+	}
+	return invalid(where, ".role: %q is not user or assistant", truncate(m.Role))
+}
+
+func (p *parser) user(where string, raw json.RawMessage, blocks []block) error {
+	o := p.start(where, raw)
+	// The API puts a turn's tool results first; each becomes its own message, and the
+	// turn's text and images follow as user messages.
+	for i, b := range blocks {
+		if b.Type != "tool_result" {
+			continue
+		}
+		field := fmt.Sprintf("%s.content[%d]", where, i)
+		if b.ToolUseID == "" {
+			return invalid(field, ".tool_use_id: a tool_result must name the tool_use it answers")
+		}
+		if _, ok := p.calls[b.ToolUseID]; !ok {
+			return invalid(field, ".tool_use_id: %q names no tool_use of an earlier assistant message", truncate(b.ToolUseID))
+		}
+		if prev, done := p.answered[b.ToolUseID]; done {
+			return invalid(field, ".tool_use_id: tool_use %q was already answered in %s", truncate(b.ToolUseID), prev)
+		}
+		p.answered[b.ToolUseID] = field
+		inner, text, isString, err := decodeBlocks(field+".content", b.Content)
+		if err != nil {
+			return err
+		}
+		var images []parley.Message
+		if !isString {
+			var texts []string
+			for j, ib := range inner {
+				switch ib.Type {
+				case "text":
+					texts = append(texts, ib.Text)
+				case "image":
+					img, err := p.image(fmt.Sprintf("%s.content[%d]", field, j), ib, parley.RoleUser)
+					if err != nil {
+						return err
+					}
+					images = append(images, img)
+				default:
+					p.drop(fmt.Sprintf("%s.content[%d]", field, j), ib.Type)
+				}
+			}
+			text = strings.Join(texts, "\n\n")
+		}
+		res := &parley.ToolResultMessage{
+			MessageMeta: parley.MessageMeta{Role: parley.RoleResult},
+			ToolCallID:  b.ToolUseID, Status: parley.ToolSuccess, Body: parley.TextBody(text),
+		}
+		if b.IsError != nil && *b.IsError {
+			res.Status = parley.ToolError
+			msg := strings.TrimSpace(text)
+			if msg == "" {
+				msg = "The tool reported an error."
+			}
+			res.Error = &parley.ToolErrorDetail{Message: msg, Recoverable: true}
+		}
+		o.emit(res)
+		for _, img := range images {
+			o.emit(img)
+		}
+	}
+	var parts []parley.Part
+	flush := func() {
+		if len(parts) > 0 {
+			o.emit(&parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser}, Body: parley.Body{Parts: parts}})
+			parts = nil
+		}
+	}
+	for i, b := range blocks {
+		field := fmt.Sprintf("%s.content[%d]", where, i)
+		switch b.Type {
+		case "tool_result":
+		case "text":
+			if strings.TrimSpace(b.Text) != "" {
+				parts = append(parts, parley.Part{Kind: parley.PartText, Text: b.Text})
+			}
+		case "image":
+			img, err := p.image(field, b, parley.RoleUser)
+			if err != nil {
+				return err
+			}
+			flush()
+			o.emit(img)
+		case "tool_use":
+			return invalid(field, ".type: tool_use blocks belong in assistant messages")
+		default:
+			p.drop(field, b.Type)
+		}
+	}
+	flush()
+	if o.n == 0 {
+		p.imp.Skip("message with no content", where)
+	}
+	return nil
+}
+
+func (p *parser) assistant(where string, raw json.RawMessage, blocks []block) error {
+	var parts []parley.Part
+	var calls []parley.ToolCall
+	var images []parley.Message
+	for i, b := range blocks {
+		field := fmt.Sprintf("%s.content[%d]", where, i)
+		switch b.Type {
+		case "text":
+			if strings.TrimSpace(b.Text) != "" {
+				parts = append(parts, parley.Part{Kind: parley.PartText, Text: b.Text})
+			}
+		case "thinking":
+			if strings.TrimSpace(b.Thinking) != "" {
+				parts = append(parts, parley.Part{Kind: parley.PartThinking, Text: b.Thinking, Signature: b.Signature})
+			}
+		case "tool_use":
+			if b.ID == "" {
+				return invalid(field, ".id: a tool_use needs an id")
+			}
+			if b.Name == "" {
+				return invalid(field, ".name: a tool_use needs a name")
+			}
+			if prev, dup := p.calls[b.ID]; dup {
+				return invalid(field, ".id: %q is already the id of a tool_use in %s", truncate(b.ID), prev)
+			}
+			args := parley.JSON(bytes.TrimSpace(b.Input))
+			if args.IsNull() {
+				args = parley.JSON("{}")
+			} else if !args.IsObject() {
+				return invalid(field, ".input: want an object, got %s", jsonKind(args))
+			}
+			p.calls[b.ID] = field
+			calls = append(calls, parley.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
+		case "image":
+			img, err := p.image(field, b, parley.RoleAssistant)
+			if err != nil {
+				return err
+			}
+			images = append(images, img)
+		case "tool_result":
+			return invalid(field, ".type: tool_result blocks belong in user messages")
+		default:
+			p.drop(field, b.Type)
+		}
+	}
+	o := p.start(where, raw)
+	meta := parley.MessageMeta{Role: parley.RoleAssistant}
+	switch {
+	case len(calls) > 0:
+		meta.Role = parley.RoleInvocation
+		o.emit(&parley.ToolRequestMessage{MessageMeta: meta, Body: parley.Body{Parts: parts}, ToolCalls: calls})
+	case strings.TrimSpace(parley.Body{Parts: parts}.Text()) != "":
+		o.emit(&parley.TextMessage{MessageMeta: meta, Body: parley.Body{Parts: parts}})
+	case len(parts) > 0:
+		p.imp.Skip("assistant message with only thinking (no text or tool call)", where)
+	case len(images) == 0:
+		p.imp.Skip("message with no content", where)
+	}
+	for _, img := range images {
+		o.emit(img)
+	}
+	return nil
+}
+
+func (p *parser) image(field string, b block, role parley.Role) (*parley.ImageMessage, error) {
+	if b.Source == nil {
+		return nil, invalid(field, ".source: an image needs a source")
+	}
+	m := &parley.ImageMessage{MessageMeta: parley.MessageMeta{Role: role}}
+	switch b.Source.Type {
+	case "base64":
+		raw, err := base64.StdEncoding.DecodeString(b.Source.Data)
+		if err != nil {
+			return nil, invalid(field, ".source.data: not valid base64")
+		}
+		media := b.Source.MediaType
+		if sniffed := http.DetectContentType(raw); strings.HasPrefix(sniffed, "image/") && sniffed != media {
+			p.imp.Warn("%s: the image is %s, not the %s it claims; kept as %s", field, sniffed, media, sniffed)
+			media = sniffed
+		}
+		m.Source = parley.ImageSource{Data: b.Source.Data, MediaType: media}
+	case "url":
+		m.Source = parley.ImageSource{URL: b.Source.URL}
+	default:
+		return nil, invalid(field, ".source.type: %q is not base64 or url", truncate(b.Source.Type))
+	}
+	return m, nil
+}
+
+// drop warns, once per block type, that blocks of that type are not kept.
+func (p *parser) drop(field, typ string) {
+	if p.warned == nil {
+		p.warned = make(map[string]bool)
+	}
+	if p.warned[typ] {
+		return
+	}
+	p.warned[typ] = true
+	p.imp.Warn("%s: %q blocks are not kept (here and later)", field, truncate(typ))
+}
+
+func truncate(s string) string {
+	if len(s) <= 60 {
+		return s
+	}
+	return s[:57] + "..."
+}
+
+// jsonKind names the JSON type of raw for an error message.
+func jsonKind(raw []byte) string {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 {
+		return "nothing"
+	}
+	switch t[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+func goKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "struct", "map", "ptr":
+		return "an object"
+	case "slice":
+		return "an array"
+	}
+	return "a number"
+}
+
+// fieldProblem describes a decoding error as ".field: want X, got Y".
+func fieldProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf(".%s: want %s, got %s", te.Field, goKind(te.Type.Kind().String()), te.Value)
+	}
+	return ": not valid JSON"
+}
+
+func syntaxProblem(raw []byte) string {
+	var v any
+	err := json.Unmarshal(raw, &v)
+	var se *json.SyntaxError
+	switch {
+	case err == nil:
+		return "unreadable"
+	case err.Error() == "unexpected end of JSON input":
+		return "it ends early: the input is truncated"
+	case errors.As(err, &se):
+		return fmt.Sprintf("%s at byte %d", se.Error(), se.Offset)
+	}
+	return err.Error()
+}

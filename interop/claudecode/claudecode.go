@@ -1,0 +1,799 @@
+// Package claudecode reads Claude Code session files
+// (~/.claude/projects/<project>/<session>.jsonl) into Parley messages.
+//
+// A session file is one JSON record per line. Only user and assistant records that are
+// conversation turns become messages; role attribution follows seed 004:
+//
+//   - a user record carrying tool_result blocks is a tool result (one message per
+//     block, linked by tool_use_id, is_error giving status ERROR); other text in it
+//     stays on the result, images in it follow it as image messages;
+//   - an assistant reply carrying tool_use blocks is a tool request, keeping its text
+//     and thinking; without them it is assistant text;
+//   - plain user text is user text; images are image messages.
+//
+// What real files hold besides turns, and what this package does with it:
+//
+//   - An assistant reply is streamed as several lines sharing message.id, not
+//     necessarily next to each other: they become one message, placed at the first
+//     line, with the blocks in file order. Its source id is message.id.
+//   - A resumed session re-writes earlier turns with new uuids but the same message.id
+//     and timestamps: blocks already read for a reply, user turns with the same
+//     timestamp and content, and second results for a call are skipped as re-written.
+//   - Sidechain (sub-agent) records, isMeta records (text Claude Code injected, not
+//     typed by a person), summaries, system notices, progress, snapshots and queue
+//     operations are skipped and counted. A compaction summary (isCompactSummary) is
+//     skipped when the turns it summarizes are in the file, and kept as user text when
+//     the file starts with it, since it is then the only record of the earlier turns.
+//     Notices Claude Code wrote in the model's name (API errors, model "<synthetic>")
+//     are skipped: they are not the model's words.
+//   - An unfamiliar record type is skipped with a warning; a session ending with an
+//     unanswered tool_use imports, the call staying PENDING.
+//   - A tool_result naming a call that no earlier line makes is an error, as is a line
+//     that is not JSON or has fields of the wrong type: the error names the line.
+//   - Lines are read whole, whatever their length (base64 screenshots pass 1 MB).
+//   - The title is the session's custom title, else its summary.
+package claudecode
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/parley-dev/parley"
+)
+
+// ansi matches terminal escape sequences (colours, cursor moves, hyperlinks) that tool
+// output carries. CleanText would remove only their ESC byte and leave "[31m" behind.
+var ansi = regexp.MustCompile(`\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])`)
+
+// stripANSI removes terminal escape sequences from text.
+func stripANSI(s string) string {
+	if !strings.Contains(s, "\x1b") {
+		return s
+	}
+	return ansi.ReplaceAllString(s, "")
+}
+
+// MaxLineBytes bounds one line of a session file. Real lines reach a little over 1 MB
+// (screenshots); this only stops a runaway file from exhausting memory.
+const MaxLineBytes = 64 << 20
+
+// bookkeeping are record types that are known not to be conversation turns.
+var bookkeeping = map[string]string{
+	"progress":              "progress record (hooks, tools, sub-agents)",
+	"file-history-snapshot": "file history snapshot",
+	"queue-operation":       "queued-input bookkeeping",
+	"custom-title":          "custom title (used as the title)",
+	"attachment":            "attachment bookkeeping",
+	"mode":                  "mode bookkeeping",
+}
+
+// Skip reasons, shared by the records they count.
+const (
+	reasonSidechain   = "sidechain (sub-agent) record"
+	reasonMeta        = "text injected by Claude Code (isMeta), not typed by a person"
+	reasonCompact     = "compaction summary of turns imported from this file"
+	reasonSynthetic   = "notice Claude Code wrote in the model's name (API error, interruption)"
+	reasonRewritten   = "turn re-written by a resumed session"
+	reasonEmpty       = "turn with no content"
+	reasonThinkOnly   = "assistant reply with only thinking (no text or tool call)"
+	reasonSystem      = "system notice (not a conversation turn)"
+	reasonSummary     = "session summary (used as the title)"
+	reasonUnfamiliar  = "record of an unfamiliar type"
+	maxSourceIDLength = 200
+)
+
+// record is the envelope of a line: only the fields this package reads.
+type record struct {
+	Type             string          `json:"type"`
+	Subtype          string          `json:"subtype"`
+	UUID             string          `json:"uuid"`
+	Timestamp        string          `json:"timestamp"`
+	IsSidechain      bool            `json:"isSidechain"`
+	IsMeta           bool            `json:"isMeta"`
+	IsCompactSummary bool            `json:"isCompactSummary"`
+	IsAPIError       bool            `json:"isApiErrorMessage"`
+	Message          json.RawMessage `json:"message"`
+	Summary          string          `json:"summary"`
+	LeafUUID         string          `json:"leafUuid"`
+	CustomTitle      string          `json:"customTitle"`
+}
+
+// apiMessage is a record's message: an Anthropic Messages API message.
+type apiMessage struct {
+	ID      string          `json:"id"`
+	Role    string          `json:"role"`
+	Model   string          `json:"model"`
+	Content json.RawMessage `json:"content"`
+}
+
+// block is a content block of any type.
+type block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   *bool           `json:"is_error"`
+	Source    *imageSource    `json:"source"`
+}
+
+type imageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+	URL       string `json:"url"`
+}
+
+// reply is an assistant reply being assembled from its lines.
+type reply struct {
+	line      int
+	sourceID  string
+	createdAt time.Time
+	parts     []parley.Part
+	calls     []parley.ToolCall
+	seen      map[string]bool // fingerprints of blocks already read
+}
+
+// item is one entry of the output, in file order: a finished message or a reply.
+type item struct {
+	msg    parley.Message
+	origin string
+	reply  *reply
+}
+
+type parser struct {
+	imp        *parley.Import
+	items      []item
+	replies    map[string]*reply
+	calls      map[string]int // tool_use id -> line that made it
+	answered   map[string]answer
+	userTurns  map[string]int // timestamp + content fingerprint -> line
+	uuids      map[string]bool
+	turns      int // conversation turns read so far
+	unfamiliar map[string]bool
+	dropped    map[string]bool // block types warned about
+	summaries  []summaryRecord
+	custom     string
+}
+
+type answer struct {
+	line        int
+	fingerprint string
+}
+
+type summaryRecord struct {
+	text, leaf string
+}
+
+// Parse reads a session file. Errors are *parley.Error with code EINVALID, naming the
+// line and what is wrong with it.
+func Parse(r io.Reader) (*parley.Import, error) {
+	p := &parser{
+		imp:        &parley.Import{},
+		replies:    make(map[string]*reply),
+		calls:      make(map[string]int),
+		answered:   make(map[string]answer),
+		userTurns:  make(map[string]int),
+		uuids:      make(map[string]bool),
+		unfamiliar: make(map[string]bool),
+		dropped:    make(map[string]bool),
+	}
+	br := bufio.NewReaderSize(r, 256<<10)
+	for n := 1; ; n++ {
+		line, err := readLine(br)
+		if len(line) > MaxLineBytes {
+			return nil, parley.Errorf(parley.EINVALID, "line %d: longer than %d bytes", n, MaxLineBytes)
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			if perr := p.line(n, line); perr != nil {
+				return nil, perr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("read line %d: %w", n, err)
+		}
+	}
+	p.finish()
+	return p.imp, nil
+}
+
+// readLine reads one line without its newline, however long, stopping early past
+// MaxLineBytes.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if len(line) > MaxLineBytes {
+				return line, nil
+			}
+			continue
+		}
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		return bytes.TrimSuffix(line, []byte("\r")), err
+	}
+}
+
+func invalid(n int, format string, args ...any) error {
+	return parley.Errorf(parley.EINVALID, "line %d: %s", n, fmt.Sprintf(format, args...))
+}
+
+func (p *parser) line(n int, line []byte) error {
+	line = bytes.TrimPrefix(bytes.TrimSpace(line), []byte("\xef\xbb\xbf"))
+	if line[0] != '{' {
+		if !json.Valid(line) {
+			return invalid(n, "not valid JSON (%s)", syntaxProblem(line))
+		}
+		return invalid(n, "a record must be a JSON object, got %s", jsonKind(line))
+	}
+	var rec record
+	err := json.Unmarshal(line, &rec)
+	var typeErr *json.UnmarshalTypeError
+	if err != nil && !errors.As(err, &typeErr) {
+		return invalid(n, "not valid JSON (%s)", syntaxProblem(line))
+	}
+	if typeErr != nil && (typeErr.Field == "type" || rec.Type == "user" || rec.Type == "assistant") {
+		return invalid(n, "%s: want %s, got %s", typeErr.Field, goKind(typeErr.Type.Kind().String()), typeErr.Value)
+	}
+	where := fmt.Sprintf("line %d", n)
+	if rec.UUID != "" {
+		p.uuids[rec.UUID] = true
+	}
+	switch rec.Type {
+	case "":
+		return invalid(n, "no \"type\" field: not a Claude Code session record")
+	case "user", "assistant":
+		if rec.IsSidechain {
+			p.imp.Skip(reasonSidechain, where)
+			return nil
+		}
+		created, err := parseTime(rec.Timestamp)
+		if err != nil {
+			return invalid(n, "timestamp: %q is not an ISO 8601 time", rec.Timestamp)
+		}
+		if len(bytes.TrimSpace(rec.Message)) == 0 || bytes.Equal(bytes.TrimSpace(rec.Message), []byte("null")) {
+			return invalid(n, "a %s record needs a message", rec.Type)
+		}
+		var msg apiMessage
+		if err := json.Unmarshal(rec.Message, &msg); err != nil {
+			return invalid(n, "message: %s", decodeProblem(err, rec.Message, "an object"))
+		}
+		if msg.Role != "" && msg.Role != rec.Type {
+			return invalid(n, "message.role: %q in a %s record; want %q", msg.Role, rec.Type, rec.Type)
+		}
+		blocks, text, isString, err := decodeContent(msg.Content)
+		if err != nil {
+			return invalid(n, "message.%s", err)
+		}
+		if rec.Type == "user" {
+			return p.user(n, &rec, created, blocks, text, isString)
+		}
+		return p.assistant(n, &rec, &msg, created, blocks, text, isString)
+	case "summary":
+		p.summaries = append(p.summaries, summaryRecord{text: rec.Summary, leaf: rec.LeafUUID})
+		p.imp.Skip(reasonSummary, where)
+	case "system":
+		p.imp.Skip(reasonSystem, where)
+	default:
+		if reason, ok := bookkeeping[rec.Type]; ok {
+			if rec.Type == "custom-title" && strings.TrimSpace(rec.CustomTitle) != "" {
+				p.custom = rec.CustomTitle
+			}
+			p.imp.Skip(reason, where)
+			return nil
+		}
+		if !p.unfamiliar[rec.Type] {
+			p.unfamiliar[rec.Type] = true
+			p.imp.Warn("line %d: unfamiliar record type %q skipped (a newer Claude Code?); later records of this type are skipped too", n, truncate(rec.Type))
+		}
+		p.imp.Skip(reasonUnfamiliar, where)
+	}
+	return nil
+}
+
+func parseTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	return time.Parse(time.RFC3339Nano, s)
+}
+
+// decodeContent reads a message's content: a string, or an array of blocks.
+func decodeContent(raw json.RawMessage) (blocks []block, text string, isString bool, err error) {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		return nil, "", true, nil
+	case raw[0] == '"':
+		if err := json.Unmarshal(raw, &text); err != nil {
+			return nil, "", false, fmt.Errorf("content: not valid JSON")
+		}
+		return nil, stripANSI(text), true, nil
+	case raw[0] != '[':
+		return nil, "", false, fmt.Errorf("content: want a string or an array of blocks, got %s", jsonKind(raw))
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(raw, &elems); err != nil {
+		return nil, "", false, fmt.Errorf("content: not valid JSON")
+	}
+	blocks = make([]block, len(elems))
+	for i, e := range elems {
+		if t := bytes.TrimSpace(e); len(t) == 0 || t[0] != '{' {
+			return nil, "", false, fmt.Errorf("content[%d]: want a block object, got %s", i, jsonKind(e))
+		}
+		if err := json.Unmarshal(e, &blocks[i]); err != nil {
+			return nil, "", false, fmt.Errorf("content[%d]%s", i, fieldProblem(err))
+		}
+		if blocks[i].Type == "" {
+			return nil, "", false, fmt.Errorf("content[%d].type: a block needs a type", i)
+		}
+		blocks[i].Text = stripANSI(blocks[i].Text)
+	}
+	return blocks, "", false, nil
+}
+
+func (p *parser) user(n int, rec *record, created time.Time, blocks []block, text string, isString bool) error {
+	where := fmt.Sprintf("line %d", n)
+	if rec.IsMeta {
+		p.imp.Skip(reasonMeta, where)
+		return nil
+	}
+	if rec.IsCompactSummary && p.turns > 0 {
+		p.imp.Skip(reasonCompact, where)
+		return nil
+	}
+	// Resumed sessions copy earlier user turns with new uuids and the same timestamp.
+	key := rec.Timestamp + "\x00" + fingerprint(rec.Message)
+	if rec.Timestamp != "" {
+		if _, dup := p.userTurns[key]; dup && !hasToolResult(blocks) {
+			p.imp.Skip(reasonRewritten, where)
+			return nil
+		}
+		p.userTurns[key] = n
+	}
+	out := &emitter{p: p, line: n, created: created, sourceID: sourceID(rec.UUID, n, rec.Message)}
+	if rec.IsCompactSummary {
+		p.imp.Warn("line %d: the file starts from a compaction summary; it is imported as user text, the only record of the turns before it", n)
+	}
+	if isString {
+		if strings.TrimSpace(text) == "" {
+			p.imp.Skip(reasonEmpty, where)
+			return nil
+		}
+		out.emit(&parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser}, Body: parley.TextBody(text)})
+		return nil
+	}
+	if hasToolResult(blocks) {
+		return p.toolResults(n, out, blocks)
+	}
+	var parts []parley.Part
+	flush := func() {
+		if len(parts) > 0 {
+			out.emit(&parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser}, Body: parley.Body{Parts: parts}})
+			parts = nil
+		}
+	}
+	for i, b := range blocks {
+		switch b.Type {
+		case "text":
+			if strings.TrimSpace(b.Text) != "" {
+				parts = append(parts, parley.Part{Kind: parley.PartText, Text: b.Text})
+			}
+		case "image":
+			img, err := p.image(n, fmt.Sprintf("message.content[%d]", i), b.Source, parley.RoleUser)
+			if err != nil {
+				return err
+			}
+			flush()
+			out.emit(img)
+		default:
+			p.dropBlock(n, b.Type, "user")
+		}
+	}
+	flush()
+	if out.count == 0 {
+		p.imp.Skip(reasonEmpty, where)
+	}
+	return nil
+}
+
+func hasToolResult(blocks []block) bool {
+	return slices.ContainsFunc(blocks, func(b block) bool { return b.Type == "tool_result" })
+}
+
+// toolResults turns a user record carrying tool_result blocks into one result per block
+// (seed 004: the tool result wins over anything else the record holds).
+func (p *parser) toolResults(n int, out *emitter, blocks []block) error {
+	var last *parley.ToolResultMessage
+	var images []parley.Message
+	var extra []parley.Part // text beside the results stays with them (seed 004)
+	for i, b := range blocks {
+		field := fmt.Sprintf("message.content[%d]", i)
+		switch b.Type {
+		case "tool_result":
+			if b.ToolUseID == "" {
+				return invalid(n, "%s.tool_use_id: a tool_result must name the tool_use it answers", field)
+			}
+			if _, ok := p.calls[b.ToolUseID]; !ok {
+				return invalid(n, "%s: tool_result for tool_use %q, which no earlier line calls", field, truncate(b.ToolUseID))
+			}
+			fp := fingerprint(b.Content)
+			if prev, done := p.answered[b.ToolUseID]; done {
+				if prev.fingerprint != fp {
+					p.imp.Warn("line %d: a second, different result for tool_use %q (first on line %d) skipped", n, truncate(b.ToolUseID), prev.line)
+				}
+				continue
+			}
+			p.answered[b.ToolUseID] = answer{line: n, fingerprint: fp}
+			text, imgs, err := p.resultContent(n, field, b.Content)
+			if err != nil {
+				return err
+			}
+			res := &parley.ToolResultMessage{ToolCallID: b.ToolUseID, Status: parley.ToolSuccess, Body: parley.TextBody(text)}
+			if b.IsError != nil && *b.IsError {
+				res.Status = parley.ToolError
+				msg := strings.TrimSpace(text)
+				if msg == "" {
+					msg = "The tool reported an error."
+				}
+				res.Error = &parley.ToolErrorDetail{Message: msg, Recoverable: true}
+			}
+			out.emit(res)
+			last = res
+			images = append(images, imgs...)
+		case "text":
+			if strings.TrimSpace(b.Text) != "" {
+				extra = append(extra, parley.Part{Kind: parley.PartText, Text: b.Text})
+			}
+		case "image":
+			img, err := p.image(n, field, b.Source, parley.RoleUser)
+			if err != nil {
+				return err
+			}
+			images = append(images, img)
+		default:
+			p.dropBlock(n, b.Type, "user")
+		}
+	}
+	if last != nil {
+		last.Parts = append(last.Parts, extra...)
+	}
+	for _, img := range images {
+		out.emit(img)
+	}
+	if out.count == 0 {
+		p.imp.Skip(reasonRewritten, fmt.Sprintf("line %d", n))
+	}
+	return nil
+}
+
+// resultContent reads a tool_result's content: a string, or text and image blocks.
+func (p *parser) resultContent(n int, field string, raw json.RawMessage) (string, []parley.Message, error) {
+	blocks, text, isString, err := decodeContent(raw)
+	if err != nil {
+		return "", nil, invalid(n, "%s.%s", field, err)
+	}
+	if isString {
+		return text, nil, nil
+	}
+	var texts []string
+	var images []parley.Message
+	for i, b := range blocks {
+		switch b.Type {
+		case "text":
+			texts = append(texts, b.Text)
+		case "image":
+			img, err := p.image(n, fmt.Sprintf("%s.content[%d]", field, i), b.Source, parley.RoleUser)
+			if err != nil {
+				return "", nil, err
+			}
+			images = append(images, img)
+		default:
+			p.dropBlock(n, b.Type, "tool_result")
+		}
+	}
+	return strings.Join(texts, "\n\n"), images, nil
+}
+
+func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Time, blocks []block, text string, isString bool) error {
+	where := fmt.Sprintf("line %d", n)
+	if rec.IsAPIError || msg.Model == "<synthetic>" {
+		p.imp.Skip(reasonSynthetic, where)
+		return nil
+	}
+	if isString {
+		blocks = []block{{Type: "text", Text: text}}
+	}
+	key := msg.ID
+	if key == "" {
+		key = sourceID(rec.UUID, n, rec.Message)
+	}
+	r := p.replies[key]
+	continued := r != nil
+	if r == nil {
+		r = &reply{line: n, sourceID: key, createdAt: created, seen: make(map[string]bool)}
+		p.replies[key] = r
+		p.items = append(p.items, item{reply: r, origin: where})
+		p.turns++
+	}
+	added := 0
+	for i, b := range blocks {
+		fp := b.Type + "\x00" + b.Text + "\x00" + b.Thinking + "\x00" + b.ID + "\x00" + fingerprint(b.Input)
+		if b.Type == "image" && b.Source != nil {
+			fp += b.Source.Data + b.Source.URL
+		}
+		if r.seen[fp] {
+			continue
+		}
+		r.seen[fp] = true
+		added++
+		field := fmt.Sprintf("message.content[%d]", i)
+		switch b.Type {
+		case "text":
+			if strings.TrimSpace(b.Text) != "" {
+				r.parts = append(r.parts, parley.Part{Kind: parley.PartText, Text: b.Text})
+			}
+		case "thinking":
+			if strings.TrimSpace(b.Thinking) != "" {
+				r.parts = append(r.parts, parley.Part{Kind: parley.PartThinking, Text: b.Thinking, Signature: b.Signature})
+			}
+		case "tool_use":
+			if b.ID == "" {
+				return invalid(n, "%s.id: a tool_use needs an id", field)
+			}
+			if b.Name == "" {
+				return invalid(n, "%s.name: a tool_use needs a name", field)
+			}
+			if prev, dup := p.calls[b.ID]; dup {
+				return invalid(n, "%s.id: tool_use id %q is already used on line %d", field, truncate(b.ID), prev)
+			}
+			args := parley.JSON(bytes.TrimSpace(b.Input))
+			if args.IsNull() {
+				args = parley.JSON("{}")
+			} else if !args.IsObject() {
+				return invalid(n, "%s.input: want an object, got %s", field, jsonKind(b.Input))
+			}
+			p.calls[b.ID] = n
+			r.calls = append(r.calls, parley.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
+		case "image":
+			img, err := p.image(n, field, b.Source, parley.RoleAssistant)
+			if err != nil {
+				return err
+			}
+			img.Meta().CreatedAt = created
+			img.Meta().SourceID = clip(key + "#image-" + fingerprint([]byte(b.Source.Data + b.Source.URL))[:12])
+			p.items = append(p.items, item{msg: img, origin: where})
+		case "redacted_thinking":
+			if !p.dropped["redacted_thinking"] {
+				p.dropped["redacted_thinking"] = true
+				p.imp.Warn("line %d: redacted thinking cannot be kept and was left out (here and later)", n)
+			}
+		default:
+			p.dropBlock(n, b.Type, "assistant")
+		}
+	}
+	if continued && added == 0 {
+		p.imp.Skip(reasonRewritten, where)
+	}
+	return nil
+}
+
+// image reads an image block's source into an image message.
+func (p *parser) image(n int, field string, src *imageSource, role parley.Role) (*parley.ImageMessage, error) {
+	if src == nil {
+		return nil, invalid(n, "%s.source: an image needs a source", field)
+	}
+	m := &parley.ImageMessage{MessageMeta: parley.MessageMeta{Role: role}}
+	switch src.Type {
+	case "base64":
+		raw, err := base64.StdEncoding.DecodeString(src.Data)
+		if err != nil {
+			return nil, invalid(n, "%s.source.data: not valid base64", field)
+		}
+		media := src.MediaType
+		// Screenshots are at times labelled with the wrong type; providers check.
+		if sniffed := http.DetectContentType(raw); strings.HasPrefix(sniffed, "image/") && sniffed != media {
+			p.imp.Warn("line %d: %s is %s, not the %s it claims; kept as %s", n, field, sniffed, media, sniffed)
+			media = sniffed
+		}
+		m.Source = parley.ImageSource{Data: src.Data, MediaType: media}
+	case "url":
+		m.Source = parley.ImageSource{URL: src.URL}
+	default:
+		return nil, invalid(n, "%s.source.type: %q is not base64 or url", field, truncate(src.Type))
+	}
+	return m, nil
+}
+
+func (p *parser) dropBlock(n int, typ, where string) {
+	key := where + "\x00" + typ
+	if p.dropped[key] {
+		return
+	}
+	p.dropped[key] = true
+	p.imp.Warn("line %d: %q blocks in %s records are not kept (here and later)", n, truncate(typ), where)
+}
+
+// emitter adds the messages one record yields, giving each its source id: the record's
+// uuid for the first, the uuid and a counter for the others.
+type emitter struct {
+	p        *parser
+	line     int
+	created  time.Time
+	sourceID string
+	count    int
+}
+
+func (e *emitter) emit(m parley.Message) {
+	meta := m.Meta()
+	meta.CreatedAt = e.created
+	meta.SourceID = e.sourceID
+	if e.count > 0 {
+		meta.SourceID = clip(fmt.Sprintf("%s#%d", e.sourceID, e.count))
+	}
+	e.count++
+	e.p.turns++
+	e.p.items = append(e.p.items, item{msg: m, origin: fmt.Sprintf("line %d", e.line)})
+}
+
+// finish turns the replies into messages, in file order, and picks the title.
+func (p *parser) finish() {
+	for _, it := range p.items {
+		if it.reply == nil {
+			p.imp.Add(it.msg, it.origin)
+			continue
+		}
+		r := it.reply
+		meta := parley.MessageMeta{Role: parley.RoleAssistant, CreatedAt: r.createdAt, SourceID: clip(r.sourceID)}
+		switch {
+		case len(r.calls) > 0:
+			meta.Role = parley.RoleInvocation
+			p.imp.Add(&parley.ToolRequestMessage{MessageMeta: meta, Body: parley.Body{Parts: r.parts}, ToolCalls: r.calls}, it.origin)
+		case strings.TrimSpace(parley.Body{Parts: r.parts}.Text()) != "":
+			p.imp.Add(&parley.TextMessage{MessageMeta: meta, Body: parley.Body{Parts: r.parts}}, it.origin)
+		case len(r.parts) > 0:
+			p.imp.Skip(reasonThinkOnly, it.origin)
+		default:
+			p.imp.Skip(reasonEmpty, it.origin)
+		}
+	}
+	switch {
+	case p.custom != "":
+		p.imp.Title = p.custom
+	default:
+		for _, s := range p.summaries {
+			if p.uuids[s.leaf] && strings.TrimSpace(s.text) != "" {
+				p.imp.Title = s.text
+				break
+			}
+		}
+		if p.imp.Title == "" {
+			for _, s := range p.summaries {
+				if strings.TrimSpace(s.text) != "" {
+					p.imp.Title = s.text
+					break
+				}
+			}
+		}
+	}
+}
+
+// sourceID is a record's id: its uuid, or a digest of its line when it has none.
+func sourceID(uuid string, n int, raw []byte) string {
+	if uuid != "" {
+		return clip(uuid)
+	}
+	return "sha256:" + fingerprint(raw)
+}
+
+// clip keeps a source id to a sane length; ids this long are not Claude Code's anyway.
+func clip(id string) string {
+	if len(id) <= maxSourceIDLength {
+		return id
+	}
+	return "sha256:" + fingerprint([]byte(id))
+}
+
+func fingerprint(raw []byte) string {
+	sum := sha256.Sum256(bytes.TrimSpace(raw))
+	return hex.EncodeToString(sum[:16])
+}
+
+func truncate(s string) string {
+	if len(s) <= 60 {
+		return s
+	}
+	return s[:57] + "..."
+}
+
+// jsonKind names the JSON type of raw for an error message.
+func jsonKind(raw []byte) string {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 {
+		return "nothing"
+	}
+	switch t[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+func goKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "struct", "map":
+		return "an object"
+	case "slice":
+		return "an array"
+	case "ptr":
+		return "an object or a boolean"
+	}
+	return "a number"
+}
+
+// syntaxProblem says what is wrong with a line that is not JSON.
+func syntaxProblem(line []byte) string {
+	var v any
+	err := json.Unmarshal(line, &v)
+	var se *json.SyntaxError
+	switch {
+	case err == nil:
+		return "unreadable"
+	case err.Error() == "unexpected end of JSON input":
+		return "it ends early: the line is truncated"
+	case errors.As(err, &se):
+		return fmt.Sprintf("%s at byte %d", se.Error(), se.Offset)
+	}
+	return err.Error()
+}
+
+// fieldProblem describes a decoding error of a block as ".field: want X, got Y".
+func fieldProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf(".%s: want %s, got %s", te.Field, goKind(te.Type.Kind().String()), te.Value)
+	}
+	return ": not valid JSON"
+}
+
+func decodeProblem(err error, raw []byte, want string) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field == "" {
+			return fmt.Sprintf("want %s, got %s", want, jsonKind(raw))
+		}
+		return fmt.Sprintf("%s: want %s, got %s", te.Field, goKind(te.Type.Kind().String()), te.Value)
+	}
+	return "not valid JSON"
+}

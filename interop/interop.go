@@ -1,0 +1,186 @@
+// Package interop moves conversations between Parley and other tools: it implements
+// parley.InteropService on top of the store's services and the format packages beneath
+// it (claudecode, openai, anthropic, parleyjson, markdown), which speak only domain
+// types and do not know each other. What all LLM exports share lives here: choosing
+// what an LLM may see, checking that every tool call has its result, repairing what
+// does not, and fitting the history into a token budget.
+package interop
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/interop/anthropic"
+	"github.com/parley-dev/parley/interop/claudecode"
+	"github.com/parley-dev/parley/interop/markdown"
+	"github.com/parley-dev/parley/interop/openai"
+	"github.com/parley-dev/parley/interop/parleyjson"
+)
+
+// Service implements parley.InteropService.
+type Service struct {
+	imports       parley.ImportService
+	conversations parley.ConversationService
+	messages      parley.MessageService
+}
+
+var _ parley.InteropService = (*Service)(nil)
+
+// New returns a service that stores imports with imports and reads histories with
+// conversations and messages (the db package's DB is all three).
+func New(imports parley.ImportService, conversations parley.ConversationService, messages parley.MessageService) *Service {
+	return &Service{imports: imports, conversations: conversations, messages: messages}
+}
+
+// Parse reads a history in format, without storing it.
+func Parse(format parley.ImportFormat, r io.Reader) (*parley.Import, error) {
+	switch format {
+	case parley.ImportClaudeCode:
+		return claudecode.Parse(r)
+	case parley.ImportOpenAIChat:
+		return openai.ParseChat(r)
+	case parley.ImportAnthropicMessages:
+		return anthropic.Parse(r)
+	case parley.ImportParleyJSON:
+		return parleyjson.Parse(r)
+	}
+	return nil, parley.Errorf(parley.EINVALID, "format: %q is not an import format", format)
+}
+
+// ImportConversation implements parley.InteropService.
+func (s *Service) ImportConversation(ctx context.Context, format parley.ImportFormat, data io.Reader, target parley.ImportTarget) (*parley.ImportReport, error) {
+	if target.ConversationID != "" && target.Title != "" {
+		return nil, parley.Errorf(parley.EINVALID, "title: give a conversation to import into or a title for a new one, not both")
+	}
+	imp, err := Parse(format, data)
+	if err != nil {
+		return nil, err
+	}
+	if target.ConversationID == "" && target.Title == "" && strings.TrimSpace(imp.Title) == "" {
+		imp.Title = titleFromFirstPrompt(imp.Messages)
+	}
+	return s.imports.ImportMessages(ctx, target, imp)
+}
+
+// titleFromFirstPrompt names a new conversation after its first user prompt, as chat
+// tools do, when the source has no title.
+func titleFromFirstPrompt(msgs []parley.ImportedMessage) string {
+	const max = 80
+	for _, im := range msgs {
+		t, ok := im.Message.(*parley.TextMessage)
+		if !ok || t.Role != parley.RoleUser {
+			continue
+		}
+		line := strings.Join(strings.Fields(t.Text()), " ")
+		if line == "" {
+			continue
+		}
+		if utf8.RuneCountInString(line) > max {
+			r := []rune(line)
+			line = strings.TrimSpace(string(r[:max-1])) + "…"
+		}
+		return line
+	}
+	return ""
+}
+
+// pageSize is how many messages Transcript reads at a time.
+const pageSize = parley.MaxPageSize
+
+// Transcript implements parley.InteropService.
+func (s *Service) Transcript(ctx context.Context, conversationID string, format parley.TranscriptFormat, opts parley.TranscriptOptions) (*parley.Transcript, error) {
+	if err := checkOptions(format, opts); err != nil {
+		return nil, err
+	}
+	conv, err := s.conversations.FindConversationByID(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	var msgs []parley.Message
+	first := pageSize
+	page := parley.PageRequest{First: &first}
+	for {
+		p, err := s.messages.FindMessages(ctx, conv, page)
+		if err != nil {
+			return nil, fmt.Errorf("read history of %s: %w", conversationID, err)
+		}
+		msgs = append(msgs, p.Messages...)
+		if !p.HasNextPage || len(p.Messages) == 0 {
+			break
+		}
+		after := parley.MessageCursor(p.Messages[len(p.Messages)-1].Meta().Position)
+		page.After = &after
+	}
+	return Build(conv, msgs, format, opts)
+}
+
+func checkOptions(format parley.TranscriptFormat, opts parley.TranscriptOptions) error {
+	if format.ForLLM() {
+		if opts.MaxTokens != nil && *opts.MaxTokens <= 0 {
+			return parley.Errorf(parley.EINVALID, "maxTokens: %d is not a budget; give a positive number", *opts.MaxTokens)
+		}
+		return nil
+	}
+	switch {
+	case opts.System != "":
+		return parley.Errorf(parley.EINVALID, "system: %s is not sent to an LLM; system applies to OPENAI_CHAT, OPENAI_RESPONSES and ANTHROPIC_MESSAGES", format)
+	case opts.MaxTokens != nil:
+		return parley.Errorf(parley.EINVALID, "maxTokens: %s is the whole history; maxTokens applies to OPENAI_CHAT, OPENAI_RESPONSES and ANTHROPIC_MESSAGES", format)
+	case opts.Repair:
+		return parley.Errorf(parley.EINVALID, "repair: %s keeps the history as it is; repair applies to OPENAI_CHAT, OPENAI_RESPONSES and ANTHROPIC_MESSAGES", format)
+	}
+	return nil
+}
+
+// Build makes the transcript of a conversation's messages (all of them, in order).
+func Build(conv *parley.Conversation, msgs []parley.Message, format parley.TranscriptFormat, opts parley.TranscriptOptions) (*parley.Transcript, error) {
+	if err := checkOptions(format, opts); err != nil {
+		return nil, err
+	}
+	t := &parley.Transcript{Report: parley.TranscriptReport{Format: format, TokenCounting: TokenCounting, MaxTokens: opts.MaxTokens}}
+	var err error
+	switch format {
+	case parley.TranscriptParleyJSON:
+		t.Body, err = parleyjson.Export(conv, msgs)
+		t.Report.EstimatedTokens = estimateAll(msgs)
+		return t, err
+	case parley.TranscriptMarkdown:
+		text := markdown.Export(conv, msgs)
+		t.Body, err = json.Marshal(text)
+		t.Report.EstimatedTokens = EstimateText(text)
+		return t, err
+	}
+	kept, err := plan(msgs, opts, &t.Report)
+	if err != nil {
+		return nil, err
+	}
+	var notes []string
+	switch format {
+	case parley.TranscriptOpenAIChat:
+		t.Body, notes, err = openai.ExportChat(kept, opts.System)
+	case parley.TranscriptOpenAIResponses:
+		t.Body, notes, err = openai.ExportResponses(kept, opts.System)
+	case parley.TranscriptAnthropicMessages:
+		t.Body, notes, err = anthropic.Export(kept, opts.System)
+	default:
+		return nil, parley.Errorf(parley.EINVALID, "format: %q is not a transcript format", format)
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.Report.Notes = append(t.Report.Notes, notes...)
+	return t, nil
+}
+
+func estimateAll(msgs []parley.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += EstimateTokens(m)
+	}
+	return n
+}

@@ -1,0 +1,209 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/parley-dev/parley"
+)
+
+// The exporters take a history that is ready to send: every tool call answered by the
+// results right after it, no system control or unknown message, nothing without content
+// (the interop package's planner makes it so). They map roles as seed 002 says:
+// SUPERVISOR text and the ephemeral system prompt are system instructions, documents and
+// MCP resources are user messages with a header naming their source, tool requests and
+// results are the API's tool-call shapes, linked by call id.
+
+// notes collects what a format could not carry, counted by kind.
+type notes struct {
+	order  []string
+	counts map[string]int
+}
+
+func (n *notes) add(what string) {
+	if n.counts == nil {
+		n.counts = make(map[string]int)
+	}
+	if n.counts[what] == 0 {
+		n.order = append(n.order, what)
+	}
+	n.counts[what]++
+}
+
+func (n *notes) list() []string {
+	out := make([]string, len(n.order))
+	for i, what := range n.order {
+		out[i] = fmt.Sprintf("%s (%d)", what, n.counts[what])
+	}
+	return out
+}
+
+const (
+	noteThinking    = "thinking left out: the API takes no reasoning text back"
+	noteImageAsText = "image sent as its recognized text"
+	noteNoOutput    = "empty tool result sent as \"(no output)\""
+)
+
+// ExportChat writes msgs as a Chat Completions messages array, system first.
+func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, error) {
+	var n notes
+	out := make([]sdk.ChatCompletionMessageParamUnion, 0, len(msgs)+1)
+	if strings.TrimSpace(system) != "" {
+		out = append(out, sdk.SystemMessage(system))
+	}
+	for _, m := range msgs {
+		switch m := m.(type) {
+		case *parley.TextMessage:
+			if m.Thinking() != "" {
+				n.add(noteThinking)
+			}
+			switch m.Role {
+			case parley.RoleUser:
+				out = append(out, sdk.UserMessage(m.Text()))
+			case parley.RoleAssistant:
+				out = append(out, sdk.AssistantMessage(m.Text()))
+			case parley.RoleSupervisor:
+				out = append(out, sdk.SystemMessage(m.Text()))
+			}
+		case *parley.ImageMessage:
+			asImage, text := m.LLMContent()
+			switch {
+			case asImage:
+				out = append(out, sdk.UserMessage([]sdk.ChatCompletionContentPartUnionParam{
+					sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: m.Source.DataURL()}),
+				}))
+			case m.Role == parley.RoleAssistant:
+				n.add(noteImageAsText)
+				out = append(out, sdk.AssistantMessage(text))
+			default:
+				n.add(noteImageAsText)
+				out = append(out, sdk.UserMessage(text))
+			}
+		case *parley.FileReferenceMessage, *parley.MCPResourceMessage:
+			text, _ := parley.ContextText(m)
+			out = append(out, sdk.UserMessage(text))
+		case *parley.ToolRequestMessage:
+			if m.Thinking() != "" {
+				n.add(noteThinking)
+			}
+			a := sdk.ChatCompletionAssistantMessageParam{}
+			if t := m.Text(); strings.TrimSpace(t) != "" {
+				a.Content.OfString = param.NewOpt(t)
+			}
+			for _, c := range m.ToolCalls {
+				a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
+						ID:       c.ID,
+						Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: arguments(c.Arguments)},
+					},
+				})
+			}
+			out = append(out, sdk.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		case *parley.ToolResultMessage:
+			text := m.ResultText()
+			if strings.TrimSpace(text) == "" {
+				n.add(noteNoOutput)
+				text = "(no output)"
+			}
+			out = append(out, sdk.ToolMessage(text, m.ToolCallID))
+		default:
+			return nil, nil, fmt.Errorf("openai: cannot export a %T", m)
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode chat messages: %w", err)
+	}
+	return b, n.list(), nil
+}
+
+// ExportResponses writes msgs as Responses API input items: messages (the system
+// prompt and SUPERVISOR text as developer messages), function_call and
+// function_call_output items.
+func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []string, error) {
+	var n notes
+	out := make([]responses.ResponseInputItemUnionParam, 0, len(msgs)+1)
+	message := func(text string, role responses.EasyInputMessageRole) {
+		out = append(out, responses.ResponseInputItemParamOfMessage(text, role))
+	}
+	if strings.TrimSpace(system) != "" {
+		message(system, responses.EasyInputMessageRoleDeveloper)
+	}
+	for _, m := range msgs {
+		switch m := m.(type) {
+		case *parley.TextMessage:
+			if m.Thinking() != "" {
+				n.add(noteThinking)
+			}
+			switch m.Role {
+			case parley.RoleUser:
+				message(m.Text(), responses.EasyInputMessageRoleUser)
+			case parley.RoleAssistant:
+				message(m.Text(), responses.EasyInputMessageRoleAssistant)
+			case parley.RoleSupervisor:
+				message(m.Text(), responses.EasyInputMessageRoleDeveloper)
+			}
+		case *parley.ImageMessage:
+			asImage, text := m.LLMContent()
+			switch {
+			case asImage:
+				out = append(out, responses.ResponseInputItemParamOfMessage(responses.ResponseInputMessageContentListParam{{
+					OfInputImage: &responses.ResponseInputImageParam{
+						ImageURL: param.NewOpt(m.Source.DataURL()), Detail: responses.ResponseInputImageDetailAuto,
+					},
+				}}, responses.EasyInputMessageRoleUser))
+			case m.Role == parley.RoleAssistant:
+				n.add(noteImageAsText)
+				message(text, responses.EasyInputMessageRoleAssistant)
+			default:
+				n.add(noteImageAsText)
+				message(text, responses.EasyInputMessageRoleUser)
+			}
+		case *parley.FileReferenceMessage, *parley.MCPResourceMessage:
+			text, _ := parley.ContextText(m)
+			message(text, responses.EasyInputMessageRoleUser)
+		case *parley.ToolRequestMessage:
+			if m.Thinking() != "" {
+				n.add(noteThinking)
+			}
+			if t := m.Text(); strings.TrimSpace(t) != "" {
+				message(t, responses.EasyInputMessageRoleAssistant)
+			}
+			for _, c := range m.ToolCalls {
+				out = append(out, responses.ResponseInputItemParamOfFunctionCall(arguments(c.Arguments), c.ID, c.Name))
+			}
+		case *parley.ToolResultMessage:
+			text := m.ResultText()
+			if strings.TrimSpace(text) == "" {
+				n.add(noteNoOutput)
+				text = "(no output)"
+			}
+			out = append(out, responses.ResponseInputItemParamOfFunctionCallOutput(m.ToolCallID, text))
+		default:
+			return nil, nil, fmt.Errorf("openai: cannot export a %T", m)
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode response input items: %w", err)
+	}
+	return b, n.list(), nil
+}
+
+// arguments is a call's arguments as the JSON string the APIs want.
+func arguments(args parley.JSON) string {
+	if args.IsNull() {
+		return "{}"
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, args); err != nil {
+		return string(args)
+	}
+	return compact.String()
+}

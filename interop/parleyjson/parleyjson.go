@@ -1,0 +1,522 @@
+// Package parleyjson reads and writes Parley's own export: a conversation and every one
+// of its messages, with every field, in a versioned JSON document that Parley imports
+// back without loss.
+//
+// The document:
+//
+//	{"format": "parley.conversation", "version": 1,
+//	 "conversation": {"id", "title", "createdAt", "updatedAt"},
+//	 "messages": [{"type": "text", "id", "role", "position", "createdAt", "updatedAt",
+//	               "sourceId", ...the variant's fields}]}
+//
+// Each message has a "type" tag: text, image, file_reference, tool_request,
+// tool_result, system_control, mcp_resource. Text is the author's, unescaped. A message
+// with a type this version does not know is imported as an UnknownMessage keeping its
+// JSON intact, and exported back as that JSON.
+package parleyjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/parley-dev/parley"
+)
+
+// Format is the document's format tag; Version its version. A later version that
+// changes the meaning of a field gets a new number, and Parse refuses numbers it does
+// not know rather than misread them.
+const (
+	Format  = "parley.conversation"
+	Version = 1
+)
+
+// MaxInputBytes bounds what Parse reads.
+const MaxInputBytes = 256 << 20
+
+type document struct {
+	Format       string            `json:"format"`
+	Version      int               `json:"version"`
+	Conversation *conversation     `json:"conversation,omitempty"`
+	Messages     []json.RawMessage `json:"messages"`
+}
+
+type conversation struct {
+	ID        string    `json:"id,omitempty"`
+	Title     string    `json:"title"`
+	CreatedAt time.Time `json:"createdAt,omitzero"`
+	UpdatedAt time.Time `json:"updatedAt,omitzero"`
+}
+
+type part struct {
+	Kind      parley.PartKind `json:"kind"`
+	Text      string          `json:"text"`
+	Signature string          `json:"signature,omitempty"`
+}
+
+type processingError struct {
+	Message   string `json:"message"`
+	Retryable bool   `json:"retryable"`
+}
+
+type recognition struct {
+	Status         parley.ProcessingStatus `json:"status"`
+	ModeUsed       *parley.RecognitionMode `json:"modeUsed,omitempty"`
+	RecognizedText string                  `json:"recognizedText,omitempty"`
+	VisionAnalysis string                  `json:"visionAnalysis,omitempty"`
+	Confidence     *float64                `json:"confidence,omitempty"`
+	Language       string                  `json:"language,omitempty"`
+	Notice         string                  `json:"notice,omitempty"`
+	Error          *processingError        `json:"error,omitempty"`
+	ProcessedAt    time.Time               `json:"processedAt"`
+}
+
+type resolution struct {
+	Status       parley.ProcessingStatus `json:"status"`
+	Content      string                  `json:"content,omitempty"`
+	Truncated    bool                    `json:"truncated,omitempty"`
+	OriginalSize *int                    `json:"originalSize,omitempty"`
+	Error        *processingError        `json:"error,omitempty"`
+	ResolvedAt   time.Time               `json:"resolvedAt"`
+}
+
+type decision struct {
+	Status    parley.ApprovalStatus `json:"status"`
+	DecidedBy string                `json:"decidedBy,omitempty"`
+	Reason    string                `json:"reason,omitempty"`
+	DecidedAt time.Time             `json:"decidedAt"`
+}
+
+type toolCall struct {
+	ID             string                `json:"id"`
+	Name           string                `json:"name"`
+	Arguments      parley.JSON           `json:"arguments"`
+	ApprovalStatus parley.ApprovalStatus `json:"approvalStatus"`
+	Decision       *decision             `json:"decision,omitempty"`
+}
+
+type toolError struct {
+	Message     string `json:"message"`
+	StackTrace  string `json:"stackTrace,omitempty"`
+	Recoverable bool   `json:"recoverable"`
+}
+
+type imageSource struct {
+	Kind      parley.ImageSourceKind `json:"kind"`
+	URL       string                 `json:"url,omitempty"`
+	Base64    string                 `json:"base64,omitempty"`
+	MediaType string                 `json:"mediaType,omitempty"`
+	FilePath  string                 `json:"filePath,omitempty"`
+}
+
+// message is every field of every variant; "type" says which apply.
+type message struct {
+	Type      string      `json:"type"`
+	ID        string      `json:"id,omitempty"`
+	Role      parley.Role `json:"role"`
+	Position  int         `json:"position,omitempty"`
+	CreatedAt time.Time   `json:"createdAt,omitzero"`
+	UpdatedAt time.Time   `json:"updatedAt,omitzero"`
+	SourceID  string      `json:"sourceId,omitempty"`
+
+	Parts []part `json:"parts,omitempty"`
+
+	Source          *imageSource           `json:"source,omitempty"`
+	RecognitionMode parley.RecognitionMode `json:"recognitionMode,omitempty"`
+	Recognition     *recognition           `json:"recognition,omitempty"`
+
+	Path       string      `json:"path,omitempty"`
+	StartLine  *int        `json:"startLine,omitempty"`
+	EndLine    *int        `json:"endLine,omitempty"`
+	Resolution *resolution `json:"resolution,omitempty"`
+
+	ToolCalls []toolCall `json:"toolCalls,omitempty"`
+
+	ToolCallID   string                  `json:"toolCallId,omitempty"`
+	ToolName     string                  `json:"toolName,omitempty"`
+	Status       parley.ToolResultStatus `json:"status,omitempty"`
+	Output       parley.JSON             `json:"output,omitempty"`
+	Error        *toolError              `json:"error,omitempty"`
+	DurationMs   *int                    `json:"durationMs,omitempty"`
+	ExecutedAt   *time.Time              `json:"executedAt,omitempty"`
+	Truncated    bool                    `json:"truncated,omitempty"`
+	OriginalSize *int                    `json:"originalSize,omitempty"`
+
+	Kind   parley.ControlKind `json:"kind,omitempty"`
+	From   string             `json:"from,omitempty"`
+	To     string             `json:"to,omitempty"`
+	Params parley.JSON        `json:"params,omitempty"`
+
+	ServerName  string    `json:"serverName,omitempty"`
+	ResourceURI string    `json:"resourceUri,omitempty"`
+	MimeType    string    `json:"mimeType,omitempty"`
+	RetrievedAt time.Time `json:"retrievedAt,omitzero"`
+}
+
+// Export writes a conversation and its messages, in order, as the document.
+func Export(conv *parley.Conversation, msgs []parley.Message) (parley.JSON, error) {
+	doc := document{Format: Format, Version: Version, Messages: make([]json.RawMessage, 0, len(msgs))}
+	if conv != nil {
+		doc.Conversation = &conversation{ID: conv.ID, Title: conv.Title, CreatedAt: conv.CreatedAt, UpdatedAt: conv.UpdatedAt}
+	}
+	for _, m := range msgs {
+		raw, err := encode(m)
+		if err != nil {
+			return nil, err
+		}
+		doc.Messages = append(doc.Messages, raw)
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("encode parley export: %w", err)
+	}
+	return out, nil
+}
+
+func encodeParts(b parley.Body) []part {
+	out := make([]part, len(b.Parts))
+	for i, p := range b.Parts {
+		out[i] = part{Kind: p.Kind, Text: p.Text, Signature: p.Signature}
+	}
+	return out
+}
+
+func encodeError(e *parley.ProcessingError) *processingError {
+	if e == nil {
+		return nil
+	}
+	return &processingError{Message: e.Message, Retryable: e.Retryable}
+}
+
+func encode(m parley.Message) (json.RawMessage, error) {
+	meta := m.Meta()
+	out := message{
+		Type: string(m.Kind()), ID: meta.ID, Role: meta.Role, Position: meta.Position,
+		CreatedAt: meta.CreatedAt, UpdatedAt: meta.UpdatedAt, SourceID: meta.SourceID,
+	}
+	switch m := m.(type) {
+	case *parley.TextMessage:
+		out.Parts = encodeParts(m.Body)
+	case *parley.ImageMessage:
+		out.Source = &imageSource{Kind: m.Source.Kind, URL: m.Source.URL, Base64: m.Source.Data, MediaType: m.Source.MediaType, FilePath: m.Source.FilePath}
+		out.RecognitionMode = m.RecognitionMode
+		if r := m.Recognition; r != nil {
+			out.Recognition = &recognition{Status: r.Status, ModeUsed: r.ModeUsed, RecognizedText: r.RecognizedText,
+				VisionAnalysis: r.VisionAnalysis, Confidence: r.Confidence, Language: r.Language, Notice: r.Notice,
+				Error: encodeError(r.Error), ProcessedAt: r.ProcessedAt}
+		}
+	case *parley.FileReferenceMessage:
+		out.Path, out.StartLine, out.EndLine = m.Path, m.StartLine, m.EndLine
+		if r := m.Resolution; r != nil {
+			out.Resolution = &resolution{Status: r.Status, Content: r.Content, Truncated: r.Truncated,
+				OriginalSize: r.OriginalSize, Error: encodeError(r.Error), ResolvedAt: r.ResolvedAt}
+		}
+	case *parley.ToolRequestMessage:
+		out.Parts = encodeParts(m.Body)
+		out.ToolCalls = make([]toolCall, len(m.ToolCalls))
+		for i, c := range m.ToolCalls {
+			out.ToolCalls[i] = toolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ApprovalStatus: c.ApprovalStatus}
+			if d := c.Decision; d != nil {
+				out.ToolCalls[i].Decision = &decision{Status: d.Status, DecidedBy: d.DecidedBy, Reason: d.Reason, DecidedAt: d.DecidedAt}
+			}
+		}
+	case *parley.ToolResultMessage:
+		out.Parts = encodeParts(m.Body)
+		out.ToolCallID, out.ToolName, out.Status, out.Output = m.ToolCallID, m.ToolName, m.Status, m.Output
+		out.DurationMs, out.ExecutedAt, out.Truncated, out.OriginalSize = m.DurationMs, m.ExecutedAt, m.Truncated, m.OriginalSize
+		if e := m.Error; e != nil {
+			out.Error = &toolError{Message: e.Message, StackTrace: e.StackTrace, Recoverable: e.Recoverable}
+		}
+	case *parley.SystemControlMessage:
+		out.Kind, out.From, out.To, out.Params = m.ControlKind, m.From, m.To, m.Params
+	case *parley.MCPResourceMessage:
+		out.Parts = encodeParts(m.Body)
+		out.ServerName, out.ResourceURI, out.MimeType = m.ServerName, m.ResourceURI, m.MimeType
+		out.RetrievedAt, out.Truncated = m.RetrievedAt, m.Truncated
+	case *parley.UnknownMessage:
+		return encodeUnknown(m)
+	default:
+		return nil, fmt.Errorf("parleyjson: cannot export a %T", m)
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("encode message %s: %w", meta.ID, err)
+	}
+	return raw, nil
+}
+
+// encodeUnknown gives back an unknown message's JSON as it was imported, with its
+// type tag; a message stored some other way gets the common fields and its raw JSON.
+func encodeUnknown(m *parley.UnknownMessage) (json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(m.Raw, &obj) == nil && obj != nil {
+		var tag string
+		if json.Unmarshal(obj["type"], &tag) == nil && tag == m.TypeTag {
+			return json.RawMessage(m.Raw), nil
+		}
+	}
+	return json.Marshal(struct {
+		Type string      `json:"type"`
+		ID   string      `json:"id,omitempty"`
+		Role parley.Role `json:"role"`
+		Raw  parley.JSON `json:"raw"`
+	}{m.TypeTag, m.ID, m.Role, m.Raw})
+}
+
+// MarshalJSON writes the role in the API's spelling, as the GraphQL API does.
+func (m message) MarshalJSON() ([]byte, error) {
+	type plain message
+	return json.Marshal(struct {
+		plain
+		Role string `json:"role"`
+	}{plain(m), m.Role.String()})
+}
+
+// Parse reads the document. Messages are imported in order, after whatever the target
+// conversation has; each keeps its source id, or takes the exported message's id as
+// one, so that importing the same export twice adds nothing. Errors are EINVALID and
+// name the message (messages[3].toolCalls[0].id) and what is wrong.
+func Parse(r io.Reader) (*parley.Import, error) {
+	raw, err := io.ReadAll(io.LimitReader(r, MaxInputBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read input: %w", err)
+	}
+	if len(raw) > MaxInputBytes {
+		return nil, parley.Errorf(parley.EINVALID, "input: larger than %d bytes", MaxInputBytes)
+	}
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || !json.Valid(t) {
+		return nil, parley.Errorf(parley.EINVALID, "input: not valid JSON (%s)", syntaxProblem(t))
+	}
+	if t[0] != '{' {
+		return nil, parley.Errorf(parley.EINVALID, "input: want a %s document (an object), got %s", Format, jsonKind(t))
+	}
+	var doc document
+	if err := json.Unmarshal(t, &doc); err != nil {
+		return nil, parley.Errorf(parley.EINVALID, "input%s", fieldProblem(err))
+	}
+	switch {
+	case doc.Format != Format:
+		return nil, parley.Errorf(parley.EINVALID, "format: %q is not %q; is this a Parley export?", truncate(doc.Format), Format)
+	case doc.Version < 1:
+		return nil, parley.Errorf(parley.EINVALID, "version: missing or not a version number")
+	case doc.Version > Version:
+		return nil, parley.Errorf(parley.EINVALID, "version: %d is newer than this Parley reads (%d); upgrade Parley", doc.Version, Version)
+	}
+	imp := &parley.Import{}
+	if doc.Conversation != nil {
+		imp.Title = doc.Conversation.Title
+	}
+	for i, rawMsg := range doc.Messages {
+		where := fmt.Sprintf("messages[%d]", i)
+		m, err := decode(where, rawMsg, imp)
+		if err != nil {
+			return nil, err
+		}
+		imp.Add(m, where)
+	}
+	return imp, nil
+}
+
+var known = map[string]bool{
+	string(parley.KindText): true, string(parley.KindImage): true, string(parley.KindFileReference): true,
+	string(parley.KindToolRequest): true, string(parley.KindToolResult): true,
+	string(parley.KindSystemControl): true, string(parley.KindMCPResource): true,
+}
+
+func decode(where string, raw json.RawMessage, imp *parley.Import) (parley.Message, error) {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+		return nil, parley.Errorf(parley.EINVALID, "%s: want a message object, got %s", where, jsonKind(raw))
+	}
+	var head struct {
+		Type     string `json:"type"`
+		ID       string `json:"id"`
+		Role     string `json:"role"`
+		SourceID string `json:"sourceId"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return nil, parley.Errorf(parley.EINVALID, "%s%s", where, fieldProblem(err))
+	}
+	if head.Type == "" {
+		return nil, parley.Errorf(parley.EINVALID, "%s.type: every message needs a type tag", where)
+	}
+	sourceID := head.SourceID
+	if sourceID == "" {
+		sourceID = head.ID
+	}
+	if !known[head.Type] {
+		// Seed 003: an unknown type never fails; it is kept intact, and said.
+		role, err := parley.ParseRole(head.Role)
+		if err != nil {
+			role = parley.RoleUser
+			imp.Warn("%s: unknown type %q with role %q kept as an UnknownMessage of role USER", where, truncate(head.Type), truncate(head.Role))
+		} else {
+			imp.Warn("%s: unknown type %q kept as an UnknownMessage, its JSON intact", where, truncate(head.Type))
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, raw); err != nil {
+			return nil, parley.Errorf(parley.EINVALID, "%s: not valid JSON", where)
+		}
+		return &parley.UnknownMessage{
+			MessageMeta: parley.MessageMeta{Role: role, SourceID: sourceID},
+			TypeTag:     head.Type, Raw: parley.JSON(compact.Bytes()),
+		}, nil
+	}
+	var in struct {
+		message
+		Role string `json:"role"`
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, parley.Errorf(parley.EINVALID, "%s%s", where, fieldProblem(err))
+	}
+	meta := parley.MessageMeta{CreatedAt: in.CreatedAt, SourceID: sourceID}
+	if in.Role != "" {
+		role, err := parley.ParseRole(in.Role)
+		if err != nil {
+			return nil, parley.Errorf(parley.EINVALID, "%s.role: %s", where, parley.ErrorMessage(err))
+		}
+		meta.Role = role
+	}
+	body := parley.Body{Parts: make([]parley.Part, len(in.Parts))}
+	for i, p := range in.Parts {
+		body.Parts[i] = parley.Part{Kind: p.Kind, Text: p.Text, Signature: p.Signature}
+	}
+	switch parley.MessageKind(in.Type) {
+	case parley.KindText:
+		return &parley.TextMessage{MessageMeta: meta, Body: body}, nil
+	case parley.KindImage:
+		m := &parley.ImageMessage{MessageMeta: meta, RecognitionMode: in.RecognitionMode}
+		if s := in.Source; s != nil {
+			m.Source = parley.ImageSource{Kind: s.Kind, URL: s.URL, Data: s.Base64, MediaType: s.MediaType, FilePath: s.FilePath}
+		}
+		if r := in.Recognition; r != nil {
+			m.Recognition = &parley.ImageRecognition{Status: r.Status, ModeUsed: r.ModeUsed, RecognizedText: r.RecognizedText,
+				VisionAnalysis: r.VisionAnalysis, Confidence: r.Confidence, Language: r.Language, Notice: r.Notice,
+				Error: decodeError(r.Error), ProcessedAt: r.ProcessedAt}
+		}
+		return m, nil
+	case parley.KindFileReference:
+		m := &parley.FileReferenceMessage{MessageMeta: meta, Path: in.Path, StartLine: in.StartLine, EndLine: in.EndLine}
+		if r := in.Resolution; r != nil {
+			m.Resolution = &parley.FileResolution{Status: r.Status, Content: r.Content, Truncated: r.Truncated,
+				OriginalSize: r.OriginalSize, Error: decodeError(r.Error), ResolvedAt: r.ResolvedAt}
+		}
+		return m, nil
+	case parley.KindToolRequest:
+		m := &parley.ToolRequestMessage{MessageMeta: meta, Body: body, ToolCalls: make([]parley.ToolCall, len(in.ToolCalls))}
+		for i, c := range in.ToolCalls {
+			m.ToolCalls[i] = parley.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ApprovalStatus: c.ApprovalStatus}
+			if d := c.Decision; d != nil {
+				m.ToolCalls[i].Decision = &parley.ApprovalDecision{Status: d.Status, DecidedBy: d.DecidedBy, Reason: d.Reason, DecidedAt: d.DecidedAt}
+			}
+		}
+		return m, nil
+	case parley.KindToolResult:
+		m := &parley.ToolResultMessage{MessageMeta: meta, Body: body, ToolCallID: in.ToolCallID, ToolName: in.ToolName,
+			Status: in.Status, Output: in.Output, DurationMs: in.DurationMs, ExecutedAt: in.ExecutedAt}
+		if in.Output.IsNull() {
+			m.Output = nil
+		}
+		if e := in.Error; e != nil {
+			m.Error = &parley.ToolErrorDetail{Message: e.Message, StackTrace: e.StackTrace, Recoverable: e.Recoverable}
+		}
+		if in.Truncated {
+			// Already cut by the exporting Parley: keep saying so.
+			m.Truncated, m.OriginalSize = true, in.OriginalSize
+		}
+		return m, nil
+	case parley.KindSystemControl:
+		m := &parley.SystemControlMessage{MessageMeta: meta, ControlKind: in.Kind, From: in.From, To: in.To, Params: in.Params}
+		if in.Params.IsNull() {
+			m.Params = nil
+		}
+		return m, nil
+	case parley.KindMCPResource:
+		return &parley.MCPResourceMessage{MessageMeta: meta, Body: body, ServerName: in.ServerName,
+			ResourceURI: in.ResourceURI, MimeType: in.MimeType, RetrievedAt: in.RetrievedAt, Truncated: in.Truncated}, nil
+	}
+	return nil, fmt.Errorf("parleyjson: type %q is known but not decoded", in.Type)
+}
+
+func decodeError(e *processingError) *parley.ProcessingError {
+	if e == nil {
+		return nil
+	}
+	return &parley.ProcessingError{Message: e.Message, Retryable: e.Retryable}
+}
+
+func truncate(s string) string {
+	if len(s) <= 60 {
+		return s
+	}
+	return s[:57] + "..."
+}
+
+func jsonKind(raw []byte) string {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 {
+		return "nothing"
+	}
+	switch t[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+func goKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "struct", "map", "ptr":
+		return "an object"
+	case "slice":
+		return "an array"
+	}
+	return "a number"
+}
+
+func fieldProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field == "" {
+			return fmt.Sprintf(": want %s, got %s", goKind(te.Type.Kind().String()), te.Value)
+		}
+		return fmt.Sprintf(".%s: want %s, got %s", te.Field, goKind(te.Type.Kind().String()), te.Value)
+	}
+	var pe *time.ParseError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf(": %q is not an RFC 3339 time", truncate(pe.Value))
+	}
+	return ": " + err.Error()
+}
+
+func syntaxProblem(raw []byte) string {
+	var v any
+	err := json.Unmarshal(raw, &v)
+	var se *json.SyntaxError
+	switch {
+	case len(bytes.TrimSpace(raw)) == 0:
+		return "empty"
+	case err == nil:
+		return "unreadable"
+	case err.Error() == "unexpected end of JSON input":
+		return "it ends early: the input is truncated"
+	case errors.As(err, &se):
+		return fmt.Sprintf("%s at byte %d", se.Error(), se.Offset)
+	}
+	return err.Error()
+}
