@@ -155,7 +155,7 @@ func TestSlowSubscriberCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := stuck.write(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
-		"query": `subscription($c: ID!) { messageAdded(conversationId: $c) { node { ... on TextMessage { content } } } }`,
+		"query":     `subscription($c: ID!) { messageAdded(conversationId: $c) { node { ... on TextMessage { content } } } }`,
 		"variables": map[string]any{"c": conv}}}); err != nil {
 		t.Fatal(err)
 	}
