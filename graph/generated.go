@@ -49,6 +49,14 @@ type ComplexityRoot struct {
 		Status    func(childComplexity int) int
 	}
 
+	AwaitingToolCall struct {
+		Call           func(childComplexity int) int
+		ClaimExpiresAt func(childComplexity int) int
+		ClaimedBy      func(childComplexity int) int
+		ConversationID func(childComplexity int) int
+		Message        func(childComplexity int) int
+	}
+
 	Conversation struct {
 		CreatedAt    func(childComplexity int) int
 		ID           func(childComplexity int) int
@@ -115,6 +123,7 @@ type ComplexityRoot struct {
 		Notice         func(childComplexity int) int
 		ProcessedAt    func(childComplexity int) int
 		RecognizedText func(childComplexity int) int
+		Script         func(childComplexity int) int
 		Status         func(childComplexity int) int
 		VisionAnalysis func(childComplexity int) int
 	}
@@ -158,11 +167,15 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		AddMessage          func(childComplexity int, conversationID string, input model.MessageInput) int
-		CreateConversation  func(childComplexity int, title *string) int
-		DeleteConversation  func(childComplexity int, id string) int
-		RenameConversation  func(childComplexity int, id string, title string) int
-		SetToolCallApproval func(childComplexity int, messageID string, toolCallID string, status parley.ApprovalStatus, reason *string) int
+		AddMessage           func(childComplexity int, conversationID string, input model.MessageInput) int
+		ClaimToolCall        func(childComplexity int, messageID string, toolCallID string, worker string, leaseSeconds *int) int
+		CreateConversation   func(childComplexity int, title *string) int
+		DeleteConversation   func(childComplexity int, id string) int
+		InjectMCPResource    func(childComplexity int, conversationID string, server string, uri string, agent *parley.AgentRole) int
+		RecognizeImage       func(childComplexity int, messageID string, mode *parley.RecognitionMode, agent *parley.AgentRole) int
+		RenameConversation   func(childComplexity int, id string, title string) int
+		ResolveFileReference func(childComplexity int, messageID string, agent *parley.AgentRole) int
+		SetToolCallApproval  func(childComplexity int, messageID string, toolCallID string, status parley.ApprovalStatus, reason *string, decidedBy *string) int
 	}
 
 	PageInfo struct {
@@ -186,16 +199,18 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		Conversation  func(childComplexity int, id string) int
-		Conversations func(childComplexity int, first *int, after *string, last *int, before *string) int
-		Message       func(childComplexity int, id string) int
-		Node          func(childComplexity int, id string) int
-		Nodes         func(childComplexity int, ids []string) int
+		Conversation            func(childComplexity int, id string) int
+		Conversations           func(childComplexity int, first *int, after *string, last *int, before *string) int
+		Message                 func(childComplexity int, id string) int
+		Node                    func(childComplexity int, id string) int
+		Nodes                   func(childComplexity int, ids []string) int
+		ToolCallsAwaitingResult func(childComplexity int, conversationID *string, names []string, unclaimed *bool, first *int) int
 	}
 
 	Subscription struct {
-		MessageAdded   func(childComplexity int, conversationID string, after *string) int
-		MessageUpdated func(childComplexity int, conversationID string) int
+		MessageAdded           func(childComplexity int, conversationID string, after *string) int
+		MessageUpdated         func(childComplexity int, conversationID string) int
+		ToolCallAwaitingResult func(childComplexity int, conversationID *string, names []string) int
 	}
 
 	SystemControlMessage struct {
@@ -313,7 +328,11 @@ type MutationResolver interface {
 	RenameConversation(ctx context.Context, id string, title string) (*parley.Conversation, error)
 	DeleteConversation(ctx context.Context, id string) (string, error)
 	AddMessage(ctx context.Context, conversationID string, input model.MessageInput) (*model.MessageEdge, error)
-	SetToolCallApproval(ctx context.Context, messageID string, toolCallID string, status parley.ApprovalStatus, reason *string) (*parley.ToolRequestMessage, error)
+	SetToolCallApproval(ctx context.Context, messageID string, toolCallID string, status parley.ApprovalStatus, reason *string, decidedBy *string) (*parley.ToolRequestMessage, error)
+	ResolveFileReference(ctx context.Context, messageID string, agent *parley.AgentRole) (*parley.FileReferenceMessage, error)
+	RecognizeImage(ctx context.Context, messageID string, mode *parley.RecognitionMode, agent *parley.AgentRole) (*parley.ImageMessage, error)
+	InjectMCPResource(ctx context.Context, conversationID string, server string, uri string, agent *parley.AgentRole) (*model.MessageEdge, error)
+	ClaimToolCall(ctx context.Context, messageID string, toolCallID string, worker string, leaseSeconds *int) (*parley.AwaitingToolCall, error)
 }
 type QueryResolver interface {
 	Node(ctx context.Context, id string) (parley.Node, error)
@@ -321,10 +340,12 @@ type QueryResolver interface {
 	Conversation(ctx context.Context, id string) (*parley.Conversation, error)
 	Message(ctx context.Context, id string) (parley.Message, error)
 	Conversations(ctx context.Context, first *int, after *string, last *int, before *string) (*model.ConversationConnection, error)
+	ToolCallsAwaitingResult(ctx context.Context, conversationID *string, names []string, unclaimed *bool, first *int) ([]*parley.AwaitingToolCall, error)
 }
 type SubscriptionResolver interface {
 	MessageAdded(ctx context.Context, conversationID string, after *string) (<-chan *model.MessageEdge, error)
 	MessageUpdated(ctx context.Context, conversationID string) (<-chan *model.MessageEdge, error)
+	ToolCallAwaitingResult(ctx context.Context, conversationID *string, names []string) (<-chan *parley.AwaitingToolCall, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -369,6 +390,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ApprovalDecision.Status(childComplexity), true
+
+	case "AwaitingToolCall.toolCall":
+		if e.ComplexityRoot.AwaitingToolCall.Call == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AwaitingToolCall.Call(childComplexity), true
+	case "AwaitingToolCall.claimExpiresAt":
+		if e.ComplexityRoot.AwaitingToolCall.ClaimExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AwaitingToolCall.ClaimExpiresAt(childComplexity), true
+	case "AwaitingToolCall.claimedBy":
+		if e.ComplexityRoot.AwaitingToolCall.ClaimedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AwaitingToolCall.ClaimedBy(childComplexity), true
+	case "AwaitingToolCall.conversationId":
+		if e.ComplexityRoot.AwaitingToolCall.ConversationID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AwaitingToolCall.ConversationID(childComplexity), true
+	case "AwaitingToolCall.message":
+		if e.ComplexityRoot.AwaitingToolCall.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AwaitingToolCall.Message(childComplexity), true
 
 	case "Conversation.createdAt":
 		if e.ComplexityRoot.Conversation.CreatedAt == nil {
@@ -663,6 +715,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ImageRecognition.RecognizedText(childComplexity), true
+	case "ImageRecognition.script":
+		if e.ComplexityRoot.ImageRecognition.Script == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageRecognition.Script(childComplexity), true
 	case "ImageRecognition.status":
 		if e.ComplexityRoot.ImageRecognition.Status == nil {
 			break
@@ -847,6 +905,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.AddMessage(childComplexity, args["conversationId"].(string), args["input"].(model.MessageInput)), true
+	case "Mutation.claimToolCall":
+		if e.ComplexityRoot.Mutation.ClaimToolCall == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_claimToolCall_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ClaimToolCall(childComplexity, args["messageId"].(string), args["toolCallId"].(string), args["worker"].(string), args["leaseSeconds"].(*int)), true
 	case "Mutation.createConversation":
 		if e.ComplexityRoot.Mutation.CreateConversation == nil {
 			break
@@ -869,6 +938,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteConversation(childComplexity, args["id"].(string)), true
+	case "Mutation.injectMCPResource":
+		if e.ComplexityRoot.Mutation.InjectMCPResource == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_injectMCPResource_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.InjectMCPResource(childComplexity, args["conversationId"].(string), args["server"].(string), args["uri"].(string), args["agent"].(*parley.AgentRole)), true
+	case "Mutation.recognizeImage":
+		if e.ComplexityRoot.Mutation.RecognizeImage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_recognizeImage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RecognizeImage(childComplexity, args["messageId"].(string), args["mode"].(*parley.RecognitionMode), args["agent"].(*parley.AgentRole)), true
 	case "Mutation.renameConversation":
 		if e.ComplexityRoot.Mutation.RenameConversation == nil {
 			break
@@ -880,6 +971,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RenameConversation(childComplexity, args["id"].(string), args["title"].(string)), true
+	case "Mutation.resolveFileReference":
+		if e.ComplexityRoot.Mutation.ResolveFileReference == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_resolveFileReference_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ResolveFileReference(childComplexity, args["messageId"].(string), args["agent"].(*parley.AgentRole)), true
 	case "Mutation.setToolCallApproval":
 		if e.ComplexityRoot.Mutation.SetToolCallApproval == nil {
 			break
@@ -890,7 +992,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.SetToolCallApproval(childComplexity, args["messageId"].(string), args["toolCallId"].(string), args["status"].(parley.ApprovalStatus), args["reason"].(*string)), true
+		return e.ComplexityRoot.Mutation.SetToolCallApproval(childComplexity, args["messageId"].(string), args["toolCallId"].(string), args["status"].(parley.ApprovalStatus), args["reason"].(*string), args["decidedBy"].(*string)), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -1017,6 +1119,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Nodes(childComplexity, args["ids"].([]string)), true
+	case "Query.toolCallsAwaitingResult":
+		if e.ComplexityRoot.Query.ToolCallsAwaitingResult == nil {
+			break
+		}
+
+		args, err := ec.field_Query_toolCallsAwaitingResult_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ToolCallsAwaitingResult(childComplexity, args["conversationId"].(*string), args["names"].([]string), args["unclaimed"].(*bool), args["first"].(*int)), true
 
 	case "Subscription.messageAdded":
 		if e.ComplexityRoot.Subscription.MessageAdded == nil {
@@ -1040,6 +1153,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.MessageUpdated(childComplexity, args["conversationId"].(string)), true
+	case "Subscription.toolCallAwaitingResult":
+		if e.ComplexityRoot.Subscription.ToolCallAwaitingResult == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_toolCallAwaitingResult_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.ToolCallAwaitingResult(childComplexity, args["conversationId"].(*string), args["names"].([]string)), true
 
 	case "SystemControlMessage.kind":
 		if e.ComplexityRoot.SystemControlMessage.ControlKind == nil {
@@ -1626,7 +1750,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "schema/realtime.graphqls"
+//go:embed "schema/processing.graphqls" "schema/realtime.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -2131,10 +2255,11 @@ type Mutation {
   deleteConversation(id: ID!): ID!
   "Adds a message as the conversation's next one."
   addMessage(conversationId: ID!, input: MessageInput!): MessageEdge!
-  "Approves or denies a pending tool call; deciding a decided call is a CONFLICT."
-  setToolCallApproval(messageId: ID!, toolCallId: String!, status: ApprovalStatus!, reason: String): ToolRequestMessage!
+  "Approves or denies a pending tool call, recording who decided (` + "`" + `decidedBy` + "`" + `: a person or an agent), why and when; deciding a decided call is a CONFLICT."
+  setToolCallApproval(messageId: ID!, toolCallId: String!, status: ApprovalStatus!, reason: String, decidedBy: String): ToolRequestMessage!
 }
 `, BuiltIn: false},
+	{Name: "schema/processing.graphqls", Input: sourceData("schema/processing.graphqls"), BuiltIn: false},
 	{Name: "schema/realtime.graphqls", Input: sourceData("schema/realtime.graphqls"), BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
@@ -2155,6 +2280,22 @@ func (ec *executionContext) childFields_ApprovalDecision(ctx context.Context, fi
 		return ec.fieldContext_ApprovalDecision_decidedAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ApprovalDecision", field.Name)
+}
+
+func (ec *executionContext) childFields_AwaitingToolCall(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "conversationId":
+		return ec.fieldContext_AwaitingToolCall_conversationId(ctx, field)
+	case "message":
+		return ec.fieldContext_AwaitingToolCall_message(ctx, field)
+	case "toolCall":
+		return ec.fieldContext_AwaitingToolCall_toolCall(ctx, field)
+	case "claimedBy":
+		return ec.fieldContext_AwaitingToolCall_claimedBy(ctx, field)
+	case "claimExpiresAt":
+		return ec.fieldContext_AwaitingToolCall_claimExpiresAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AwaitingToolCall", field.Name)
 }
 
 func (ec *executionContext) childFields_Conversation(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2197,6 +2338,36 @@ func (ec *executionContext) childFields_ConversationEdge(ctx context.Context, fi
 	return nil, fmt.Errorf("no field named %q was found under type ConversationEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_FileReferenceMessage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_FileReferenceMessage_id(ctx, field)
+	case "conversationId":
+		return ec.fieldContext_FileReferenceMessage_conversationId(ctx, field)
+	case "role":
+		return ec.fieldContext_FileReferenceMessage_role(ctx, field)
+	case "position":
+		return ec.fieldContext_FileReferenceMessage_position(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_FileReferenceMessage_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_FileReferenceMessage_updatedAt(ctx, field)
+	case "label":
+		return ec.fieldContext_FileReferenceMessage_label(ctx, field)
+	case "sourceId":
+		return ec.fieldContext_FileReferenceMessage_sourceId(ctx, field)
+	case "path":
+		return ec.fieldContext_FileReferenceMessage_path(ctx, field)
+	case "startLine":
+		return ec.fieldContext_FileReferenceMessage_startLine(ctx, field)
+	case "endLine":
+		return ec.fieldContext_FileReferenceMessage_endLine(ctx, field)
+	case "resolution":
+		return ec.fieldContext_FileReferenceMessage_resolution(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FileReferenceMessage", field.Name)
+}
+
 func (ec *executionContext) childFields_FileResolution(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "status":
@@ -2213,6 +2384,34 @@ func (ec *executionContext) childFields_FileResolution(ctx context.Context, fiel
 		return ec.fieldContext_FileResolution_resolvedAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type FileResolution", field.Name)
+}
+
+func (ec *executionContext) childFields_ImageMessage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_ImageMessage_id(ctx, field)
+	case "conversationId":
+		return ec.fieldContext_ImageMessage_conversationId(ctx, field)
+	case "role":
+		return ec.fieldContext_ImageMessage_role(ctx, field)
+	case "position":
+		return ec.fieldContext_ImageMessage_position(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_ImageMessage_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_ImageMessage_updatedAt(ctx, field)
+	case "label":
+		return ec.fieldContext_ImageMessage_label(ctx, field)
+	case "sourceId":
+		return ec.fieldContext_ImageMessage_sourceId(ctx, field)
+	case "source":
+		return ec.fieldContext_ImageMessage_source(ctx, field)
+	case "recognitionMode":
+		return ec.fieldContext_ImageMessage_recognitionMode(ctx, field)
+	case "recognition":
+		return ec.fieldContext_ImageMessage_recognition(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ImageMessage", field.Name)
 }
 
 func (ec *executionContext) childFields_ImageRecognition(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2235,6 +2434,8 @@ func (ec *executionContext) childFields_ImageRecognition(ctx context.Context, fi
 		return ec.fieldContext_ImageRecognition_error(ctx, field)
 	case "processedAt":
 		return ec.fieldContext_ImageRecognition_processedAt(ctx, field)
+	case "script":
+		return ec.fieldContext_ImageRecognition_script(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ImageRecognition", field.Name)
 }
@@ -2555,6 +2756,44 @@ func (ec *executionContext) field_Mutation_addMessage_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_claimToolCall_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "messageId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["messageId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "toolCallId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["toolCallId"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "worker",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["worker"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "leaseSeconds",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["leaseSeconds"] = arg3
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createConversation_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2583,6 +2822,74 @@ func (ec *executionContext) field_Mutation_deleteConversation_args(ctx context.C
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_injectMCPResource_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "server",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["server"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "uri",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["uri"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "agent",
+		func(ctx context.Context, v any) (*parley.AgentRole, error) {
+			return ec.unmarshalOAgentRole2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐAgentRole(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["agent"] = arg3
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_recognizeImage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "messageId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["messageId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "mode",
+		func(ctx context.Context, v any) (*parley.RecognitionMode, error) {
+			return ec.unmarshalORecognitionMode2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐRecognitionMode(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["mode"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "agent",
+		func(ctx context.Context, v any) (*parley.AgentRole, error) {
+			return ec.unmarshalOAgentRole2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐAgentRole(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["agent"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_renameConversation_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2602,6 +2909,28 @@ func (ec *executionContext) field_Mutation_renameConversation_args(ctx context.C
 		return nil, err
 	}
 	args["title"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_resolveFileReference_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "messageId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["messageId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "agent",
+		func(ctx context.Context, v any) (*parley.AgentRole, error) {
+			return ec.unmarshalOAgentRole2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐAgentRole(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["agent"] = arg1
 	return args, nil
 }
 
@@ -2640,6 +2969,14 @@ func (ec *executionContext) field_Mutation_setToolCallApproval_args(ctx context.
 		return nil, err
 	}
 	args["reason"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "decidedBy",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["decidedBy"] = arg4
 	return args, nil
 }
 
@@ -2751,6 +3088,44 @@ func (ec *executionContext) field_Query_nodes_args(ctx context.Context, rawArgs 
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_toolCallsAwaitingResult_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "names",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["names"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "unclaimed",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["unclaimed"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg3
+	return args, nil
+}
+
 func (ec *executionContext) field_Subscription_messageAdded_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2784,6 +3159,28 @@ func (ec *executionContext) field_Subscription_messageUpdated_args(ctx context.C
 		return nil, err
 	}
 	args["conversationId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_toolCallAwaitingResult_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "names",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["names"] = arg1
 	return args, nil
 }
 
@@ -2937,6 +3334,139 @@ func (ec *executionContext) _ApprovalDecision_decidedAt(ctx context.Context, fie
 }
 func (ec *executionContext) fieldContext_ApprovalDecision_decidedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ApprovalDecision", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _AwaitingToolCall_conversationId(ctx context.Context, field graphql.CollectedField, obj *parley.AwaitingToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AwaitingToolCall_conversationId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ConversationID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AwaitingToolCall_conversationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AwaitingToolCall", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _AwaitingToolCall_message(ctx context.Context, field graphql.CollectedField, obj *parley.AwaitingToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AwaitingToolCall_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.ToolRequestMessage) graphql.Marshaler {
+			return ec.marshalNToolRequestMessage2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐToolRequestMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AwaitingToolCall_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AwaitingToolCall",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ToolRequestMessage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AwaitingToolCall_toolCall(ctx context.Context, field graphql.CollectedField, obj *parley.AwaitingToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AwaitingToolCall_toolCall(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Call, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.ToolCall) graphql.Marshaler {
+			return ec.marshalNToolCall2githubᚗcomᚋparleyᚑdevᚋparleyᚐToolCall(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AwaitingToolCall_toolCall(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AwaitingToolCall",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ToolCall(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AwaitingToolCall_claimedBy(ctx context.Context, field graphql.CollectedField, obj *parley.AwaitingToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AwaitingToolCall_claimedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClaimedBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AwaitingToolCall_claimedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AwaitingToolCall", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AwaitingToolCall_claimExpiresAt(ctx context.Context, field graphql.CollectedField, obj *parley.AwaitingToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AwaitingToolCall_claimExpiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClaimExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AwaitingToolCall_claimExpiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AwaitingToolCall", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
 func (ec *executionContext) _Conversation_id(ctx context.Context, field graphql.CollectedField, obj *parley.Conversation) (ret graphql.Marshaler) {
@@ -4159,6 +4689,29 @@ func (ec *executionContext) fieldContext_ImageRecognition_processedAt(_ context.
 	return graphql.NewScalarFieldContext("ImageRecognition", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
+func (ec *executionContext) _ImageRecognition_script(ctx context.Context, field graphql.CollectedField, obj *parley.ImageRecognition) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImageRecognition_script(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Script, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ImageRecognition_script(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImageRecognition", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _ImageSource_kind(ctx context.Context, field graphql.CollectedField, obj *parley.ImageSource) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4961,7 +5514,7 @@ func (ec *executionContext) _Mutation_setToolCallApproval(ctx context.Context, f
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().SetToolCallApproval(ctx, fc.Args["messageId"].(string), fc.Args["toolCallId"].(string), fc.Args["status"].(parley.ApprovalStatus), fc.Args["reason"].(*string))
+			return ec.Resolvers.Mutation().SetToolCallApproval(ctx, fc.Args["messageId"].(string), fc.Args["toolCallId"].(string), fc.Args["status"].(parley.ApprovalStatus), fc.Args["reason"].(*string), fc.Args["decidedBy"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *parley.ToolRequestMessage) graphql.Marshaler {
@@ -4989,6 +5542,182 @@ func (ec *executionContext) fieldContext_Mutation_setToolCallApproval(ctx contex
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_setToolCallApproval_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_resolveFileReference(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_resolveFileReference(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ResolveFileReference(ctx, fc.Args["messageId"].(string), fc.Args["agent"].(*parley.AgentRole))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.FileReferenceMessage) graphql.Marshaler {
+			return ec.marshalNFileReferenceMessage2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐFileReferenceMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_resolveFileReference(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FileReferenceMessage(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_resolveFileReference_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_recognizeImage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_recognizeImage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RecognizeImage(ctx, fc.Args["messageId"].(string), fc.Args["mode"].(*parley.RecognitionMode), fc.Args["agent"].(*parley.AgentRole))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.ImageMessage) graphql.Marshaler {
+			return ec.marshalNImageMessage2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_recognizeImage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ImageMessage(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_recognizeImage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_injectMCPResource(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_injectMCPResource(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().InjectMCPResource(ctx, fc.Args["conversationId"].(string), fc.Args["server"].(string), fc.Args["uri"].(string), fc.Args["agent"].(*parley.AgentRole))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MessageEdge) graphql.Marshaler {
+			return ec.marshalNMessageEdge2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐMessageEdge(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_injectMCPResource(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MessageEdge(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_injectMCPResource_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_claimToolCall(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_claimToolCall(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ClaimToolCall(ctx, fc.Args["messageId"].(string), fc.Args["toolCallId"].(string), fc.Args["worker"].(string), fc.Args["leaseSeconds"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.AwaitingToolCall) graphql.Marshaler {
+			return ec.marshalNAwaitingToolCall2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐAwaitingToolCall(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_claimToolCall(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AwaitingToolCall(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_claimToolCall_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -5468,6 +6197,50 @@ func (ec *executionContext) fieldContext_Query_conversations(ctx context.Context
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_toolCallsAwaitingResult(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_toolCallsAwaitingResult(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().ToolCallsAwaitingResult(ctx, fc.Args["conversationId"].(*string), fc.Args["names"].([]string), fc.Args["unclaimed"].(*bool), fc.Args["first"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*parley.AwaitingToolCall) graphql.Marshaler {
+			return ec.marshalNAwaitingToolCall2ᚕᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐAwaitingToolCallᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_toolCallsAwaitingResult(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AwaitingToolCall(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_toolCallsAwaitingResult_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5626,6 +6399,50 @@ func (ec *executionContext) fieldContext_Subscription_messageUpdated(ctx context
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Subscription_messageUpdated_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_toolCallAwaitingResult(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_toolCallAwaitingResult(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().ToolCallAwaitingResult(ctx, fc.Args["conversationId"].(*string), fc.Args["names"].([]string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.AwaitingToolCall) graphql.Marshaler {
+			return ec.marshalNAwaitingToolCall2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐAwaitingToolCall(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_toolCallAwaitingResult(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AwaitingToolCall(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_toolCallAwaitingResult_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -9392,6 +10209,64 @@ func (ec *executionContext) _ApprovalDecision(ctx context.Context, sel ast.Selec
 	return out
 }
 
+var awaitingToolCallImplementors = []string{"AwaitingToolCall"}
+
+func (ec *executionContext) _AwaitingToolCall(ctx context.Context, sel ast.SelectionSet, obj *parley.AwaitingToolCall) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, awaitingToolCallImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AwaitingToolCall")
+		case "conversationId":
+			out.Values[i] = ec._AwaitingToolCall_conversationId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "message":
+			out.Values[i] = ec._AwaitingToolCall_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "toolCall":
+			out.Values[i] = ec._AwaitingToolCall_toolCall(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "claimedBy":
+			out.Values[i] = ec._AwaitingToolCall_claimedBy(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "claimExpiresAt":
+			out.Values[i] = ec._AwaitingToolCall_claimExpiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var conversationImplementors = []string{"Conversation", "Node"}
 
 func (ec *executionContext) _Conversation(ctx context.Context, sel ast.SelectionSet, obj *parley.Conversation) graphql.Marshaler {
@@ -9913,6 +10788,11 @@ func (ec *executionContext) _ImageRecognition(ctx context.Context, sel ast.Selec
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "script":
+			out.Values[i] = ec._ImageRecognition_script(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10251,6 +11131,34 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "resolveFileReference":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_resolveFileReference(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "recognizeImage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_recognizeImage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "injectMCPResource":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_injectMCPResource(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "claimToolCall":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_claimToolCall(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10556,6 +11464,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "toolCallsAwaitingResult":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_toolCallsAwaitingResult(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -10608,6 +11538,8 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 		return ec._Subscription_messageAdded(ctx, fields[0])
 	case "messageUpdated":
 		return ec._Subscription_messageUpdated(ctx, fields[0])
+	case "toolCallAwaitingResult":
+		return ec._Subscription_toolCallAwaitingResult(ctx, fields[0])
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}
@@ -11636,6 +12568,32 @@ func (ec *executionContext) marshalNApprovalStatus2githubᚗcomᚋparleyᚑdev�
 	return v
 }
 
+func (ec *executionContext) marshalNAwaitingToolCall2ᚕᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐAwaitingToolCallᚄ(ctx context.Context, sel ast.SelectionSet, v []*parley.AwaitingToolCall) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAwaitingToolCall2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐAwaitingToolCall(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNAwaitingToolCall2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐAwaitingToolCall(ctx context.Context, sel ast.SelectionSet, v *parley.AwaitingToolCall) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._AwaitingToolCall(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -11708,6 +12666,16 @@ func (ec *executionContext) marshalNConversationEdge2ᚖgithubᚗcomᚋparleyᚑ
 	return ec._ConversationEdge(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNFileReferenceMessage2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐFileReferenceMessage(ctx context.Context, sel ast.SelectionSet, v *parley.FileReferenceMessage) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._FileReferenceMessage(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalID(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -11751,6 +12719,16 @@ func (ec *executionContext) marshalNID2ᚕstringᚄ(ctx context.Context, sel ast
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalNImageMessage2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageMessage(ctx context.Context, sel ast.SelectionSet, v *parley.ImageMessage) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ImageMessage(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNImageSource2githubᚗcomᚋparleyᚑdevᚋparleyᚐImageSource(ctx context.Context, sel ast.SelectionSet, v parley.ImageSource) graphql.Marshaler {
@@ -12166,6 +13144,22 @@ func (ec *executionContext) marshalN__TypeKind2string(ctx context.Context, sel a
 	return res
 }
 
+func (ec *executionContext) unmarshalOAgentRole2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐAgentRole(ctx context.Context, v any) (*parley.AgentRole, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(parley.AgentRole)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOAgentRole2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐAgentRole(ctx context.Context, sel ast.SelectionSet, v *parley.AgentRole) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
 func (ec *executionContext) marshalOApprovalDecision2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐApprovalDecision(ctx context.Context, sel ast.SelectionSet, v *parley.ApprovalDecision) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -12240,6 +13234,24 @@ func (ec *executionContext) marshalOFloat2ᚖfloat64(ctx context.Context, sel as
 	_ = sel
 	res := graphql.MarshalFloatContext(*v)
 	return graphql.WrapContextMarshaler(ctx, res)
+}
+
+func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalID(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOID2ᚖstring(ctx context.Context, sel ast.SelectionSet, v *string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalID(*v)
+	return res
 }
 
 func (ec *executionContext) unmarshalOImageInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐImageInput(ctx context.Context, v any) (*model.ImageInput, error) {
@@ -12379,6 +13391,41 @@ func (ec *executionContext) marshalOString2string(ctx context.Context, sel ast.S
 	_ = ctx
 	res := graphql.MarshalString(v)
 	return res
+}
+
+func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNString2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOString2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNString2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalOString2ᚖstring(ctx context.Context, v any) (*string, error) {

@@ -14,5 +14,9 @@ type Resolver struct {
 	MessageService      parley.MessageService
 	// EventService serves subscriptions; without it they answer SERVICE_UNAVAILABLE.
 	EventService parley.EventService
-	Logger       *slog.Logger
+	// ProcessingService runs processing steps and ToolWorkService serves tool workers;
+	// without them those fields answer SERVICE_UNAVAILABLE.
+	ProcessingService parley.ProcessingService
+	ToolWorkService   parley.ToolWorkService
+	Logger            *slog.Logger
 }

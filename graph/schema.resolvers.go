@@ -50,8 +50,8 @@ func (r *mutationResolver) AddMessage(ctx context.Context, conversationID string
 	return messageEdge(m), nil
 }
 
-func (r *mutationResolver) SetToolCallApproval(ctx context.Context, messageID string, toolCallID string, status parley.ApprovalStatus, reason *string) (*parley.ToolRequestMessage, error) {
-	return r.MessageService.SetToolCallApproval(ctx, messageID, toolCallID, parley.ApprovalDecision{Status: status, Reason: deref(reason)})
+func (r *mutationResolver) SetToolCallApproval(ctx context.Context, messageID string, toolCallID string, status parley.ApprovalStatus, reason *string, decidedBy *string) (*parley.ToolRequestMessage, error) {
+	return r.MessageService.SetToolCallApproval(ctx, messageID, toolCallID, parley.ApprovalDecision{Status: status, Reason: deref(reason), DecidedBy: deref(decidedBy)})
 }
 
 func (r *queryResolver) Node(ctx context.Context, id string) (parley.Node, error) {

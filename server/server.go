@@ -22,6 +22,10 @@ type Config struct {
 	Messages      parley.MessageService
 	// Events serves subscriptions (a realtime.Feed); nil turns them away.
 	Events parley.EventService
+	// Processing runs processing steps and ToolWork serves tool workers; nil turns
+	// those requests away.
+	Processing parley.ProcessingService
+	ToolWork   parley.ToolWorkService
 	// Ready reports whether the server can serve requests (the database answers).
 	Ready  func(ctx context.Context) error
 	Logger *slog.Logger
@@ -43,6 +47,8 @@ func New(cfg Config) http.Handler {
 		ConversationService: cfg.Conversations,
 		MessageService:      cfg.Messages,
 		EventService:        cfg.Events,
+		ProcessingService:   cfg.Processing,
+		ToolWorkService:     cfg.ToolWork,
 		Logger:              cfg.Logger,
 	}
 	mux := http.NewServeMux()
