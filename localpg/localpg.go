@@ -128,6 +128,10 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 // DataDir returns the cluster's data directory, as an absolute path.
 func (c *Cluster) DataDir() string { return c.dataDir }
 
+// SocketDir returns the directory holding the cluster's Unix socket, for clients that
+// take a host directory rather than DSN (libpq's host=, node-postgres's ?host=).
+func (c *Cluster) SocketDir() string { return c.socketDir }
+
 // DSN returns a lib/pq key=value connection string for database dbname, as the
 // superuser over the cluster's Unix socket. It stays valid across Restart.
 func (c *Cluster) DSN(dbname string) string {

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestPercentile(t *testing.T) {
+	var lat []time.Duration
+	for i := 1; i <= 200; i++ {
+		lat = append(lat, time.Duration(i))
+	}
+	tests := []struct {
+		name string
+		p    int
+		want time.Duration
+	}{
+		{"p50", 50, 100},
+		{"p99", 99, 198},
+		{"p100", 100, 200},
+		{"p1", 1, 2},
+	}
+	for _, tc := range tests {
+		if got := percentile(lat, tc.p); got != tc.want {
+			t.Errorf("%s: got %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	if got := percentile([]time.Duration{7}, 99); got != 7 {
+		t.Errorf("p99 of one sample: got %d, want 7", got)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	if got := median([]float64{5, 1, 3}); got != 3 {
+		t.Errorf("odd count: got %v, want 3", got)
+	}
+	if got := median([]time.Duration{4, 1, 3, 2}); got != 2 {
+		t.Errorf("even count: got %v, want 2 (the mean of 2 and 3, truncated)", got)
+	}
+}
+
+func TestMeasureCountsEveryClient(t *testing.T) {
+	var n atomic.Int64
+	s, err := measure(context.Background(), 4, 0, 50*time.Millisecond, func(ctx context.Context, client int) error {
+		n.Add(1)
+		time.Sleep(time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(s.Requests) != n.Load() || s.Requests < 40 {
+		t.Errorf("got %d requests recorded of %d done, want all and at least 40", s.Requests, n.Load())
+	}
+	if s.P50 < time.Millisecond || s.P99 < s.P50 {
+		t.Errorf("got p50 %s, p99 %s: want p50 >= 1ms and p99 >= p50", s.P50, s.P99)
+	}
+}
+
+func TestMeasureStopsAtTheFirstFailure(t *testing.T) {
+	boom := errors.New("boom")
+	_, err := measure(context.Background(), 2, 0, time.Minute, func(ctx context.Context, client int) error {
+		if client == 1 {
+			return boom
+		}
+		time.Sleep(time.Millisecond)
+		return nil
+	})
+	if !errors.Is(err, boom) {
+		t.Errorf("got %v, want boom", err)
+	}
+}
+
+func TestPostRefusesErrors(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/ok":
+			w.Write([]byte(`{"data":{"x":1}}`))
+		case "/errors":
+			w.Write([]byte(`{"errors":[{"message":"no"}],"data":null}`))
+		default:
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"data":null}`))
+		}
+	}))
+	defer srv.Close()
+	tests := []struct {
+		name, path string
+		ok         bool
+	}{
+		{"data", "/ok", true},
+		{"errors", "/errors", false},
+		{"status", "/bad", false},
+	}
+	for _, tc := range tests {
+		c := newGQLClient(srv.URL+tc.path, 1)
+		_, err := c.post(context.Background(), 0, []byte(`{}`))
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: got error %v, want ok=%v", tc.name, err, tc.ok)
+		}
+	}
+}
+
+func TestReport(t *testing.T) {
+	r := &results{Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Runs: 3, Clients: 16, Samples: map[string][]sample{}}
+	add := func(key string, p50 time.Duration, tput float64) {
+		r.Samples[key] = append(r.Samples[key], sample{P50: p50, P99: 2 * p50, Throughput: tput})
+	}
+	add("save/1/raw", 500*time.Microsecond, 2000)
+	add("save/1/parley", 900*time.Microsecond, 1100)
+	add("save/1/postgraphile", 2*time.Millisecond, 500)
+	add("save/16/raw", 3*time.Millisecond, 3000)
+	add("save/16/parley", 5*time.Millisecond, 1500) // 50% of raw: missed
+	add("save/16/postgraphile", 20*time.Millisecond, 600)
+	add("history/1/raw", 600*time.Microsecond, 1000)
+	add("history/1/parley", 2*time.Millisecond, 400)
+	add("history/1/postgraphile", 5*time.Millisecond, 150)
+	add("history/16/raw", 8*time.Millisecond, 1200)
+	add("history/16/parley", 30*time.Millisecond, 500)
+	add("history/16/postgraphile", 50*time.Millisecond, 300) // 1.67x: missed
+	rep := buildReport(r, nil)
+	md := rep.markdown("report.svg")
+	for _, want := range []string{
+		"| Save p50 (1 client) within 2× of raw SQL | 1.80× (0.90 ms vs 0.50 ms) | ≤ 2× | met |",
+		"| Save throughput at 16 clients vs raw SQL | 50% (1500 vs 3000 req/s) | ≥ 60% | **missed** |",
+		"| History read throughput at 16 clients vs PostGraphile | 1.67× (500 vs 300 req/s) | ≥ 2× | **missed** |",
+		"300 req/s short of 1800",
+		"**TODO**",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	var doc struct{ XMLName xml.Name }
+	if err := xml.Unmarshal([]byte(rep.svg()), &doc); err != nil || doc.XMLName.Local != "svg" {
+		t.Errorf("chart is not an SVG document: %v (%s)", err, doc.XMLName.Local)
+	}
+}

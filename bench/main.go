@@ -1,0 +1,677 @@
+// Command bench is `make bench` (scripts/bench.sh builds and runs it): it measures
+// Parley beside the raw SQL doing the same database work and beside PostGraphile serving
+// the same tables, all on one machine in one run so that the ratios hold on a noisy
+// machine, and writes a Markdown report and an SVG chart.
+//
+// It starts its own PostgreSQL (localpg, durability off: the figures measure software,
+// not the disk), a Parley from the binary given with -parley and a PostGraphile from
+// bench/node_modules, all on loopback, and drives them with its own load generator:
+// N concurrent clients, each sending its next request when the last one is answered,
+// for a fixed time. Every figure is the median of -runs runs; each run measures every
+// target once, in an order that rotates from run to run.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq"
+
+	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/localpg"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// config is what the flags say.
+type config struct {
+	parleyBin    string
+	postgraphile string // PostGraphile's cli.js
+	node         string
+	out, chart   string
+	resultsJSON  string
+	before       string // results of an earlier run to show beside this one
+	profileDir   string
+	workDir      string
+	keep         bool
+	runs         int
+	clients      int
+	warmup       time.Duration
+	duration     time.Duration
+	profileFor   time.Duration
+	pgWorkers    int
+	only         string
+	commandLine  string
+}
+
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	cfg := &config{}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.parleyBin, "parley", "bin/parley", "the parley binary to measure")
+	fs.StringVar(&cfg.postgraphile, "postgraphile", "bench/node_modules/postgraphile/cli.js", "PostGraphile's CLI script")
+	fs.StringVar(&cfg.node, "node", "node", "the Node.js binary")
+	fs.StringVar(&cfg.out, "out", "bench/report.md", "where to write the Markdown report")
+	fs.StringVar(&cfg.chart, "chart", "bench/report.svg", "where to write the SVG chart")
+	fs.StringVar(&cfg.resultsJSON, "json", "bench/results.json", "where to write the raw results (every run's samples)")
+	fs.StringVar(&cfg.before, "before", "", "results JSON of an earlier run (e.g. before optimizations) to show beside this one")
+	fs.StringVar(&cfg.profileDir, "profiles", "bench", "where to keep the CPU profiles of Parley under load")
+	fs.StringVar(&cfg.workDir, "work", "", "directory for the database and logs (default: a new temporary directory, removed at the end)")
+	fs.BoolVar(&cfg.keep, "keep", false, "keep the work directory")
+	fs.IntVar(&cfg.runs, "runs", 5, "runs; every figure is the median of the runs")
+	fs.IntVar(&cfg.clients, "clients", 16, "concurrent clients of the throughput measurements")
+	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "unrecorded warm-up before each measurement")
+	fs.DurationVar(&cfg.duration, "duration", 3*time.Second, "recorded time of each measurement")
+	fs.DurationVar(&cfg.profileFor, "profile-for", 8*time.Second, "how long to profile Parley under load (0: no profiles)")
+	fs.IntVar(&cfg.pgWorkers, "postgraphile-workers", 1, "PostGraphile processes (its --cluster-workers; 1: one process)")
+	fs.StringVar(&cfg.only, "only", "", "measure only these workloads (comma-separated: save, history, save-mixed), for a quick look")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if cfg.runs < 1 || cfg.clients < 1 {
+		return nil, errors.New("-runs and -clients must be at least 1")
+	}
+	cfg.commandLine = strings.Join(append([]string{"bench"}, args...), " ")
+	return cfg, nil
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	cfg, err := parseFlags(args, os.Stderr)
+	if err != nil {
+		return err
+	}
+	logf := func(format string, a ...any) {
+		fmt.Fprintf(stdout, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
+	}
+	began := time.Now()
+	e, err := setUp(ctx, cfg, logf)
+	if e != nil {
+		defer e.tearDown(logf)
+	}
+	if err != nil {
+		return err
+	}
+	res := &results{
+		Started:   began.UTC(),
+		Machine:   machine(),
+		Versions:  e.versions,
+		Runs:      cfg.runs,
+		Clients:   cfg.clients,
+		Warmup:    cfg.warmup.String(),
+		Duration:  cfg.duration.String(),
+		Commands:  e.commands,
+		Samples:   map[string][]sample{},
+		Profiles:  map[string]string{},
+		Postgres:  "localpg, fsync=off synchronous_commit=off full_page_writes=off (durability off: the figures measure software, not the disk)",
+		PGWorkers: cfg.pgWorkers,
+	}
+	res.Commands = append([]string{"make bench    # scripts/bench.sh: npm ci in bench/ if needed, go build, then:", cfg.commandLine}, res.Commands...)
+
+	plan := e.plan(cfg)
+	if cfg.only != "" {
+		plan = slices.DeleteFunc(plan, func(g []measurement) bool {
+			return !slices.Contains(strings.Split(cfg.only, ","), strings.Split(g[0].key, "/")[0])
+		})
+	}
+	for r := range cfg.runs {
+		logf("run %d of %d", r+1, cfg.runs)
+		for _, group := range plan {
+			// Rotate the targets of each group from run to run, so that none is always
+			// measured first (or right after the heaviest).
+			n := len(group)
+			for i := range n {
+				m := group[(i+r)%n]
+				if err := e.checkAlive(); err != nil {
+					return err
+				}
+				s, err := measure(ctx, m.clients, cfg.warmup, cfg.duration, m.op)
+				if err != nil {
+					return fmt.Errorf("%s: %w", m.key, err)
+				}
+				logf("  %-28s p50 %8s  p99 %8s  %8.0f req/s", m.key, fmtDur(s.P50), fmtDur(s.P99), s.Throughput)
+				res.Samples[m.key] = append(res.Samples[m.key], s)
+			}
+		}
+	}
+
+	if err := e.measureAllocs(ctx, res, logf); err != nil {
+		return err
+	}
+	if cfg.profileFor > 0 {
+		for _, wl := range []string{"history", "save"} {
+			m, ok := e.byKey(plan, keyOf(wl, cfg.clients, "parley"))
+			if !ok {
+				continue
+			}
+			if err := e.profile(ctx, cfg, m, res, logf); err != nil {
+				return err
+			}
+		}
+	}
+	res.Elapsed = time.Since(began).Round(time.Second).String()
+
+	var before *results
+	if cfg.before != "" {
+		if before, err = readResults(cfg.before); err != nil {
+			return err
+		}
+	}
+	if err := writeResults(cfg.resultsJSON, res); err != nil {
+		return err
+	}
+	rep := buildReport(res, before)
+	if err := os.WriteFile(cfg.out, []byte(rep.markdown(filepath.Base(cfg.chart))), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(cfg.chart, []byte(rep.svg()), 0o644); err != nil {
+		return err
+	}
+	logf("wrote %s, %s and %s in %s", cfg.out, cfg.chart, cfg.resultsJSON, res.Elapsed)
+	return nil
+}
+
+// measurement is one workload against one target with a number of clients.
+type measurement struct {
+	key     string // workload/clients/target
+	clients int
+	op      op
+}
+
+func keyOf(workload string, clients int, target string) string {
+	return fmt.Sprintf("%s/%d/%s", workload, clients, target)
+}
+
+// targets, in the order reports show them.
+var targets = []string{"raw", "parley", "postgraphile"}
+
+// plan lists the measurements of one run in groups whose members are compared with each
+// other (the same workload and clients against each target).
+func (e *env) plan(cfg *config) [][]measurement {
+	var plan [][]measurement
+	for _, workload := range []string{"save", "history"} {
+		for _, clients := range []int{1, cfg.clients} {
+			var group []measurement
+			for _, target := range targets {
+				group = append(group, measurement{key: keyOf(workload, clients, target), clients: clients, op: e.op(workload, target)})
+			}
+			plan = append(plan, group)
+		}
+	}
+	plan = append(plan, []measurement{{key: keyOf("save-mixed", 1, "parley"), clients: 1,
+		op: parleySaveMixed(e.parleyClient, e.mixedConvIDs)}})
+	return plan
+}
+
+func (e *env) byKey(plan [][]measurement, key string) (measurement, bool) {
+	for _, g := range plan {
+		for _, m := range g {
+			if m.key == key {
+				return m, true
+			}
+		}
+	}
+	return measurement{}, false
+}
+
+func (e *env) op(workload, target string) op {
+	switch workload + "/" + target {
+	case "save/raw":
+		return rawSave(e.sql, e.saveKeys["raw"])
+	case "save/parley":
+		return parleySave(e.parleyClient, e.saveIDs["parley"])
+	case "save/postgraphile":
+		return postgraphileSave(e.pgClient, e.saveKeys["postgraphile"])
+	case "history/raw":
+		return rawHistory(e.sql, e.historyKey, 100)
+	case "history/parley":
+		return parleyHistory(e.parleyClient, e.historyID)
+	case "history/postgraphile":
+		return postgraphileHistory(e.pgClient, e.historyKey)
+	}
+	panic("no op for " + workload + "/" + target)
+}
+
+// env is everything the benchmark started.
+type env struct {
+	work      string
+	removeDir bool
+	cluster   *localpg.Cluster
+	sql       *sqlx.DB
+
+	parley       *proc
+	parleyURL    string // the GraphQL endpoint
+	debugURL     string // Parley's --debug-addr: pprof and expvar
+	parleyClient *gqlClient
+	pg           *proc
+	pgURL        string
+	pgClient     *gqlClient
+
+	historyID, historyKey string              // the 100-message conversation read
+	saveIDs, saveKeys     map[string][]string // per target, one conversation per client
+	mixedConvIDs          []string
+
+	versions map[string]string
+	commands []string
+}
+
+func setUp(ctx context.Context, cfg *config, logf func(string, ...any)) (*env, error) {
+	e := &env{versions: map[string]string{}}
+	parleyBin, err := filepath.Abs(cfg.parleyBin)
+	if err != nil {
+		return nil, err
+	}
+	cfg.parleyBin = parleyBin
+	if _, err := os.Stat(cfg.postgraphile); err != nil {
+		return nil, fmt.Errorf("PostGraphile is not installed (%v): run npm ci in bench/ (scripts/bench.sh does)", err)
+	}
+	e.work = cfg.workDir
+	if e.work == "" {
+		if e.work, err = os.MkdirTemp("", "parley-bench-"); err != nil {
+			return nil, err
+		}
+		e.removeDir = !cfg.keep
+	} else if err := os.MkdirAll(e.work, 0o755); err != nil {
+		return nil, err
+	}
+	// As root, Postgres runs as the postgres user, which must traverse this directory.
+	if err := os.Chmod(e.work, 0o755); err != nil {
+		return e, err
+	}
+
+	logf("starting PostgreSQL in %s", e.work)
+	e.cluster, err = localpg.Start(ctx, localpg.Config{DataDir: filepath.Join(e.work, "pg"), Fast: true})
+	if err != nil {
+		return e, err
+	}
+	if err := createDatabase(ctx, e.cluster.DSN("postgres"), "parley"); err != nil {
+		return e, err
+	}
+	dsn := e.cluster.DSN("parley")
+
+	// Parley migrates the database as it starts.
+	port, err := freePort()
+	if err != nil {
+		return e, err
+	}
+	debugPort, err := freePort()
+	if err != nil {
+		return e, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	e.parleyURL = "http://" + addr + "/graphql"
+	e.debugURL = fmt.Sprintf("http://127.0.0.1:%d", debugPort)
+	argv := []string{cfg.parleyBin, "serve", "--addr", addr, "--database-url", dsn,
+		"--debug-addr", fmt.Sprintf("127.0.0.1:%d", debugPort)}
+	e.commands = append(e.commands, redactDSN(strings.Join(argv, " "), dsn))
+	logf("starting Parley on %s", addr)
+	e.parley, err = startProc(ctx, "parley", filepath.Join(e.work, "parley.log"), nil, argv, 60*time.Second,
+		httpOK("http://"+addr+"/readyz"))
+	if err != nil {
+		return e, err
+	}
+	e.versions["Parley"] = commandVersion(`(?m)^vcs\.revision=(\w{12})`, "go", "version", "-m", cfg.parleyBin)
+
+	if e.sql, err = sqlx.Open("postgres", dsn); err != nil {
+		return e, err
+	}
+	e.sql.SetMaxOpenConns(20) // as Parley's pool
+	e.sql.SetMaxIdleConns(20)
+	var pgVersion string
+	if err := e.sql.GetContext(ctx, &pgVersion, `SHOW server_version`); err != nil {
+		return e, err
+	}
+	e.versions["PostgreSQL"] = pgVersion
+	e.versions["Go"] = runtime.Version()
+
+	e.parleyClient = newGQLClient(e.parleyURL, max(cfg.clients, 1))
+	if err := e.seed(ctx, cfg, logf); err != nil {
+		return e, err
+	}
+
+	if _, err := e.sql.ExecContext(ctx, postgraphileSetupSQL); err != nil {
+		return e, fmt.Errorf("create bench.add_message: %w", err)
+	}
+	if port, err = freePort(); err != nil {
+		return e, err
+	}
+	e.pgURL = fmt.Sprintf("http://127.0.0.1:%d/graphql", port)
+	pgConn := "postgres:///parley?" + url.Values{"host": {e.cluster.SocketDir()}, "port": {dsnPort(dsn)}, "user": {localpg.Superuser}}.Encode()
+	argv = []string{cfg.node, cfg.postgraphile, "--connection", pgConn, "--schema", "public,bench",
+		"--host", "127.0.0.1", "--port", fmt.Sprint(port), "--disable-graphiql", "--disable-query-log",
+		"--dynamic-json", "--no-setof-functions-contain-nulls", "--max-pool-size", "20"}
+	if cfg.pgWorkers > 1 {
+		argv = append(argv, "--cluster-workers", fmt.Sprint(cfg.pgWorkers))
+	}
+	e.commands = append(e.commands, "NODE_ENV=production "+strings.Join(argv, " "))
+	logf("starting PostGraphile on 127.0.0.1:%d", port)
+	e.pg, err = startProc(ctx, "postgraphile", filepath.Join(e.work, "postgraphile.log"), []string{"NODE_ENV=production"},
+		argv, 60*time.Second, graphqlOK(e.pgURL))
+	if err != nil {
+		return e, err
+	}
+	e.pgClient = newGQLClient(e.pgURL, max(cfg.clients, 1))
+	e.versions["Node.js"] = commandVersion(`v(\S+)`, cfg.node, "--version")
+	e.versions["PostGraphile"] = commandVersion(`(\d+\.\d+\.\d+)`, cfg.node, cfg.postgraphile, "--version")
+
+	return e, e.check(ctx)
+}
+
+// seed creates the history that is read (100 messages of mixed variants, through
+// Parley) and one conversation per client and target for the saves.
+func (e *env) seed(ctx context.Context, cfg *config, logf func(string, ...any)) error {
+	logf("seeding a 100-message conversation of mixed variants and %d conversations per target", cfg.clients)
+	var err error
+	if e.historyID, e.historyKey, err = e.createConversation(ctx, "history"); err != nil {
+		return err
+	}
+	for i := range 100 {
+		body := request(parleySaveQuery, map[string]any{"c": e.historyID, "i": mixedInput(i)})
+		if _, err := e.parleyClient.post(ctx, 0, body); err != nil {
+			return fmt.Errorf("seed message %d: %w", i, err)
+		}
+	}
+	e.saveIDs, e.saveKeys = map[string][]string{}, map[string][]string{}
+	for _, target := range append(slices.Clone(targets), "mixed") {
+		for c := range cfg.clients {
+			id, key, err := e.createConversation(ctx, fmt.Sprintf("save %s %d", target, c))
+			if err != nil {
+				return err
+			}
+			e.saveIDs[target] = append(e.saveIDs[target], id)
+			e.saveKeys[target] = append(e.saveKeys[target], key)
+		}
+	}
+	e.mixedConvIDs = e.saveIDs["mixed"]
+	return nil
+}
+
+func (e *env) createConversation(ctx context.Context, title string) (id, key string, err error) {
+	b, err := e.parleyClient.post(ctx, 0, request(`mutation($t: String) { createConversation(title: $t) { id } }`, map[string]any{"t": title}))
+	if err != nil {
+		return "", "", err
+	}
+	var r struct {
+		Data struct {
+			CreateConversation struct{ ID string } `json:"createConversation"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return "", "", err
+	}
+	id = r.Data.CreateConversation.ID
+	key, ok := parley.ParseConversationID(id)
+	if !ok {
+		return "", "", fmt.Errorf("createConversation returned id %q", id)
+	}
+	return id, key, nil
+}
+
+// check does each operation once and checks that the three targets read the same rows
+// and that every save writes one.
+func (e *env) check(ctx context.Context) error {
+	var p struct {
+		Data struct {
+			Conversation struct {
+				Messages struct {
+					Edges []struct {
+						Node struct {
+							ID       string `json:"id"`
+							Position int    `json:"position"`
+						} `json:"node"`
+					} `json:"edges"`
+				} `json:"messages"`
+			} `json:"conversation"`
+		} `json:"data"`
+	}
+	b, err := e.parleyClient.post(ctx, 0, request(parleyHistoryQuery, map[string]any{"c": e.historyID}))
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	var g struct {
+		Data struct {
+			ConversationByID struct {
+				MessagesByConversationID struct {
+					Nodes []struct {
+						ID       string `json:"id"`
+						Position int    `json:"position"`
+					} `json:"nodes"`
+				} `json:"messagesByConversationId"`
+			} `json:"conversationById"`
+		} `json:"data"`
+	}
+	if b, err = e.pgClient.post(ctx, 0, request(postgraphileHistoryQuery, map[string]any{"id": e.historyKey})); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &g); err != nil {
+		return err
+	}
+	var rows []messageRow
+	if err := e.sql.SelectContext(ctx, &rows, rawHistorySQL, e.historyKey); err != nil {
+		return err
+	}
+	edges, nodes := p.Data.Conversation.Messages.Edges, g.Data.ConversationByID.MessagesByConversationID.Nodes
+	if len(edges) != 100 || len(nodes) != 100 || len(rows) != 100 {
+		return fmt.Errorf("history read: Parley %d messages, PostGraphile %d, raw SQL %d; want 100 each", len(edges), len(nodes), len(rows))
+	}
+	for i := range rows {
+		if edges[i].Node.ID != parley.MessageID(rows[i].ID) || nodes[i].ID != rows[i].ID ||
+			edges[i].Node.Position != i+1 || nodes[i].Position != i+1 || rows[i].Position != i+1 {
+			return fmt.Errorf("history read: message %d differs: Parley %+v, PostGraphile %+v, raw %s/%d",
+				i, edges[i].Node, nodes[i], rows[i].ID, rows[i].Position)
+		}
+	}
+	// One save of each kind, then the three rows must be alike.
+	for _, target := range targets {
+		if err := e.op("save", target)(ctx, 0); err != nil {
+			return fmt.Errorf("save through %s: %w", target, err)
+		}
+	}
+	var stored []struct {
+		Kind    string `db:"kind"`
+		Role    string `db:"role"`
+		Content string `db:"content"`
+		Payload string `db:"payload"`
+	}
+	if err := e.sql.SelectContext(ctx, &stored, `SELECT kind, role, content, payload::text AS payload FROM messages
+		WHERE conversation_id = ANY($1) ORDER BY created_at`, "{"+e.saveKeys["raw"][0]+","+e.saveKeys["parley"][0]+","+e.saveKeys["postgraphile"][0]+"}"); err != nil {
+		return err
+	}
+	if len(stored) != 3 || stored[0] != stored[1] || stored[1] != stored[2] {
+		return fmt.Errorf("the three saves stored different rows: %+v", stored)
+	}
+	return nil
+}
+
+func (e *env) checkAlive() error {
+	if err := e.parley.alive(); err != nil {
+		return err
+	}
+	return e.pg.alive()
+}
+
+func (e *env) tearDown(logf func(string, ...any)) {
+	e.pg.stop()
+	e.parley.stop()
+	if e.sql != nil {
+		e.sql.Close()
+	}
+	if e.cluster != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := e.cluster.Stop(ctx); err != nil {
+			logf("stopping PostgreSQL: %v", err)
+		}
+	}
+	if e.removeDir {
+		os.RemoveAll(e.work)
+	} else if e.work != "" {
+		logf("kept %s (logs: parley.log, postgraphile.log, pg/postgres.log)", e.work)
+	}
+}
+
+// measureAllocs counts the allocations of Parley's process per history read, from its
+// runtime's exact counters (expvar's memstats), over sequential reads.
+func (e *env) measureAllocs(ctx context.Context, res *results, logf func(string, ...any)) error {
+	const n = 300
+	do := parleyHistory(e.parleyClient, e.historyID)
+	for range 20 { // warm: query cache, pools
+		if err := do(ctx, 0); err != nil {
+			return err
+		}
+	}
+	m0, err := e.memstats(ctx)
+	if err != nil {
+		return err
+	}
+	for range n {
+		if err := do(ctx, 0); err != nil {
+			return err
+		}
+	}
+	m1, err := e.memstats(ctx)
+	if err != nil {
+		return err
+	}
+	res.AllocsPerRead = float64(m1.Mallocs-m0.Mallocs) / n
+	res.BytesPerRead = float64(m1.TotalAlloc-m0.TotalAlloc) / n
+	logf("history read: %.0f allocations (%.0f KiB) per request in Parley's process", res.AllocsPerRead, res.BytesPerRead/1024)
+	return nil
+}
+
+type memstats struct {
+	Mallocs    uint64
+	TotalAlloc uint64
+}
+
+func (e *env) memstats(ctx context.Context) (memstats, error) {
+	var v struct {
+		Memstats memstats `json:"memstats"`
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.debugURL+"/debug/vars", nil)
+	if err != nil {
+		return v.Memstats, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return v.Memstats, fmt.Errorf("Parley's expvar: %w", err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		return v.Memstats, fmt.Errorf("Parley's expvar: %w", err)
+	}
+	return v.Memstats, nil
+}
+
+// profile records a CPU profile of Parley while m runs, and keeps pprof's summary of it.
+func (e *env) profile(ctx context.Context, cfg *config, m measurement, res *results, logf func(string, ...any)) error {
+	name := strings.ReplaceAll(strings.TrimSuffix(m.key, "/parley"), "/", "-")
+	path, err := filepath.Abs(filepath.Join(cfg.profileDir, "parley-"+name+".prof"))
+	if err != nil {
+		return err
+	}
+	logf("profiling Parley for %s under %s", cfg.profileFor, m.key)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- fetch(ctx, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", e.debugURL, int(cfg.profileFor.Seconds())), path)
+	}()
+	if _, err := measure(ctx, m.clients, 0, cfg.profileFor+time.Second, m.op); err != nil {
+		return err
+	}
+	if err := <-errc; err != nil {
+		return fmt.Errorf("CPU profile: %w", err)
+	}
+	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-cum", "-nodecount=40", cfg.parleyBin, path).Output()
+	if err != nil {
+		return fmt.Errorf("go tool pprof: %w", err)
+	}
+	res.Profiles[m.key] = string(out)
+	res.ProfileFiles = append(res.ProfileFiles, path)
+	return nil
+}
+
+func fetch(ctx context.Context, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("GET %s: status %d: %s", url, resp.StatusCode, b)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// createDatabase creates dbname on the server at adminDSN.
+func createDatabase(ctx context.Context, adminDSN, dbname string) error {
+	db, err := sqlx.Open("postgres", adminDSN)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.ExecContext(ctx, `CREATE DATABASE `+dbname)
+	return err
+}
+
+var portRE = regexp.MustCompile(`\bport=(\d+)`)
+
+// dsnPort returns the port of a key=value DSN: it names the Unix socket's file.
+func dsnPort(dsn string) string {
+	if m := portRE.FindStringSubmatch(dsn); m != nil {
+		return m[1]
+	}
+	return "5432"
+}
+
+// redactDSN shortens the temporary socket path in a command line for the report.
+func redactDSN(cmd, dsn string) string {
+	return strings.ReplaceAll(cmd, dsn, "'"+regexp.MustCompile(`host=\S+`).ReplaceAllString(dsn, "host=$$WORK/pg/sock")+"'")
+}
+
+func cpuCount() int { return runtime.NumCPU() }
+
+func fmtDur(d time.Duration) string {
+	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+}

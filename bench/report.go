@@ -1,0 +1,403 @@
+package main
+
+import (
+	"fmt"
+	"html"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// report turns results into the Markdown report and the SVG chart.
+type report struct {
+	r      *results
+	before *results
+	notes  string
+}
+
+func buildReport(r, before *results) *report {
+	rep := &report{r: r, before: before}
+	if b, err := os.ReadFile("bench/NOTES.md"); err == nil {
+		rep.notes = strings.TrimSpace(string(b))
+	}
+	return rep
+}
+
+// target is one of the issue's goals, checked against the figures.
+type goal struct {
+	name     string
+	measured string
+	want     string
+	met      bool
+	known    bool
+	miss     string // by how much it is missed
+}
+
+var targetNames = map[string]string{"raw": "raw SQL", "parley": "Parley", "postgraphile": "PostGraphile"}
+
+func (rep *report) fig(workload string, clients int, target string) (figure, bool) {
+	return rep.r.figure(keyOf(workload, clients, target))
+}
+
+func ms(d time.Duration) string {
+	v := float64(d) / float64(time.Millisecond)
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f ms", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f ms", v)
+	default:
+		return fmt.Sprintf("%.2f ms", v)
+	}
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return math.Inf(1)
+	}
+	return a / b
+}
+
+func (rep *report) goals() []goal {
+	n := rep.r.Clients
+	var gs []goal
+	latency := func(workload, what string, maxRatio float64, seed time.Duration) {
+		p, ok1 := rep.fig(workload, 1, "parley")
+		raw, ok2 := rep.fig(workload, 1, "raw")
+		g := goal{name: what + " p50 (1 client) within " + trimFloat(maxRatio) + "× of raw SQL", want: "≤ " + trimFloat(maxRatio) + "×", known: ok1 && ok2}
+		if g.known {
+			x := ratio(float64(p.P50), float64(raw.P50))
+			g.measured = fmt.Sprintf("%.2f× (%s vs %s)", x, ms(p.P50), ms(raw.P50))
+			g.met = x <= maxRatio
+			if !g.met {
+				g.miss = fmt.Sprintf("%.2f× over: %s slower than %s would be", x/maxRatio, ms(p.P50-time.Duration(float64(raw.P50)*maxRatio)), ms(time.Duration(float64(raw.P50)*maxRatio)))
+			}
+		}
+		gs = append(gs, g)
+		g = goal{name: what + " p50 (1 client) 10× under the seed's " + ms(seed), want: "≤ " + ms(seed/10), known: ok1}
+		if ok1 {
+			g.measured = ms(p.P50)
+			g.met = p.P50 <= seed/10
+			if !g.met {
+				g.miss = fmt.Sprintf("%s over", ms(p.P50-seed/10))
+			}
+		}
+		gs = append(gs, g)
+	}
+	latency("save", "Save", 2, 50*time.Millisecond)
+	latency("history", "History read", 4, 100*time.Millisecond)
+	throughput := func(workload, what, other string, min float64, pct bool) {
+		p, ok1 := rep.fig(workload, n, "parley")
+		o, ok2 := rep.fig(workload, n, other)
+		want := fmt.Sprintf("≥ %s×", trimFloat(min))
+		if pct {
+			want = fmt.Sprintf("≥ %.0f%%", min*100)
+		}
+		g := goal{name: fmt.Sprintf("%s throughput at %d clients vs %s", what, n, targetNames[other]), want: want, known: ok1 && ok2}
+		if g.known {
+			x := ratio(p.Throughput, o.Throughput)
+			if pct {
+				g.measured = fmt.Sprintf("%.0f%% (%.0f vs %.0f req/s)", x*100, p.Throughput, o.Throughput)
+			} else {
+				g.measured = fmt.Sprintf("%.2f× (%.0f vs %.0f req/s)", x, p.Throughput, o.Throughput)
+			}
+			g.met = x >= min
+			if !g.met {
+				g.miss = fmt.Sprintf("%.0f req/s short of %.0f", min*o.Throughput-p.Throughput, min*o.Throughput)
+			}
+		}
+		gs = append(gs, g)
+	}
+	throughput("save", "Save", "raw", 0.6, true)
+	throughput("history", "History read", "postgraphile", 2, false)
+	throughput("save", "Save", "postgraphile", 2, false)
+	return gs
+}
+
+func trimFloat(f float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", f), "0"), ".")
+}
+
+func (rep *report) markdown(chartFile string) string {
+	r := rep.r
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	w("# Parley performance report\n\n")
+	w("Written by `make bench` (`scripts/bench.sh`, the program in `bench/`) on %s in %s, on %s. ",
+		r.Started.Format("2006-01-02 15:04 UTC"), r.Elapsed, r.Machine)
+	w("Parley, a raw SQL reference and PostGraphile ran against one PostgreSQL in the same run; ")
+	w("every figure is the median of %d runs of %s each (after %s of warm-up), and each run measured every target once, ",
+		r.Runs, r.Duration, r.Warmup)
+	w("in an order that rotates from run to run. Compare ratios rather than absolutes: the machine is shared.\n\n")
+	var vs []string
+	for _, k := range sortedKeys(r.Versions) {
+		vs = append(vs, k+" "+r.Versions[k])
+	}
+	w("Versions: %s. PostgreSQL: %s.\n\n", strings.Join(vs, ", "), r.Postgres)
+
+	w("## Targets\n\n")
+	w("| target | measured | goal | |\n|---|---|---|---|\n")
+	var missed []goal
+	for _, g := range rep.goals() {
+		mark := "met"
+		switch {
+		case !g.known:
+			mark, g.measured = "not measured", "—"
+		case !g.met:
+			mark = "**missed**"
+			missed = append(missed, g)
+		}
+		w("| %s | %s | %s | %s |\n", g.name, g.measured, g.want, mark)
+	}
+	w("\n")
+	if len(missed) > 0 {
+		w("Missed:\n\n")
+		for _, g := range missed {
+			w("- %s: %s (goal %s). Where the time goes: the CPU profiles below.\n", g.name, g.miss, g.want)
+		}
+		w("\n")
+	}
+	w("![p50 latency at 1 client and throughput at %d clients](%s)\n\n", r.Clients, chartFile)
+
+	w("## Figures\n\n")
+	for _, wl := range []struct{ key, title, what string }{
+		{"save", "Save", "`addMessage` of a user's text (Markdown, a character to escape) to the client's own conversation"},
+		{"history", "History read", "`conversation.messages(first: 100)`, every field of every variant, of a 100-message conversation of mixed variants"},
+	} {
+		w("### %s\n\n%s.\n\n", wl.title, wl.what)
+		w("| clients | target | p50 | p99 | throughput | p50 vs raw SQL | throughput vs PostGraphile |\n|---|---|---|---|---|---|---|\n")
+		for _, c := range []int{1, r.Clients} {
+			raw, _ := rep.fig(wl.key, c, "raw")
+			pg, _ := rep.fig(wl.key, c, "postgraphile")
+			for _, t := range targets {
+				f, ok := rep.fig(wl.key, c, t)
+				if !ok {
+					continue
+				}
+				vsRaw, vsPG := "", ""
+				if t != "raw" && raw.P50 > 0 {
+					vsRaw = fmt.Sprintf("%.2f×", ratio(float64(f.P50), float64(raw.P50)))
+				}
+				if t != "postgraphile" && pg.Throughput > 0 {
+					vsPG = fmt.Sprintf("%.2f×", ratio(f.Throughput, pg.Throughput))
+				}
+				w("| %d | %s | %s | %s | %.0f req/s | %s | %s |\n", c, targetNames[t], ms(f.P50), ms(f.P99), f.Throughput, vsRaw, vsPG)
+			}
+		}
+		w("\n")
+	}
+	if f, ok := rep.fig("save-mixed", 1, "parley"); ok {
+		w("Parley saving the seven variants in turn (text, tool call, its result, file reference, MCP resource, mode change, image; 1 client): p50 %s, p99 %s, %.0f req/s.\n\n",
+			ms(f.P50), ms(f.P99), f.Throughput)
+	}
+	if rep.before != nil {
+		rep.beforeAfter(&b)
+	}
+
+	w("## Allocations\n\n")
+	w("A history read allocates %.0f times (%.0f KiB) in Parley's process, counted by its runtime (expvar's `memstats.Mallocs`) over 300 sequential reads: **%.0f allocations per message** read, HTTP and JSON encoding included.",
+		r.AllocsPerRead, r.BytesPerRead/1024, r.AllocsPerRead/100)
+	if rep.before != nil && rep.before.AllocsPerRead > 0 {
+		w(" Before: %.0f per message (%.0f KiB per read).", rep.before.AllocsPerRead/100, rep.before.BytesPerRead/1024)
+	}
+	w("\n\n")
+
+	if rep.notes != "" {
+		w("%s\n\n", rep.notes)
+	}
+
+	if len(r.Profiles) > 0 {
+		w("## Where the time goes\n\n")
+		w("CPU profiles of Parley's process under %d clients (`/debug/pprof/profile` from `parley serve --debug-addr`), summarized with `go tool pprof -top -cum`; the profiles are kept in `%s`.\n\n",
+			r.Clients, strings.Join(relPaths(r.ProfileFiles), "`, `"))
+		for _, k := range sortedKeys(r.Profiles) {
+			w("### %s\n\n```\n%s```\n\n", k, trimProfile(r.Profiles[k]))
+		}
+	}
+
+	w("## Fan-out and import\n\n")
+	if len(r.Extra) == 0 {
+		w("**TODO**: not measured. The realtime fan-out benchmark and `parley import` of a 100,000-message Claude Code session were not available to this benchmark when it ran; their figures belong here once they are.\n\n")
+	} else {
+		w("| | figure | |\n|---|---|---|\n")
+		for _, x := range r.Extra {
+			w("| %s: %s | %s | %s |\n", x.Section, x.Name, x.Value, x.Note)
+		}
+		w("\n")
+	}
+
+	w("## How it was measured\n\n")
+	w("- **Load**: the benchmark's own Go client (`bench/load.go`): N clients, each sending its next request as soon as the last is answered, over kept-alive HTTP/1.1 connections, for a fixed time. Every response is checked (status 200, `data` and no `errors`); the first failure stops the benchmark. p50 and p99 are nearest-rank percentiles of every request's latency; throughput is requests completed per second.\n")
+	w("- **Raw SQL** (the floor): the same database work from Go with sqlx over lib/pq, on a pool of 20 connections like Parley's. Save: `BEGIN`; Parley's own statement that bumps the conversation and inserts the row (below); `COMMIT`. History: every column of the same 100 rows, scanned into a struct.\n")
+	w("- **Parley**: the `parley` binary built from this tree, serving on loopback with its defaults (info-level access log to a file).\n")
+	w("- **PostGraphile**: v4 (v5 needs Node.js 22; this machine has 20), from `bench/package.json`, on the same tables. History: `conversationById { messagesByConversationId(first: 100, orderBy: POSITION_ASC) { nodes { every column } } }`. Save: PostGraphile's generated CRUD mutations cannot bump the conversation and insert the message in one transaction, so the benchmark creates `bench.add_message(...)`, the same statement as a SQL function in a schema of its own (never in Parley's migrations), which PostGraphile exposes as the `addMessage` mutation. The three saves store identical rows (checked before measuring).\n")
+	w("- Each save client writes to a conversation of its own; all history clients read the same conversation.\n\n")
+	w("Commands:\n\n```sh\n%s\n```\n\n", strings.Join(r.Commands, "\n"))
+	w("The raw SQL save (also the body of `bench.add_message`):\n\n```sql\n%s\n```\n", strings.TrimSpace(dedent(rawSaveSQL)))
+	return b.String()
+}
+
+func (rep *report) beforeAfter(b *strings.Builder) {
+	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	before := rep.before
+	w("### Before and after\n\n")
+	w("Parley before the optimizations (run of %s, same machine and benchmark) and now; raw SQL of each run for scale.\n\n",
+		before.Started.Format("2006-01-02 15:04 UTC"))
+	w("| figure | before | raw SQL then | now | raw SQL now |\n|---|---|---|---|---|\n")
+	for _, wl := range []string{"save", "history"} {
+		for _, c := range []int{1, rep.r.Clients} {
+			bf, ok1 := before.figure(keyOf(wl, c, "parley"))
+			braw, _ := before.figure(keyOf(wl, c, "raw"))
+			nf, ok2 := rep.r.figure(keyOf(wl, c, "parley"))
+			nraw, _ := rep.r.figure(keyOf(wl, c, "raw"))
+			if !ok1 || !ok2 {
+				continue
+			}
+			w("| %s, %d client(s), p50 | %s | %s | %s | %s |\n", wl, c, ms(bf.P50), ms(braw.P50), ms(nf.P50), ms(nraw.P50))
+			w("| %s, %d client(s), throughput | %.0f req/s | %.0f req/s | %.0f req/s | %.0f req/s |\n", wl, c, bf.Throughput, braw.Throughput, nf.Throughput, nraw.Throughput)
+		}
+	}
+	w("\n")
+}
+
+// trimProfile keeps pprof's header and its heaviest lines.
+func trimProfile(s string) string {
+	lines := strings.Split(s, "\n")
+	var out []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "File:") || strings.HasPrefix(l, "Build ID:") || strings.HasPrefix(l, "Time:") {
+			continue
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
+
+func relPaths(paths []string) []string {
+	wd, _ := os.Getwd()
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = strings.TrimPrefix(p, wd+"/")
+	}
+	return out
+}
+
+func dedent(s string) string {
+	lines := strings.Split(strings.Trim(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimPrefix(l, "\t")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// svg draws two panels of grouped bars: p50 latency at 1 client, and throughput at N
+// clients, for the save and the history read, one bar per target.
+func (rep *report) svg() string {
+	const (
+		width, height = 960, 420
+		panelW        = 440
+		top, bottom   = 70, 340
+	)
+	colors := map[string]string{"raw": "#868e96", "parley": "#1c7ed6", "postgraphile": "#e8590c", "before": "#a5d8ff"}
+	type bar struct {
+		series string
+		value  float64
+		label  string
+	}
+	type group struct {
+		name string
+		bars []bar
+	}
+	latency := func(wl string) group {
+		g := group{name: map[string]string{"save": "save", "history": "history read"}[wl]}
+		if rep.before != nil {
+			if f, ok := rep.before.figure(keyOf(wl, 1, "parley")); ok {
+				g.bars = append(g.bars, bar{"before", float64(f.P50) / 1e6, fmt.Sprintf("%.2f", float64(f.P50)/1e6)})
+			}
+		}
+		for _, t := range targets {
+			if f, ok := rep.fig(wl, 1, t); ok {
+				g.bars = append(g.bars, bar{t, float64(f.P50) / 1e6, fmt.Sprintf("%.2f", float64(f.P50)/1e6)})
+			}
+		}
+		return g
+	}
+	tput := func(wl string) group {
+		g := group{name: map[string]string{"save": "save", "history": "history read"}[wl]}
+		if rep.before != nil {
+			if f, ok := rep.before.figure(keyOf(wl, rep.r.Clients, "parley")); ok {
+				g.bars = append(g.bars, bar{"before", f.Throughput, fmt.Sprintf("%.0f", f.Throughput)})
+			}
+		}
+		for _, t := range targets {
+			if f, ok := rep.fig(wl, rep.r.Clients, t); ok {
+				g.bars = append(g.bars, bar{t, f.Throughput, fmt.Sprintf("%.0f", f.Throughput)})
+			}
+		}
+		return g
+	}
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	w(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif" font-size="12">`+"\n", width, height, width, height)
+	w(`<rect width="100%%" height="100%%" fill="#ffffff"/>` + "\n")
+	w(`<text x="%d" y="24" font-size="16" font-weight="bold" text-anchor="middle">Parley beside raw SQL and PostGraphile (%s)</text>`+"\n", width/2, html.EscapeString(rep.r.Started.Format("2006-01-02")))
+	panel := func(x0 int, title string, groups []group) {
+		w(`<text x="%d" y="48" font-size="13" text-anchor="middle">%s</text>`+"\n", x0+panelW/2, html.EscapeString(title))
+		maxV := 0.0
+		for _, g := range groups {
+			for _, br := range g.bars {
+				maxV = math.Max(maxV, br.value)
+			}
+		}
+		if maxV == 0 {
+			maxV = 1
+		}
+		maxV *= 1.15
+		w(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#343a40"/>`+"\n", x0+30, bottom, x0+panelW, bottom)
+		gw := (panelW - 40) / max(len(groups), 1)
+		for gi, g := range groups {
+			gx := x0 + 40 + gi*gw
+			bw := (gw - 30) / max(len(g.bars), 1)
+			for bi, br := range g.bars {
+				h := int(float64(bottom-top) * br.value / maxV)
+				x := gx + bi*bw
+				w(`<rect x="%d" y="%d" width="%d" height="%d" fill="%s"><title>%s: %s</title></rect>`+"\n",
+					x, bottom-h, bw-4, h, colors[br.series], html.EscapeString(seriesName(br.series)), br.label)
+				w(`<text x="%d" y="%d" text-anchor="middle" font-size="11">%s</text>`+"\n", x+(bw-4)/2, bottom-h-4, br.label)
+			}
+			w(`<text x="%d" y="%d" text-anchor="middle" font-size="12">%s</text>`+"\n", gx+(len(g.bars)*bw)/2, bottom+18, html.EscapeString(g.name))
+		}
+	}
+	panel(30, "p50 latency, 1 client (ms; lower is better)", []group{latency("save"), latency("history")})
+	panel(30+panelW+40, fmt.Sprintf("throughput, %d clients (req/s; higher is better)", rep.r.Clients), []group{tput("save"), tput("history")})
+	// Legend.
+	series := []string{"raw", "parley", "postgraphile"}
+	if rep.before != nil {
+		series = append([]string{"before"}, series...)
+	}
+	x := width/2 - len(series)*90
+	for _, s := range series {
+		w(`<rect x="%d" y="%d" width="14" height="14" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n", x, height-40, colors[s], x+20, height-29, html.EscapeString(seriesName(s)))
+		x += 180
+	}
+	w("</svg>\n")
+	return b.String()
+}
+
+func seriesName(s string) string {
+	if s == "before" {
+		return "Parley before optimizing"
+	}
+	return targetNames[s]
+}

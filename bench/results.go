@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+)
+
+// results is everything one benchmark run found, kept as JSON beside the report so that
+// a later run can show it as "before".
+type results struct {
+	Started       time.Time           `json:"started"`
+	Elapsed       string              `json:"elapsed"`
+	Machine       string              `json:"machine"`
+	Versions      map[string]string   `json:"versions"`
+	Postgres      string              `json:"postgres"`
+	PGWorkers     int                 `json:"postgraphileWorkers"`
+	Runs          int                 `json:"runs"`
+	Clients       int                 `json:"clients"`
+	Warmup        string              `json:"warmup"`
+	Duration      string              `json:"duration"`
+	Commands      []string            `json:"commands"`
+	Samples       map[string][]sample `json:"samples"`
+	AllocsPerRead float64             `json:"allocsPerRead"`
+	BytesPerRead  float64             `json:"bytesPerRead"`
+	Profiles      map[string]string   `json:"profiles,omitempty"`
+	ProfileFiles  []string            `json:"profileFiles,omitempty"`
+	Extra         []extraFigure       `json:"extra,omitempty"`
+}
+
+// extraFigure is a figure from a benchmark outside this program (fan-out, import).
+type extraFigure struct {
+	Section string `json:"section"`
+	Name    string `json:"name"`
+	Value   string `json:"value"`
+	Note    string `json:"note,omitempty"`
+}
+
+// figure is the median over runs of one measurement.
+type figure struct {
+	P50, P99   time.Duration
+	Throughput float64
+	Runs       int
+}
+
+// figure returns the median of key's samples, and false when there are none.
+func (r *results) figure(key string) (figure, bool) {
+	ss := r.Samples[key]
+	if len(ss) == 0 {
+		return figure{}, false
+	}
+	p50 := make([]time.Duration, len(ss))
+	p99 := make([]time.Duration, len(ss))
+	tput := make([]float64, len(ss))
+	for i, s := range ss {
+		p50[i], p99[i], tput[i] = s.P50, s.P99, s.Throughput
+	}
+	return figure{P50: median(p50), P99: median(p99), Throughput: median(tput), Runs: len(ss)}, true
+}
+
+// median returns the middle value (the mean of the two middle ones for an even count).
+func median[T time.Duration | float64](xs []T) T {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func writeResults(path string, r *results) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func readResults(path string) (*results, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}
