@@ -203,4 +203,3 @@ func machine() string {
 	}
 	return fmt.Sprintf("%s, %d cores%s", model, cpuCount(), mem)
 }
-

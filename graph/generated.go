@@ -58,12 +58,14 @@ type ComplexityRoot struct {
 	}
 
 	Conversation struct {
-		CreatedAt    func(childComplexity int) int
-		ID           func(childComplexity int) int
-		MessageCount func(childComplexity int) int
-		Messages     func(childComplexity int, first *int, after *string, last *int, before *string) int
-		Title        func(childComplexity int) int
-		UpdatedAt    func(childComplexity int) int
+		CreatedAt        func(childComplexity int) int
+		ID               func(childComplexity int) int
+		MessageCount     func(childComplexity int) int
+		Messages         func(childComplexity int, first *int, after *string, last *int, before *string) int
+		Title            func(childComplexity int) int
+		Transcript       func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) int
+		TranscriptReport func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) int
+		UpdatedAt        func(childComplexity int) int
 	}
 
 	ConversationConnection struct {
@@ -136,6 +138,17 @@ type ComplexityRoot struct {
 		URL       func(childComplexity int) int
 	}
 
+	ImportReport struct {
+		Added          func(childComplexity int) int
+		AddedByVariant func(childComplexity int) int
+		AlreadyPresent func(childComplexity int) int
+		Conversation   func(childComplexity int) int
+		Created        func(childComplexity int) int
+		Skipped        func(childComplexity int) int
+		SystemPrompt   func(childComplexity int) int
+		Warnings       func(childComplexity int) int
+	}
+
 	MCPResourceMessage struct {
 		Content        func(childComplexity int) int
 		ConversationID func(childComplexity int) int
@@ -171,6 +184,7 @@ type ComplexityRoot struct {
 		ClaimToolCall        func(childComplexity int, messageID string, toolCallID string, worker string, leaseSeconds *int) int
 		CreateConversation   func(childComplexity int, title *string) int
 		DeleteConversation   func(childComplexity int, id string) int
+		ImportConversation   func(childComplexity int, format parley.ImportFormat, data string, conversationID *string, title *string) int
 		InjectMCPResource    func(childComplexity int, conversationID string, server string, uri string, agent *parley.AgentRole) int
 		RecognizeImage       func(childComplexity int, messageID string, mode *parley.RecognitionMode, agent *parley.AgentRole) int
 		RenameConversation   func(childComplexity int, id string, title string) int
@@ -205,6 +219,12 @@ type ComplexityRoot struct {
 		Node                    func(childComplexity int, id string) int
 		Nodes                   func(childComplexity int, ids []string) int
 		ToolCallsAwaitingResult func(childComplexity int, conversationID *string, names []string, unclaimed *bool, first *int) int
+	}
+
+	SkippedRecords struct {
+		Count  func(childComplexity int) int
+		Reason func(childComplexity int) int
+		Where  func(childComplexity int) int
 	}
 
 	Subscription struct {
@@ -299,6 +319,23 @@ type ComplexityRoot struct {
 		UpdatedAt      func(childComplexity int) int
 	}
 
+	TranscriptDrop struct {
+		Label     func(childComplexity int) int
+		MessageID func(childComplexity int) int
+		Position  func(childComplexity int) int
+		Reason    func(childComplexity int) int
+	}
+
+	TranscriptReport struct {
+		Dropped         func(childComplexity int) int
+		EstimatedTokens func(childComplexity int) int
+		Format          func(childComplexity int) int
+		MaxTokens       func(childComplexity int) int
+		Notes           func(childComplexity int) int
+		Repairs         func(childComplexity int) int
+		TokenCounting   func(childComplexity int) int
+	}
+
 	UnknownMessage struct {
 		ConversationID func(childComplexity int) int
 		CreatedAt      func(childComplexity int) int
@@ -311,6 +348,11 @@ type ComplexityRoot struct {
 		TypeTag        func(childComplexity int) int
 		UpdatedAt      func(childComplexity int) int
 	}
+
+	VariantCount struct {
+		Count   func(childComplexity int) int
+		Variant func(childComplexity int) int
+	}
 }
 
 // endregion ***************************** api!.gotpl *****************************
@@ -319,6 +361,8 @@ type ComplexityRoot struct {
 
 type ConversationResolver interface {
 	Messages(ctx context.Context, obj *parley.Conversation, first *int, after *string, last *int, before *string) (*model.MessageConnection, error)
+	Transcript(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) (parley.JSON, error)
+	TranscriptReport(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) (*parley.TranscriptReport, error)
 }
 type ConversationConnectionResolver interface {
 	TotalCount(ctx context.Context, obj *model.ConversationConnection) (int, error)
@@ -329,6 +373,7 @@ type MutationResolver interface {
 	DeleteConversation(ctx context.Context, id string) (string, error)
 	AddMessage(ctx context.Context, conversationID string, input model.MessageInput) (*model.MessageEdge, error)
 	SetToolCallApproval(ctx context.Context, messageID string, toolCallID string, status parley.ApprovalStatus, reason *string, decidedBy *string) (*parley.ToolRequestMessage, error)
+	ImportConversation(ctx context.Context, format parley.ImportFormat, data string, conversationID *string, title *string) (*parley.ImportReport, error)
 	ResolveFileReference(ctx context.Context, messageID string, agent *parley.AgentRole) (*parley.FileReferenceMessage, error)
 	RecognizeImage(ctx context.Context, messageID string, mode *parley.RecognitionMode, agent *parley.AgentRole) (*parley.ImageMessage, error)
 	InjectMCPResource(ctx context.Context, conversationID string, server string, uri string, agent *parley.AgentRole) (*model.MessageEdge, error)
@@ -457,6 +502,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.Title(childComplexity), true
+	case "Conversation.transcript":
+		if e.ComplexityRoot.Conversation.Transcript == nil {
+			break
+		}
+
+		args, err := ec.field_Conversation_transcript_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Conversation.Transcript(childComplexity, args["format"].(parley.TranscriptFormat), args["system"].(*string), args["maxTokens"].(*int), args["repair"].(*bool)), true
+	case "Conversation.transcriptReport":
+		if e.ComplexityRoot.Conversation.TranscriptReport == nil {
+			break
+		}
+
+		args, err := ec.field_Conversation_transcriptReport_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Conversation.TranscriptReport(childComplexity, args["format"].(parley.TranscriptFormat), args["system"].(*string), args["maxTokens"].(*int), args["repair"].(*bool)), true
 	case "Conversation.updatedAt":
 		if e.ComplexityRoot.Conversation.UpdatedAt == nil {
 			break
@@ -765,6 +832,55 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ImageSource.URL(childComplexity), true
 
+	case "ImportReport.added":
+		if e.ComplexityRoot.ImportReport.Added == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportReport.Added(childComplexity), true
+	case "ImportReport.addedByVariant":
+		if e.ComplexityRoot.ImportReport.AddedByVariant == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportReport.AddedByVariant(childComplexity), true
+	case "ImportReport.alreadyPresent":
+		if e.ComplexityRoot.ImportReport.AlreadyPresent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportReport.AlreadyPresent(childComplexity), true
+	case "ImportReport.conversation":
+		if e.ComplexityRoot.ImportReport.Conversation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportReport.Conversation(childComplexity), true
+	case "ImportReport.created":
+		if e.ComplexityRoot.ImportReport.Created == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportReport.Created(childComplexity), true
+	case "ImportReport.skipped":
+		if e.ComplexityRoot.ImportReport.Skipped == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportReport.Skipped(childComplexity), true
+	case "ImportReport.systemPrompt":
+		if e.ComplexityRoot.ImportReport.SystemPrompt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportReport.SystemPrompt(childComplexity), true
+	case "ImportReport.warnings":
+		if e.ComplexityRoot.ImportReport.Warnings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportReport.Warnings(childComplexity), true
+
 	case "MCPResourceMessage.content":
 		if e.ComplexityRoot.MCPResourceMessage.Content == nil {
 			break
@@ -938,6 +1054,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteConversation(childComplexity, args["id"].(string)), true
+	case "Mutation.importConversation":
+		if e.ComplexityRoot.Mutation.ImportConversation == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_importConversation_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ImportConversation(childComplexity, args["format"].(parley.ImportFormat), args["data"].(string), args["conversationId"].(*string), args["title"].(*string)), true
 	case "Mutation.injectMCPResource":
 		if e.ComplexityRoot.Mutation.InjectMCPResource == nil {
 			break
@@ -1130,6 +1257,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.ToolCallsAwaitingResult(childComplexity, args["conversationId"].(*string), args["names"].([]string), args["unclaimed"].(*bool), args["first"].(*int)), true
+
+	case "SkippedRecords.count":
+		if e.ComplexityRoot.SkippedRecords.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SkippedRecords.Count(childComplexity), true
+	case "SkippedRecords.reason":
+		if e.ComplexityRoot.SkippedRecords.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SkippedRecords.Reason(childComplexity), true
+	case "SkippedRecords.where":
+		if e.ComplexityRoot.SkippedRecords.Where == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SkippedRecords.Where(childComplexity), true
 
 	case "Subscription.messageAdded":
 		if e.ComplexityRoot.Subscription.MessageAdded == nil {
@@ -1579,6 +1725,74 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ToolResultMessage.UpdatedAt(childComplexity), true
 
+	case "TranscriptDrop.label":
+		if e.ComplexityRoot.TranscriptDrop.Label == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptDrop.Label(childComplexity), true
+	case "TranscriptDrop.messageId":
+		if e.ComplexityRoot.TranscriptDrop.MessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptDrop.MessageID(childComplexity), true
+	case "TranscriptDrop.position":
+		if e.ComplexityRoot.TranscriptDrop.Position == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptDrop.Position(childComplexity), true
+	case "TranscriptDrop.reason":
+		if e.ComplexityRoot.TranscriptDrop.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptDrop.Reason(childComplexity), true
+
+	case "TranscriptReport.dropped":
+		if e.ComplexityRoot.TranscriptReport.Dropped == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptReport.Dropped(childComplexity), true
+	case "TranscriptReport.estimatedTokens":
+		if e.ComplexityRoot.TranscriptReport.EstimatedTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptReport.EstimatedTokens(childComplexity), true
+	case "TranscriptReport.format":
+		if e.ComplexityRoot.TranscriptReport.Format == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptReport.Format(childComplexity), true
+	case "TranscriptReport.maxTokens":
+		if e.ComplexityRoot.TranscriptReport.MaxTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptReport.MaxTokens(childComplexity), true
+	case "TranscriptReport.notes":
+		if e.ComplexityRoot.TranscriptReport.Notes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptReport.Notes(childComplexity), true
+	case "TranscriptReport.repairs":
+		if e.ComplexityRoot.TranscriptReport.Repairs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptReport.Repairs(childComplexity), true
+	case "TranscriptReport.tokenCounting":
+		if e.ComplexityRoot.TranscriptReport.TokenCounting == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptReport.TokenCounting(childComplexity), true
+
 	case "UnknownMessage.conversationId":
 		if e.ComplexityRoot.UnknownMessage.ConversationID == nil {
 			break
@@ -1639,6 +1853,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UnknownMessage.UpdatedAt(childComplexity), true
+
+	case "VariantCount.count":
+		if e.ComplexityRoot.VariantCount.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VariantCount.Count(childComplexity), true
+	case "VariantCount.variant":
+		if e.ComplexityRoot.VariantCount.Variant == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VariantCount.Variant(childComplexity), true
 
 	}
 	return 0, false
@@ -1750,7 +1977,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "schema/processing.graphqls" "schema/realtime.graphqls"
+//go:embed "schema/interop.graphqls" "schema/processing.graphqls" "schema/realtime.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -2259,6 +2486,7 @@ type Mutation {
   setToolCallApproval(messageId: ID!, toolCallId: String!, status: ApprovalStatus!, reason: String, decidedBy: String): ToolRequestMessage!
 }
 `, BuiltIn: false},
+	{Name: "schema/interop.graphqls", Input: sourceData("schema/interop.graphqls"), BuiltIn: false},
 	{Name: "schema/processing.graphqls", Input: sourceData("schema/processing.graphqls"), BuiltIn: false},
 	{Name: "schema/realtime.graphqls", Input: sourceData("schema/realtime.graphqls"), BuiltIn: false},
 }
@@ -2312,6 +2540,10 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_messageCount(ctx, field)
 	case "messages":
 		return ec.fieldContext_Conversation_messages(ctx, field)
+	case "transcript":
+		return ec.fieldContext_Conversation_transcript(ctx, field)
+	case "transcriptReport":
+		return ec.fieldContext_Conversation_transcriptReport(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Conversation", field.Name)
 }
@@ -2456,6 +2688,28 @@ func (ec *executionContext) childFields_ImageSource(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type ImageSource", field.Name)
 }
 
+func (ec *executionContext) childFields_ImportReport(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "conversation":
+		return ec.fieldContext_ImportReport_conversation(ctx, field)
+	case "created":
+		return ec.fieldContext_ImportReport_created(ctx, field)
+	case "added":
+		return ec.fieldContext_ImportReport_added(ctx, field)
+	case "addedByVariant":
+		return ec.fieldContext_ImportReport_addedByVariant(ctx, field)
+	case "alreadyPresent":
+		return ec.fieldContext_ImportReport_alreadyPresent(ctx, field)
+	case "skipped":
+		return ec.fieldContext_ImportReport_skipped(ctx, field)
+	case "warnings":
+		return ec.fieldContext_ImportReport_warnings(ctx, field)
+	case "systemPrompt":
+		return ec.fieldContext_ImportReport_systemPrompt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ImportReport", field.Name)
+}
+
 func (ec *executionContext) childFields_MessageConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "edges":
@@ -2518,6 +2772,18 @@ func (ec *executionContext) childFields_ProcessingError(ctx context.Context, fie
 	return nil, fmt.Errorf("no field named %q was found under type ProcessingError", field.Name)
 }
 
+func (ec *executionContext) childFields_SkippedRecords(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "reason":
+		return ec.fieldContext_SkippedRecords_reason(ctx, field)
+	case "count":
+		return ec.fieldContext_SkippedRecords_count(ctx, field)
+	case "where":
+		return ec.fieldContext_SkippedRecords_where(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SkippedRecords", field.Name)
+}
+
 func (ec *executionContext) childFields_ToolCall(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -2578,6 +2844,50 @@ func (ec *executionContext) childFields_ToolRequestMessage(ctx context.Context, 
 		return ec.fieldContext_ToolRequestMessage_toolCalls(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ToolRequestMessage", field.Name)
+}
+
+func (ec *executionContext) childFields_TranscriptDrop(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "messageId":
+		return ec.fieldContext_TranscriptDrop_messageId(ctx, field)
+	case "position":
+		return ec.fieldContext_TranscriptDrop_position(ctx, field)
+	case "label":
+		return ec.fieldContext_TranscriptDrop_label(ctx, field)
+	case "reason":
+		return ec.fieldContext_TranscriptDrop_reason(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TranscriptDrop", field.Name)
+}
+
+func (ec *executionContext) childFields_TranscriptReport(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "format":
+		return ec.fieldContext_TranscriptReport_format(ctx, field)
+	case "tokenCounting":
+		return ec.fieldContext_TranscriptReport_tokenCounting(ctx, field)
+	case "estimatedTokens":
+		return ec.fieldContext_TranscriptReport_estimatedTokens(ctx, field)
+	case "maxTokens":
+		return ec.fieldContext_TranscriptReport_maxTokens(ctx, field)
+	case "dropped":
+		return ec.fieldContext_TranscriptReport_dropped(ctx, field)
+	case "repairs":
+		return ec.fieldContext_TranscriptReport_repairs(ctx, field)
+	case "notes":
+		return ec.fieldContext_TranscriptReport_notes(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TranscriptReport", field.Name)
+}
+
+func (ec *executionContext) childFields_VariantCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "variant":
+		return ec.fieldContext_VariantCount_variant(ctx, field)
+	case "count":
+		return ec.fieldContext_VariantCount_count(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type VariantCount", field.Name)
 }
 
 func (ec *executionContext) childFields___Directive(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2734,6 +3044,82 @@ func (ec *executionContext) field_Conversation_messages_args(ctx context.Context
 	return args, nil
 }
 
+func (ec *executionContext) field_Conversation_transcriptReport_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "format",
+		func(ctx context.Context, v any) (parley.TranscriptFormat, error) {
+			return ec.unmarshalNTranscriptFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptFormat(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["format"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "system",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["system"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "maxTokens",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["maxTokens"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "repair",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["repair"] = arg3
+	return args, nil
+}
+
+func (ec *executionContext) field_Conversation_transcript_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "format",
+		func(ctx context.Context, v any) (parley.TranscriptFormat, error) {
+			return ec.unmarshalNTranscriptFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptFormat(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["format"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "system",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["system"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "maxTokens",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["maxTokens"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "repair",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["repair"] = arg3
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_addMessage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2819,6 +3205,44 @@ func (ec *executionContext) field_Mutation_deleteConversation_args(ctx context.C
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_importConversation_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "format",
+		func(ctx context.Context, v any) (parley.ImportFormat, error) {
+			return ec.unmarshalNImportFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐImportFormat(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["format"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "data",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["data"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "title",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["title"] = arg3
 	return args, nil
 }
 
@@ -3622,6 +4046,94 @@ func (ec *executionContext) fieldContext_Conversation_messages(ctx context.Conte
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Conversation_messages_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Conversation_transcript(ctx context.Context, field graphql.CollectedField, obj *parley.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_transcript(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Conversation().Transcript(ctx, obj, fc.Args["format"].(parley.TranscriptFormat), fc.Args["system"].(*string), fc.Args["maxTokens"].(*int), fc.Args["repair"].(*bool))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.JSON) graphql.Marshaler {
+			return ec.marshalNJSON2githubᚗcomᚋparleyᚑdevᚋparleyᚐJSON(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_transcript(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Conversation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type JSON does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Conversation_transcript_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Conversation_transcriptReport(ctx context.Context, field graphql.CollectedField, obj *parley.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_transcriptReport(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Conversation().TranscriptReport(ctx, obj, fc.Args["format"].(parley.TranscriptFormat), fc.Args["system"].(*string), fc.Args["maxTokens"].(*int), fc.Args["repair"].(*bool))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.TranscriptReport) graphql.Marshaler {
+			return ec.marshalNTranscriptReport2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptReport(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_transcriptReport(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Conversation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TranscriptReport(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Conversation_transcriptReport_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -4827,6 +5339,217 @@ func (ec *executionContext) fieldContext_ImageSource_filePath(_ context.Context,
 	return graphql.NewScalarFieldContext("ImageSource", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _ImportReport_conversation(ctx context.Context, field graphql.CollectedField, obj *parley.ImportReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportReport_conversation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Conversation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.Conversation) graphql.Marshaler {
+			return ec.marshalNConversation2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐConversation(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportReport_conversation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ImportReport",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Conversation(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ImportReport_created(ctx context.Context, field graphql.CollectedField, obj *parley.ImportReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportReport_created(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Created, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportReport_created(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportReport", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _ImportReport_added(ctx context.Context, field graphql.CollectedField, obj *parley.ImportReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportReport_added(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Added, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportReport_added(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportReport", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ImportReport_addedByVariant(ctx context.Context, field graphql.CollectedField, obj *parley.ImportReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportReport_addedByVariant(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AddedByVariant, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []parley.VariantCount) graphql.Marshaler {
+			return ec.marshalNVariantCount2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐVariantCountᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportReport_addedByVariant(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ImportReport",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_VariantCount(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ImportReport_alreadyPresent(ctx context.Context, field graphql.CollectedField, obj *parley.ImportReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportReport_alreadyPresent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AlreadyPresent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportReport_alreadyPresent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportReport", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ImportReport_skipped(ctx context.Context, field graphql.CollectedField, obj *parley.ImportReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportReport_skipped(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Skipped, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []parley.SkippedRecords) graphql.Marshaler {
+			return ec.marshalNSkippedRecords2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐSkippedRecordsᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportReport_skipped(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ImportReport",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SkippedRecords(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ImportReport_warnings(ctx context.Context, field graphql.CollectedField, obj *parley.ImportReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportReport_warnings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Warnings, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportReport_warnings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportReport", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ImportReport_systemPrompt(ctx context.Context, field graphql.CollectedField, obj *parley.ImportReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportReport_systemPrompt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SystemPrompt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ImportReport_systemPrompt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportReport", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _MCPResourceMessage_id(ctx context.Context, field graphql.CollectedField, obj *parley.MCPResourceMessage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5542,6 +6265,50 @@ func (ec *executionContext) fieldContext_Mutation_setToolCallApproval(ctx contex
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_setToolCallApproval_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_importConversation(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_importConversation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ImportConversation(ctx, fc.Args["format"].(parley.ImportFormat), fc.Args["data"].(string), fc.Args["conversationId"].(*string), fc.Args["title"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.ImportReport) graphql.Marshaler {
+			return ec.marshalNImportReport2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImportReport(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_importConversation(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ImportReport(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_importConversation_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -6315,6 +7082,75 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _SkippedRecords_reason(ctx context.Context, field graphql.CollectedField, obj *parley.SkippedRecords) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SkippedRecords_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SkippedRecords_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SkippedRecords", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SkippedRecords_count(ctx context.Context, field graphql.CollectedField, obj *parley.SkippedRecords) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SkippedRecords_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SkippedRecords_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SkippedRecords", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _SkippedRecords_where(ctx context.Context, field graphql.CollectedField, obj *parley.SkippedRecords) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SkippedRecords_where(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Where, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SkippedRecords_where(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SkippedRecords", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Subscription_messageAdded(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
@@ -8067,6 +8903,268 @@ func (ec *executionContext) fieldContext_ToolResultMessage_originalSize(_ contex
 	return graphql.NewScalarFieldContext("ToolResultMessage", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
+func (ec *executionContext) _TranscriptDrop_messageId(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptDrop) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptDrop_messageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptDrop_messageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptDrop", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _TranscriptDrop_position(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptDrop) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptDrop_position(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Position, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptDrop_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptDrop", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _TranscriptDrop_label(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptDrop) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptDrop_label(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Label, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptDrop_label(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptDrop", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TranscriptDrop_reason(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptDrop) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptDrop_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptDrop_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptDrop", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TranscriptReport_format(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptReport_format(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Format, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.TranscriptFormat) graphql.Marshaler {
+			return ec.marshalNTranscriptFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptFormat(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptReport_format(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptReport", field, false, false, errors.New("field of type TranscriptFormat does not have child fields"))
+}
+
+func (ec *executionContext) _TranscriptReport_tokenCounting(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptReport_tokenCounting(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TokenCounting, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptReport_tokenCounting(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptReport", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TranscriptReport_estimatedTokens(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptReport_estimatedTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EstimatedTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptReport_estimatedTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptReport", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _TranscriptReport_maxTokens(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptReport_maxTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MaxTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptReport_maxTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptReport", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _TranscriptReport_dropped(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptReport_dropped(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Dropped, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []parley.TranscriptDrop) graphql.Marshaler {
+			return ec.marshalNTranscriptDrop2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptDropᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptReport_dropped(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TranscriptReport",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TranscriptDrop(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TranscriptReport_repairs(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptReport_repairs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Repairs, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptReport_repairs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptReport", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TranscriptReport_notes(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptReport_notes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Notes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptReport_notes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptReport", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _UnknownMessage_id(ctx context.Context, field graphql.CollectedField, obj *parley.UnknownMessage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8295,6 +9393,52 @@ func (ec *executionContext) _UnknownMessage_raw(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_UnknownMessage_raw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UnknownMessage", field, false, false, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _VariantCount_variant(ctx context.Context, field graphql.CollectedField, obj *parley.VariantCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VariantCount_variant(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Variant, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VariantCount_variant(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VariantCount", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _VariantCount_count(ctx context.Context, field graphql.CollectedField, obj *parley.VariantCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VariantCount_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VariantCount_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VariantCount", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -10342,6 +11486,82 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "transcript":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Conversation_transcript(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "transcriptReport":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Conversation_transcriptReport(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10872,6 +12092,79 @@ func (ec *executionContext) _ImageSource(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+var importReportImplementors = []string{"ImportReport"}
+
+func (ec *executionContext) _ImportReport(ctx context.Context, sel ast.SelectionSet, obj *parley.ImportReport) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, importReportImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ImportReport")
+		case "conversation":
+			out.Values[i] = ec._ImportReport_conversation(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "created":
+			out.Values[i] = ec._ImportReport_created(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "added":
+			out.Values[i] = ec._ImportReport_added(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "addedByVariant":
+			out.Values[i] = ec._ImportReport_addedByVariant(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "alreadyPresent":
+			out.Values[i] = ec._ImportReport_alreadyPresent(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "skipped":
+			out.Values[i] = ec._ImportReport_skipped(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "warnings":
+			out.Values[i] = ec._ImportReport_warnings(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "systemPrompt":
+			out.Values[i] = ec._ImportReport_systemPrompt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var mCPResourceMessageImplementors = []string{"MCPResourceMessage", "Message", "Node", "MessageBase", "TextBearing"}
 
 func (ec *executionContext) _MCPResourceMessage(ctx context.Context, sel ast.SelectionSet, obj *parley.MCPResourceMessage) graphql.Marshaler {
@@ -11127,6 +12420,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "setToolCallApproval":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_setToolCallApproval(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "importConversation":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_importConversation(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -11499,6 +12799,54 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			})
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var skippedRecordsImplementors = []string{"SkippedRecords"}
+
+func (ec *executionContext) _SkippedRecords(ctx context.Context, sel ast.SelectionSet, obj *parley.SkippedRecords) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, skippedRecordsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SkippedRecords")
+		case "reason":
+			out.Values[i] = ec._SkippedRecords_reason(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._SkippedRecords_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "where":
+			out.Values[i] = ec._SkippedRecords_where(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -12083,6 +13431,127 @@ func (ec *executionContext) _ToolResultMessage(ctx context.Context, sel ast.Sele
 	return out
 }
 
+var transcriptDropImplementors = []string{"TranscriptDrop"}
+
+func (ec *executionContext) _TranscriptDrop(ctx context.Context, sel ast.SelectionSet, obj *parley.TranscriptDrop) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, transcriptDropImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TranscriptDrop")
+		case "messageId":
+			out.Values[i] = ec._TranscriptDrop_messageId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "position":
+			out.Values[i] = ec._TranscriptDrop_position(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "label":
+			out.Values[i] = ec._TranscriptDrop_label(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "reason":
+			out.Values[i] = ec._TranscriptDrop_reason(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var transcriptReportImplementors = []string{"TranscriptReport"}
+
+func (ec *executionContext) _TranscriptReport(ctx context.Context, sel ast.SelectionSet, obj *parley.TranscriptReport) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, transcriptReportImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TranscriptReport")
+		case "format":
+			out.Values[i] = ec._TranscriptReport_format(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "tokenCounting":
+			out.Values[i] = ec._TranscriptReport_tokenCounting(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "estimatedTokens":
+			out.Values[i] = ec._TranscriptReport_estimatedTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "maxTokens":
+			out.Values[i] = ec._TranscriptReport_maxTokens(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "dropped":
+			out.Values[i] = ec._TranscriptReport_dropped(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "repairs":
+			out.Values[i] = ec._TranscriptReport_repairs(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "notes":
+			out.Values[i] = ec._TranscriptReport_notes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var unknownMessageImplementors = []string{"UnknownMessage", "Message", "Node", "MessageBase"}
 
 func (ec *executionContext) _UnknownMessage(ctx context.Context, sel ast.SelectionSet, obj *parley.UnknownMessage) graphql.Marshaler {
@@ -12142,6 +13611,49 @@ func (ec *executionContext) _UnknownMessage(ctx context.Context, sel ast.Selecti
 			}
 		case "raw":
 			out.Values[i] = ec._UnknownMessage_raw(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var variantCountImplementors = []string{"VariantCount"}
+
+func (ec *executionContext) _VariantCount(ctx context.Context, sel ast.SelectionSet, obj *parley.VariantCount) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, variantCountImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("VariantCount")
+		case "variant":
+			out.Values[i] = ec._VariantCount_variant(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._VariantCount_count(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -12745,6 +14257,26 @@ func (ec *executionContext) marshalNImageSourceKind2githubᚗcomᚋparleyᚑdev�
 	return v
 }
 
+func (ec *executionContext) unmarshalNImportFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐImportFormat(ctx context.Context, v any) (parley.ImportFormat, error) {
+	var res parley.ImportFormat
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNImportFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐImportFormat(ctx context.Context, sel ast.SelectionSet, v parley.ImportFormat) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNImportReport2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImportReport(ctx context.Context, sel ast.SelectionSet, v *parley.ImportReport) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ImportReport(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNInt2int(ctx context.Context, v any) (int, error) {
 	res, err := graphql.UnmarshalInt(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -12913,6 +14445,26 @@ func (ec *executionContext) marshalNRole2githubᚗcomᚋparleyᚑdevᚋparleyᚐ
 	return v
 }
 
+func (ec *executionContext) marshalNSkippedRecords2githubᚗcomᚋparleyᚑdevᚋparleyᚐSkippedRecords(ctx context.Context, sel ast.SelectionSet, v parley.SkippedRecords) graphql.Marshaler {
+	return ec._SkippedRecords(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSkippedRecords2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐSkippedRecordsᚄ(ctx context.Context, sel ast.SelectionSet, v []parley.SkippedRecords) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSkippedRecords2githubᚗcomᚋparleyᚑdevᚋparleyᚐSkippedRecords(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalString(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -12927,6 +14479,35 @@ func (ec *executionContext) marshalNString2string(ctx context.Context, sel ast.S
 		}
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNString2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNString2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalNTime2timeᚐTime(ctx context.Context, v any) (time.Time, error) {
@@ -13002,6 +14583,66 @@ func (ec *executionContext) unmarshalNToolResultStatus2githubᚗcomᚋparleyᚑd
 
 func (ec *executionContext) marshalNToolResultStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐToolResultStatus(ctx context.Context, sel ast.SelectionSet, v parley.ToolResultStatus) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) marshalNTranscriptDrop2githubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptDrop(ctx context.Context, sel ast.SelectionSet, v parley.TranscriptDrop) graphql.Marshaler {
+	return ec._TranscriptDrop(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNTranscriptDrop2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptDropᚄ(ctx context.Context, sel ast.SelectionSet, v []parley.TranscriptDrop) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTranscriptDrop2githubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptDrop(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNTranscriptFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptFormat(ctx context.Context, v any) (parley.TranscriptFormat, error) {
+	var res parley.TranscriptFormat
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTranscriptFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptFormat(ctx context.Context, sel ast.SelectionSet, v parley.TranscriptFormat) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNTranscriptReport2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptReport(ctx context.Context, sel ast.SelectionSet, v *parley.TranscriptReport) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._TranscriptReport(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNVariantCount2githubᚗcomᚋparleyᚑdevᚋparleyᚐVariantCount(ctx context.Context, sel ast.SelectionSet, v parley.VariantCount) graphql.Marshaler {
+	return ec._VariantCount(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNVariantCount2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐVariantCountᚄ(ctx context.Context, sel ast.SelectionSet, v []parley.VariantCount) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNVariantCount2githubᚗcomᚋparleyᚑdevᚋparleyᚐVariantCount(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalN__Directive2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirective(ctx context.Context, sel ast.SelectionSet, v introspection.Directive) graphql.Marshaler {

@@ -86,6 +86,7 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](100)})
 	srv.Use(specExtension{}) // after APQ, which fills the query in: see httpspec.go
 	srv.AroundResponses(withLoaders(r.MessageService))
+	srv.AroundFields(writeMessagePages) // pagewriter.go: message pages written straight to JSON
 	srv.SetErrorPresenter(errorPresenter(cfg.Logger))
 	srv.SetRecoverFunc(recoverFunc(cfg.Logger))
 	return http.MaxBytesHandler(withStreams(withHTTPSpec(srv), cfg.Shutdown, cfg.WriteTimeout), cfg.MaxBodyBytes)

@@ -18,5 +18,8 @@ type Resolver struct {
 	// without them those fields answer SERVICE_UNAVAILABLE.
 	ProcessingService parley.ProcessingService
 	ToolWorkService   parley.ToolWorkService
-	Logger            *slog.Logger
+	// InteropService imports and exports histories; without it importConversation and
+	// transcripts answer SERVICE_UNAVAILABLE.
+	InteropService parley.InteropService
+	Logger         *slog.Logger
 }

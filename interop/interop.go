@@ -81,8 +81,11 @@ func titleFromFirstPrompt(msgs []parley.ImportedMessage) string {
 			continue
 		}
 		if utf8.RuneCountInString(line) > max {
-			r := []rune(line)
-			line = strings.TrimSpace(string(r[:max-1])) + "…"
+			cut := string([]rune(line)[:max-1])
+			if i := strings.LastIndexByte(cut, ' '); i > len(cut)/2 {
+				cut = cut[:i] // at a word's end, unless that loses half of it
+			}
+			line = strings.TrimRight(cut, " ,.;:") + "…"
 		}
 		return line
 	}

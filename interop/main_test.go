@@ -171,6 +171,11 @@ const transcriptQuery = `query($id: ID!, $f: TranscriptFormat!, $s: String, $m: 
 	}
 }`
 
+// transcriptOnlyQuery asks for the transcript alone, for tests of its errors.
+const transcriptOnlyQuery = `query($id: ID!, $f: TranscriptFormat!, $s: String, $m: Int, $r: Boolean) {
+	conversation(id: $id) { transcript(format: $f, system: $s, maxTokens: $m, repair: $r) }
+}`
+
 // transcriptReport is a transcript report as the API gives it.
 type transcriptReport struct {
 	Format          string

@@ -20,6 +20,7 @@ const (
 	reasonNoImage     = "an image the provider cannot be given (a file path, or the assistant's) with no recognized text"
 	reasonStaleDoc    = "context not referenced by the newest messages, dropped first to fit maxTokens"
 	reasonOldest      = "among the oldest messages, dropped to fit maxTokens"
+	reasonRecentDoc   = "context dropped last to fit maxTokens, after every older turn"
 	reasonUserFirst   = "dropped with the older turns so that the history starts with a user turn"
 	noResultText      = "No result was recorded for this tool call."
 	maxListedProblems = 5
@@ -256,13 +257,22 @@ func newUnit(m parley.Message) *unit {
 }
 
 // fit drops units until the history fits budget: first context that the newest
-// messages neither are nor mention, least recently used first; then the oldest units.
-// SUPERVISOR instructions and the newest unit are never dropped; when they alone do not
-// fit, the budget is refused. Returns the new total.
+// messages neither are nor mention, least recently used first; then conversation
+// turns, oldest first; then, if it must, the remaining context, least recently used
+// first. SUPERVISOR instructions and the newest turn (the last user prompt and what
+// follows it) are never dropped; when they alone do not fit, the budget is refused.
+// Returns the new total.
 func fit(units []*unit, total, budget int, rep *parley.TranscriptReport) (int, error) {
+	// The newest turn is the last user prompt and what follows it; without a prompt,
+	// the last message. It is never dropped.
 	newest := -1
 	for i, u := range units {
-		if !u.system {
+		if u.userSide && !u.context {
+			newest = i
+		}
+	}
+	for i := len(units) - 1; newest < 0 && i >= 0; i-- {
+		if !units[i].system {
 			newest = i
 		}
 	}
@@ -286,23 +296,28 @@ func fit(units []*unit, total, budget int, rep *parley.TranscriptReport) (int, e
 		u       *unit
 		lastUse int
 	}
-	var stale []candidate
+	var stale, recent []candidate
 	for i, u := range units {
-		if !u.context || i == newest {
+		if !u.context || i >= newest {
 			continue
 		}
 		last := u.msgs[0].Meta().Position
-		key := contextKey(u.msgs[0])
-		for _, m := range flat {
-			if p := m.Meta().Position; p > last && key != "" && strings.Contains(mentionText(m), key) {
-				last = p
+		if key := contextKey(u.msgs[0]); key != "" {
+			for _, m := range flat {
+				if p := m.Meta().Position; p > last && strings.Contains(mentionText(m), key) {
+					last = p
+				}
 			}
 		}
 		if last < recentFrom {
 			stale = append(stale, candidate{u, last})
+		} else {
+			recent = append(recent, candidate{u, last})
 		}
 	}
-	slices.SortStableFunc(stale, func(a, b candidate) int { return a.lastUse - b.lastUse })
+	byUse := func(a, b candidate) int { return a.lastUse - b.lastUse }
+	slices.SortStableFunc(stale, byUse)
+	slices.SortStableFunc(recent, byUse)
 	for _, c := range stale {
 		if total <= budget {
 			return total, nil
@@ -314,11 +329,17 @@ func fit(units []*unit, total, budget int, rep *parley.TranscriptReport) (int, e
 		if total <= budget {
 			break
 		}
-		if u.system || u.dropped || i == newest {
+		if u.system || u.context || u.dropped || i >= newest {
 			continue
 		}
 		drop(u, reasonOldest)
 		droppedTurns = true
+	}
+	for _, c := range recent {
+		if total <= budget {
+			break
+		}
+		drop(c.u, reasonRecentDoc)
 	}
 	if total > budget {
 		return 0, parley.Errorf(parley.EINVALID,
@@ -328,10 +349,10 @@ func fit(units []*unit, total, budget int, rep *parley.TranscriptReport) (int, e
 		// A history cut in the middle of an exchange reads as the assistant speaking
 		// first; cut at the next user turn instead, when there is one.
 		for i, u := range units {
-			if u.system || u.dropped {
+			if u.system || u.dropped || u.context {
 				continue
 			}
-			if u.userSide || !slices.ContainsFunc(units[i+1:], func(v *unit) bool { return !v.dropped && v.userSide }) {
+			if u.userSide || !slices.ContainsFunc(units[i+1:], func(v *unit) bool { return !v.dropped && v.userSide && !v.context }) {
 				break
 			}
 			drop(u, reasonUserFirst)

@@ -26,6 +26,9 @@ type Config struct {
 	// those requests away.
 	Processing parley.ProcessingService
 	ToolWork   parley.ToolWorkService
+	// Interop imports and exports histories (an interop.Service); nil turns those
+	// requests away.
+	Interop parley.InteropService
 	// Ready reports whether the server can serve requests (the database answers).
 	Ready  func(ctx context.Context) error
 	Logger *slog.Logger
@@ -49,6 +52,7 @@ func New(cfg Config) http.Handler {
 		EventService:        cfg.Events,
 		ProcessingService:   cfg.Processing,
 		ToolWorkService:     cfg.ToolWork,
+		InteropService:      cfg.Interop,
 		Logger:              cfg.Logger,
 	}
 	mux := http.NewServeMux()

@@ -44,6 +44,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Commands: []*cli.Command{
 			serveCommand(stdout, stderr),
 			migrateCommand(stdout, stderr),
+			importCommand(stdout, stderr), exportCommand(stdout, stderr),
 		},
 	}
 	return app.Run(ctx, args)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/graph"
+	"github.com/parley-dev/parley/interop"
 	"github.com/parley-dev/parley/realtime"
 	"github.com/parley-dev/parley/server"
 )
@@ -33,10 +34,6 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			&cli.DurationFlag{
 				Name: "shutdown-timeout", Value: 20 * time.Second, Usage: "how long in-flight requests may take to finish on shutdown",
 				Sources: cli.EnvVars("PARLEY_SHUTDOWN_TIMEOUT"),
-			},
-			&cli.StringFlag{
-				Name: "debug-addr", Usage: "HOST:PORT to serve Go's profiles (/debug/pprof/) and runtime counters (/debug/vars) on; off when empty",
-				Sources: cli.EnvVars("PARLEY_DEBUG_ADDR"),
 			},
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -66,13 +63,6 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			defer listener.Close()
 
-			if addr := cmd.String("debug-addr"); addr != "" {
-				stopDebug, err := serveDebug(addr, log)
-				if err != nil {
-					return err
-				}
-				defer stopDebug()
-			}
 			ln, err := net.Listen("tcp", cmd.String("addr"))
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w", cmd.String("addr"), err)
@@ -86,6 +76,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 					Conversations: store, Messages: store, Ready: store.Ping, Logger: log,
 					Introspection: cmd.Bool("introspection"),
 					Events:        feed,
+					Interop:       interop.New(store, store, store),
 					// Websockets close with "going away" and SSE streams are cut when
 					// shutdown begins, so clients subscribe again elsewhere.
 					GraphQL: graph.HandlerConfig{Shutdown: baseCtx},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/pgtest"
+	"github.com/parley-dev/parley/interop"
 	"github.com/parley-dev/parley/server"
 )
 
@@ -57,7 +58,8 @@ func NewWith(t testing.TB, opts Options) *Server {
 	if err != nil {
 		t.Fatalf("testserver: open store: %v", err)
 	}
-	scfg := server.Config{Conversations: store, Messages: store, Ready: store.Ping, Logger: log, Introspection: true}
+	scfg := server.Config{Conversations: store, Messages: store, Ready: store.Ping, Logger: log, Introspection: true,
+		Interop: interop.New(store, store, store)}
 	if opts.Configure != nil {
 		opts.Configure(&scfg)
 	}

@@ -129,8 +129,11 @@ func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, er
 func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []string, error) {
 	var n notes
 	out := make([]responses.ResponseInputItemUnionParam, 0, len(msgs)+1)
+	// Items carry their type, "message" included, so that they say what they are.
 	message := func(text string, role responses.EasyInputMessageRole) {
-		out = append(out, responses.ResponseInputItemParamOfMessage(text, role))
+		item := responses.ResponseInputItemParamOfMessage(text, role)
+		item.OfMessage.Type = responses.EasyInputMessageTypeMessage
+		out = append(out, item)
 	}
 	if strings.TrimSpace(system) != "" {
 		message(system, responses.EasyInputMessageRoleDeveloper)
@@ -153,11 +156,13 @@ func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []strin
 			asImage, text := m.LLMContent()
 			switch {
 			case asImage:
-				out = append(out, responses.ResponseInputItemParamOfMessage(responses.ResponseInputMessageContentListParam{{
+				item := responses.ResponseInputItemParamOfMessage(responses.ResponseInputMessageContentListParam{{
 					OfInputImage: &responses.ResponseInputImageParam{
 						ImageURL: param.NewOpt(m.Source.DataURL()), Detail: responses.ResponseInputImageDetailAuto,
 					},
-				}}, responses.EasyInputMessageRoleUser))
+				}}, responses.EasyInputMessageRoleUser)
+				item.OfMessage.Type = responses.EasyInputMessageTypeMessage
+				out = append(out, item)
 			case m.Role == parley.RoleAssistant:
 				n.add(noteImageAsText)
 				message(text, responses.EasyInputMessageRoleAssistant)

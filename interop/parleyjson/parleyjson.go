@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/parley-dev/parley"
@@ -69,6 +70,7 @@ type recognition struct {
 	VisionAnalysis string                  `json:"visionAnalysis,omitempty"`
 	Confidence     *float64                `json:"confidence,omitempty"`
 	Language       string                  `json:"language,omitempty"`
+	Script         string                  `json:"script,omitempty"`
 	Notice         string                  `json:"notice,omitempty"`
 	Error          *processingError        `json:"error,omitempty"`
 	ProcessedAt    time.Time               `json:"processedAt"`
@@ -205,8 +207,8 @@ func encode(m parley.Message) (json.RawMessage, error) {
 		out.RecognitionMode = m.RecognitionMode
 		if r := m.Recognition; r != nil {
 			out.Recognition = &recognition{Status: r.Status, ModeUsed: r.ModeUsed, RecognizedText: r.RecognizedText,
-				VisionAnalysis: r.VisionAnalysis, Confidence: r.Confidence, Language: r.Language, Notice: r.Notice,
-				Error: encodeError(r.Error), ProcessedAt: r.ProcessedAt}
+				VisionAnalysis: r.VisionAnalysis, Confidence: r.Confidence, Language: r.Language, Script: r.Script,
+				Notice: r.Notice, Error: encodeError(r.Error), ProcessedAt: r.ProcessedAt}
 		}
 	case *parley.FileReferenceMessage:
 		out.Path, out.StartLine, out.EndLine = m.Path, m.StartLine, m.EndLine
@@ -394,8 +396,8 @@ func decode(where string, raw json.RawMessage, imp *parley.Import) (parley.Messa
 		}
 		if r := in.Recognition; r != nil {
 			m.Recognition = &parley.ImageRecognition{Status: r.Status, ModeUsed: r.ModeUsed, RecognizedText: r.RecognizedText,
-				VisionAnalysis: r.VisionAnalysis, Confidence: r.Confidence, Language: r.Language, Notice: r.Notice,
-				Error: decodeError(r.Error), ProcessedAt: r.ProcessedAt}
+				VisionAnalysis: r.VisionAnalysis, Confidence: r.Confidence, Language: r.Language, Script: r.Script,
+				Notice: r.Notice, Error: decodeError(r.Error), ProcessedAt: r.ProcessedAt}
 		}
 		return m, nil
 	case parley.KindFileReference:
@@ -492,6 +494,7 @@ func goKind(k string) string {
 func fieldProblem(err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
+		te.Field = strings.TrimPrefix(te.Field, "message.") // the embedded struct's name
 		if te.Field == "" {
 			return fmt.Sprintf(": want %s, got %s", goKind(te.Type.Kind().String()), te.Value)
 		}

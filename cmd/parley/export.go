@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/interop"
+)
+
+func exportCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:      "export",
+		Usage:     "write a conversation's history in a provider's shape, as Markdown or as Parley JSON",
+		ArgsUsage: "CONVERSATION_ID",
+		Description: "Formats: OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC_MESSAGES (for an LLM to continue from),\n" +
+			"MARKDOWN (for people), PARLEY_JSON (lossless; parley import reads it back).\n" +
+			"The transcript goes to standard output; what was dropped, repaired or noted, to standard error.",
+		Flags: append(databaseFlags(),
+			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Required: true, Usage: "OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC_MESSAGES, MARKDOWN or PARLEY_JSON"},
+			&cli.StringFlag{Name: "system", Usage: "system prompt to put first (used, never stored)"},
+			&cli.IntFlag{Name: "max-tokens", Usage: "fit the history into this many tokens (estimated), dropping the oldest context first"},
+			&cli.BoolFlag{Name: "repair", Usage: "close or drop tool calls without results and results without calls, instead of failing"},
+		),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			format, err := parley.ParseTranscriptFormat(cmd.String("format"))
+			if err != nil {
+				return userError(err)
+			}
+			if cmd.Args().Len() != 1 {
+				return fmt.Errorf("give the id of the conversation to export")
+			}
+			opts := parley.TranscriptOptions{System: cmd.String("system"), Repair: cmd.Bool("repair")}
+			if cmd.IsSet("max-tokens") {
+				n := cmd.Int("max-tokens")
+				opts.MaxTokens = &n
+			}
+			return withStore(ctx, cmd, stderr, func(svc *interop.Service) error {
+				t, err := svc.Transcript(ctx, cmd.Args().First(), format, opts)
+				if err != nil {
+					return userError(err)
+				}
+				if err := writeTranscript(stdout, format, t.Body); err != nil {
+					return err
+				}
+				printTranscriptReport(stderr, &t.Report)
+				return nil
+			})
+		},
+	}
+}
+
+// writeTranscript writes Markdown as text and JSON indented, each ending in a newline.
+func writeTranscript(w io.Writer, format parley.TranscriptFormat, body parley.JSON) error {
+	if format == parley.TranscriptMarkdown {
+		var text string
+		if err := json.Unmarshal(body, &text); err != nil {
+			return err
+		}
+		_, err := io.WriteString(w, text)
+		return err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, body, "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	_, err := w.Write(out.Bytes())
+	return err
+}
+
+func printTranscriptReport(w io.Writer, r *parley.TranscriptReport) {
+	if r.Format.ForLLM() {
+		fmt.Fprintf(w, "About %d tokens", r.EstimatedTokens)
+		if r.MaxTokens != nil {
+			fmt.Fprintf(w, " (budget %d)", *r.MaxTokens)
+		}
+		fmt.Fprintln(w, ", estimated: see the token counting rule in the docs.")
+	}
+	for _, d := range r.Dropped {
+		fmt.Fprintf(w, "Left out %s at position %d (%s): %s\n", d.Label, d.Position, d.MessageID, d.Reason)
+	}
+	for _, s := range r.Repairs {
+		fmt.Fprintf(w, "Repaired: %s\n", s)
+	}
+	for _, s := range r.Notes {
+		fmt.Fprintf(w, "Note: %s\n", s)
+	}
+}

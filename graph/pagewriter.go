@@ -1,0 +1,607 @@
+package graph
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/graph/model"
+)
+
+// The history read's hot path.
+//
+// gqlgen executes every field of every message through its generic machinery: a field
+// context, a context value, closures and an interface conversion per field, a goroutine
+// per list element, a field set with a map per object. For a page of 100 messages with
+// every field selected that is some 35,000 allocations and most of the read's time
+// (bench/report.md has the profile). So writeMessagePages intercepts
+// MessageConnection.edges: when every field its selection asks for is one this file
+// knows, the page is written straight to JSON, field by field in the order and spelling
+// gqlgen would write it. Anything else (a field added to the schema but not here, a
+// directive, a value gqlgen would turn into an error, such as a null where the schema
+// says non-null) leaves the page to gqlgen, whose answer is then the same as always.
+// pagewriter_test.go checks that both write the same bytes, and that every field of
+// the message types is known here.
+
+// writeMessagePages is a field middleware (handler.Server.AroundFields).
+func writeMessagePages(ctx context.Context, next graphql.Resolver) (any, error) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil || fc.Object != "MessageConnection" || fc.Field.Field == nil || fc.Field.Name != "edges" {
+		return next(ctx)
+	}
+	res, err := next(ctx)
+	if err != nil {
+		return res, err
+	}
+	edges, ok := res.([]*model.MessageEdge)
+	if !ok {
+		return res, err
+	}
+	if out, ok := writeEdges(graphql.GetOperationContext(ctx), fc.Field.Selections, edges); ok {
+		pagesWritten.Add(1)
+		return out, nil
+	}
+	leftToGqlgen.Add(1)
+	return res, nil
+}
+
+// pagesWritten and leftToGqlgen count the pages written here and those left to gqlgen.
+var pagesWritten, leftToGqlgen atomic.Int64
+
+// writeEdges writes a [MessageEdge!]! selection for edges, or reports false when it
+// cannot write it exactly as gqlgen would.
+func writeEdges(oc *graphql.OperationContext, sel ast.SelectionSet, edges []*model.MessageEdge) (graphql.Marshaler, bool) {
+	w := &jsonWriter{b: make([]byte, 0, 2048*len(edges)+2)}
+	write, ok := compileEdge(oc, sel)
+	if !ok {
+		return nil, false
+	}
+	w.b = append(w.b, '[')
+	for i, e := range edges {
+		if e == nil {
+			return nil, false
+		}
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		if !write(w, e) {
+			return nil, false
+		}
+	}
+	w.b = append(w.b, ']')
+	return graphql.WriterFunc(func(out io.Writer) { out.Write(w.b) }), true
+}
+
+// jsonWriter appends JSON to b. It is an io.Writer, for the domain's MarshalGQL methods.
+type jsonWriter struct{ b []byte }
+
+func (w *jsonWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+func (w *jsonWriter) WriteString(s string) (int, error) {
+	w.b = append(w.b, s...)
+	return len(s), nil
+}
+
+const hexDigits = "0123456789ABCDEF"
+
+// str writes s as gqlgen's MarshalString does (graphql.writeQuotedString): control
+// characters, backslash and quote escaped, every other byte (multi-byte runes and
+// invalid UTF-8 too) as it is. Bytes of multi-byte runes are never ASCII, so looking at
+// bytes finds what its loop over runes finds.
+func (w *jsonWriter) str(s string) {
+	w.b = append(w.b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == '\\' || c == '"' {
+			w.b = append(w.b, s[start:i]...)
+			switch c {
+			case '\t':
+				w.b = append(w.b, `\t`...)
+			case '\r':
+				w.b = append(w.b, `\r`...)
+			case '\n':
+				w.b = append(w.b, `\n`...)
+			case '\\':
+				w.b = append(w.b, `\\`...)
+			case '"':
+				w.b = append(w.b, `\"`...)
+			default:
+				w.b = append(w.b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			start = i + 1
+		}
+	}
+	w.b = append(w.b, s[start:]...)
+	w.b = append(w.b, '"')
+}
+
+func (w *jsonWriter) null() { w.b = append(w.b, "null"...) }
+
+func (w *jsonWriter) int(i int) { w.b = strconv.AppendInt(w.b, int64(i), 10) }
+
+func (w *jsonWriter) optInt(p *int) {
+	if p == nil {
+		w.null()
+		return
+	}
+	w.int(*p)
+}
+
+func (w *jsonWriter) bool(v bool) { w.b = strconv.AppendBool(w.b, v) }
+
+// time writes t as graphql.MarshalTime does (strconv.Quote of RFC 3339 with
+// nanoseconds, which needs no escaping), and reports false for the zero time, which
+// gqlgen turns into null: an error where the schema says non-null.
+func (w *jsonWriter) time(t time.Time) bool {
+	if t.IsZero() {
+		return false
+	}
+	w.b = append(w.b, '"')
+	w.b = t.AppendFormat(w.b, time.RFC3339Nano)
+	w.b = append(w.b, '"')
+	return true
+}
+
+// optTime writes a nullable time: nil and the zero time are null.
+func (w *jsonWriter) optTime(t *time.Time) {
+	if t == nil || !w.time(*t) {
+		w.null()
+	}
+}
+
+// optFloat writes a nullable Float as graphql.MarshalFloatContext does (%g), and
+// reports false for infinities and NaN, which it refuses with an error.
+func (w *jsonWriter) optFloat(p *float64) bool {
+	if p == nil {
+		w.null()
+		return true
+	}
+	if math.IsInf(*p, 0) || math.IsNaN(*p) {
+		return false
+	}
+	w.b = fmt.Appendf(w.b, "%g", *p)
+	return true
+}
+
+// json writes a JSON! value: nil is an error to gqlgen, anything else its MarshalGQL.
+func (w *jsonWriter) json(j parley.JSON) bool {
+	if j == nil {
+		return false
+	}
+	j.MarshalGQL(w)
+	return true
+}
+
+// optJSON writes a nullable JSON value.
+func (w *jsonWriter) optJSON(j parley.JSON) {
+	if j == nil {
+		w.null()
+		return
+	}
+	j.MarshalGQL(w)
+}
+
+// A compiled selection: write writes v's selected fields as a JSON object, or reports
+// false when gqlgen would write something else (an error, a null).
+type writeFunc[T any] func(w *jsonWriter, v T) bool
+
+// fieldCompiler compiles one selected field of a T: scalars ignore f's selections,
+// objects compile them.
+type fieldCompiler[T any] func(oc *graphql.OperationContext, f graphql.CollectedField) (writeFunc[T], bool)
+
+// objectType is a GraphQL object type this file can write.
+type objectType[T any] struct {
+	name         string
+	implementors []string // gqlgen's: the type and the interfaces and unions it is in
+	fields       map[string]fieldCompiler[T]
+}
+
+// compile compiles sel for the type, as gqlgen collects it (fragments, @skip and
+// @include resolved, fields of one response key merged), and reports false when a
+// field is unknown or carries a directive it would have to run.
+func (t *objectType[T]) compile(oc *graphql.OperationContext, sel ast.SelectionSet) (writeFunc[T], bool) {
+	collected := graphql.CollectFields(oc, sel, t.implementors)
+	type member struct {
+		key   []byte // "alias":
+		write writeFunc[T]
+	}
+	members := make([]member, 0, len(collected))
+	for _, f := range collected {
+		if f.IsDeferred() || !onlySkipInclude(f.Directives) {
+			return nil, false
+		}
+		kw := jsonWriter{}
+		kw.str(f.Alias)
+		kw.b = append(kw.b, ':')
+		if f.Name == "__typename" {
+			name := t.name
+			members = append(members, member{kw.b, func(w *jsonWriter, _ T) bool { w.str(name); return true }})
+			continue
+		}
+		c, ok := t.fields[f.Name]
+		if !ok {
+			return nil, false
+		}
+		write, ok := c(oc, f)
+		if !ok {
+			return nil, false
+		}
+		members = append(members, member{kw.b, write})
+	}
+	return func(w *jsonWriter, v T) bool {
+		w.b = append(w.b, '{')
+		for i, m := range members {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.b = append(w.b, m.key...)
+			if !m.write(w, v) {
+				return false
+			}
+		}
+		w.b = append(w.b, '}')
+		return true
+	}, true
+}
+
+func onlySkipInclude(ds ast.DirectiveList) bool {
+	for _, d := range ds {
+		if d.Name != "skip" && d.Name != "include" {
+			return false
+		}
+	}
+	return true
+}
+
+// scalar is a field written without a selection.
+func scalar[T any](write writeFunc[T]) fieldCompiler[T] {
+	return func(*graphql.OperationContext, graphql.CollectedField) (writeFunc[T], bool) { return write, true }
+}
+
+// str, id, ... are the scalar fields of each kind, from a getter.
+func str[T any](get func(T) string) fieldCompiler[T] {
+	return scalar(func(w *jsonWriter, v T) bool { w.str(get(v)); return true })
+}
+
+func integer[T any](get func(T) int) fieldCompiler[T] {
+	return scalar(func(w *jsonWriter, v T) bool { w.int(get(v)); return true })
+}
+
+func optInteger[T any](get func(T) *int) fieldCompiler[T] {
+	return scalar(func(w *jsonWriter, v T) bool { w.optInt(get(v)); return true })
+}
+
+func boolean[T any](get func(T) bool) fieldCompiler[T] {
+	return scalar(func(w *jsonWriter, v T) bool { w.bool(get(v)); return true })
+}
+
+func timestamp[T any](get func(T) time.Time) fieldCompiler[T] {
+	return scalar(func(w *jsonWriter, v T) bool { return w.time(get(v)) })
+}
+
+// enum writes a non-null enum with its own MarshalGQL, as gqlgen does.
+func enum[T any, E graphql.Marshaler](get func(T) E) fieldCompiler[T] {
+	return scalar(func(w *jsonWriter, v T) bool { get(v).MarshalGQL(w); return true })
+}
+
+// object is a non-null object field.
+func object[T, C any](t *objectType[C], get func(T) C) fieldCompiler[T] {
+	return func(oc *graphql.OperationContext, f graphql.CollectedField) (writeFunc[T], bool) {
+		write, ok := t.compile(oc, f.Selections)
+		if !ok {
+			return nil, false
+		}
+		return func(w *jsonWriter, v T) bool { return write(w, get(v)) }, true
+	}
+}
+
+// optObject is a nullable object field: nil is null.
+func optObject[T any, C any](t *objectType[*C], get func(T) *C) fieldCompiler[T] {
+	return func(oc *graphql.OperationContext, f graphql.CollectedField) (writeFunc[T], bool) {
+		write, ok := t.compile(oc, f.Selections)
+		if !ok {
+			return nil, false
+		}
+		return func(w *jsonWriter, v T) bool {
+			c := get(v)
+			if c == nil {
+				w.null()
+				return true
+			}
+			return write(w, c)
+		}, true
+	}
+}
+
+// list is a [C!]! field of objects, elements passed by address as gqlgen does.
+func list[T any, C any](t *objectType[*C], get func(T) []C) fieldCompiler[T] {
+	return func(oc *graphql.OperationContext, f graphql.CollectedField) (writeFunc[T], bool) {
+		write, ok := t.compile(oc, f.Selections)
+		if !ok {
+			return nil, false
+		}
+		return func(w *jsonWriter, v T) bool {
+			items := get(v)
+			w.b = append(w.b, '[')
+			for i := range items {
+				if i > 0 {
+					w.b = append(w.b, ',')
+				}
+				if !write(w, &items[i]) {
+					return false
+				}
+			}
+			w.b = append(w.b, ']')
+			return true
+		}, true
+	}
+}
+
+// compileEdge compiles a MessageEdge selection. Its node is a union: each variant's
+// selection is compiled when a message of that variant first comes.
+func compileEdge(oc *graphql.OperationContext, sel ast.SelectionSet) (writeFunc[*model.MessageEdge], bool) {
+	edge := &objectType[*model.MessageEdge]{name: "MessageEdge", implementors: messageEdgeImplementors,
+		fields: map[string]fieldCompiler[*model.MessageEdge]{
+			"cursor": str(func(e *model.MessageEdge) string { return e.Cursor }),
+			"node": func(oc *graphql.OperationContext, f graphql.CollectedField) (writeFunc[*model.MessageEdge], bool) {
+				n := &nodeWriter{oc: oc, sel: f.Selections}
+				return func(w *jsonWriter, e *model.MessageEdge) bool { return n.write(w, e.Node) }, true
+			},
+		}}
+	return edge.compile(oc, sel)
+}
+
+// nodeWriter writes the Message union, compiling each variant's selection once.
+type nodeWriter struct {
+	oc  *graphql.OperationContext
+	sel ast.SelectionSet
+
+	text     variant[*parley.TextMessage]
+	image    variant[*parley.ImageMessage]
+	file     variant[*parley.FileReferenceMessage]
+	request  variant[*parley.ToolRequestMessage]
+	result   variant[*parley.ToolResultMessage]
+	control  variant[*parley.SystemControlMessage]
+	resource variant[*parley.MCPResourceMessage]
+	unknown  variant[*parley.UnknownMessage]
+}
+
+type variant[T any] struct {
+	compiled bool
+	write    writeFunc[T] // nil: cannot be written here
+}
+
+func writeVariant[T any](n *nodeWriter, v *variant[T], t *objectType[T], w *jsonWriter, m T) bool {
+	if !v.compiled {
+		v.write, _ = t.compile(n.oc, n.sel)
+		v.compiled = true
+	}
+	return v.write != nil && v.write(w, m)
+}
+
+func (n *nodeWriter) write(w *jsonWriter, m parley.Message) bool {
+	switch m := m.(type) {
+	case *parley.TextMessage:
+		return m != nil && writeVariant(n, &n.text, textMessageType, w, m)
+	case *parley.ImageMessage:
+		return m != nil && writeVariant(n, &n.image, imageMessageType, w, m)
+	case *parley.FileReferenceMessage:
+		return m != nil && writeVariant(n, &n.file, fileReferenceMessageType, w, m)
+	case *parley.ToolRequestMessage:
+		return m != nil && writeVariant(n, &n.request, toolRequestMessageType, w, m)
+	case *parley.ToolResultMessage:
+		return m != nil && writeVariant(n, &n.result, toolResultMessageType, w, m)
+	case *parley.SystemControlMessage:
+		return m != nil && writeVariant(n, &n.control, systemControlMessageType, w, m)
+	case *parley.MCPResourceMessage:
+		return m != nil && writeVariant(n, &n.resource, mcpResourceMessageType, w, m)
+	case *parley.UnknownMessage:
+		return m != nil && writeVariant(n, &n.unknown, unknownMessageType, w, m)
+	}
+	return false // nil, or a type gqlgen would have to deal with
+}
+
+// The message types' fields, as gqlgen.yml binds them (generated.go's _Type_field
+// functions say what each returns and how it is marshalled).
+
+// messageFields are the fields of MessageBase (and Node) every variant has.
+func messageFields[T parley.Message](more map[string]fieldCompiler[T]) map[string]fieldCompiler[T] {
+	fs := map[string]fieldCompiler[T]{
+		"id":             str(func(m T) string { return m.Meta().ID }),
+		"conversationId": str(func(m T) string { return m.Meta().ConversationID }),
+		"role":           enum(func(m T) parley.Role { return m.Meta().Role }),
+		"position":       integer(func(m T) int { return m.Meta().Position }),
+		"createdAt":      timestamp(func(m T) time.Time { return m.Meta().CreatedAt }),
+		"updatedAt":      timestamp(func(m T) time.Time { return m.Meta().UpdatedAt }),
+		"label":          str(func(m T) string { return m.Label() }),
+		"sourceId":       str(func(m T) string { return m.Meta().SourceID }), // nullable, bound to a string: "" stays ""
+	}
+	for k, v := range more {
+		fs[k] = v
+	}
+	return fs
+}
+
+// textFields are TextBearing's fields.
+func textFields[T interface {
+	parley.Message
+	parley.TextBearing
+}](more map[string]fieldCompiler[T]) map[string]fieldCompiler[T] {
+	fs := map[string]fieldCompiler[T]{
+		"content": str(func(m T) string { return m.Content() }),
+		"text":    str(func(m T) string { return m.Text() }),
+		"html":    str(func(m T) string { return m.HTML() }),
+	}
+	for k, v := range more {
+		fs[k] = v
+	}
+	return messageFields(fs)
+}
+
+// bodyFields are the fields of the variants with a Body: parts and thinking.
+func bodyFields[T interface {
+	parley.Message
+	parley.TextBearing
+	Thinking() string
+}](body func(T) *parley.Body, more map[string]fieldCompiler[T]) map[string]fieldCompiler[T] {
+	fs := map[string]fieldCompiler[T]{
+		"parts":    list(partType, func(m T) []parley.Part { return body(m).Parts }),
+		"thinking": str(func(m T) string { return m.Thinking() }),
+	}
+	for k, v := range more {
+		fs[k] = v
+	}
+	return textFields(fs)
+}
+
+var (
+	textMessageType = &objectType[*parley.TextMessage]{name: "TextMessage", implementors: textMessageImplementors,
+		fields: bodyFields(func(m *parley.TextMessage) *parley.Body { return &m.Body }, nil)}
+
+	imageMessageType = &objectType[*parley.ImageMessage]{name: "ImageMessage", implementors: imageMessageImplementors,
+		fields: messageFields(map[string]fieldCompiler[*parley.ImageMessage]{
+			"source":          object(imageSourceType, func(m *parley.ImageMessage) *parley.ImageSource { return &m.Source }),
+			"recognitionMode": enum(func(m *parley.ImageMessage) parley.RecognitionMode { return m.RecognitionMode }),
+			"recognition":     optObject(imageRecognitionType, func(m *parley.ImageMessage) *parley.ImageRecognition { return m.Recognition }),
+		})}
+
+	fileReferenceMessageType = &objectType[*parley.FileReferenceMessage]{name: "FileReferenceMessage", implementors: fileReferenceMessageImplementors,
+		fields: messageFields(map[string]fieldCompiler[*parley.FileReferenceMessage]{
+			"path":       str(func(m *parley.FileReferenceMessage) string { return m.Path }),
+			"startLine":  optInteger(func(m *parley.FileReferenceMessage) *int { return m.StartLine }),
+			"endLine":    optInteger(func(m *parley.FileReferenceMessage) *int { return m.EndLine }),
+			"resolution": optObject(fileResolutionType, func(m *parley.FileReferenceMessage) *parley.FileResolution { return m.Resolution }),
+		})}
+
+	toolRequestMessageType = &objectType[*parley.ToolRequestMessage]{name: "ToolRequestMessage", implementors: toolRequestMessageImplementors,
+		fields: bodyFields(func(m *parley.ToolRequestMessage) *parley.Body { return &m.Body }, map[string]fieldCompiler[*parley.ToolRequestMessage]{
+			"toolCalls": list(toolCallType, func(m *parley.ToolRequestMessage) []parley.ToolCall { return m.ToolCalls }),
+		})}
+
+	toolResultMessageType = &objectType[*parley.ToolResultMessage]{name: "ToolResultMessage", implementors: toolResultMessageImplementors,
+		fields: bodyFields(func(m *parley.ToolResultMessage) *parley.Body { return &m.Body }, map[string]fieldCompiler[*parley.ToolResultMessage]{
+			"toolCallId":   str(func(m *parley.ToolResultMessage) string { return m.ToolCallID }),
+			"toolName":     str(func(m *parley.ToolResultMessage) string { return m.ToolName }),
+			"status":       enum(func(m *parley.ToolResultMessage) parley.ToolResultStatus { return m.Status }),
+			"output":       scalar(func(w *jsonWriter, m *parley.ToolResultMessage) bool { w.optJSON(m.Output); return true }),
+			"error":        optObject(toolErrorType, func(m *parley.ToolResultMessage) *parley.ToolErrorDetail { return m.Error }),
+			"durationMs":   optInteger(func(m *parley.ToolResultMessage) *int { return m.DurationMs }),
+			"executedAt":   scalar(func(w *jsonWriter, m *parley.ToolResultMessage) bool { w.optTime(m.ExecutedAt); return true }),
+			"truncated":    boolean(func(m *parley.ToolResultMessage) bool { return m.Truncated }),
+			"originalSize": optInteger(func(m *parley.ToolResultMessage) *int { return m.OriginalSize }),
+		})}
+
+	systemControlMessageType = &objectType[*parley.SystemControlMessage]{name: "SystemControlMessage", implementors: systemControlMessageImplementors,
+		fields: messageFields(map[string]fieldCompiler[*parley.SystemControlMessage]{
+			"kind":   enum(func(m *parley.SystemControlMessage) parley.ControlKind { return m.ControlKind }),
+			"from":   str(func(m *parley.SystemControlMessage) string { return m.From }),
+			"to":     str(func(m *parley.SystemControlMessage) string { return m.To }),
+			"params": scalar(func(w *jsonWriter, m *parley.SystemControlMessage) bool { w.optJSON(m.Params); return true }),
+		})}
+
+	mcpResourceMessageType = &objectType[*parley.MCPResourceMessage]{name: "MCPResourceMessage", implementors: mCPResourceMessageImplementors,
+		fields: textFields(map[string]fieldCompiler[*parley.MCPResourceMessage]{
+			"serverName":  str(func(m *parley.MCPResourceMessage) string { return m.ServerName }),
+			"resourceUri": str(func(m *parley.MCPResourceMessage) string { return m.ResourceURI }),
+			"mimeType":    str(func(m *parley.MCPResourceMessage) string { return m.MimeType }),
+			"retrievedAt": timestamp(func(m *parley.MCPResourceMessage) time.Time { return m.RetrievedAt }),
+			"truncated":   boolean(func(m *parley.MCPResourceMessage) bool { return m.Truncated }),
+		})}
+
+	unknownMessageType = &objectType[*parley.UnknownMessage]{name: "UnknownMessage", implementors: unknownMessageImplementors,
+		fields: messageFields(map[string]fieldCompiler[*parley.UnknownMessage]{
+			"type": str(func(m *parley.UnknownMessage) string { return m.TypeTag }),
+			"raw":  scalar(func(w *jsonWriter, m *parley.UnknownMessage) bool { return w.json(m.Raw) }),
+		})}
+
+	partType = &objectType[*parley.Part]{name: "Part", implementors: partImplementors,
+		fields: map[string]fieldCompiler[*parley.Part]{
+			"kind":      enum(func(p *parley.Part) parley.PartKind { return p.Kind }),
+			"content":   str(func(p *parley.Part) string { return p.Content() }),
+			"text":      str(func(p *parley.Part) string { return p.Text }),
+			"html":      str(func(p *parley.Part) string { return p.HTML() }),
+			"signature": str(func(p *parley.Part) string { return p.Signature }),
+		}}
+
+	imageSourceType = &objectType[*parley.ImageSource]{name: "ImageSource", implementors: imageSourceImplementors,
+		fields: map[string]fieldCompiler[*parley.ImageSource]{
+			"kind":      enum(func(s *parley.ImageSource) parley.ImageSourceKind { return s.Kind }),
+			"url":       str(func(s *parley.ImageSource) string { return s.URL }),
+			"base64":    str(func(s *parley.ImageSource) string { return s.Data }),
+			"mediaType": str(func(s *parley.ImageSource) string { return s.MediaType }),
+			"filePath":  str(func(s *parley.ImageSource) string { return s.FilePath }),
+		}}
+
+	imageRecognitionType = &objectType[*parley.ImageRecognition]{name: "ImageRecognition", implementors: imageRecognitionImplementors,
+		fields: map[string]fieldCompiler[*parley.ImageRecognition]{
+			"status": enum(func(r *parley.ImageRecognition) parley.ProcessingStatus { return r.Status }),
+			"modeUsed": scalar(func(w *jsonWriter, r *parley.ImageRecognition) bool {
+				if r.ModeUsed == nil {
+					w.null()
+				} else {
+					r.ModeUsed.MarshalGQL(w)
+				}
+				return true
+			}),
+			"recognizedText": str(func(r *parley.ImageRecognition) string { return r.RecognizedText }),
+			"visionAnalysis": str(func(r *parley.ImageRecognition) string { return r.VisionAnalysis }),
+			"confidence":     scalar(func(w *jsonWriter, r *parley.ImageRecognition) bool { return w.optFloat(r.Confidence) }),
+			"language":       str(func(r *parley.ImageRecognition) string { return r.Language }),
+			"script":         str(func(r *parley.ImageRecognition) string { return r.Script }),
+			"notice":         str(func(r *parley.ImageRecognition) string { return r.Notice }),
+			"error":          optObject(processingErrorType, func(r *parley.ImageRecognition) *parley.ProcessingError { return r.Error }),
+			"processedAt":    timestamp(func(r *parley.ImageRecognition) time.Time { return r.ProcessedAt }),
+		}}
+
+	processingErrorType = &objectType[*parley.ProcessingError]{name: "ProcessingError", implementors: processingErrorImplementors,
+		fields: map[string]fieldCompiler[*parley.ProcessingError]{
+			"message":   str(func(e *parley.ProcessingError) string { return e.Message }),
+			"retryable": boolean(func(e *parley.ProcessingError) bool { return e.Retryable }),
+		}}
+
+	fileResolutionType = &objectType[*parley.FileResolution]{name: "FileResolution", implementors: fileResolutionImplementors,
+		fields: map[string]fieldCompiler[*parley.FileResolution]{
+			"status":       enum(func(r *parley.FileResolution) parley.ProcessingStatus { return r.Status }),
+			"content":      str(func(r *parley.FileResolution) string { return r.Content }),
+			"truncated":    boolean(func(r *parley.FileResolution) bool { return r.Truncated }),
+			"originalSize": optInteger(func(r *parley.FileResolution) *int { return r.OriginalSize }),
+			"error":        optObject(processingErrorType, func(r *parley.FileResolution) *parley.ProcessingError { return r.Error }),
+			"resolvedAt":   timestamp(func(r *parley.FileResolution) time.Time { return r.ResolvedAt }),
+		}}
+
+	toolCallType = &objectType[*parley.ToolCall]{name: "ToolCall", implementors: toolCallImplementors,
+		fields: map[string]fieldCompiler[*parley.ToolCall]{
+			"id":             str(func(c *parley.ToolCall) string { return c.ID }),
+			"name":           str(func(c *parley.ToolCall) string { return c.Name }),
+			"arguments":      scalar(func(w *jsonWriter, c *parley.ToolCall) bool { return w.json(c.Arguments) }),
+			"approvalStatus": enum(func(c *parley.ToolCall) parley.ApprovalStatus { return c.ApprovalStatus }),
+			"decision":       optObject(approvalDecisionType, func(c *parley.ToolCall) *parley.ApprovalDecision { return c.Decision }),
+		}}
+
+	approvalDecisionType = &objectType[*parley.ApprovalDecision]{name: "ApprovalDecision", implementors: approvalDecisionImplementors,
+		fields: map[string]fieldCompiler[*parley.ApprovalDecision]{
+			"status":    enum(func(d *parley.ApprovalDecision) parley.ApprovalStatus { return d.Status }),
+			"decidedBy": str(func(d *parley.ApprovalDecision) string { return d.DecidedBy }),
+			"reason":    str(func(d *parley.ApprovalDecision) string { return d.Reason }),
+			"decidedAt": timestamp(func(d *parley.ApprovalDecision) time.Time { return d.DecidedAt }),
+		}}
+
+	toolErrorType = &objectType[*parley.ToolErrorDetail]{name: "ToolError", implementors: toolErrorImplementors,
+		fields: map[string]fieldCompiler[*parley.ToolErrorDetail]{
+			"message":     str(func(e *parley.ToolErrorDetail) string { return e.Message }),
+			"stackTrace":  str(func(e *parley.ToolErrorDetail) string { return e.StackTrace }),
+			"recoverable": boolean(func(e *parley.ToolErrorDetail) bool { return e.Recoverable }),
+		}}
+)

@@ -1,0 +1,85 @@
+package interop_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/db"
+	"github.com/parley-dev/parley/internal/pgtest"
+	"github.com/parley-dev/parley/interop"
+	"github.com/parley-dev/parley/interop/claudecode"
+)
+
+// genSession writes a Claude Code session of n exchanges, each a prompt, a reply
+// streamed over three lines with two calls, progress lines, two results of about 2 KB
+// and a closing reply: nine lines and five messages an exchange.
+func genSession(n int) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ts := func(i int) string { return t0.Add(time.Duration(i) * time.Second).Format(time.RFC3339Nano) }
+	output := strings.Repeat("ok  \tgithub.com/acme/app/internal/pkg\t0.012s\n", 45)
+	line := 0
+	rec := func(r obj) {
+		line++
+		r["uuid"], r["timestamp"], r["sessionId"], r["isSidechain"] = fmt.Sprintf("u-%d", line), ts(line), "s", false
+		enc.Encode(r)
+	}
+	for i := range n {
+		rec(obj{"type": "user", "message": obj{"role": "user", "content": fmt.Sprintf("Step %d: run the tests and fix what fails.", i)}})
+		id := fmt.Sprintf("msg_%d", i)
+		asst := func(block obj) {
+			rec(obj{"type": "assistant", "message": obj{"id": id, "role": "assistant", "model": "m", "content": []obj{block}}})
+		}
+		asst(obj{"type": "text", "text": "Running the tests in both modules."})
+		asst(obj{"type": "tool_use", "id": fmt.Sprintf("toolu_%d_a", i), "name": "Bash", "input": obj{"command": "go test ./..."}})
+		rec(obj{"type": "progress", "data": obj{"type": "hook_progress"}})
+		asst(obj{"type": "tool_use", "id": fmt.Sprintf("toolu_%d_b", i), "name": "Bash", "input": obj{"command": "go vet ./..."}})
+		rec(obj{"type": "progress", "data": obj{"type": "hook_progress"}})
+		for _, c := range []string{"a", "b"} {
+			rec(obj{"type": "user", "message": obj{"role": "user", "content": []obj{{"type": "tool_result", "tool_use_id": fmt.Sprintf("toolu_%d_%s", i, c), "content": output}}}})
+		}
+		rec(obj{"type": "assistant", "message": obj{"id": id + "_done", "role": "assistant", "model": "m", "content": []obj{{"type": "text", "text": "All green."}}}})
+	}
+	return buf.Bytes()
+}
+
+// BenchmarkImportClaudeCode measures importing a session of 1,000 exchanges (5,000
+// messages, 9,000 lines): reading it, and reading and storing it in one transaction.
+//
+//	go test -run '^$' -bench ImportClaudeCode -benchtime 3x ./interop/
+func BenchmarkImportClaudeCode(b *testing.B) {
+	data := genSession(1000)
+	b.Run("parse", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			imp, err := claudecode.Parse(bytes.NewReader(data))
+			if err != nil || len(imp.Messages) != 5000 {
+				b.Fatalf("got %v messages, %v", len(imp.Messages), err)
+			}
+		}
+		b.ReportMetric(float64(5000*b.N)/b.Elapsed().Seconds(), "msgs/s")
+	})
+	b.Run("store", func(b *testing.B) {
+		store, err := db.Open(context.Background(), pgtest.NewDatabase(b), db.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer store.Close()
+		svc := interop.New(store, store, store)
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			rep, err := svc.ImportConversation(context.Background(), parley.ImportClaudeCode, bytes.NewReader(data), parley.ImportTarget{})
+			if err != nil || rep.Added != 5000 {
+				b.Fatalf("got %+v, %v", rep, err)
+			}
+		}
+		b.ReportMetric(float64(5000*b.N)/b.Elapsed().Seconds(), "msgs/s")
+	})
+}

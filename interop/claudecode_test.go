@@ -1,0 +1,211 @@
+package interop_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/parley-dev/parley/internal/testserver"
+)
+
+const session = "claudecode/testdata/session.jsonl"
+
+// TestClaudeCodeSession imports a session with every record and block type and each
+// quirk of real files, through the API, and checks what was made of each.
+func TestClaudeCodeSession(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	rep := importData(t, srv, "CLAUDE_CODE_JSONL", readFile(t, session), "", "")
+
+	if !rep.Created || rep.Conversation.Title != "Fix the flaky login test" {
+		t.Errorf("got created %v, title %q; want a new conversation titled by the summary", rep.Created, rep.Conversation.Title)
+	}
+	wantVariants := map[string]int{"TextMessage": 3, "ImageMessage": 2, "ToolRequestMessage": 4, "ToolResultMessage": 4}
+	if got := rep.variants(); !equalCounts(got, wantVariants) {
+		t.Errorf("added per variant: got %v, want %v", got, wantVariants)
+	}
+	if rep.Added != 13 || rep.Conversation.MessageCount != 13 || rep.AlreadyPresent != 0 {
+		t.Errorf("got added %d, messageCount %d, alreadyPresent %d; want 13, 13, 0", rep.Added, rep.Conversation.MessageCount, rep.AlreadyPresent)
+	}
+	for reason, want := range map[string]int{
+		"sidechain (sub-agent) record":                                           3,
+		"text injected by Claude Code (isMeta), not typed by a person":           1,
+		"session summary (used as the title)":                                    1,
+		"system notice (not a conversation turn)":                                2,
+		"progress record (hooks, tools, sub-agents)":                             2,
+		"file history snapshot":                                                  1,
+		"queued-input bookkeeping":                                               1,
+		"compaction summary of turns imported from this file":                    1,
+		"notice Claude Code wrote in the model's name (API error, interruption)": 1,
+		"record of an unfamiliar type":                                           1,
+		"turn re-written by a resumed session":                                   3,
+	} {
+		if got := rep.skipped(reason); got != want {
+			t.Errorf("skipped %q: got %d, want %d", reason, got, want)
+		}
+	}
+	if len(rep.Warnings) != 2 || !strings.Contains(rep.Warnings[0], `unfamiliar record type "future-thing"`) ||
+		!strings.Contains(rep.Warnings[1], "redacted thinking") {
+		t.Errorf("warnings: got %q, want the unfamiliar type and the redacted thinking", rep.Warnings)
+	}
+
+	msgs := fetchMessages(t, srv, rep.Conversation.ID)
+	// The reply streamed over four lines (with a tool result between) is one message,
+	// at its first line, keeping thinking, text and both calls; message.id is its source.
+	req := msgs[3]
+	if req["__typename"] != "ToolRequestMessage" || req["sourceId"] != "msg_A" || req["text"] != "Let me read the test and run it." ||
+		req["thinking"] != "The test probably races the session cookie. Read it first." || len(req["toolCalls"].([]any)) != 2 {
+		t.Errorf("the split reply: got %v", req)
+	}
+	if req["createdAt"] != "2026-02-10T10:00:03Z" {
+		t.Errorf("the reply's time: got %v, want its first line's 2026-02-10T10:00:03Z", req["createdAt"])
+	}
+	// A tool_result with is_error is an ERROR result, its ANSI colours gone.
+	failed := msgs[5]
+	if failed["status"] != "ERROR" || failed["toolCallId"] != "toolu_run" || failed["toolName"] != "Bash" ||
+		!strings.HasPrefix(failed["text"].(string), "--- FAIL: TestLogin") {
+		t.Errorf("the failed run: got %v", failed)
+	}
+	// Text beside a tool_result stays on the result; its image follows it.
+	shot := msgs[7]
+	if shot["text"] != "Screenshot taken\n\n(the page is still loading)" || msgs[8]["__typename"] != "ImageMessage" || msgs[8]["role"] != "USER" {
+		t.Errorf("the screenshot result and its image: got %v then %v", shot, msgs[8])
+	}
+	// The session ends with a call that never got a result: it stays pending.
+	last := msgs[12]
+	calls := last["toolCalls"].([]any)
+	if last["__typename"] != "ToolRequestMessage" || calls[0].(map[string]any)["approvalStatus"] != "PENDING" {
+		t.Errorf("the last, unanswered call: got %v", last)
+	}
+	// Emoji and redaction markers are kept byte for byte.
+	if msgs[0]["text"] != "The login test is flaky 😬 — can you look? Here is a screenshot." ||
+		!strings.Contains(msgs[4]["text"].(string), "/* [REDACTED] */") {
+		t.Errorf("text: got %q and %q", msgs[0]["text"], msgs[4]["text"])
+	}
+
+	// Importing it again adds nothing.
+	again := importData(t, srv, "CLAUDE_CODE_JSONL", readFile(t, session), rep.Conversation.ID, "")
+	if again.Added != 0 || again.AlreadyPresent != 13 || again.Created || again.Conversation.MessageCount != 13 {
+		t.Errorf("re-import: got added %d, alreadyPresent %d, created %v, messageCount %d; want 0, 13, false, 13",
+			again.Added, again.AlreadyPresent, again.Created, again.Conversation.MessageCount)
+	}
+}
+
+// TestClaudeCodeLongerCopy imports a session cut short, then the whole file: only the
+// new turns are added, after the others, including the rest of a reply that was cut.
+func TestClaudeCodeLongerCopy(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	lines := strings.SplitAfter(readFile(t, session), "\n")
+	short := strings.Join(lines[:20], "") // up to the tool result with the screenshot
+	first := importData(t, srv, "CLAUDE_CODE_JSONL", short, "", "a session in progress")
+	if first.Added != 9 || first.Conversation.Title != "a session in progress" {
+		t.Fatalf("the short copy: got added %d, title %q; want 9 and the given title", first.Added, first.Conversation.Title)
+	}
+	full := importData(t, srv, "CLAUDE_CODE_JSONL", readFile(t, session), first.Conversation.ID, "")
+	if full.Added != 4 || full.AlreadyPresent != 9 || full.Conversation.MessageCount != 13 {
+		t.Errorf("the longer copy: got added %d, alreadyPresent %d, messageCount %d; want 4, 9, 13",
+			full.Added, full.AlreadyPresent, full.Conversation.MessageCount)
+	}
+	msgs := fetchMessages(t, srv, first.Conversation.ID)
+	for i, m := range msgs {
+		if int(m["position"].(float64)) != i+1 {
+			t.Errorf("message %d has position %v", i, m["position"])
+		}
+	}
+	if msgs[9]["sourceId"] != "u-0014" {
+		t.Errorf("the first new turn: got %v, want the prompt of line 26 at position 10", msgs[9])
+	}
+}
+
+// TestClaudeCodeReplyCutShort imports a session read while a reply was being written
+// (its text streamed, its calls not yet): importing the whole file later completes the
+// reply in place, and the results of the new calls find them.
+func TestClaudeCodeReplyCutShort(t *testing.T) {
+	t.Parallel()
+	lines := strings.SplitAfter(readFile(t, session), "\n")
+	for _, tc := range []struct {
+		name      string
+		lines     int
+		firstType string
+	}{
+		{"after the text", 8, "TextMessage"},
+		{"after the first call and its result", 11, "ToolRequestMessage"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := testserver.New(t)
+			first := importData(t, srv, "CLAUDE_CODE_JSONL", strings.Join(lines[:tc.lines], ""), "", "")
+			before := fetchMessages(t, srv, first.Conversation.ID)
+			if got := before[3]["__typename"]; got != tc.firstType {
+				t.Fatalf("the cut reply: got %v, want %s", got, tc.firstType)
+			}
+			full := importData(t, srv, "CLAUDE_CODE_JSONL", readFile(t, session), first.Conversation.ID, "")
+			if full.Conversation.MessageCount != 13 || full.Added+full.AlreadyPresent != 13 {
+				t.Errorf("got messageCount %d, added %d + alreadyPresent %d; want 13 in all", full.Conversation.MessageCount, full.Added, full.AlreadyPresent)
+			}
+			if !strings.Contains(strings.Join(full.Warnings, "\n"), "the reply msg_A was imported before it was complete") {
+				t.Errorf("warnings: got %q, want one about msg_A", full.Warnings)
+			}
+			after := fetchMessages(t, srv, first.Conversation.ID)
+			reply := after[3]
+			if reply["id"] != before[3]["id"] || reply["__typename"] != "ToolRequestMessage" || len(reply["toolCalls"].([]any)) != 2 ||
+				reply["text"] != "Let me read the test and run it." {
+				t.Errorf("the completed reply: got %v, want message %v with its text and both calls", reply, before[3]["id"])
+			}
+		})
+	}
+}
+
+func equalCounts(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+const messagesQuery = `query($id: ID!, $after: String) { conversation(id: $id) { messages(first: 1000, after: $after) {
+	pageInfo { hasNextPage endCursor }
+	edges { node {
+		__typename
+		... on MessageBase { id role position createdAt sourceId label }
+		... on TextMessage { text thinking }
+		... on ToolRequestMessage { text thinking toolCalls { id name arguments approvalStatus } }
+		... on ToolResultMessage { toolCallId toolName status text output error { message } }
+		... on ImageMessage { source { kind mediaType url } }
+		... on UnknownMessage { type raw }
+		... on MCPResourceMessage { serverName resourceUri text }
+	} }
+} } }`
+
+// fetchMessages reads every message of a conversation, as maps of their fields.
+func fetchMessages(t *testing.T, srv *testserver.Server, conv string) []map[string]any {
+	t.Helper()
+	var all []map[string]any
+	vars := map[string]any{"id": conv}
+	for {
+		var out struct {
+			Conversation struct {
+				Messages struct {
+					PageInfo struct {
+						HasNextPage bool
+						EndCursor   string
+					}
+					Edges []struct{ Node map[string]any }
+				}
+			}
+		}
+		srv.MustDo(t, messagesQuery, vars, &out)
+		for _, e := range out.Conversation.Messages.Edges {
+			all = append(all, e.Node)
+		}
+		if !out.Conversation.Messages.PageInfo.HasNextPage {
+			return all
+		}
+		vars["after"] = out.Conversation.Messages.PageInfo.EndCursor
+	}
+}
