@@ -67,9 +67,10 @@ var (
 	htmlPolicy = bluemonday.UGCPolicy()
 )
 
-// RenderHTML renders text as Markdown (CommonMark with GitHub's extensions; raw HTML in
-// the text is dropped by the renderer) and sanitizes the result, for rich display.
-func RenderHTML(text string) string {
+// renderHTML renders text as Markdown (CommonMark with GitHub's extensions; raw HTML in
+// the text is dropped by the renderer) and sanitizes the result. RenderHTML
+// (htmlcache.go) calls it for texts it has not rendered lately.
+func renderHTML(text string) string {
 	if text == "" {
 		return ""
 	}

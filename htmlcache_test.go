@@ -1,0 +1,46 @@
+package parley
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestRenderHTMLCachedIsRendered(t *testing.T) {
+	tests := []struct{ name, text string }{
+		{"empty", ""},
+		{"markdown", "**bold** and <script>x</script>"},
+		{"long", strings.Repeat("word ", htmlCacheMaxText/4)},
+	}
+	for _, tc := range tests {
+		want := renderHTML(tc.text)
+		for i := range 2 { // rendered, then from the cache
+			if got := RenderHTML(tc.text); got != want {
+				t.Errorf("%s, call %d: got %q, want %q", tc.name, i+1, got, want)
+			}
+		}
+	}
+}
+
+func TestHTMLCacheBoundedByBytes(t *testing.T) {
+	c := newHTMLCache(10 * entrySize("text-00", "html-00"))
+	for i := range 50 {
+		c.add(fmt.Sprintf("text-%02d", i), fmt.Sprintf("html-%02d", i))
+		if c.bytes > c.max {
+			t.Fatalf("after %d adds: %d bytes kept, want at most %d", i+1, c.bytes, c.max)
+		}
+	}
+	if _, ok := c.get("text-00"); ok {
+		t.Errorf("the oldest entry is still there")
+	}
+	if got, ok := c.get("text-49"); !ok || got != "html-49" {
+		t.Errorf("newest entry: got %q, %v; want html-49, true", got, ok)
+	}
+	if n := c.lru.Len(); n != 10 {
+		t.Errorf("got %d entries, want 10", n)
+	}
+	c.add("huge", strings.Repeat("x", c.max))
+	if _, ok := c.get("huge"); ok {
+		t.Errorf("an entry larger than an eighth of the cache was kept")
+	}
+}
