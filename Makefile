@@ -45,8 +45,10 @@ test-e2e: build
 generate:
 	$(GO) generate ./...
 
+# bench: Parley beside raw SQL and PostGraphile, written to bench/report.md and
+# bench/report.svg (about 8 minutes; BENCH_ARGS="-runs 3 -duration 2s" for a quick look).
 bench: deps
-	@bash scripts/bench.sh
+	@bash scripts/bench.sh $(BENCH_ARGS)
 
 # bench-go: the Go benchmarks of saving and reading history, each beside its raw SQL
 # reference measured in the same run.

@@ -35,6 +35,10 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 				Name: "shutdown-timeout", Value: 20 * time.Second, Usage: "how long in-flight requests may take to finish on shutdown",
 				Sources: cli.EnvVars("PARLEY_SHUTDOWN_TIMEOUT"),
 			},
+			&cli.StringFlag{
+				Name: "debug-addr", Usage: "HOST:PORT to serve Go's profiles (/debug/pprof/) and runtime counters (/debug/vars) on; off when empty",
+				Sources: cli.EnvVars("PARLEY_DEBUG_ADDR"),
+			},
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			log, err := logger(cmd, stderr)
@@ -63,6 +67,13 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			defer listener.Close()
 
+			if addr := cmd.String("debug-addr"); addr != "" {
+				stopDebug, err := serveDebug(addr, log)
+				if err != nil {
+					return err
+				}
+				defer stopDebug()
+			}
 			ln, err := net.Listen("tcp", cmd.String("addr"))
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w", cmd.String("addr"), err)
