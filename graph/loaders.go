@@ -100,10 +100,22 @@ func withLoaders(messages parley.MessageService) graphql.ResponseMiddleware {
 }
 
 // messagePage reads a conversation's page through the response's loader when there is
-// one, and directly otherwise.
+// one and the conversation is an element of a list, and directly otherwise: a
+// conversation read on its own has no siblings to batch with, so it does not wait the
+// loader's millisecond for them.
 func (r *Resolver) messagePage(ctx context.Context, conv *parley.Conversation, page parley.PageRequest) (*parley.MessagePage, error) {
-	if l, ok := ctx.Value(loadersKey{}).(*loaders); ok {
+	if l, ok := ctx.Value(loadersKey{}).(*loaders); ok && inList(ctx) {
 		return l.messagePages.Load(ctx, pageKey{conv: conv, page: newPageArgs(page)})
 	}
 	return r.MessageService.FindMessages(ctx, conv, page)
+}
+
+// inList reports whether the field being resolved is under an element of a list.
+func inList(ctx context.Context) bool {
+	for fc := graphql.GetFieldContext(ctx); fc != nil; fc = fc.Parent {
+		if fc.Index != nil {
+			return true
+		}
+	}
+	return false
 }
