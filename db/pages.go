@@ -50,8 +50,8 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 	query := fmt.Sprintf(`SELECT m.* FROM unnest($1::uuid[]) AS c(id) CROSS JOIN LATERAL (
 		SELECT %s FROM messages WHERE conversation_id = c.id AND position > $2 AND ($3 = 0 OR position < $3)
 		ORDER BY position %s LIMIT $4) m`, messageColumns, order)
-	var rows []messageRow
-	if err := db.db.SelectContext(ctx, &rows, query, pq.Array(keys), after, before, limit+1); err != nil {
+	rows, err := queryMessages(ctx, db.db, query, pq.Array(keys), after, before, limit+1)
+	if err != nil {
 		return nil, classify(fmt.Errorf("find messages: %w", err))
 	}
 	grouped := make([][]messageRow, len(convs))
