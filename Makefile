@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/parley
 
-.PHONY: run build test test-go test-fuzz test-e2e deps deps-e2e generate vet fmt bench bench-go clean
+.PHONY: run build test test-go test-e2e deps deps-e2e generate vet fmt bench bench-go clean
 
 run: deps build
 	./$(BIN) serve $(ARGS)
@@ -12,15 +12,17 @@ run: deps build
 build:
 	$(GO) build -o $(BIN) ./cmd/parley
 
-# deps installs the system packages Parley needs to run: the PostgreSQL server binaries.
+# deps installs the system packages Parley needs to run: the PostgreSQL server binaries,
+# and Tesseract for image recognition by OCR.
 deps:
 	@bash scripts/ensure-postgres.sh
+	@bash scripts/ensure-ocr.sh
 
 # deps-e2e adds what the end-to-end suite needs: Node packages and headless Chromium.
 deps-e2e: deps
 	@bash scripts/ensure-e2e.sh
 
-test: deps-e2e vet test-go test-fuzz test-e2e
+test: deps-e2e vet test-go test-e2e
 
 vet:
 	$(GO) vet ./...
@@ -29,26 +31,14 @@ vet:
 test-go:
 	$(GO) test -race -count=1 ./...
 
-# test-fuzz runs each importer's fuzz target for a few seconds (FUZZTIME=1m for longer);
-# inputs that fail are saved under the package's testdata/fuzz, which test-go replays.
-FUZZTIME ?= 5s
-FUZZ_TARGETS := FuzzClaudeCode:claudecode FuzzOpenAIChat:openai FuzzAnthropicMessages:anthropic FuzzParleyJSON:parleyjson
-test-fuzz:
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		echo "fuzz $${t%%:*} for $(FUZZTIME)"; \
-		$(GO) test -run='^$$' -fuzz="^$${t%%:*}$$" -fuzztime=$(FUZZTIME) ./interop/$${t#*:}/; \
-	done
-
 test-e2e: build
 	@bash scripts/e2e.sh
 
 generate:
 	$(GO) generate ./...
 
-# bench: Parley beside raw SQL and PostGraphile, written to bench/report.md and
-# bench/report.svg (about 8 minutes; BENCH_ARGS="-runs 3 -duration 2s" for a quick look).
 bench: deps
-	@bash scripts/bench.sh $(BENCH_ARGS)
+	@bash scripts/bench.sh
 
 # bench-go: the Go benchmarks of saving and reading history, each beside its raw SQL
 # reference measured in the same run.

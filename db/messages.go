@@ -60,7 +60,10 @@ func (db *DB) AddMessage(ctx context.Context, conversationID string, m parley.Me
 		if err := insertMessage(ctx, tx, key, m); err != nil {
 			return err
 		}
-		return recordApprovals(ctx, tx, key, m)
+		if req, ok := m.(*parley.ToolRequestMessage); ok {
+			return recordApprovals(ctx, tx, key, req.ToolCalls)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -270,10 +273,11 @@ func (db *DB) SetToolCallApproval(ctx context.Context, messageID, toolCallID str
 		if err != nil {
 			return err
 		}
-		if err := recordApprovals(ctx, tx, row.ConversationID, req); err != nil {
+		if _, err := markMessageChanged(ctx, tx, row.ConversationID, key); err != nil {
 			return err
 		}
-		if _, err := markMessageChanged(ctx, tx, row.ConversationID, key); err != nil {
+		// After the conversation's lock, as adding a result takes them: one lock order.
+		if err := recordApprovals(ctx, tx, row.ConversationID, []parley.ToolCall{*call}); err != nil {
 			return err
 		}
 		out = req

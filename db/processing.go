@@ -180,14 +180,14 @@ func (db *DB) applyToolPolicies(ctx context.Context, tx *sqlx.Tx, m parley.Messa
 	return nil
 }
 
-// recordApprovals copies the approval status of a request's calls into the tool_calls
-// index, which the awaiting-result queries read.
-func recordApprovals(ctx context.Context, tx *sqlx.Tx, convKey string, m parley.Message) error {
-	req, ok := m.(*parley.ToolRequestMessage)
-	if !ok {
-		return nil
-	}
-	for _, c := range req.ToolCalls {
+// recordApprovals copies the approval status of calls into the tool_calls index, which
+// the awaiting-result queries read. Callers hold the conversation's lock already, so
+// that every writer takes the conversation's row before tool_calls rows.
+func recordApprovals(ctx context.Context, tx *sqlx.Tx, convKey string, calls []parley.ToolCall) error {
+	for _, c := range calls {
+		if c.ApprovalStatus == parley.ApprovalPending {
+			continue // the column's default
+		}
 		var decidedAt *time.Time
 		if c.Decision != nil {
 			decidedAt = &c.Decision.DecidedAt

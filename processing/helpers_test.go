@@ -11,14 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parley-dev/parley"
-	"github.com/parley-dev/parley/config"
-	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/pgtest"
 	"github.com/parley-dev/parley/internal/testserver"
-	"github.com/parley-dev/parley/internal/wire"
-	"github.com/parley-dev/parley/realtime"
-	"github.com/parley-dev/parley/server"
 )
 
 func TestMain(m *testing.M) {
@@ -35,40 +29,13 @@ const wait = 30 * time.Second
 // env is a Parley server wired as cmd/parley wires it, from a configuration: processing,
 // tool policies, realtime subscriptions fed by a database listener.
 type env struct {
-	*testserver.Server
-	Proc *wire.Processing
+	*testserver.Wired
 }
 
 // start runs a server configured by yaml (a configuration file's text).
 func start(t *testing.T, yaml string) *env {
 	t.Helper()
-	cfg, err := config.Parse([]byte(yaml))
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	dsn := pgtest.NewDatabase(t)
-	policies := cfg.ToolPolicies()
-	e := &env{}
-	e.Server = testserver.NewWith(t, testserver.Options{DSN: dsn, DB: db.Config{ToolPolicies: &policies},
-		Configure: func(c *server.Config) {
-			store := c.Messages.(*db.DB)
-			e.Proc = wire.NewProcessing(cfg, store, "test", c.Logger)
-			t.Cleanup(func() { e.Proc.Close() })
-			feed := realtime.NewFeed(store, realtime.Config{Logger: c.Logger})
-			ctx, cancel := context.WithTimeout(context.Background(), wait)
-			defer cancel()
-			l, err := db.Listen(ctx, dsn, db.ListenerConfig{
-				OnEvent:  func(ev parley.MessageEvent) { feed.Publish(ev); e.Proc.Service.Publish(ev) },
-				OnResync: func() { feed.Resync(); e.Proc.Service.Resync() },
-				Logger:   c.Logger,
-			})
-			if err != nil {
-				t.Fatalf("listen: %v", err)
-			}
-			t.Cleanup(func() { l.Close() })
-			c.Events, c.Processing, c.ToolWork = feed, e.Proc.Service, store
-		}})
-	return e
+	return &env{testserver.NewWired(t, yaml)}
 }
 
 // subscription reads a GraphQL subscription over SSE (graphql-sse, distinct connections).

@@ -11,9 +11,10 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/graph"
-	"github.com/parley-dev/parley/interop"
+	"github.com/parley-dev/parley/internal/wire"
 	"github.com/parley-dev/parley/realtime"
 	"github.com/parley-dev/parley/server"
 )
@@ -22,7 +23,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
 		Usage: "serve the GraphQL API and playground (migrates the database first)",
-		Flags: append(databaseFlags(),
+		Flags: append(append(databaseFlags(), configFlags()...),
 			&cli.StringFlag{
 				Name: "addr", Value: "127.0.0.1:8080", Usage: "HOST:PORT to listen on",
 				Sources: cli.EnvVars("PARLEY_ADDR"),
@@ -35,13 +36,13 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 				Name: "shutdown-timeout", Value: 20 * time.Second, Usage: "how long in-flight requests may take to finish on shutdown",
 				Sources: cli.EnvVars("PARLEY_SHUTDOWN_TIMEOUT"),
 			},
-			&cli.StringFlag{
-				Name: "debug-addr", Usage: "HOST:PORT to serve Go's profiles (/debug/pprof/) and runtime counters (/debug/vars) on; off when empty",
-				Sources: cli.EnvVars("PARLEY_DEBUG_ADDR"),
-			},
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			log, err := logger(cmd, stderr)
+			if err != nil {
+				return err
+			}
+			cfg, err := loadConfig(cmd)
 			if err != nil {
 				return err
 			}
@@ -53,7 +54,8 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			if err := db.Migrate(ctx, dsn); err != nil {
 				return err
 			}
-			store, err := db.Open(ctx, dsn, db.Config{Logger: log})
+			policies := cfg.ToolPolicies()
+			store, err := db.Open(ctx, dsn, db.Config{Logger: log, ToolPolicies: &policies})
 			if err != nil {
 				return err
 			}
@@ -61,19 +63,21 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			// Realtime: one LISTEN connection per process hears every replica's writes and
 			// wakes this process's subscribers, who read what changed from the database.
 			feed := realtime.NewFeed(store, realtime.Config{Logger: log})
-			listener, err := db.Listen(ctx, dsn, db.ListenerConfig{OnEvent: feed.Publish, OnResync: feed.Resync, Logger: log})
+			// Processing: file references, images, MCP resources, the tool work queue, whose
+			// subscribers wake on the same events.
+			proc := wire.NewProcessing(cfg, store, clientVersion, log)
+			defer proc.Close()
+			reportProcessing(ctx, cfg, proc, log)
+			listener, err := db.Listen(ctx, dsn, db.ListenerConfig{
+				OnEvent:  func(ev parley.MessageEvent) { feed.Publish(ev); proc.Service.Publish(ev) },
+				OnResync: func() { feed.Resync(); proc.Service.Resync() },
+				Logger:   log,
+			})
 			if err != nil {
 				return err
 			}
 			defer listener.Close()
 
-			if addr := cmd.String("debug-addr"); addr != "" {
-				stopDebug, err := serveDebug(addr, log)
-				if err != nil {
-					return err
-				}
-				defer stopDebug()
-			}
 			ln, err := net.Listen("tcp", cmd.String("addr"))
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w", cmd.String("addr"), err)
@@ -87,7 +91,8 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 					Conversations: store, Messages: store, Ready: store.Ping, Logger: log,
 					Introspection: cmd.Bool("introspection"),
 					Events:        feed,
-					Interop:       interop.New(store, store, store),
+					Processing:    proc.Service,
+					ToolWork:      store,
 					// Websockets close with "going away" and SSE streams are cut when
 					// shutdown begins, so clients subscribe again elsewhere.
 					GraphQL: graph.HandlerConfig{Shutdown: baseCtx},
