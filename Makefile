@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/parley
 
-.PHONY: run build test test-go test-e2e deps deps-e2e generate vet fmt bench bench-go clean
+.PHONY: run build test test-go test-fuzz test-e2e deps deps-e2e generate vet fmt bench bench-go clean
 
 run: deps build
 	./$(BIN) serve $(ARGS)
@@ -22,7 +22,7 @@ deps:
 deps-e2e: deps
 	@bash scripts/ensure-e2e.sh
 
-test: deps-e2e vet test-go test-e2e
+test: deps-e2e vet test-go test-fuzz test-e2e
 
 vet:
 	$(GO) vet ./...
@@ -31,14 +31,26 @@ vet:
 test-go:
 	$(GO) test -race -count=1 ./...
 
+# test-fuzz runs each importer's fuzz target for a few seconds (FUZZTIME=1m for longer);
+# inputs that fail are saved under the package's testdata/fuzz, which test-go replays.
+FUZZTIME ?= 5s
+FUZZ_TARGETS := FuzzClaudeCode:claudecode FuzzOpenAIChat:openai FuzzAnthropicMessages:anthropic FuzzParleyJSON:parleyjson
+test-fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t%%:*} for $(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$${t%%:*}$$" -fuzztime=$(FUZZTIME) ./interop/$${t#*:}/; \
+	done
+
 test-e2e: build
 	@bash scripts/e2e.sh
 
 generate:
 	$(GO) generate ./...
 
+# bench: Parley beside raw SQL and PostGraphile, written to bench/report.md and
+# bench/report.svg (about 8 minutes; BENCH_ARGS="-runs 3 -duration 2s" for a quick look).
 bench: deps
-	@bash scripts/bench.sh
+	@bash scripts/bench.sh $(BENCH_ARGS)
 
 # bench-go: the Go benchmarks of saving and reading history, each beside its raw SQL
 # reference measured in the same run.

@@ -15,6 +15,7 @@ import (
 	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/graph"
 	"github.com/parley-dev/parley/internal/wire"
+	"github.com/parley-dev/parley/interop"
 	"github.com/parley-dev/parley/realtime"
 	"github.com/parley-dev/parley/server"
 )
@@ -35,6 +36,10 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			&cli.DurationFlag{
 				Name: "shutdown-timeout", Value: 20 * time.Second, Usage: "how long in-flight requests may take to finish on shutdown",
 				Sources: cli.EnvVars("PARLEY_SHUTDOWN_TIMEOUT"),
+			},
+			&cli.StringFlag{
+				Name: "debug-addr", Usage: "HOST:PORT to serve Go's profiles (/debug/pprof/) and runtime counters (/debug/vars) on; off when empty",
+				Sources: cli.EnvVars("PARLEY_DEBUG_ADDR"),
 			},
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -78,6 +83,13 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			}
 			defer listener.Close()
 
+			if addr := cmd.String("debug-addr"); addr != "" {
+				stopDebug, err := serveDebug(addr, log)
+				if err != nil {
+					return err
+				}
+				defer stopDebug()
+			}
 			ln, err := net.Listen("tcp", cmd.String("addr"))
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w", cmd.String("addr"), err)
@@ -93,6 +105,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 					Events:        feed,
 					Processing:    proc.Service,
 					ToolWork:      store,
+					Interop:       interop.New(store, store, store),
 					// Websockets close with "going away" and SSE streams are cut when
 					// shutdown begins, so clients subscribe again elsewhere.
 					GraphQL: graph.HandlerConfig{Shutdown: baseCtx},
