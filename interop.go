@@ -233,7 +233,10 @@ type ImportService interface {
 	// target conversation's messages, creating the conversation when target names none.
 	// It is all or nothing: on any error nothing is written. A message whose SourceID
 	// the conversation already has is not added again, so importing the same history
-	// twice adds nothing and a longer copy adds only what is new. Returns ENOTFOUND for a
+	// twice adds nothing and a longer copy adds only what is new; nor is a copy under
+	// another id (a user's text or image with the same time and content as a stored
+	// one, a result with the same text for a call already answered), which a resumed
+	// Claude Code session writes. Returns ENOTFOUND for a
 	// missing conversation and EINVALID for an unusable title or a message that breaks a
 	// rule, the message naming the message's origin.
 	ImportMessages(ctx context.Context, target ImportTarget, imp *Import) (*ImportReport, error)

@@ -2,9 +2,12 @@ package db
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
@@ -63,7 +66,15 @@ func (db *DB) ImportMessages(ctx context.Context, target parley.ImportTarget, im
 		if err != nil {
 			return err
 		}
+		stored, err := findCopies(ctx, tx, convKey, report.Created, imp.Messages)
+		if err != nil {
+			return err
+		}
 		for _, im := range imp.Messages {
+			if stored.has(im.Message) {
+				report.AlreadyPresent++
+				continue
+			}
 			if id := im.Message.Meta().SourceID; id != "" && present[id] {
 				grew, err := growReply(ctx, tx, convKey, id, im.Message)
 				if err != nil {
@@ -94,6 +105,85 @@ func (db *DB) ImportMessages(ctx context.Context, target parley.ImportTarget, im
 	report.Added = len(added)
 	report.AddedByVariant = parley.CountVariants(added)
 	return report, nil
+}
+
+// copies are messages a conversation has that an import may bring again under other
+// source ids: a resumed Claude Code session re-writes earlier turns with new record ids
+// but the same times and text. A user's text or image with the same time and content as
+// a stored one, and a result for a call that already has a result with the same text,
+// are such copies. (A result with other text for an answered call is still refused.)
+type copies struct {
+	userTurns map[string]bool   // created_at and content of stored user text
+	results   map[string]string // call id -> content of its stored result
+}
+
+func userTurnKey(at time.Time, content string) string {
+	return fmt.Sprintf("%d\x00%s", at.UnixMicro(), content)
+}
+
+func findCopies(ctx context.Context, tx *sqlx.Tx, convKey string, created bool, msgs []parley.ImportedMessage) (*copies, error) {
+	c := &copies{userTurns: make(map[string]bool), results: make(map[string]string)}
+	if created {
+		return c, nil // a new conversation has nothing
+	}
+	var callIDs []string
+	timedUser := false
+	for _, im := range msgs {
+		switch m := im.Message.(type) {
+		case *parley.ToolResultMessage:
+			callIDs = append(callIDs, m.ToolCallID)
+		case *parley.TextMessage, *parley.ImageMessage:
+			meta := m.Meta()
+			timedUser = timedUser || (meta.Role == parley.RoleUser && !meta.CreatedAt.IsZero())
+		}
+	}
+	if timedUser {
+		// Images are told apart by a digest of their bytes or URL, not the bytes.
+		var rows []struct {
+			CreatedAt time.Time `db:"created_at"`
+			Content   string    `db:"content"`
+		}
+		if err := tx.SelectContext(ctx, &rows, `SELECT created_at, CASE WHEN kind = 'image'
+				THEN 'image:' || md5(coalesce(payload->'source'->>'data', '') || coalesce(payload->'source'->>'url', ''))
+				ELSE content END AS content
+			FROM messages WHERE conversation_id = $1 AND kind IN ('text', 'image') AND role = 'user'`, convKey); err != nil {
+			return nil, fmt.Errorf("find stored user turns: %w", err)
+		}
+		for _, r := range rows {
+			c.userTurns[userTurnKey(r.CreatedAt, r.Content)] = true
+		}
+	}
+	if len(callIDs) > 0 {
+		var rows []struct {
+			CallID  string `db:"call_id"`
+			Content string `db:"content"`
+		}
+		if err := tx.SelectContext(ctx, &rows, `SELECT tc.call_id, m.content FROM tool_calls tc
+			JOIN messages m ON m.id = tc.result_id
+			WHERE tc.conversation_id = $1 AND tc.call_id = ANY($2)`, convKey, pq.Array(callIDs)); err != nil {
+			return nil, fmt.Errorf("find stored tool results: %w", err)
+		}
+		for _, r := range rows {
+			c.results[r.CallID] = r.Content
+		}
+	}
+	return c, nil
+}
+
+// has reports whether m is a copy of a stored message.
+func (c *copies) has(m parley.Message) bool {
+	switch m := m.(type) {
+	case *parley.TextMessage:
+		return m.Role == parley.RoleUser && !m.CreatedAt.IsZero() && c.userTurns[userTurnKey(m.CreatedAt, m.Content())]
+	case *parley.ImageMessage:
+		sum := md5.Sum([]byte(m.Source.Data + m.Source.URL))
+		return m.Role == parley.RoleUser && !m.CreatedAt.IsZero() &&
+			c.userTurns[userTurnKey(m.CreatedAt, "image:"+hex.EncodeToString(sum[:]))]
+	case *parley.ToolResultMessage:
+		stored, ok := c.results[m.ToolCallID]
+		return ok && stored == m.Content()
+	}
+	return false
 }
 
 // growReply brings up to date an assistant reply imported before the source had all of

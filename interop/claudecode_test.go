@@ -156,6 +156,26 @@ func TestClaudeCodeReplyCutShort(t *testing.T) {
 	}
 }
 
+// TestClaudeCodeResumedInNewFile imports a session, then the file a resumed session
+// wrote: the earlier turns again under new uuids (same message ids and times), then new
+// ones. Only the new turns are added.
+func TestClaudeCodeResumedInNewFile(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	orig := readFile(t, session)
+	rep := importData(t, srv, "CLAUDE_CODE_JSONL", orig, "", "")
+	resumed := strings.NewReplacer(`"uuid": "u-`, `"uuid": "v-`, `"parentUuid": "u-`, `"parentUuid": "v-`).Replace(orig)
+	resumed += jsonl(t,
+		obj{"type": "user", "uuid": "v-0100", "timestamp": "2026-02-11T09:00:00Z", "message": obj{"role": "user", "content": "Did the rerun pass?"}},
+		obj{"type": "assistant", "uuid": "v-0101", "timestamp": "2026-02-11T09:00:02Z",
+			"message": obj{"id": "msg_E", "role": "assistant", "model": "m", "content": []obj{{"type": "text", "text": "It did not finish; running it again."}}}},
+	)
+	again := importData(t, srv, "CLAUDE_CODE_JSONL", resumed, rep.Conversation.ID, "")
+	if again.Added != 2 || again.AlreadyPresent != 13 || again.Conversation.MessageCount != 15 {
+		t.Errorf("got added %d, alreadyPresent %d, messageCount %d; want 2, 13, 15", again.Added, again.AlreadyPresent, again.Conversation.MessageCount)
+	}
+}
+
 func equalCounts(a, b map[string]int) bool {
 	if len(a) != len(b) {
 		return false
