@@ -51,7 +51,8 @@ func genSession(n int) []byte {
 }
 
 // BenchmarkImportClaudeCode measures importing a session of 1,000 exchanges (5,000
-// messages, 9,000 lines): reading it, and reading and storing it in one transaction.
+// messages, 9,000 lines): reading it, reading and storing it in one transaction, and
+// exporting the stored conversation.
 //
 //	go test -run '^$' -bench ImportClaudeCode -benchtime 3x ./interop/
 func BenchmarkImportClaudeCode(b *testing.B) {
@@ -81,5 +82,27 @@ func BenchmarkImportClaudeCode(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(5000*b.N)/b.Elapsed().Seconds(), "msgs/s")
+	})
+	b.Run("export", func(b *testing.B) {
+		store, err := db.Open(context.Background(), pgtest.NewDatabase(b), db.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer store.Close()
+		svc := interop.New(store, store, store)
+		rep, err := svc.ImportConversation(context.Background(), parley.ImportClaudeCode, bytes.NewReader(data), parley.ImportTarget{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, f := range []parley.TranscriptFormat{parley.TranscriptOpenAIChat, parley.TranscriptAnthropicMessages, parley.TranscriptMarkdown} {
+			b.Run(string(f), func(b *testing.B) {
+				for b.Loop() {
+					if _, err := svc.Transcript(context.Background(), rep.Conversation.ID, f, parley.TranscriptOptions{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(5000*b.N)/b.Elapsed().Seconds(), "msgs/s")
+			})
+		}
 	})
 }

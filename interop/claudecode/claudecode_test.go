@@ -1,0 +1,133 @@
+package claudecode_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"image"
+	"image/jpeg"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/interop/claudecode"
+)
+
+func lines(t *testing.T, records ...map[string]any) string {
+	t.Helper()
+	var b strings.Builder
+	for _, r := range records {
+		raw, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(raw)
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func user(uuid string, content any, extra ...any) map[string]any {
+	r := map[string]any{"type": "user", "uuid": uuid, "timestamp": "2026-02-10T10:00:00Z", "message": map[string]any{"role": "user", "content": content}}
+	for i := 0; i+1 < len(extra); i += 2 {
+		r[extra[i].(string)] = extra[i+1]
+	}
+	return r
+}
+
+func assistant(uuid, id string, blocks ...map[string]any) map[string]any {
+	return map[string]any{"type": "assistant", "uuid": uuid, "timestamp": "2026-02-10T10:00:01Z",
+		"message": map[string]any{"id": id, "role": "assistant", "model": "m", "content": blocks}}
+}
+
+func parse(t *testing.T, data string) *parley.Import {
+	t.Helper()
+	imp, err := claudecode.Parse(strings.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return imp
+}
+
+// A screenshot makes a line of more than a megabyte; it is read whole.
+func TestLongLine(t *testing.T) {
+	img := image.NewRGBA(image.Rect(0, 0, 900, 900))
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range img.Pix {
+		img.Pix[i] = byte(rng.IntN(256)) // noise does not compress
+	}
+	var jpg bytes.Buffer
+	if err := jpeg.Encode(&jpg, img, &jpeg.Options{Quality: 100}); err != nil {
+		t.Fatal(err)
+	}
+	data := base64.StdEncoding.EncodeToString(jpg.Bytes())
+	src := lines(t, user("u1", []any{
+		map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": data}},
+		map[string]any{"type": "text", "text": "what is this?"},
+	}))
+	if len(src) < 1<<20 {
+		t.Fatalf("the line is only %d bytes", len(src))
+	}
+	imp := parse(t, src)
+	if len(imp.Messages) != 2 {
+		t.Fatalf("got %d messages, want the image and the text", len(imp.Messages))
+	}
+	img2 := imp.Messages[0].Message.(*parley.ImageMessage)
+	// The file said PNG; the bytes are JPEG: the media type follows the bytes, and says so.
+	if img2.Source.MediaType != "image/jpeg" || len(img2.Source.Data) != len(data) || len(imp.Warnings) != 1 {
+		t.Errorf("got media type %s, %d bytes, warnings %q", img2.Source.MediaType, len(img2.Source.Data), imp.Warnings)
+	}
+	if err := parley.Prepare(img2, parley.DefaultLimits); err != nil {
+		t.Errorf("the store would refuse it: %v", err)
+	}
+}
+
+// A file that starts from a compaction summary keeps it: it is the only record of the
+// turns before it.
+func TestCompactSummaryFirst(t *testing.T) {
+	imp := parse(t, lines(t,
+		map[string]any{"type": "system", "subtype": "compact_boundary", "uuid": "s1"},
+		user("u1", "This session is being continued from a previous conversation. Summary: ...", "isCompactSummary", true),
+		user("u2", "go on"),
+	))
+	if len(imp.Messages) != 2 || imp.Messages[0].Message.(*parley.TextMessage).Role != parley.RoleUser || len(imp.Warnings) != 1 {
+		t.Errorf("got %d messages, warnings %q; want the summary kept as user text, and said", len(imp.Messages), imp.Warnings)
+	}
+}
+
+func TestTitleAndIDs(t *testing.T) {
+	imp := parse(t, "\ufeff"+strings.ReplaceAll(lines(t,
+		map[string]any{"type": "summary", "summary": "Another session's title", "leafUuid": "elsewhere"},
+		map[string]any{"type": "summary", "summary": "This session", "leafUuid": "u1"},
+		map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": "no uuid here"}},
+		user("u1", "hello"),
+		assistant("a1", "msg_1", map[string]any{"type": "thinking", "thinking": "hmm", "signature": "s"}),
+	), "\n", "\r\n"))
+	if imp.Title != "This session" {
+		t.Errorf("title: got %q, want the summary of a record in this file", imp.Title)
+	}
+	if got := imp.Messages[0].Message.Meta().SourceID; !strings.HasPrefix(got, "sha256:") {
+		t.Errorf("a record without a uuid: got source id %q, want a digest", got)
+	}
+	if len(imp.Messages) != 2 {
+		t.Errorf("got %d messages; the reply with only thinking should be skipped", len(imp.Messages))
+	}
+	var thinkingOnly int
+	for _, s := range imp.Skipped {
+		if strings.Contains(s.Reason, "only thinking") {
+			thinkingOnly = s.Count
+		}
+	}
+	if thinkingOnly != 1 {
+		t.Errorf("skipped: got %+v", imp.Skipped)
+	}
+	custom := parse(t, lines(t,
+		map[string]any{"type": "summary", "summary": "Summary", "leafUuid": "u1"},
+		map[string]any{"type": "custom-title", "customTitle": "Named by the user"},
+		user("u1", "hello"),
+	))
+	if custom.Title != "Named by the user" {
+		t.Errorf("title: got %q, want the custom title", custom.Title)
+	}
+}
