@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 )
 
 type awaitingNode struct {
@@ -148,6 +149,19 @@ func TestAwaitingSubscription(t *testing.T) {
 	case raw := <-sub.events:
 		t.Errorf("got an extra event %s, want each call once", raw)
 	default:
+	}
+
+	// Closing the subscription releases it: its goroutine ends and unregisters.
+	if n := e.Processing.Service.Subscribers(); n != 1 {
+		t.Errorf("got %d subscribers while subscribed, want 1", n)
+	}
+	sub.close()
+	deadline := time.Now().Add(wait)
+	for e.Processing.Service.Subscribers() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("got %d subscribers after closing, want 0", e.Processing.Service.Subscribers())
+		}
+		time.Sleep(10 * time.Millisecond) // polling, with a deadline
 	}
 }
 

@@ -50,6 +50,13 @@ func (s *Service) Resync() {
 	}
 }
 
+// Subscribers returns how many awaiting-call subscriptions are open in this process.
+func (s *Service) Subscribers() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.watchers)
+}
+
 // SubscribeAwaitingToolCalls implements parley.ProcessingService. It registers for
 // wake-ups before its first read, so a call approved in between is not missed; every
 // wake-up (and every PollInterval, in case the listener is down) reads the awaiting
