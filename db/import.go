@@ -109,11 +109,12 @@ func (db *DB) ImportMessages(ctx context.Context, target parley.ImportTarget, im
 
 // copies are messages a conversation has that an import may bring again under other
 // source ids: a resumed Claude Code session re-writes earlier turns with new record ids
-// but the same times and text. A user's text or image with the same time and content as
-// a stored one, and a result for a call that already has a result with the same text,
-// are such copies. (A result with other text for an answered call is still refused.)
+// but the same times and text. A user's (or supervisor's) text or image with the same
+// time and content as a stored one, and a result for a call that already has a result
+// with the same text, are such copies. (A result with other text for an answered call
+// is still refused.)
 type copies struct {
-	userTurns map[string]bool   // created_at and content of stored user text
+	userTurns map[string]bool   // created_at and content of stored user-side text and images
 	results   map[string]string // call id -> content of its stored result
 }
 
@@ -134,7 +135,7 @@ func findCopies(ctx context.Context, tx *sqlx.Tx, convKey string, created bool, 
 			callIDs = append(callIDs, m.ToolCallID)
 		case *parley.TextMessage, *parley.ImageMessage:
 			meta := m.Meta()
-			timedUser = timedUser || (meta.Role == parley.RoleUser && !meta.CreatedAt.IsZero())
+			timedUser = timedUser || (meta.Role != parley.RoleAssistant && !meta.CreatedAt.IsZero())
 		}
 	}
 	if timedUser {
@@ -146,7 +147,7 @@ func findCopies(ctx context.Context, tx *sqlx.Tx, convKey string, created bool, 
 		if err := tx.SelectContext(ctx, &rows, `SELECT created_at, CASE WHEN kind = 'image'
 				THEN 'image:' || md5(coalesce(payload->'source'->>'data', '') || coalesce(payload->'source'->>'url', ''))
 				ELSE content END AS content
-			FROM messages WHERE conversation_id = $1 AND kind IN ('text', 'image') AND role = 'user'`, convKey); err != nil {
+			FROM messages WHERE conversation_id = $1 AND kind IN ('text', 'image') AND role IN ('user', 'supervisor')`, convKey); err != nil {
 			return nil, fmt.Errorf("find stored user turns: %w", err)
 		}
 		for _, r := range rows {
@@ -174,7 +175,7 @@ func findCopies(ctx context.Context, tx *sqlx.Tx, convKey string, created bool, 
 func (c *copies) has(m parley.Message) bool {
 	switch m := m.(type) {
 	case *parley.TextMessage:
-		return m.Role == parley.RoleUser && !m.CreatedAt.IsZero() && c.userTurns[userTurnKey(m.CreatedAt, m.Content())]
+		return m.Role != parley.RoleAssistant && !m.CreatedAt.IsZero() && c.userTurns[userTurnKey(m.CreatedAt, m.Content())]
 	case *parley.ImageMessage:
 		sum := md5.Sum([]byte(m.Source.Data + m.Source.URL))
 		return m.Role == parley.RoleUser && !m.CreatedAt.IsZero() &&

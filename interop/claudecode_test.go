@@ -19,16 +19,15 @@ func TestClaudeCodeSession(t *testing.T) {
 	if !rep.Created || rep.Conversation.Title != "Fix the flaky login test" {
 		t.Errorf("got created %v, title %q; want a new conversation titled by the summary", rep.Created, rep.Conversation.Title)
 	}
-	wantVariants := map[string]int{"TextMessage": 3, "ImageMessage": 2, "ToolRequestMessage": 4, "ToolResultMessage": 4}
+	wantVariants := map[string]int{"TextMessage": 4, "ImageMessage": 2, "ToolRequestMessage": 4, "ToolResultMessage": 4}
 	if got := rep.variants(); !equalCounts(got, wantVariants) {
 		t.Errorf("added per variant: got %v, want %v", got, wantVariants)
 	}
-	if rep.Added != 13 || rep.Conversation.MessageCount != 13 || rep.AlreadyPresent != 0 {
-		t.Errorf("got added %d, messageCount %d, alreadyPresent %d; want 13, 13, 0", rep.Added, rep.Conversation.MessageCount, rep.AlreadyPresent)
+	if rep.Added != 14 || rep.Conversation.MessageCount != 14 || rep.AlreadyPresent != 0 {
+		t.Errorf("got added %d, messageCount %d, alreadyPresent %d; want 14, 14, 0", rep.Added, rep.Conversation.MessageCount, rep.AlreadyPresent)
 	}
 	for reason, want := range map[string]int{
 		"sidechain (sub-agent) record":                                           3,
-		"text injected by Claude Code (isMeta), not typed by a person":           1,
 		"session summary (used as the title)":                                    1,
 		"system notice (not a conversation turn)":                                2,
 		"progress record (hooks, tools, sub-agents)":                             2,
@@ -49,6 +48,11 @@ func TestClaudeCodeSession(t *testing.T) {
 	}
 
 	msgs := fetchMessages(t, srv, rep.Conversation.ID)
+	// Text Claude Code injected (isMeta) is kept as SUPERVISOR text.
+	if meta := msgs[3]; meta["role"] != "SUPERVISOR" || meta["text"] != "<system-reminder>Todo list is empty.</system-reminder>" {
+		t.Errorf("the isMeta record: got %v", meta)
+	}
+	msgs = append(msgs[:3], msgs[4:]...)
 	// The reply streamed over four lines (with a tool result between) is one message,
 	// at its first line, keeping thinking, text and both calls; message.id is its source.
 	req := msgs[3]
@@ -84,8 +88,8 @@ func TestClaudeCodeSession(t *testing.T) {
 
 	// Importing it again adds nothing.
 	again := importData(t, srv, "CLAUDE_CODE_JSONL", readFile(t, session), rep.Conversation.ID, "")
-	if again.Added != 0 || again.AlreadyPresent != 13 || again.Created || again.Conversation.MessageCount != 13 {
-		t.Errorf("re-import: got added %d, alreadyPresent %d, created %v, messageCount %d; want 0, 13, false, 13",
+	if again.Added != 0 || again.AlreadyPresent != 14 || again.Created || again.Conversation.MessageCount != 14 {
+		t.Errorf("re-import: got added %d, alreadyPresent %d, created %v, messageCount %d; want 0, 14, false, 14",
 			again.Added, again.AlreadyPresent, again.Created, again.Conversation.MessageCount)
 	}
 }
@@ -98,12 +102,12 @@ func TestClaudeCodeLongerCopy(t *testing.T) {
 	lines := strings.SplitAfter(readFile(t, session), "\n")
 	short := strings.Join(lines[:20], "") // up to the tool result with the screenshot
 	first := importData(t, srv, "CLAUDE_CODE_JSONL", short, "", "a session in progress")
-	if first.Added != 9 || first.Conversation.Title != "a session in progress" {
-		t.Fatalf("the short copy: got added %d, title %q; want 9 and the given title", first.Added, first.Conversation.Title)
+	if first.Added != 10 || first.Conversation.Title != "a session in progress" {
+		t.Fatalf("the short copy: got added %d, title %q; want 10 and the given title", first.Added, first.Conversation.Title)
 	}
 	full := importData(t, srv, "CLAUDE_CODE_JSONL", readFile(t, session), first.Conversation.ID, "")
-	if full.Added != 4 || full.AlreadyPresent != 9 || full.Conversation.MessageCount != 13 {
-		t.Errorf("the longer copy: got added %d, alreadyPresent %d, messageCount %d; want 4, 9, 13",
+	if full.Added != 4 || full.AlreadyPresent != 10 || full.Conversation.MessageCount != 14 {
+		t.Errorf("the longer copy: got added %d, alreadyPresent %d, messageCount %d; want 4, 10, 14",
 			full.Added, full.AlreadyPresent, full.Conversation.MessageCount)
 	}
 	msgs := fetchMessages(t, srv, first.Conversation.ID)
@@ -112,8 +116,8 @@ func TestClaudeCodeLongerCopy(t *testing.T) {
 			t.Errorf("message %d has position %v", i, m["position"])
 		}
 	}
-	if msgs[9]["sourceId"] != "u-0014" {
-		t.Errorf("the first new turn: got %v, want the prompt of line 26 at position 10", msgs[9])
+	if msgs[10]["sourceId"] != "u-0014" {
+		t.Errorf("the first new turn: got %v, want the prompt of line 26 at position 11", msgs[10])
 	}
 }
 
@@ -136,21 +140,21 @@ func TestClaudeCodeReplyCutShort(t *testing.T) {
 			srv := testserver.New(t)
 			first := importData(t, srv, "CLAUDE_CODE_JSONL", strings.Join(lines[:tc.lines], ""), "", "")
 			before := fetchMessages(t, srv, first.Conversation.ID)
-			if got := before[3]["__typename"]; got != tc.firstType {
+			if got := before[4]["__typename"]; got != tc.firstType {
 				t.Fatalf("the cut reply: got %v, want %s", got, tc.firstType)
 			}
 			full := importData(t, srv, "CLAUDE_CODE_JSONL", readFile(t, session), first.Conversation.ID, "")
-			if full.Conversation.MessageCount != 13 || full.Added+full.AlreadyPresent != 13 {
-				t.Errorf("got messageCount %d, added %d + alreadyPresent %d; want 13 in all", full.Conversation.MessageCount, full.Added, full.AlreadyPresent)
+			if full.Conversation.MessageCount != 14 || full.Added+full.AlreadyPresent != 14 {
+				t.Errorf("got messageCount %d, added %d + alreadyPresent %d; want 14 in all", full.Conversation.MessageCount, full.Added, full.AlreadyPresent)
 			}
 			if !strings.Contains(strings.Join(full.Warnings, "\n"), "the reply msg_A was imported before it was complete") {
 				t.Errorf("warnings: got %q, want one about msg_A", full.Warnings)
 			}
 			after := fetchMessages(t, srv, first.Conversation.ID)
-			reply := after[3]
-			if reply["id"] != before[3]["id"] || reply["__typename"] != "ToolRequestMessage" || len(reply["toolCalls"].([]any)) != 2 ||
+			reply := after[4]
+			if reply["id"] != before[4]["id"] || reply["__typename"] != "ToolRequestMessage" || len(reply["toolCalls"].([]any)) != 2 ||
 				reply["text"] != "Let me read the test and run it." {
-				t.Errorf("the completed reply: got %v, want message %v with its text and both calls", reply, before[3]["id"])
+				t.Errorf("the completed reply: got %v, want message %v with its text and both calls", reply, before[4]["id"])
 			}
 		})
 	}
@@ -171,8 +175,8 @@ func TestClaudeCodeResumedInNewFile(t *testing.T) {
 			"message": obj{"id": "msg_E", "role": "assistant", "model": "m", "content": []obj{{"type": "text", "text": "It did not finish; running it again."}}}},
 	)
 	again := importData(t, srv, "CLAUDE_CODE_JSONL", resumed, rep.Conversation.ID, "")
-	if again.Added != 2 || again.AlreadyPresent != 13 || again.Conversation.MessageCount != 15 {
-		t.Errorf("got added %d, alreadyPresent %d, messageCount %d; want 2, 13, 15", again.Added, again.AlreadyPresent, again.Conversation.MessageCount)
+	if again.Added != 2 || again.AlreadyPresent != 14 || again.Conversation.MessageCount != 16 {
+		t.Errorf("got added %d, alreadyPresent %d, messageCount %d; want 2, 14, 16", again.Added, again.AlreadyPresent, again.Conversation.MessageCount)
 	}
 }
 

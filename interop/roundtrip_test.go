@@ -152,8 +152,8 @@ func TestSharedFixtures(t *testing.T) {
 		added        int
 		wrapped      bool // a transcript.json: [{system, messages...}]
 	}{
-		{"CLAUDE_CODE_JSONL", "claude-code/tool-heavy-v2.1.38.jsonl", 16, false},
-		{"CLAUDE_CODE_JSONL", "claude-code/sidechains-v1.0.98.jsonl", 22, false},
+		{"CLAUDE_CODE_JSONL", "claude-code/tool-heavy-v2.1.38.jsonl", 17, false},
+		{"CLAUDE_CODE_JSONL", "claude-code/sidechains-v1.0.98.jsonl", 23, false},
 		{"OPENAI_CHAT", "openai/tool-error-retry.transcript.json", 6, true},
 		{"ANTHROPIC_MESSAGES", "anthropic/tool-with-thinking.transcript.json", 4, true},
 	} {

@@ -30,8 +30,8 @@ func TestImportExport(t *testing.T) {
 		t.Fatalf("the report does not start with the conversation's id:\n%s", out)
 	}
 	for _, want := range []string{
-		`Imported as a new conversation, "Fix the flaky login test" (13 messages now)`,
-		"Added 13 messages: 3 TextMessage, 2 ImageMessage, 4 ToolRequestMessage, 4 ToolResultMessage",
+		`Imported as a new conversation, "Fix the flaky login test" (14 messages now)`,
+		"Added 14 messages: 4 TextMessage, 2 ImageMessage, 4 ToolRequestMessage, 4 ToolResultMessage",
 		"      3  sidechain (sub-agent) record (line 15, line 16, line 17)",
 		`line 23: unfamiliar record type "future-thing" skipped`,
 	} {
@@ -48,7 +48,7 @@ func TestImportExport(t *testing.T) {
 		Added, AlreadyPresent int
 		Conversation          struct{ ID string }
 	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Added != 0 || rep.AlreadyPresent != 13 || rep.Conversation.ID != id {
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Added != 0 || rep.AlreadyPresent != 14 || rep.Conversation.ID != id {
 		t.Errorf("re-import: got %+v (%v) from\n%s", rep, err, out)
 	}
 
@@ -57,7 +57,7 @@ func TestImportExport(t *testing.T) {
 		t.Errorf("markdown export (%v):\n%s", err, out)
 	}
 	_, _, err = parley("export", "--database-url", dsn, "--format", "openai-chat", id)
-	if err == nil || !strings.Contains(err.Error(), `tool call "toolu_rerun" (Bash) at position 13 has no result`) {
+	if err == nil || !strings.Contains(err.Error(), `tool call "toolu_rerun" (Bash) at position 14 has no result`) {
 		t.Errorf("export of an unanswered call without --repair: got %v", err)
 	}
 	out, errOut, err := parley("export", "--database-url", dsn, "--format", "anthropic-messages", "--repair", "--system", "Be brief.", "--max-tokens", "100000", id)
@@ -68,8 +68,9 @@ func TestImportExport(t *testing.T) {
 		System   []struct{ Text string }
 		Messages []json.RawMessage
 	}
-	if err := json.Unmarshal([]byte(out), &body); err != nil || len(body.System) != 1 || len(body.Messages) == 0 {
-		t.Errorf("anthropic export: got %+v (%v)", body, err)
+	// The system prompt, then the text Claude Code injected (SUPERVISOR).
+	if err := json.Unmarshal([]byte(out), &body); err != nil || len(body.System) != 2 || body.System[0].Text != "Be brief." || len(body.Messages) == 0 {
+		t.Errorf("anthropic export (%v):\n%s", err, out)
 	}
 	for _, want := range []string{"About ", "(budget 100000)", `Repaired: dropped the unanswered tool call "toolu_rerun"`} {
 		if !strings.Contains(errOut, want) {

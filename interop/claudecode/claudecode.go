@@ -19,9 +19,11 @@
 //   - A resumed session re-writes earlier turns with new uuids but the same message.id
 //     and timestamps: blocks already read for a reply, user turns with the same
 //     timestamp and content, and second results for a call are skipped as re-written.
-//   - Sidechain (sub-agent) records, isMeta records (text Claude Code injected, not
-//     typed by a person), summaries, system notices, progress, snapshots and queue
-//     operations are skipped and counted. A compaction summary (isCompactSummary) is
+//   - Text Claude Code injected rather than the person typed (isMeta: the prompt a
+//     slash command expands to, caveats, reminders) is SUPERVISOR text: the model read
+//     it, so it is kept, and exports send it as system instructions.
+//   - Sidechain (sub-agent) records, summaries, system notices, progress, snapshots and
+//     queue operations are skipped and counted. A compaction summary (isCompactSummary) is
 //     skipped when the turns it summarizes are in the file, and kept as user text when
 //     the file starts with it, since it is then the only record of the earlier turns.
 //     Notices Claude Code wrote in the model's name (API errors, model "<synthetic>")
@@ -82,7 +84,6 @@ var bookkeeping = map[string]string{
 // Skip reasons, shared by the records they count.
 const (
 	reasonSidechain   = "sidechain (sub-agent) record"
-	reasonMeta        = "text injected by Claude Code (isMeta), not typed by a person"
 	reasonCompact     = "compaction summary of turns imported from this file"
 	reasonSynthetic   = "notice Claude Code wrote in the model's name (API error, interruption)"
 	reasonRewritten   = "turn re-written by a resumed session"
@@ -353,9 +354,11 @@ func decodeContent(raw json.RawMessage) (blocks []block, text string, isString b
 
 func (p *parser) user(n int, rec *record, created time.Time, blocks []block, text string, isString bool) error {
 	where := fmt.Sprintf("line %d", n)
+	// Text Claude Code injected (isMeta: an expanded slash command's prompt, a caveat, a
+	// reminder) is what the model was told, but not by the person: a supervising party's.
+	textRole := parley.RoleUser
 	if rec.IsMeta {
-		p.imp.Skip(reasonMeta, where)
-		return nil
+		textRole = parley.RoleSupervisor
 	}
 	if rec.IsCompactSummary && p.turns > 0 {
 		p.imp.Skip(reasonCompact, where)
@@ -379,7 +382,7 @@ func (p *parser) user(n int, rec *record, created time.Time, blocks []block, tex
 			p.imp.Skip(reasonEmpty, where)
 			return nil
 		}
-		out.emit(&parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser}, Body: parley.TextBody(text)})
+		out.emit(&parley.TextMessage{MessageMeta: parley.MessageMeta{Role: textRole}, Body: parley.TextBody(text)})
 		return nil
 	}
 	if hasToolResult(blocks) {
@@ -388,7 +391,7 @@ func (p *parser) user(n int, rec *record, created time.Time, blocks []block, tex
 	var parts []parley.Part
 	flush := func() {
 		if len(parts) > 0 {
-			out.emit(&parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser}, Body: parley.Body{Parts: parts}})
+			out.emit(&parley.TextMessage{MessageMeta: parley.MessageMeta{Role: textRole}, Body: parley.Body{Parts: parts}})
 			parts = nil
 		}
 	}
