@@ -10,13 +10,13 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/interop/internal/jsonerr"
 )
 
 // MaxInputBytes bounds what Parse reads.
@@ -66,7 +66,7 @@ func Parse(r io.Reader) (*parley.Import, error) {
 		return nil, parley.Errorf(parley.EINVALID, "input: empty; want {system, messages} or a messages array")
 	}
 	if !json.Valid(t) {
-		return nil, parley.Errorf(parley.EINVALID, "input: not valid JSON (%s)", syntaxProblem(t))
+		return nil, parley.Errorf(parley.EINVALID, "input: not valid JSON (%s)", jsonerr.SyntaxProblem(t, "input"))
 	}
 	p := &parser{imp: &parley.Import{}, calls: make(map[string]string), answered: make(map[string]string)}
 	msgs := t
@@ -87,7 +87,7 @@ func Parse(r io.Reader) (*parley.Import, error) {
 		msgs = bytes.TrimSpace(body.Messages)
 	}
 	if msgs[0] != '[' {
-		return nil, parley.Errorf(parley.EINVALID, "messages: want an array, got %s", jsonKind(msgs))
+		return nil, parley.Errorf(parley.EINVALID, "messages: want an array, got %s", jsonerr.Kind(msgs))
 	}
 	var elems []json.RawMessage
 	if err := json.Unmarshal(msgs, &elems); err != nil {
@@ -127,7 +127,7 @@ func (p *parser) system(raw json.RawMessage) error {
 		var texts []string
 		for i, b := range blocks {
 			if b.Type != "text" {
-				return invalid(fmt.Sprintf("system[%d]", i), ".type: %q blocks are not allowed in system; only text", truncate(b.Type))
+				return invalid(fmt.Sprintf("system[%d]", i), ".type: %q blocks are not allowed in system; only text", jsonerr.Truncate(b.Type))
 			}
 			texts = append(texts, b.Text)
 		}
@@ -152,7 +152,7 @@ func decodeBlocks(where string, raw json.RawMessage) (blocks []block, text strin
 		}
 		return nil, text, true, nil
 	case t[0] != '[':
-		return nil, "", false, invalid(where, ": want a string or an array of content blocks, got %s", jsonKind(t))
+		return nil, "", false, invalid(where, ": want a string or an array of content blocks, got %s", jsonerr.Kind(t))
 	}
 	var elems []json.RawMessage
 	if err := json.Unmarshal(t, &elems); err != nil {
@@ -162,10 +162,10 @@ func decodeBlocks(where string, raw json.RawMessage) (blocks []block, text strin
 	for i, e := range elems {
 		field := fmt.Sprintf("%s[%d]", where, i)
 		if et := bytes.TrimSpace(e); len(et) == 0 || et[0] != '{' {
-			return nil, "", false, invalid(field, ": want a content block object, got %s", jsonKind(e))
+			return nil, "", false, invalid(field, ": want a content block object, got %s", jsonerr.Kind(e))
 		}
 		if err := json.Unmarshal(e, &blocks[i]); err != nil {
-			return nil, "", false, invalid(field, "%s", fieldProblem(err))
+			return nil, "", false, invalid(field, "%s", jsonerr.FieldProblem(err, "an object"))
 		}
 		if blocks[i].Type == "" {
 			return nil, "", false, invalid(field, ".type: a content block needs a type")
@@ -205,11 +205,11 @@ func (o *out) emit(m parley.Message) {
 func (p *parser) message(i int, raw json.RawMessage) error {
 	where := fmt.Sprintf("messages[%d]", i)
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
-		return invalid(where, ": want a message object, got %s", jsonKind(raw))
+		return invalid(where, ": want a message object, got %s", jsonerr.Kind(raw))
 	}
 	var m message
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return invalid(where, "%s", fieldProblem(err))
+		return invalid(where, "%s", jsonerr.FieldProblem(err, "an object"))
 	}
 	blocks, text, isString, err := decodeBlocks(where+".content", m.Content)
 	if err != nil {
@@ -228,7 +228,7 @@ func (p *parser) message(i int, raw json.RawMessage) error {
 	case "":
 		return invalid(where, ".role: missing; want user or assistant")
 	}
-	return invalid(where, ".role: %q is not user or assistant", truncate(m.Role))
+	return invalid(where, ".role: %q is not user or assistant", jsonerr.Truncate(m.Role))
 }
 
 func (p *parser) user(where string, raw json.RawMessage, blocks []block) error {
@@ -244,10 +244,10 @@ func (p *parser) user(where string, raw json.RawMessage, blocks []block) error {
 			return invalid(field, ".tool_use_id: a tool_result must name the tool_use it answers")
 		}
 		if _, ok := p.calls[b.ToolUseID]; !ok {
-			return invalid(field, ".tool_use_id: %q names no tool_use of an earlier assistant message", truncate(b.ToolUseID))
+			return invalid(field, ".tool_use_id: %q names no tool_use of an earlier assistant message", jsonerr.Truncate(b.ToolUseID))
 		}
 		if prev, done := p.answered[b.ToolUseID]; done {
-			return invalid(field, ".tool_use_id: tool_use %q was already answered in %s", truncate(b.ToolUseID), prev)
+			return invalid(field, ".tool_use_id: tool_use %q was already answered in %s", jsonerr.Truncate(b.ToolUseID), prev)
 		}
 		p.answered[b.ToolUseID] = field
 		inner, text, isString, err := decodeBlocks(field+".content", b.Content)
@@ -348,13 +348,13 @@ func (p *parser) assistant(where string, raw json.RawMessage, blocks []block) er
 				return invalid(field, ".name: a tool_use needs a name")
 			}
 			if prev, dup := p.calls[b.ID]; dup {
-				return invalid(field, ".id: %q is already the id of a tool_use in %s", truncate(b.ID), prev)
+				return invalid(field, ".id: %q is already the id of a tool_use in %s", jsonerr.Truncate(b.ID), prev)
 			}
 			args := parley.JSON(bytes.TrimSpace(b.Input))
 			if args.IsNull() {
 				args = parley.JSON("{}")
 			} else if !args.IsObject() {
-				return invalid(field, ".input: want an object, got %s", jsonKind(args))
+				return invalid(field, ".input: want an object, got %s", jsonerr.Kind(args))
 			}
 			p.calls[b.ID] = field
 			calls = append(calls, parley.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
@@ -409,7 +409,7 @@ func (p *parser) image(field string, b block, role parley.Role) (*parley.ImageMe
 	case "url":
 		m.Source = parley.ImageSource{URL: b.Source.URL}
 	default:
-		return nil, invalid(field, ".source.type: %q is not base64 or url", truncate(b.Source.Type))
+		return nil, invalid(field, ".source.type: %q is not base64 or url", jsonerr.Truncate(b.Source.Type))
 	}
 	return m, nil
 }
@@ -423,71 +423,5 @@ func (p *parser) drop(field, typ string) {
 		return
 	}
 	p.warned[typ] = true
-	p.imp.Warn("%s: %q blocks are not kept (here and later)", field, truncate(typ))
-}
-
-func truncate(s string) string {
-	if len(s) <= 60 {
-		return s
-	}
-	return s[:57] + "..."
-}
-
-// jsonKind names the JSON type of raw for an error message.
-func jsonKind(raw []byte) string {
-	t := bytes.TrimSpace(raw)
-	if len(t) == 0 {
-		return "nothing"
-	}
-	switch t[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
-}
-
-func goKind(k string) string {
-	switch k {
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	case "struct", "map", "ptr":
-		return "an object"
-	case "slice":
-		return "an array"
-	}
-	return "a number"
-}
-
-// fieldProblem describes a decoding error as ".field: want X, got Y".
-func fieldProblem(err error) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return fmt.Sprintf(".%s: want %s, got %s", te.Field, goKind(te.Type.Kind().String()), te.Value)
-	}
-	return ": not valid JSON"
-}
-
-func syntaxProblem(raw []byte) string {
-	var v any
-	err := json.Unmarshal(raw, &v)
-	var se *json.SyntaxError
-	switch {
-	case err == nil:
-		return "unreadable"
-	case err.Error() == "unexpected end of JSON input":
-		return "it ends early: the input is truncated"
-	case errors.As(err, &se):
-		return fmt.Sprintf("%s at byte %d", se.Error(), se.Offset)
-	}
-	return err.Error()
+	p.imp.Warn("%s: %q blocks are not kept (here and later)", field, jsonerr.Truncate(typ))
 }

@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/interop/internal/jsonerr"
 )
 
 // ansi matches terminal escape sequences (colours, cursor moves, hyperlinks) that tool
@@ -242,18 +243,18 @@ func (p *parser) line(n int, line []byte) error {
 	line = bytes.TrimPrefix(bytes.TrimSpace(line), []byte("\xef\xbb\xbf"))
 	if line[0] != '{' {
 		if !json.Valid(line) {
-			return invalid(n, "not valid JSON (%s)", syntaxProblem(line))
+			return invalid(n, "not valid JSON (%s)", jsonerr.SyntaxProblem(line, "line"))
 		}
-		return invalid(n, "a record must be a JSON object, got %s", jsonKind(line))
+		return invalid(n, "a record must be a JSON object, got %s", jsonerr.Kind(line))
 	}
 	var rec record
 	err := json.Unmarshal(line, &rec)
 	var typeErr *json.UnmarshalTypeError
 	if err != nil && !errors.As(err, &typeErr) {
-		return invalid(n, "not valid JSON (%s)", syntaxProblem(line))
+		return invalid(n, "not valid JSON (%s)", jsonerr.SyntaxProblem(line, "line"))
 	}
 	if typeErr != nil && (typeErr.Field == "type" || rec.Type == "user" || rec.Type == "assistant") {
-		return invalid(n, "%s: want %s, got %s", typeErr.Field, goKind(typeErr.Type.Kind().String()), typeErr.Value)
+		return invalid(n, "%s: want %s, got %s", typeErr.Field, jsonerr.GoKind(typeErr.Type.Kind().String(), "an object or a boolean"), typeErr.Value)
 	}
 	where := fmt.Sprintf("line %d", n)
 	if rec.UUID != "" {
@@ -304,7 +305,7 @@ func (p *parser) line(n int, line []byte) error {
 		}
 		if !p.unfamiliar[rec.Type] {
 			p.unfamiliar[rec.Type] = true
-			p.imp.Warn("line %d: unfamiliar record type %q skipped (a newer Claude Code?); later records of this type are skipped too", n, truncate(rec.Type))
+			p.imp.Warn("line %d: unfamiliar record type %q skipped (a newer Claude Code?); later records of this type are skipped too", n, jsonerr.Truncate(rec.Type))
 		}
 		p.imp.Skip(reasonUnfamiliar, where)
 	}
@@ -330,7 +331,7 @@ func decodeContent(raw json.RawMessage) (blocks []block, text string, isString b
 		}
 		return nil, stripANSI(text), true, nil
 	case raw[0] != '[':
-		return nil, "", false, fmt.Errorf("content: want a string or an array of blocks, got %s", jsonKind(raw))
+		return nil, "", false, fmt.Errorf("content: want a string or an array of blocks, got %s", jsonerr.Kind(raw))
 	}
 	var elems []json.RawMessage
 	if err := json.Unmarshal(raw, &elems); err != nil {
@@ -339,10 +340,10 @@ func decodeContent(raw json.RawMessage) (blocks []block, text string, isString b
 	blocks = make([]block, len(elems))
 	for i, e := range elems {
 		if t := bytes.TrimSpace(e); len(t) == 0 || t[0] != '{' {
-			return nil, "", false, fmt.Errorf("content[%d]: want a block object, got %s", i, jsonKind(e))
+			return nil, "", false, fmt.Errorf("content[%d]: want a block object, got %s", i, jsonerr.Kind(e))
 		}
 		if err := json.Unmarshal(e, &blocks[i]); err != nil {
-			return nil, "", false, fmt.Errorf("content[%d]%s", i, fieldProblem(err))
+			return nil, "", false, fmt.Errorf("content[%d]%s", i, jsonerr.FieldProblem(err, "an object or a boolean"))
 		}
 		if blocks[i].Type == "" {
 			return nil, "", false, fmt.Errorf("content[%d].type: a block needs a type", i)
@@ -437,12 +438,12 @@ func (p *parser) toolResults(n int, out *emitter, blocks []block) error {
 				return invalid(n, "%s.tool_use_id: a tool_result must name the tool_use it answers", field)
 			}
 			if _, ok := p.calls[b.ToolUseID]; !ok {
-				return invalid(n, "%s: tool_result for tool_use %q, which no earlier line calls", field, truncate(b.ToolUseID))
+				return invalid(n, "%s: tool_result for tool_use %q, which no earlier line calls", field, jsonerr.Truncate(b.ToolUseID))
 			}
 			fp := fingerprint(b.Content)
 			if prev, done := p.answered[b.ToolUseID]; done {
 				if prev.fingerprint != fp {
-					p.imp.Warn("line %d: a second, different result for tool_use %q (first on line %d) skipped", n, truncate(b.ToolUseID), prev.line)
+					p.imp.Warn("line %d: a second, different result for tool_use %q (first on line %d) skipped", n, jsonerr.Truncate(b.ToolUseID), prev.line)
 				}
 				continue
 			}
@@ -567,13 +568,13 @@ func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Tim
 				return invalid(n, "%s.name: a tool_use needs a name", field)
 			}
 			if prev, dup := p.calls[b.ID]; dup {
-				return invalid(n, "%s.id: tool_use id %q is already used on line %d", field, truncate(b.ID), prev)
+				return invalid(n, "%s.id: tool_use id %q is already used on line %d", field, jsonerr.Truncate(b.ID), prev)
 			}
 			args := parley.JSON(bytes.TrimSpace(b.Input))
 			if args.IsNull() {
 				args = parley.JSON("{}")
 			} else if !args.IsObject() {
-				return invalid(n, "%s.input: want an object, got %s", field, jsonKind(b.Input))
+				return invalid(n, "%s.input: want an object, got %s", field, jsonerr.Kind(b.Input))
 			}
 			p.calls[b.ID] = n
 			r.calls = append(r.calls, parley.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
@@ -622,7 +623,7 @@ func (p *parser) image(n int, field string, src *imageSource, role parley.Role) 
 	case "url":
 		m.Source = parley.ImageSource{URL: src.URL}
 	default:
-		return nil, invalid(n, "%s.source.type: %q is not base64 or url", field, truncate(src.Type))
+		return nil, invalid(n, "%s.source.type: %q is not base64 or url", field, jsonerr.Truncate(src.Type))
 	}
 	return m, nil
 }
@@ -633,7 +634,7 @@ func (p *parser) dropBlock(n int, typ, where string) {
 		return
 	}
 	p.dropped[key] = true
-	p.imp.Warn("line %d: %q blocks in %s records are not kept (here and later)", n, truncate(typ), where)
+	p.imp.Warn("line %d: %q blocks in %s records are not kept (here and later)", n, jsonerr.Truncate(typ), where)
 }
 
 // emitter adds the messages one record yields, giving each its source id: the record's
@@ -721,82 +722,13 @@ func fingerprint(raw []byte) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-func truncate(s string) string {
-	if len(s) <= 60 {
-		return s
-	}
-	return s[:57] + "..."
-}
-
-// jsonKind names the JSON type of raw for an error message.
-func jsonKind(raw []byte) string {
-	t := bytes.TrimSpace(raw)
-	if len(t) == 0 {
-		return "nothing"
-	}
-	switch t[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
-}
-
-func goKind(k string) string {
-	switch k {
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	case "struct", "map":
-		return "an object"
-	case "slice":
-		return "an array"
-	case "ptr":
-		return "an object or a boolean"
-	}
-	return "a number"
-}
-
-// syntaxProblem says what is wrong with a line that is not JSON.
-func syntaxProblem(line []byte) string {
-	var v any
-	err := json.Unmarshal(line, &v)
-	var se *json.SyntaxError
-	switch {
-	case err == nil:
-		return "unreadable"
-	case err.Error() == "unexpected end of JSON input":
-		return "it ends early: the line is truncated"
-	case errors.As(err, &se):
-		return fmt.Sprintf("%s at byte %d", se.Error(), se.Offset)
-	}
-	return err.Error()
-}
-
-// fieldProblem describes a decoding error of a block as ".field: want X, got Y".
-func fieldProblem(err error) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return fmt.Sprintf(".%s: want %s, got %s", te.Field, goKind(te.Type.Kind().String()), te.Value)
-	}
-	return ": not valid JSON"
-}
-
 func decodeProblem(err error, raw []byte, want string) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		if te.Field == "" {
-			return fmt.Sprintf("want %s, got %s", want, jsonKind(raw))
+			return fmt.Sprintf("want %s, got %s", want, jsonerr.Kind(raw))
 		}
-		return fmt.Sprintf("%s: want %s, got %s", te.Field, goKind(te.Type.Kind().String()), te.Value)
+		return fmt.Sprintf("%s: want %s, got %s", te.Field, jsonerr.GoKind(te.Type.Kind().String(), "an object or a boolean"), te.Value)
 	}
 	return "not valid JSON"
 }

@@ -10,12 +10,12 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/interop/internal/jsonerr"
 )
 
 // MaxInputBytes bounds what ParseChat reads.
@@ -83,7 +83,7 @@ func messagesArray(raw []byte) ([]json.RawMessage, error) {
 		return nil, parley.Errorf(parley.EINVALID, "input: empty; want a messages array or an object with messages")
 	}
 	if !json.Valid(t) {
-		return nil, parley.Errorf(parley.EINVALID, "input: not valid JSON (%s)", syntaxProblem(t))
+		return nil, parley.Errorf(parley.EINVALID, "input: not valid JSON (%s)", jsonerr.SyntaxProblem(t, "input"))
 	}
 	if t[0] == '{' {
 		var body struct {
@@ -98,7 +98,7 @@ func messagesArray(raw []byte) ([]json.RawMessage, error) {
 		t = bytes.TrimSpace(body.Messages)
 	}
 	if t[0] != '[' {
-		return nil, parley.Errorf(parley.EINVALID, "messages: want an array, got %s", jsonKind(t))
+		return nil, parley.Errorf(parley.EINVALID, "messages: want an array, got %s", jsonerr.Kind(t))
 	}
 	var elems []json.RawMessage
 	if err := json.Unmarshal(t, &elems); err != nil {
@@ -121,11 +121,11 @@ func invalid(where, format string, args ...any) error {
 func (p *chatParser) message(i int, raw json.RawMessage) error {
 	where := fmt.Sprintf("messages[%d]", i)
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
-		return invalid(where, ": want a message object, got %s", jsonKind(raw))
+		return invalid(where, ": want a message object, got %s", jsonerr.Kind(raw))
 	}
 	var m chatMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return invalid(where, "%s", fieldProblem(err))
+		return invalid(where, "%s", jsonerr.FieldProblem(err, "an object"))
 	}
 	switch m.Role {
 	case "system", "developer":
@@ -150,7 +150,7 @@ func (p *chatParser) message(i int, raw json.RawMessage) error {
 	case "":
 		return invalid(where, ".role: missing; want system, developer, user, assistant or tool")
 	}
-	return invalid(where, ".role: %q is not system, developer, user, assistant or tool", truncate(m.Role))
+	return invalid(where, ".role: %q is not system, developer, user, assistant or tool", jsonerr.Truncate(m.Role))
 }
 
 // out gives the messages one input message yields their source ids, chained over the
@@ -212,7 +212,7 @@ func (p *chatParser) user(where string, raw, content json.RawMessage) error {
 			flush()
 			o.emit(&parley.ImageMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser}, Source: src})
 		default:
-			p.imp.Warn("%s: %q content parts are not kept", field, truncate(part.Type))
+			p.imp.Warn("%s: %q content parts are not kept", field, jsonerr.Truncate(part.Type))
 		}
 	}
 	flush()
@@ -255,7 +255,7 @@ func (p *chatParser) assistant(where string, raw json.RawMessage, m *chatMessage
 				body = append(body, parley.Part{Kind: parley.PartText, Text: part.Refusal})
 			}
 		default:
-			p.imp.Warn("%s.content[%d]: %q content parts are not kept", where, j, truncate(part.Type))
+			p.imp.Warn("%s.content[%d]: %q content parts are not kept", where, j, jsonerr.Truncate(part.Type))
 		}
 	}
 	if m.Refusal != nil && strings.TrimSpace(*m.Refusal) != "" {
@@ -268,7 +268,7 @@ func (p *chatParser) assistant(where string, raw json.RawMessage, m *chatMessage
 	for j, c := range m.ToolCalls {
 		field := fmt.Sprintf("%s.tool_calls[%d]", where, j)
 		if c.Type != "" && c.Type != "function" {
-			return invalid(field, ".type: %q tool calls are not supported; only function", truncate(c.Type))
+			return invalid(field, ".type: %q tool calls are not supported; only function", jsonerr.Truncate(c.Type))
 		}
 		if c.ID == "" {
 			return invalid(field, ".id: a tool call needs an id")
@@ -277,7 +277,7 @@ func (p *chatParser) assistant(where string, raw json.RawMessage, m *chatMessage
 			return invalid(field, ".function.name: a tool call needs a function name")
 		}
 		if prev, dup := p.calls[c.ID]; dup {
-			return invalid(field, ".id: %q is already the id of a call in %s", truncate(c.ID), prev)
+			return invalid(field, ".id: %q is already the id of a call in %s", jsonerr.Truncate(c.ID), prev)
 		}
 		args := parley.JSON(strings.TrimSpace(c.Function.Arguments))
 		switch {
@@ -286,7 +286,7 @@ func (p *chatParser) assistant(where string, raw json.RawMessage, m *chatMessage
 		case !json.Valid(args):
 			return invalid(field, ".function.arguments: not valid JSON")
 		case !args.IsObject():
-			return invalid(field, ".function.arguments: want a JSON object, got %s", jsonKind(args))
+			return invalid(field, ".function.arguments: want a JSON object, got %s", jsonerr.Kind(args))
 		}
 		p.calls[c.ID] = field
 		calls = append(calls, parley.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: args})
@@ -309,10 +309,10 @@ func (p *chatParser) tool(where string, raw json.RawMessage, m *chatMessage) err
 	}
 	id := *m.ToolCallID
 	if _, ok := p.calls[id]; !ok {
-		return invalid(where, ".tool_call_id: %q names no tool call of an earlier assistant message", truncate(id))
+		return invalid(where, ".tool_call_id: %q names no tool call of an earlier assistant message", jsonerr.Truncate(id))
 	}
 	if prev, done := p.answered[id]; done {
-		return invalid(where, ".tool_call_id: call %q was already answered in %s", truncate(id), prev)
+		return invalid(where, ".tool_call_id: call %q was already answered in %s", jsonerr.Truncate(id), prev)
 	}
 	p.answered[id] = where
 	text, err := p.plainText(where, m.Content)
@@ -341,7 +341,7 @@ func decodeParts(where string, raw json.RawMessage) ([]contentPart, error) {
 		}
 		return []contentPart{{Type: "text", Text: s}}, nil
 	case t[0] != '[':
-		return nil, invalid(where, ".content: want a string or an array of content parts, got %s", jsonKind(t))
+		return nil, invalid(where, ".content: want a string or an array of content parts, got %s", jsonerr.Kind(t))
 	}
 	var elems []json.RawMessage
 	if err := json.Unmarshal(t, &elems); err != nil {
@@ -351,10 +351,10 @@ func decodeParts(where string, raw json.RawMessage) ([]contentPart, error) {
 	for j, e := range elems {
 		field := fmt.Sprintf("%s.content[%d]", where, j)
 		if et := bytes.TrimSpace(e); len(et) == 0 || et[0] != '{' {
-			return nil, invalid(field, ": want a content part object, got %s", jsonKind(e))
+			return nil, invalid(field, ": want a content part object, got %s", jsonerr.Kind(e))
 		}
 		if err := json.Unmarshal(e, &parts[j]); err != nil {
-			return nil, invalid(field, "%s", fieldProblem(err))
+			return nil, invalid(field, "%s", jsonerr.FieldProblem(err, "an object"))
 		}
 		if parts[j].Type == "" {
 			return nil, invalid(field, ".type: a content part needs a type")
@@ -372,75 +372,9 @@ func (p *chatParser) plainText(where string, raw json.RawMessage) (string, error
 	var texts []string
 	for j, part := range parts {
 		if part.Type != "text" {
-			return "", invalid(fmt.Sprintf("%s.content[%d]", where, j), ".type: %q parts are not allowed here; only text", truncate(part.Type))
+			return "", invalid(fmt.Sprintf("%s.content[%d]", where, j), ".type: %q parts are not allowed here; only text", jsonerr.Truncate(part.Type))
 		}
 		texts = append(texts, part.Text)
 	}
 	return strings.Join(texts, "\n\n"), nil
-}
-
-func truncate(s string) string {
-	if len(s) <= 60 {
-		return s
-	}
-	return s[:57] + "..."
-}
-
-// jsonKind names the JSON type of raw for an error message.
-func jsonKind(raw []byte) string {
-	t := bytes.TrimSpace(raw)
-	if len(t) == 0 {
-		return "nothing"
-	}
-	switch t[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
-}
-
-func goKind(k string) string {
-	switch k {
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	case "struct", "map", "ptr":
-		return "an object"
-	case "slice":
-		return "an array"
-	}
-	return "a number"
-}
-
-// fieldProblem describes a decoding error as ".field: want X, got Y".
-func fieldProblem(err error) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return fmt.Sprintf(".%s: want %s, got %s", te.Field, goKind(te.Type.Kind().String()), te.Value)
-	}
-	return ": not valid JSON"
-}
-
-func syntaxProblem(raw []byte) string {
-	var v any
-	err := json.Unmarshal(raw, &v)
-	var se *json.SyntaxError
-	switch {
-	case err == nil:
-		return "unreadable"
-	case err.Error() == "unexpected end of JSON input":
-		return "it ends early: the input is truncated"
-	case errors.As(err, &se):
-		return fmt.Sprintf("%s at byte %d", se.Error(), se.Offset)
-	}
-	return err.Error()
 }

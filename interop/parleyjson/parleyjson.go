@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/interop/internal/jsonerr"
 )
 
 // Format is the document's format tag; Version its version. A later version that
@@ -291,10 +292,10 @@ func Parse(r io.Reader) (*parley.Import, error) {
 	}
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || !json.Valid(t) {
-		return nil, parley.Errorf(parley.EINVALID, "input: not valid JSON (%s)", syntaxProblem(t))
+		return nil, parley.Errorf(parley.EINVALID, "input: not valid JSON (%s)", jsonerr.SyntaxProblem(t, "input"))
 	}
 	if t[0] != '{' {
-		return nil, parley.Errorf(parley.EINVALID, "input: want a %s document (an object), got %s", Format, jsonKind(t))
+		return nil, parley.Errorf(parley.EINVALID, "input: want a %s document (an object), got %s", Format, jsonerr.Kind(t))
 	}
 	var doc document
 	if err := json.Unmarshal(t, &doc); err != nil {
@@ -302,7 +303,7 @@ func Parse(r io.Reader) (*parley.Import, error) {
 	}
 	switch {
 	case doc.Format != Format:
-		return nil, parley.Errorf(parley.EINVALID, "format: %q is not %q; is this a Parley export?", truncate(doc.Format), Format)
+		return nil, parley.Errorf(parley.EINVALID, "format: %q is not %q; is this a Parley export?", jsonerr.Truncate(doc.Format), Format)
 	case doc.Version < 1:
 		return nil, parley.Errorf(parley.EINVALID, "version: missing or not a version number")
 	case doc.Version > Version:
@@ -331,7 +332,7 @@ var known = map[string]bool{
 
 func decode(where string, raw json.RawMessage, imp *parley.Import) (parley.Message, error) {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
-		return nil, parley.Errorf(parley.EINVALID, "%s: want a message object, got %s", where, jsonKind(raw))
+		return nil, parley.Errorf(parley.EINVALID, "%s: want a message object, got %s", where, jsonerr.Kind(raw))
 	}
 	var head struct {
 		Type     string `json:"type"`
@@ -354,9 +355,9 @@ func decode(where string, raw json.RawMessage, imp *parley.Import) (parley.Messa
 		role, err := parley.ParseRole(head.Role)
 		if err != nil {
 			role = parley.RoleUser
-			imp.Warn("%s: unknown type %q with role %q kept as an UnknownMessage of role USER", where, truncate(head.Type), truncate(head.Role))
+			imp.Warn("%s: unknown type %q with role %q kept as an UnknownMessage of role USER", where, jsonerr.Truncate(head.Type), jsonerr.Truncate(head.Role))
 		} else {
-			imp.Warn("%s: unknown type %q kept as an UnknownMessage, its JSON intact", where, truncate(head.Type))
+			imp.Warn("%s: unknown type %q kept as an UnknownMessage, its JSON intact", where, jsonerr.Truncate(head.Type))
 		}
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, raw); err != nil {
@@ -450,76 +451,18 @@ func decodeError(e *processingError) *parley.ProcessingError {
 	return &parley.ProcessingError{Message: e.Message, Retryable: e.Retryable}
 }
 
-func truncate(s string) string {
-	if len(s) <= 60 {
-		return s
-	}
-	return s[:57] + "..."
-}
-
-func jsonKind(raw []byte) string {
-	t := bytes.TrimSpace(raw)
-	if len(t) == 0 {
-		return "nothing"
-	}
-	switch t[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
-}
-
-func goKind(k string) string {
-	switch k {
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	case "struct", "map", "ptr":
-		return "an object"
-	case "slice":
-		return "an array"
-	}
-	return "a number"
-}
-
 func fieldProblem(err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		te.Field = strings.TrimPrefix(te.Field, "message.") // the embedded struct's name
 		if te.Field == "" {
-			return fmt.Sprintf(": want %s, got %s", goKind(te.Type.Kind().String()), te.Value)
+			return fmt.Sprintf(": want %s, got %s", jsonerr.GoKind(te.Type.Kind().String(), "an object"), te.Value)
 		}
-		return fmt.Sprintf(".%s: want %s, got %s", te.Field, goKind(te.Type.Kind().String()), te.Value)
+		return fmt.Sprintf(".%s: want %s, got %s", te.Field, jsonerr.GoKind(te.Type.Kind().String(), "an object"), te.Value)
 	}
 	var pe *time.ParseError
 	if errors.As(err, &pe) {
-		return fmt.Sprintf(": %q is not an RFC 3339 time", truncate(pe.Value))
+		return fmt.Sprintf(": %q is not an RFC 3339 time", jsonerr.Truncate(pe.Value))
 	}
 	return ": " + err.Error()
-}
-
-func syntaxProblem(raw []byte) string {
-	var v any
-	err := json.Unmarshal(raw, &v)
-	var se *json.SyntaxError
-	switch {
-	case len(bytes.TrimSpace(raw)) == 0:
-		return "empty"
-	case err == nil:
-		return "unreadable"
-	case err.Error() == "unexpected end of JSON input":
-		return "it ends early: the input is truncated"
-	case errors.As(err, &se):
-		return fmt.Sprintf("%s at byte %d", se.Error(), se.Offset)
-	}
-	return err.Error()
 }
