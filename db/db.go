@@ -8,8 +8,10 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -104,7 +106,6 @@ func (db *DB) transact(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 func classify(err error) error {
 	var pe *pq.Error
 	var perr *parley.Error
-	var netErr net.Error
 	switch {
 	case err == nil || errors.As(err, &perr):
 		return err
@@ -112,20 +113,38 @@ func classify(err error) error {
 		return err
 	case errors.As(err, &pe):
 		switch pe.Code.Class() {
-		case "08", "57": // connection exception; operator intervention (shutdown, terminated)
+		case "08", "57": // connection exception; operator intervention (shutdown, starting up, terminated)
 			if pe.Code == "57014" { // query_canceled
 				return err
 			}
-			return &parley.Error{Code: parley.EUNAVAILABLE, Message: "The database is unavailable; try again shortly."}
+			return fmt.Errorf("%w (%w)", errUnavailable, err)
 		case "53": // insufficient resources (too many connections...)
 			return &parley.Error{Code: parley.EUNAVAILABLE, Message: "The database is overloaded; try again shortly."}
+		case "54": // program limit exceeded: jsonb nested too deep ("stack depth limit exceeded"), too many columns...
+			return parley.Errorf(parley.ERESOURCELIMIT, "a value is too large or too deeply nested to be stored: %s", pe.Message)
 		case "22": // data exception: a value Postgres cannot store
 			return parley.Errorf(parley.EINVALID, "a value could not be stored: %s", pe.Message)
 		case "40": // serialization failure, deadlock
 			return &parley.Error{Code: parley.EUNAVAILABLE, Message: "A concurrent change got in the way; try again."}
 		}
-	case errors.Is(err, driver.ErrBadConn), errors.As(err, &netErr), errors.Is(err, sql.ErrConnDone):
-		return fmt.Errorf("%w (%w)", &parley.Error{Code: parley.EUNAVAILABLE, Message: "The database is unavailable; try again shortly."}, err)
+	case lostConnection(err):
+		return fmt.Errorf("%w (%w)", errUnavailable, err)
 	}
 	return err
+}
+
+// errUnavailable is what a request that cannot reach the database gets.
+var errUnavailable = &parley.Error{Code: parley.EUNAVAILABLE, Message: "The database is unavailable; try again shortly."}
+
+// lostConnection reports whether err says the database could not be reached or the
+// connection broke: the shapes lib/pq and database/sql give these, as seen when Postgres
+// is stopped, restarted or unreachable. lib/pq turns FATAL server errors on a connection
+// ("the database system is shutting down") into driver.ErrBadConn; a refused or failed
+// dial (no socket file, connection refused, connect_timeout) is a *net.OpError; a
+// connection cut mid-reply is io.ErrUnexpectedEOF or io.EOF.
+func lostConnection(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, driver.ErrBadConn) || errors.As(err, &netErr) || errors.Is(err, sql.ErrConnDone) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
