@@ -38,6 +38,9 @@ type DB struct {
 	limits   parley.Limits
 	policies *parley.ToolPolicies
 	log      *slog.Logger
+	// insert is insertMessageSQL prepared on the pool, or nil when it could not be
+	// (tables not migrated yet): see prepare.
+	insert *sqlx.Stmt
 }
 
 // Open connects to the database at dsn (a lib/pq URL or key=value string). It does not
@@ -67,11 +70,36 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 	if lim.MaxImageBytes == 0 {
 		lim.MaxImageBytes = parley.DefaultLimits.MaxImageBytes
 	}
-	return &DB{db: conn, limits: lim, policies: cfg.ToolPolicies, log: cfg.Logger}, nil
+	db := &DB{db: conn, limits: lim, policies: cfg.ToolPolicies, log: cfg.Logger}
+	db.prepare(ctx)
+	return db, nil
+}
+
+// prepare prepares the statement of the hottest write, saving a message, on the pool.
+// database/sql then prepares it once on each connection a transaction uses and keeps it,
+// so running it is one round trip where lib/pq needs two for an unprepared statement
+// with arguments (parse and describe, then bind and execute), and Postgres plans it once
+// per connection rather than every time. It is prepared here, while the pool is idle:
+// preparing on the pool later, from inside a transaction, could wait forever for a
+// connection when every one is held by a transaction doing the same. Without the tables
+// (not migrated yet) the statement runs unprepared. (Prepared statements, like LISTEN,
+// need PgBouncer in session mode.)
+func (db *DB) prepare(ctx context.Context) {
+	stmt, err := db.db.PreparexContext(ctx, insertMessageSQL)
+	if err != nil {
+		db.log.Debug("insert statement not prepared; it will run unprepared", "err", err)
+		return
+	}
+	db.insert = stmt
 }
 
 // Close closes the pool.
-func (db *DB) Close() error { return db.db.Close() }
+func (db *DB) Close() error {
+	if db.insert != nil {
+		db.insert.Close()
+	}
+	return db.db.Close()
+}
 
 // SQL returns the underlying pool, for health checks and tests.
 func (db *DB) SQL() *sqlx.DB { return db.db }

@@ -87,7 +87,7 @@ func (db *DB) ImportMessages(ctx context.Context, target parley.ImportTarget, im
 				report.AlreadyPresent++
 				continue
 			}
-			if err := insertMessage(ctx, tx, convKey, im.Message); err != nil {
+			if err := db.insertMessage(ctx, tx, convKey, im.Message); err != nil {
 				return withOrigin(im.Origin, err)
 			}
 			added = append(added, im.Message)

@@ -57,7 +57,7 @@ func (db *DB) AddMessage(ctx context.Context, conversationID string, m parley.Me
 		if err := db.applyToolPolicies(ctx, tx, m); err != nil {
 			return err
 		}
-		if err := insertMessage(ctx, tx, key, m); err != nil {
+		if err := db.insertMessage(ctx, tx, key, m); err != nil {
 			return err
 		}
 		if req, ok := m.(*parley.ToolRequestMessage); ok {
@@ -74,7 +74,7 @@ func (db *DB) AddMessage(ctx context.Context, conversationID string, m parley.Me
 // insertMessage stores a prepared message as the conversation's next one and fills in
 // its meta fields. Taking the next position locks the conversation's row until the
 // transaction ends, so concurrent writers get consecutive positions in commit order.
-func insertMessage(ctx context.Context, tx *sqlx.Tx, convKey string, m parley.Message) error {
+func (db *DB) insertMessage(ctx context.Context, tx *sqlx.Tx, convKey string, m parley.Message) error {
 	meta := m.Meta()
 	convID := parley.ConversationID(convKey)
 	if res, ok := m.(*parley.ToolResultMessage); ok {
@@ -99,20 +99,13 @@ func insertMessage(ctx context.Context, tx *sqlx.Tx, convKey string, m parley.Me
 		return err
 	}
 	var created createdRow
-	err = tx.GetContext(ctx, &created, `
-		WITH conv AS (
-			UPDATE conversations
-			SET last_position = last_position + 1, message_count = message_count + 1, updated_at = now()
-			WHERE id = $1
-			RETURNING id, last_position
-		)
-		INSERT INTO messages (conversation_id, position, schema_version, kind, role, content,
-			tool_calls, tool_results, payload, source_id, created_at)
-		SELECT conv.id, conv.last_position, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now())
-		FROM conv
-		RETURNING id, position, created_at, updated_at`,
-		convKey, row.SchemaVersion, row.Kind, row.Role, row.Content,
-		nullJSON(row.ToolCalls), nullJSON(row.ToolResults), row.Payload, row.SourceID, nullTime(meta.CreatedAt))
+	args := []any{convKey, row.SchemaVersion, row.Kind, row.Role, row.Content,
+		nullJSON(row.ToolCalls), nullJSON(row.ToolResults), row.Payload, row.SourceID, nullTime(meta.CreatedAt)}
+	if db.insert != nil {
+		err = tx.StmtxContext(ctx, db.insert).GetContext(ctx, &created, args...)
+	} else {
+		err = tx.GetContext(ctx, &created, insertMessageSQL, args...)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return conversationNotFound(convID)
 	} else if err != nil {
@@ -136,6 +129,21 @@ func insertMessage(ctx context.Context, tx *sqlx.Tx, convKey string, m parley.Me
 	}
 	return nil
 }
+
+// insertMessageSQL takes the conversation's next position, bumps the conversation and
+// inserts the row, in one statement. It runs prepared (DB.prepare): it is the write.
+const insertMessageSQL = `
+	WITH conv AS (
+		UPDATE conversations
+		SET last_position = last_position + 1, message_count = message_count + 1, updated_at = now()
+		WHERE id = $1
+		RETURNING id, last_position
+	)
+	INSERT INTO messages (conversation_id, position, schema_version, kind, role, content,
+		tool_calls, tool_results, payload, source_id, created_at)
+	SELECT conv.id, conv.last_position, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now())
+	FROM conv
+	RETURNING id, position, created_at, updated_at`
 
 type createdRow struct {
 	ID        string    `db:"id"`

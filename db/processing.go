@@ -153,7 +153,7 @@ func (db *DB) AddCachedMCPResource(ctx context.Context, conversationID, server, 
 		if err := parley.Prepare(cp, db.limits); err != nil {
 			return err
 		}
-		if err := insertMessage(ctx, tx, key, cp); err != nil {
+		if err := db.insertMessage(ctx, tx, key, cp); err != nil {
 			return err
 		}
 		out = cp
