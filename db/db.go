@@ -46,10 +46,11 @@ type DB struct {
 // Open connects to the database at dsn (a lib/pq URL or key=value string). It does not
 // migrate: call Migrate first.
 func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
-	conn, err := sqlx.Open("postgres", dsn)
+	pc, err := connector(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
+	conn := sqlx.NewDb(sql.OpenDB(pc), "postgres")
 	if cfg.MaxOpenConns <= 0 {
 		cfg.MaxOpenConns = 20
 	}
