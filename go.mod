@@ -4,9 +4,11 @@ go 1.26.8
 
 require (
 	github.com/99designs/gqlgen v0.17.95
+	github.com/MicahParks/keyfunc/v3 v3.4.0
 	github.com/anthropics/anthropic-sdk-go v1.22.0
 	github.com/coder/websocket v1.8.15
 	github.com/goccy/go-yaml v1.19.2
+	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/golang-migrate/migrate/v4 v4.19.0
 	github.com/google/uuid v1.6.0
 	github.com/hashicorp/golang-lru/v2 v2.0.7
@@ -25,6 +27,7 @@ require (
 )
 
 require (
+	github.com/MicahParks/jwkset v0.8.0 // indirect
 	github.com/agnivade/levenshtein v1.2.1 // indirect
 	github.com/aymerick/douceur v0.2.0 // indirect
 	github.com/go-viper/mapstructure/v2 v2.5.0 // indirect
@@ -46,5 +49,6 @@ require (
 	golang.org/x/oauth2 v0.35.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
+	golang.org/x/time v0.9.0 // indirect
 	golang.org/x/tools v0.49.0 // indirect
 )

@@ -30,6 +30,9 @@ type Config struct {
 	Vision    Vision                                   `yaml:"vision"`
 	OCR       OCR                                      `yaml:"ocr"`
 	Fetch     Fetch                                    `yaml:"fetch"`
+	Auth      Auth                                     `yaml:"auth"`
+	Limits    Limits                                   `yaml:"limits"`
+	HTTP      HTTP                                     `yaml:"http"`
 }
 
 // Workspace is where file references and image files are read from.
@@ -233,6 +236,7 @@ func (c *Config) applyDefaults() {
 	if c.Fetch.Timeout == 0 {
 		c.Fetch.Timeout = Duration(DefaultFetchTimeout)
 	}
+	c.Limits.applyDefaults()
 }
 
 // Validate checks every key and names the first bad one.
@@ -332,7 +336,7 @@ func (c *Config) Validate() error {
 			return keyError(fmt.Sprintf("fetch.allow_networks[%d]", i), fmt.Sprintf("%q is not a CIDR network or an IP address", n))
 		}
 	}
-	return nil
+	return c.validateAuthAndLimits()
 }
 
 // ParseNetwork reads a CIDR network or a single address.

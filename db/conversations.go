@@ -50,8 +50,12 @@ func (db *DB) FindConversationByID(ctx context.Context, id string) (*parley.Conv
 	if !ok {
 		return nil, conversationNotFound(id)
 	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var row conversationRow
-	err := db.db.GetContext(ctx, &row, `SELECT `+conversationColumns+` FROM conversations WHERE id = $1`, key)
+	err = db.db.GetContext(ctx, &row, `SELECT `+conversationColumns+` FROM conversations WHERE id = $1 AND owner = $2`, key, owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, conversationNotFound(id)
 	} else if err != nil {
@@ -62,13 +66,17 @@ func (db *DB) FindConversationByID(ctx context.Context, id string) (*parley.Conv
 
 // CreateConversation implements parley.ConversationService.
 func (db *DB) CreateConversation(ctx context.Context, title string) (*parley.Conversation, error) {
-	title, err := parley.CleanTitle(title)
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	title, err = parley.CleanTitle(title)
 	if err != nil {
 		return nil, err
 	}
 	var row conversationRow
 	err = db.transact(ctx, func(tx *sqlx.Tx) error {
-		return tx.GetContext(ctx, &row, `INSERT INTO conversations (title) VALUES ($1) RETURNING `+conversationColumns, title)
+		return tx.GetContext(ctx, &row, `INSERT INTO conversations (title, owner) VALUES ($1, $2) RETURNING `+conversationColumns, title, owner)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create conversation: %w", err)
@@ -82,14 +90,18 @@ func (db *DB) RenameConversation(ctx context.Context, id, title string) (*parley
 	if !ok {
 		return nil, conversationNotFound(id)
 	}
-	title, err := parley.CleanTitle(title)
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	title, err = parley.CleanTitle(title)
 	if err != nil {
 		return nil, err
 	}
 	var row conversationRow
 	err = db.transact(ctx, func(tx *sqlx.Tx) error {
 		err := tx.GetContext(ctx, &row, `UPDATE conversations SET title = $2, updated_at = now()
-			WHERE id = $1 RETURNING `+conversationColumns, key, title)
+			WHERE id = $1 AND owner = $3 RETURNING `+conversationColumns, key, title, owner)
 		if errors.Is(err, sql.ErrNoRows) {
 			return conversationNotFound(id)
 		}
@@ -107,8 +119,12 @@ func (db *DB) DeleteConversation(ctx context.Context, id string) error {
 	if !ok {
 		return conversationNotFound(id)
 	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return err
+	}
 	return db.transact(ctx, func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE id = $1`, key)
+		res, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE id = $1 AND owner = $2`, key, owner)
 		if err != nil {
 			return fmt.Errorf("delete conversation %s: %w", id, err)
 		}
@@ -151,7 +167,11 @@ func (db *DB) FindConversations(ctx context.Context, page parley.PageRequest) (*
 	if err := checkPageSizes(&page); err != nil {
 		return nil, err
 	}
-	where, args := "TRUE", []any{}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	where, args := "owner = $1", []any{owner}
 	if page.After != nil {
 		ts, key, err := parley.ParseConversationCursor("after", *page.After)
 		if err != nil {
@@ -212,10 +232,14 @@ func (db *DB) FindConversations(ctx context.Context, page parley.PageRequest) (*
 	return out, nil
 }
 
-// CountConversations returns how many conversations there are.
+// CountConversations returns how many conversations the owner has.
 func (db *DB) CountConversations(ctx context.Context) (int, error) {
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return 0, err
+	}
 	var n int
-	if err := db.db.GetContext(ctx, &n, `SELECT count(*) FROM conversations`); err != nil {
+	if err := db.db.GetContext(ctx, &n, `SELECT count(*) FROM conversations WHERE owner = $1`, owner); err != nil {
 		return 0, classify(fmt.Errorf("count conversations: %w", err))
 	}
 	return n, nil

@@ -21,7 +21,11 @@ func (db *DB) ConversationHead(ctx context.Context, conversationID string) (last
 	if !ok {
 		return 0, 0, conversationNotFound(conversationID)
 	}
-	err = db.db.QueryRowxContext(ctx, `SELECT last_position, change_seq FROM conversations WHERE id = $1`, key).
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	err = db.db.QueryRowxContext(ctx, `SELECT last_position, change_seq FROM conversations WHERE id = $1 AND owner = $2`, key, owner).
 		Scan(&lastPosition, &changeSeq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, 0, conversationNotFound(conversationID)
@@ -39,9 +43,14 @@ func (db *DB) MessagesAfter(ctx context.Context, conversationID string, after, l
 	if !ok {
 		return nil, conversationNotFound(conversationID)
 	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var rows []messageRow
-	err := db.db.SelectContext(ctx, &rows, `SELECT `+messageColumns+` FROM messages
-		WHERE conversation_id = $1 AND position > $2 ORDER BY position LIMIT $3`, key, after, limit)
+	err = db.db.SelectContext(ctx, &rows, `SELECT `+messageColumns+` FROM messages
+		WHERE conversation_id = $1 AND position > $2 AND `+ownedConversation("1", "4")+`
+		ORDER BY position LIMIT $3`, key, after, limit, owner)
 	if err != nil {
 		return nil, classify(fmt.Errorf("read messages of %s after %d: %w", conversationID, after, err))
 	}
@@ -66,12 +75,17 @@ func (db *DB) MessagesChangedAfter(ctx context.Context, conversationID string, a
 	if !ok {
 		return nil, after, conversationNotFound(conversationID)
 	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, after, err
+	}
 	var rows []struct {
 		messageRow
 		ChangeSeq int64 `db:"change_seq"`
 	}
-	err := db.db.SelectContext(ctx, &rows, `SELECT `+messageColumns+`, change_seq FROM messages
-		WHERE conversation_id = $1 AND change_seq > $2 ORDER BY change_seq LIMIT $3`, key, after, limit)
+	err = db.db.SelectContext(ctx, &rows, `SELECT `+messageColumns+`, change_seq FROM messages
+		WHERE conversation_id = $1 AND change_seq > $2 AND `+ownedConversation("1", "4")+`
+		ORDER BY change_seq LIMIT $3`, key, after, limit, owner)
 	if err != nil {
 		return nil, after, classify(fmt.Errorf("read changes of %s after %d: %w", conversationID, after, err))
 	}
@@ -87,10 +101,15 @@ func (db *DB) MessagesChangedAfter(ctx context.Context, conversationID string, a
 	return out, rows[len(rows)-1].ChangeSeq, nil
 }
 
-// checkConversation returns ENOTFOUND when the conversation stored under key is gone.
+// checkConversation returns ENOTFOUND when the conversation stored under key is gone,
+// or is not the owner's.
 func (db *DB) checkConversation(ctx context.Context, key string) error {
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return err
+	}
 	var exists bool
-	err := db.db.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM conversations WHERE id = $1)`, key)
+	err = db.db.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM conversations WHERE id = $1 AND owner = $2)`, key, owner)
 	if err != nil {
 		return classify(fmt.Errorf("check conversation %s: %w", parley.ConversationID(key), err))
 	}

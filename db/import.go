@@ -29,6 +29,10 @@ func (db *DB) ImportMessages(ctx context.Context, target parley.ImportTarget, im
 		}
 		convKey = key
 	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
 	title, err := importTitle(target, imp)
 	if err != nil {
 		return nil, err
@@ -56,7 +60,7 @@ func (db *DB) ImportMessages(ctx context.Context, target parley.ImportTarget, im
 	var added []parley.Message
 	err = db.transact(ctx, func(tx *sqlx.Tx) error {
 		if convKey == "" {
-			if err := tx.GetContext(ctx, &convKey, `INSERT INTO conversations (title) VALUES ($1) RETURNING id`, title); err != nil {
+			if err := tx.GetContext(ctx, &convKey, `INSERT INTO conversations (title, owner) VALUES ($1, $2) RETURNING id`, title, owner); err != nil {
 				return fmt.Errorf("create conversation: %w", err)
 			}
 		} else if err := lockConversation(ctx, tx, convKey); err != nil {

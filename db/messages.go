@@ -25,8 +25,12 @@ func (db *DB) FindMessageByID(ctx context.Context, id string) (parley.Message, e
 	if !ok {
 		return nil, messageNotFound(id)
 	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var row messageRow
-	err := db.db.GetContext(ctx, &row, `SELECT `+messageColumns+` FROM messages WHERE id = $1`, key)
+	err = db.db.GetContext(ctx, &row, `SELECT `+messageColumns+` FROM messages WHERE id = $1 AND `+ownedMessage("2"), key, owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, messageNotFound(id)
 	} else if err != nil {
@@ -49,6 +53,9 @@ func (db *DB) AddMessage(ctx context.Context, conversationID string, m parley.Me
 	key, ok := parley.ParseConversationID(conversationID)
 	if !ok {
 		return nil, conversationNotFound(conversationID)
+	}
+	if _, err := ownerOf(ctx); err != nil {
+		return nil, err
 	}
 	if err := parley.Prepare(m, db.limits); err != nil {
 		return nil, err
@@ -75,6 +82,10 @@ func (db *DB) AddMessage(ctx context.Context, conversationID string, m parley.Me
 // its meta fields. Taking the next position locks the conversation's row until the
 // transaction ends, so concurrent writers get consecutive positions in commit order.
 func (db *DB) insertMessage(ctx context.Context, tx *sqlx.Tx, convKey string, m parley.Message) error {
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return err
+	}
 	meta := m.Meta()
 	convID := parley.ConversationID(convKey)
 	if res, ok := m.(*parley.ToolResultMessage); ok {
@@ -100,7 +111,7 @@ func (db *DB) insertMessage(ctx context.Context, tx *sqlx.Tx, convKey string, m 
 	}
 	var created createdRow
 	args := []any{convKey, row.SchemaVersion, row.Kind, row.Role, row.Content,
-		nullJSON(row.ToolCalls), nullJSON(row.ToolResults), row.Payload, row.SourceID, nullTime(meta.CreatedAt)}
+		nullJSON(row.ToolCalls), nullJSON(row.ToolResults), row.Payload, row.SourceID, nullTime(meta.CreatedAt), owner}
 	if db.insert != nil {
 		err = tx.StmtxContext(ctx, db.insert).GetContext(ctx, &created, args...)
 	} else {
@@ -136,7 +147,7 @@ const insertMessageSQL = `
 	WITH conv AS (
 		UPDATE conversations
 		SET last_position = last_position + 1, message_count = message_count + 1, updated_at = now()
-		WHERE id = $1
+		WHERE id = $1 AND owner = $11
 		RETURNING id, last_position
 	)
 	INSERT INTO messages (conversation_id, position, schema_version, kind, role, content,
@@ -152,9 +163,15 @@ type createdRow struct {
 	UpdatedAt time.Time `db:"updated_at"`
 }
 
+// lockConversation locks the row of a conversation of the owner in ctx; ENOTFOUND when
+// there is none.
 func lockConversation(ctx context.Context, tx *sqlx.Tx, convKey string) error {
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return err
+	}
 	var id string
-	err := tx.GetContext(ctx, &id, `SELECT id FROM conversations WHERE id = $1 FOR UPDATE`, convKey)
+	err = tx.GetContext(ctx, &id, `SELECT id FROM conversations WHERE id = $1 AND owner = $2 FOR UPDATE`, convKey, owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return conversationNotFound(parley.ConversationID(convKey))
 	}
@@ -239,10 +256,14 @@ func (db *DB) SetToolCallApproval(ctx context.Context, messageID, toolCallID str
 	} else if len(d.DecidedBy) > 200 {
 		return nil, parley.Errorf(parley.EINVALID, "decidedBy: %d bytes, at most 200 allowed", len(d.DecidedBy))
 	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var out *parley.ToolRequestMessage
 	err = db.transact(ctx, func(tx *sqlx.Tx) error {
 		var row messageRow
-		err := tx.GetContext(ctx, &row, `SELECT `+messageColumns+` FROM messages WHERE id = $1 FOR UPDATE`, key)
+		err := tx.GetContext(ctx, &row, `SELECT `+messageColumns+` FROM messages WHERE id = $1 AND `+ownedMessage("2")+` FOR UPDATE`, key, owner)
 		if errors.Is(err, sql.ErrNoRows) {
 			return messageNotFound(messageID)
 		} else if err != nil {

@@ -47,10 +47,18 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 	} else {
 		limit = *page.First
 	}
-	query := fmt.Sprintf(`SELECT m.* FROM unnest($1::uuid[]) AS c(id) CROSS JOIN LATERAL (
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Only the owner's conversations are read: another's come back as empty pages, as
+	// they would if they had been deleted since they were read.
+	query := fmt.Sprintf(`SELECT m.* FROM unnest($1::uuid[]) AS c(id)
+		JOIN conversations own ON own.id = c.id AND own.owner = $5
+		CROSS JOIN LATERAL (
 		SELECT %s FROM messages WHERE conversation_id = c.id AND position > $2 AND ($3 = 0 OR position < $3)
 		ORDER BY position %s LIMIT $4) m`, messageColumns, order)
-	rows, err := queryMessages(ctx, db.db, query, pq.Array(keys), after, before, limit+1)
+	rows, err := queryMessages(ctx, db.db, query, pq.Array(keys), after, before, limit+1, owner)
 	if err != nil {
 		return nil, classify(fmt.Errorf("find messages: %w", err))
 	}

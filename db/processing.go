@@ -25,10 +25,14 @@ func (db *DB) updateMessage(ctx context.Context, messageID string, change func(t
 	if !ok {
 		return nil, messageNotFound(messageID)
 	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var out parley.Message
-	err := db.transact(ctx, func(tx *sqlx.Tx) error {
+	err = db.transact(ctx, func(tx *sqlx.Tx) error {
 		var row messageRow
-		err := tx.GetContext(ctx, &row, `SELECT `+messageColumns+` FROM messages WHERE id = $1 FOR UPDATE`, key)
+		err := tx.GetContext(ctx, &row, `SELECT `+messageColumns+` FROM messages WHERE id = $1 AND `+ownedMessage("2")+` FOR UPDATE`, key, owner)
 		if errors.Is(err, sql.ErrNoRows) {
 			return messageNotFound(messageID)
 		} else if err != nil {
@@ -262,13 +266,18 @@ func (db *DB) FindAwaitingToolCalls(ctx context.Context, f parley.AwaitingFilter
 	if len(f.Names) > 0 {
 		names = f.Names
 	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var rows []awaitingRow
-	err := db.db.SelectContext(ctx, &rows, awaitingQuery+`
+	err = db.db.SelectContext(ctx, &rows, awaitingQuery+`
 		AND ($1 = '' OR t.conversation_id = nullif($1, '')::uuid)
 		AND (cardinality($2::text[]) = 0 OR t.name = ANY($2))
 		AND (NOT $3 OR t.claim_expires_at IS NULL OR t.claim_expires_at <= now())
+		AND EXISTS (SELECT 1 FROM conversations own WHERE own.id = t.conversation_id AND own.owner = $5)
 		ORDER BY t.decided_at, t.conversation_id, t.call_id LIMIT $4`,
-		convKey, stringArray(names), f.Unclaimed, f.Limit)
+		convKey, stringArray(names), f.Unclaimed, f.Limit, owner)
 	if err != nil {
 		return nil, classify(fmt.Errorf("find awaiting tool calls: %w", err))
 	}
@@ -296,6 +305,10 @@ func (db *DB) ClaimToolCall(ctx context.Context, c parley.ToolCallClaim) (*parle
 	if c.Lease <= 0 || c.Lease > 24*time.Hour {
 		return nil, parley.Errorf(parley.EINVALID, "leaseSeconds: must be between 1 and 86400")
 	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var out []*parley.AwaitingToolCall
 	err = db.transact(ctx, func(tx *sqlx.Tx) error {
 		var st struct {
@@ -307,7 +320,9 @@ func (db *DB) ClaimToolCall(ctx context.Context, c parley.ToolCallClaim) (*parle
 		}
 		err := tx.GetContext(ctx, &st, `SELECT approval_status, result_id, claimed_by, claim_expires_at,
 			coalesce(claim_expires_at <= now(), true) AS expired
-			FROM tool_calls WHERE request_id = $1 AND call_id = $2 FOR UPDATE`, key, c.ToolCallID)
+			FROM tool_calls WHERE request_id = $1 AND call_id = $2
+				AND EXISTS (SELECT 1 FROM conversations own WHERE own.id = tool_calls.conversation_id AND own.owner = $3)
+			FOR UPDATE`, key, c.ToolCallID, owner)
 		if errors.Is(err, sql.ErrNoRows) {
 			return parley.Errorf(parley.ENOTFOUND, "toolCallId: message %s has no tool call %q", c.MessageID, c.ToolCallID)
 		} else if err != nil {

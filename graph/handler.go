@@ -41,6 +41,15 @@ type HandlerConfig struct {
 	// InitTimeout is how long a websocket may stay open without connection_init
 	// (default 10s).
 	InitTimeout time.Duration
+	// Limits bound each operation (see limits.go); MaxTokens defaults to
+	// ParserTokenLimit.
+	Limits Limits
+	// MaxWebsocketMessageBytes bounds one message a client sends over a websocket
+	// (default 1 MiB); a larger one closes the socket with 1009 "message too big".
+	MaxWebsocketMessageBytes int64
+	// WebsocketAuth authenticates websockets in connection_init (see auth.go); nil
+	// accepts every connection as it is.
+	WebsocketAuth WebsocketAuthFunc
 }
 
 // NewHandler returns the GraphQL endpoint: GET and POST per the GraphQL-over-HTTP spec
@@ -69,7 +78,16 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 	if cfg.InitTimeout <= 0 {
 		cfg.InitTimeout = 10 * time.Second
 	}
-	srv := handler.New(NewExecutableSchema(Config{Resolvers: r}))
+	if cfg.Limits.MaxTokens <= 0 {
+		cfg.Limits.MaxTokens = cfg.ParserTokenLimit
+	}
+	cfg.Limits = cfg.Limits.withDefaults()
+	if cfg.MaxWebsocketMessageBytes <= 0 {
+		cfg.MaxWebsocketMessageBytes = 1 << 20
+	}
+	schemaCfg := Config{Resolvers: r}
+	complexityFuncs(&schemaCfg.Complexity, cfg.Limits)
+	srv := handler.New(NewExecutableSchema(schemaCfg))
 	srv.AddTransport(newWebsocketTransport(cfg))
 	// graphql-sse's distinct connections mode, for clients behind proxies that refuse
 	// websockets; before POST, which would take its requests. The comment lines keep
@@ -78,16 +96,17 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
-	srv.SetParserTokenLimit(cfg.ParserTokenLimit)
+	srv.SetParserTokenLimit(cfg.Limits.MaxTokens)
 	srv.SetDisableSuggestion(true)
 	if cfg.Introspection {
 		srv.Use(extension.Introspection{})
 	}
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](100)})
 	srv.Use(specExtension{}) // after APQ, which fills the query in: see httpspec.go
+	srv.Use(&limitsExtension{limits: cfg.Limits, introspection: cfg.Introspection})
 	srv.AroundResponses(withLoaders(r.MessageService))
 	srv.AroundFields(writeMessagePages) // pagewriter.go: message pages written straight to JSON
 	srv.SetErrorPresenter(errorPresenter(cfg.Logger))
 	srv.SetRecoverFunc(recoverFunc(cfg.Logger))
-	return http.MaxBytesHandler(withStreams(withHTTPSpec(srv), cfg.Shutdown, cfg.WriteTimeout), cfg.MaxBodyBytes)
+	return http.MaxBytesHandler(withWebsocketState(withStreams(withHTTPSpec(srv), cfg.Shutdown, cfg.WriteTimeout)), cfg.MaxBodyBytes)
 }

@@ -164,6 +164,15 @@ func withStreams(next http.Handler, shutdown context.Context, writeTimeout time.
 		st := &sseState{}
 		ctx, cancel := context.WithCancel(context.WithValue(r.Context(), sseStateKey{}, st))
 		defer cancel()
+		if exp := credentialExpiry(ctx); !exp.IsZero() {
+			// The credential expired: cut the stream, as for a failure the client
+			// should recover from by subscribing again (with a fresh credential).
+			t := time.AfterFunc(time.Until(exp), func() {
+				st.abandoned.Store(true)
+				cancel()
+			})
+			defer t.Stop()
+		}
 		sw := &sseWriter{
 			ResponseWriter: w, rc: http.NewResponseController(w), timeout: writeTimeout,
 			shutdown: shutdown, st: st, cancel: cancel,
@@ -225,8 +234,9 @@ func newWebsocketTransport(cfg HandlerConfig) transport.Websocket {
 			shutdown:     cfg.Shutdown,
 			log:          cfg.Logger,
 		},
-		InitFunc:    websocketInit,
-		InitTimeout: cfg.InitTimeout,
+		InitFunc:         websocketInitFunc(cfg.WebsocketAuth),
+		InitTimeout:      cfg.InitTimeout,
+		PayloadReadLimit: &cfg.MaxWebsocketMessageBytes,
 		// graphql-ws (legacy) keepalive: "ka" messages.
 		KeepAlivePingInterval: cfg.KeepAlive,
 		// graphql-transport-ws keepalive: a ping, and a pong expected within two

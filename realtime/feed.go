@@ -8,6 +8,7 @@ package realtime
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -196,6 +197,10 @@ func (f *Feed) watch(ctx context.Context, conversationID string, kind parley.Mes
 	return w
 }
 
+// errNoOwner is what a subscription without an owner in its context gets: a wiring
+// mistake.
+var errNoOwner = errors.New("realtime: the context carries no owner (parley.WithOwner)")
+
 // canonical returns the canonical form of a public conversation id, so that every
 // spelling of one id finds the same subscribers.
 func canonical(conversationID string) (string, error) {
@@ -212,6 +217,10 @@ func (f *Feed) SubscribeMessagesAdded(ctx context.Context, conversationID string
 	if err != nil {
 		return nil, err
 	}
+	owner, ok := parley.OwnerFrom(ctx)
+	if !ok {
+		return nil, errNoOwner
+	}
 	watchCtx, cancel := context.WithCancel(ctx)
 	w := f.watch(watchCtx, id, parley.MessageAdded)
 	last, _, err := f.store.ConversationHead(ctx, id)
@@ -223,7 +232,7 @@ func (f *Feed) SubscribeMessagesAdded(ctx context.Context, conversationID string
 		last = after
 	}
 	w.started.Store(true)
-	return &addedStream{f: f, conv: id, w: w, cancel: cancel, last: last, stale: true}, nil
+	return &addedStream{f: f, conv: id, owner: owner, w: w, cancel: cancel, last: last, stale: true}, nil
 }
 
 // SubscribeMessagesUpdated implements parley.EventService.
@@ -231,6 +240,10 @@ func (f *Feed) SubscribeMessagesUpdated(ctx context.Context, conversationID stri
 	id, err := canonical(conversationID)
 	if err != nil {
 		return nil, err
+	}
+	owner, ok := parley.OwnerFrom(ctx)
+	if !ok {
+		return nil, errNoOwner
 	}
 	watchCtx, cancel := context.WithCancel(ctx)
 	w := f.watch(watchCtx, id, parley.MessageUpdated)
@@ -240,13 +253,14 @@ func (f *Feed) SubscribeMessagesUpdated(ctx context.Context, conversationID stri
 		return nil, err
 	}
 	w.started.Store(true)
-	return &updatedStream{f: f, conv: id, w: w, cancel: cancel, last: seq, stale: true}, nil
+	return &updatedStream{f: f, conv: id, owner: owner, w: w, cancel: cancel, last: seq, stale: true}, nil
 }
 
 // addedStream delivers the messages after position last.
 type addedStream struct {
 	f      *Feed
 	conv   string
+	owner  string // the subscriber's: every read is scoped by it
 	w      *watcher
 	cancel context.CancelFunc // unregisters w
 	last   int                // the position of the last message delivered (or the start)
@@ -270,7 +284,7 @@ func (s *addedStream) Next(ctx context.Context) (parley.Message, error) {
 			}
 		}
 		if s.stale {
-			msgs, err := s.f.read(ctx, "a", s.conv, int64(s.last), func(ctx context.Context) (any, error) {
+			msgs, err := s.f.read(ctx, "a", s.owner, s.conv, int64(s.last), func(ctx context.Context) (any, error) {
 				return s.f.store.MessagesAfter(ctx, s.conv, s.last, s.f.cfg.PageSize)
 			})
 			if err != nil {
@@ -295,6 +309,7 @@ func (s *addedStream) Next(ctx context.Context) (parley.Message, error) {
 type updatedStream struct {
 	f       *Feed
 	conv    string
+	owner   string
 	w       *watcher
 	cancel  context.CancelFunc
 	last    int64
@@ -318,7 +333,7 @@ func (s *updatedStream) Next(ctx context.Context) (parley.Message, error) {
 		}
 		if s.stale {
 			after := s.last
-			res, err := s.f.read(ctx, "u", s.conv, after, func(ctx context.Context) (any, error) {
+			res, err := s.f.read(ctx, "u", s.owner, s.conv, after, func(ctx context.Context) (any, error) {
 				msgs, last, err := s.f.store.MessagesChangedAfter(ctx, s.conv, after, s.f.cfg.PageSize)
 				return changes{msgs, last}, err
 			})
@@ -344,14 +359,16 @@ func (s *updatedStream) Next(ctx context.Context) (parley.Message, error) {
 // read runs one read of the database, shared with the subscribers of the same
 // conversation that ask for the same thing at the same time, and retries failures for
 // up to RetryFor. The read runs under its own timeout, not the caller's context, since
-// other subscribers may be waiting on it.
-func (f *Feed) read(ctx context.Context, kind, conv string, after int64, fn func(context.Context) (any, error)) (any, error) {
-	key := kind + conv + ":" + strconv.FormatInt(after, 10)
+// other subscribers may be waiting on it, and on behalf of owner: the conversation's
+// owner, checked when the subscription started (only subscribers of the same owner
+// share a read).
+func (f *Feed) read(ctx context.Context, kind, owner, conv string, after int64, fn func(context.Context) (any, error)) (any, error) {
+	key := kind + conv + ":" + strconv.FormatInt(after, 10) + ":" + owner
 	deadline := time.Now().Add(f.cfg.RetryFor)
 	backoff := 50 * time.Millisecond
 	for {
 		ch := f.reads.DoChan(key, func() (any, error) {
-			rctx, cancel := context.WithTimeout(context.Background(), f.cfg.ReadTimeout)
+			rctx, cancel := context.WithTimeout(parley.WithOwner(context.Background(), owner), f.cfg.ReadTimeout)
 			defer cancel()
 			return fn(rctx)
 		})

@@ -111,19 +111,20 @@ func TestMessagePagination(t *testing.T) {
 		}
 	}
 
-	// Bad arguments.
+	// Bad arguments. A page over the maximum is a limit, refused before anything runs.
 	for _, tt := range []struct {
 		name string
 		vars map[string]any
+		want string
 	}{
-		{"negative first", map[string]any{"first": -1}},
-		{"huge last", map[string]any{"last": 1001}},
-		{"garbage cursor", map[string]any{"after": "not-a-cursor", "first": 1}},
-		{"conversation cursor for messages", map[string]any{"before": "YzoxOjI", "last": 1}},
+		{"negative first", map[string]any{"first": -1}, "BAD_USER_INPUT"},
+		{"huge last", map[string]any{"last": 1001}, "PAGE_TOO_LARGE"},
+		{"garbage cursor", map[string]any{"after": "not-a-cursor", "first": 1}, "BAD_USER_INPUT"},
+		{"conversation cursor for messages", map[string]any{"before": "YzoxOjI", "last": 1}, "BAD_USER_INPUT"},
 	} {
 		tt.vars["c"] = conv
-		if code := srv.Do(t, messagesQuery, tt.vars).ErrorCode(t); code != "BAD_USER_INPUT" {
-			t.Errorf("%s: got %s, want BAD_USER_INPUT", tt.name, code)
+		if code := srv.Do(t, messagesQuery, tt.vars).ErrorCode(t); code != tt.want {
+			t.Errorf("%s: got %s, want %s", tt.name, code, tt.want)
 		}
 	}
 }

@@ -36,6 +36,13 @@ type Config struct {
 	Introspection bool
 	// GraphQL tunes the endpoint; its Logger and Introspection are set from this Config.
 	GraphQL graph.HandlerConfig
+	// Auth authenticates GraphQL requests (see auth.go); nil is local mode, where every
+	// request acts for parley.LocalOwner: serve it on a loopback address only
+	// (CheckListenAddr).
+	Auth parley.Authenticator
+	// TrustedOrigins are origins ("https://app.example.com") whose pages may send
+	// cross-origin POSTs (CSRF protection refuses the others).
+	TrustedOrigins []string
 }
 
 // New returns the server's handler: the playground at /, GraphQL at /graphql, and
@@ -55,8 +62,14 @@ func New(cfg Config) http.Handler {
 		InteropService:      cfg.Interop,
 		Logger:              cfg.Logger,
 	}
+	gqlCfg.WebsocketAuth = websocketAuth(cfg.Auth)
+	endpoint := withOrigins(gqlCfg.WebsocketOrigins, withAuth(cfg.Auth, graph.NewHandler(resolver, gqlCfg)))
+	endpoint, err := withCSRF(cfg.TrustedOrigins, endpoint)
+	if err != nil {
+		panic("server: " + err.Error()) // checked with the configuration
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", graph.NewHandler(resolver, gqlCfg))
+	mux.Handle("/graphql", endpoint)
 	mux.Handle("/", playground.Handler("Parley", "/graphql", "/playground/assets/"))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -26,6 +26,7 @@ func exportCommand(stdout, stderr io.Writer) *cli.Command {
 			&cli.StringFlag{Name: "system", Usage: "system prompt to put first (used, never stored)"},
 			&cli.IntFlag{Name: "max-tokens", Usage: "fit the history into this many tokens (estimated), dropping the oldest context first"},
 			&cli.BoolFlag{Name: "repair", Usage: "close or drop tool calls without results and results without calls, instead of failing"},
+			ownerFlag(),
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			format, err := parley.ParseTranscriptFormat(cmd.String("format"))
@@ -39,6 +40,10 @@ func exportCommand(stdout, stderr io.Writer) *cli.Command {
 			if cmd.IsSet("max-tokens") {
 				n := cmd.Int("max-tokens")
 				opts.MaxTokens = &n
+			}
+			ctx, err = withOwner(ctx, cmd)
+			if err != nil {
+				return err
 			}
 			return withStore(ctx, cmd, stderr, func(svc *interop.Service) error {
 				t, err := svc.Transcript(ctx, cmd.Args().First(), format, opts)

@@ -32,6 +32,7 @@ func importCommand(stdout, stderr io.Writer) *cli.Command {
 			&cli.StringFlag{Name: "conversation", Aliases: []string{"c"}, Usage: "import into this conversation (its id) instead of a new one"},
 			&cli.StringFlag{Name: "title", Aliases: []string{"t"}, Usage: "title of the new conversation (default: the source's title, else its first prompt)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
+			ownerFlag(),
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			format, err := parley.ParseImportFormat(cmd.String("format"))
@@ -52,6 +53,10 @@ func importCommand(stdout, stderr io.Writer) *cli.Command {
 				}
 				defer f.Close()
 				in = f
+			}
+			ctx, err = withOwner(ctx, cmd)
+			if err != nil {
+				return err
 			}
 			return withStore(ctx, cmd, stderr, func(svc *interop.Service) error {
 				rep, err := svc.ImportConversation(ctx, format, in,

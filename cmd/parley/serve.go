@@ -24,7 +24,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
 		Usage: "serve the GraphQL API and playground (migrates the database first)",
-		Flags: append(append(databaseFlags(), configFlags()...),
+		Flags: append(append(append(databaseFlags(), configFlags()...), authFlags()...),
 			&cli.StringFlag{
 				Name: "addr", Value: "127.0.0.1:8080", Usage: "HOST:PORT to listen on",
 				Sources: cli.EnvVars("PARLEY_ADDR"),
@@ -51,6 +51,13 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return err
 			}
+			if err := applyAuthFlags(cmd, &cfg); err != nil {
+				return err
+			}
+			// Before anything starts: local mode on a reachable address is refused.
+			if err := server.CheckListenAddr(cmd.String("addr"), cfg.Auth.Configured()); err != nil {
+				return err
+			}
 			dsn, release, err := openDatabase(ctx, cmd, log)
 			if err != nil {
 				return err
@@ -65,6 +72,11 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 				return err
 			}
 			defer store.Close()
+			authn, err := authenticator(cfg, store)
+			if err != nil {
+				return err
+			}
+			logAuth(log, cfg)
 			// Realtime: one LISTEN connection per process hears every replica's writes and
 			// wakes this process's subscribers, who read what changed from the database.
 			feed := realtime.NewFeed(store, realtime.Config{Logger: log})
@@ -101,14 +113,18 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			srv := &http.Server{
 				Handler: server.New(server.Config{
 					Conversations: store, Messages: store, Ready: store.Ping, Logger: log,
-					Introspection: cmd.Bool("introspection"),
-					Events:        feed,
-					Processing:    proc.Service,
-					ToolWork:      store,
-					Interop:       interop.New(store, store, store),
+					Introspection:  *cfg.HTTP.Introspection,
+					Auth:           authn,
+					TrustedOrigins: cfg.HTTP.TrustedOrigins,
+					Events:         feed,
+					Processing:     proc.Service,
+					ToolWork:       store,
+					Interop:        interop.New(store, store, store),
 					// Websockets close with "going away" and SSE streams are cut when
 					// shutdown begins, so clients subscribe again elsewhere.
-					GraphQL: graph.HandlerConfig{Shutdown: baseCtx},
+					GraphQL: graph.HandlerConfig{Shutdown: baseCtx, Limits: graphLimits(cfg.Limits),
+						MaxBodyBytes: cfg.Limits.MaxBodyBytes, MaxWebsocketMessageBytes: cfg.Limits.MaxWebsocketMessageBytes,
+						WebsocketOrigins: cfg.HTTP.WebsocketOrigins},
 				}),
 				BaseContext:       func(net.Listener) context.Context { return baseCtx },
 				ReadHeaderTimeout: 10 * time.Second,

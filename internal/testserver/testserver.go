@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parley-dev/parley/auth"
 	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/pgtest"
 	"github.com/parley-dev/parley/interop"
@@ -26,6 +27,15 @@ type Server struct {
 	DSN   string // the database it serves
 	Store *db.DB
 	HTTP  *httptest.Server
+	// Token, when set, is sent as Authorization: Bearer by Do (see As).
+	Token string
+}
+
+// As returns the server as a client sending token.
+func (s *Server) As(token string) *Server {
+	c := *s
+	c.Token = token
+	return &c
 }
 
 // Options adjust a test server.
@@ -37,6 +47,10 @@ type Options struct {
 	DB db.Config
 	// Configure may change the server configuration before the server starts.
 	Configure func(*server.Config)
+	// Auth, when set, makes the server require authentication, with the
+	// authenticator auth.New makes of what it returns (given the server's store, for
+	// API tokens). Without it the server is in local mode.
+	Auth func(store *db.DB) auth.Config
 }
 
 // New starts a server on a fresh database and stops it when t ends.
@@ -60,6 +74,13 @@ func NewWith(t testing.TB, opts Options) *Server {
 	}
 	scfg := server.Config{Conversations: store, Messages: store, Ready: store.Ping, Logger: log, Introspection: true,
 		Interop: interop.New(store, store, store)}
+	if opts.Auth != nil {
+		a, err := auth.New(opts.Auth(store))
+		if err != nil {
+			t.Fatalf("testserver: auth: %v", err)
+		}
+		scfg.Auth = a
+	}
 	if opts.Configure != nil {
 		opts.Configure(&scfg)
 	}
@@ -113,6 +134,9 @@ func (s *Server) Do(t testing.TB, query string, vars map[string]any) *Response {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/graphql-response+json, application/json")
+	if s.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.Token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("POST /graphql: %v", err)

@@ -27,6 +27,13 @@ type Wired struct {
 // file's text (YAML), which must be valid.
 func NewWired(t testing.TB, configYAML string) *Wired {
 	t.Helper()
+	return NewWiredWith(t, configYAML, Options{})
+}
+
+// NewWiredWith is NewWired with options: Auth, say. Its DSN, DB and Configure are the
+// wiring's own and must be left empty.
+func NewWiredWith(t testing.TB, configYAML string, opts Options) *Wired {
+	t.Helper()
 	cfg, err := config.Parse([]byte(configYAML))
 	if err != nil {
 		t.Fatalf("testserver: config: %v", err)
@@ -34,7 +41,7 @@ func NewWired(t testing.TB, configYAML string) *Wired {
 	dsn := pgtest.NewDatabase(t)
 	policies := cfg.ToolPolicies()
 	w := &Wired{}
-	w.Server = NewWith(t, Options{DSN: dsn, DB: db.Config{ToolPolicies: &policies}, Configure: func(c *server.Config) {
+	w.Server = NewWith(t, Options{DSN: dsn, DB: db.Config{ToolPolicies: &policies}, Auth: opts.Auth, Configure: func(c *server.Config) {
 		store := c.Messages.(*db.DB)
 		w.Processing = wire.NewProcessing(cfg, store, "test", c.Logger)
 		t.Cleanup(func() { w.Processing.Close() })

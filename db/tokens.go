@@ -1,0 +1,194 @@
+package db
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/parley-dev/parley"
+)
+
+var _ parley.TokenService = (*DB)(nil)
+
+// API tokens are parley.TokenPrefix and 32 random bytes in base64url. Only their SHA-256
+// is stored: a token has 256 bits of entropy, so nothing is gained by a slow password
+// hash (there is no dictionary to try), and a plain digest can be the lookup key.
+
+const tokenPrefix = "tok_" // the public id of a token: tok_<uuid>
+
+func tokenID(key string) string { return tokenPrefix + key }
+
+func hashToken(secret string) []byte {
+	sum := sha256.Sum256([]byte(secret))
+	return sum[:]
+}
+
+type tokenRow struct {
+	ID         string       `db:"id"`
+	Owner      string       `db:"owner"`
+	Name       string       `db:"name"`
+	CreatedAt  time.Time    `db:"created_at"`
+	LastUsedAt sql.NullTime `db:"last_used_at"`
+	ExpiresAt  sql.NullTime `db:"expires_at"`
+	RevokedAt  sql.NullTime `db:"revoked_at"`
+}
+
+const tokenColumns = `id, owner, name, created_at, last_used_at, expires_at, revoked_at`
+
+func nullTimePtr(t sql.NullTime) *time.Time {
+	if !t.Valid {
+		return nil
+	}
+	v := t.Time
+	return &v
+}
+
+func (r *tokenRow) token() *parley.APIToken {
+	return &parley.APIToken{
+		ID: tokenID(r.ID), Owner: r.Owner, Name: r.Name, CreatedAt: r.CreatedAt,
+		LastUsedAt: nullTimePtr(r.LastUsedAt), ExpiresAt: nullTimePtr(r.ExpiresAt), RevokedAt: nullTimePtr(r.RevokedAt),
+	}
+}
+
+// CreateToken implements parley.TokenService.
+func (db *DB) CreateToken(ctx context.Context, owner, name string, expiresAt *time.Time) (*parley.APIToken, string, error) {
+	owner, err := parley.CleanOwner(owner)
+	if err != nil {
+		return nil, "", err
+	}
+	if name, err = parley.CleanText("name", strings.TrimSpace(name)); err != nil {
+		return nil, "", err
+	} else if len(name) > 200 {
+		return nil, "", parley.Errorf(parley.EINVALID, "name: %d bytes, at most 200 allowed", len(name))
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, "", fmt.Errorf("create token: %w", err)
+	}
+	secret := parley.TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	var row tokenRow
+	err = db.transact(ctx, func(tx *sqlx.Tx) error {
+		if expiresAt != nil {
+			var past bool
+			if err := tx.GetContext(ctx, &past, `SELECT $1::timestamptz <= now()`, *expiresAt); err != nil {
+				return err
+			}
+			if past {
+				return parley.Errorf(parley.EINVALID, "expires: %s is in the past", expiresAt.UTC().Format(time.RFC3339))
+			}
+		}
+		return tx.GetContext(ctx, &row, `INSERT INTO api_tokens (owner, name, token_sha256, expires_at)
+			VALUES ($1, $2, $3, $4) RETURNING `+tokenColumns, owner, name, hashToken(secret), expiresAt)
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("create token for %q: %w", owner, err)
+	}
+	return row.token(), secret, nil
+}
+
+func tokenNotFound(idOrSecret string) error {
+	if strings.HasPrefix(idOrSecret, parley.TokenPrefix) {
+		return parley.Errorf(parley.ENOTFOUND, "no such token")
+	}
+	return parley.Errorf(parley.ENOTFOUND, "token %q not found", idOrSecret)
+}
+
+// RevokeToken implements parley.TokenService.
+func (db *DB) RevokeToken(ctx context.Context, idOrSecret string) (*parley.APIToken, error) {
+	idOrSecret = strings.TrimSpace(idOrSecret)
+	where, arg := "", any(nil)
+	if strings.HasPrefix(idOrSecret, parley.TokenPrefix) {
+		where, arg = "token_sha256 = $1", hashToken(idOrSecret)
+	} else if key, ok := parseTokenID(idOrSecret); ok {
+		where, arg = "id = $1", key
+	} else {
+		return nil, tokenNotFound(idOrSecret)
+	}
+	var row tokenRow
+	err := db.transact(ctx, func(tx *sqlx.Tx) error {
+		err := tx.GetContext(ctx, &row, `UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now())
+			WHERE `+where+` RETURNING `+tokenColumns, arg)
+		if errors.Is(err, sql.ErrNoRows) {
+			return tokenNotFound(idOrSecret)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("revoke token: %w", err)
+	}
+	return row.token(), nil
+}
+
+func parseTokenID(id string) (string, bool) {
+	rest, ok := strings.CutPrefix(id, tokenPrefix)
+	if !ok || len(rest) != 36 {
+		return "", false
+	}
+	// A UUID's shape; Postgres checks the rest.
+	for i, c := range rest {
+		dash := i == 8 || i == 13 || i == 18 || i == 23
+		if dash != (c == '-') || (!dash && !strings.ContainsRune("0123456789abcdefABCDEF", c)) {
+			return "", false
+		}
+	}
+	return strings.ToLower(rest), true
+}
+
+// FindTokens implements parley.TokenService.
+func (db *DB) FindTokens(ctx context.Context, owner string) ([]*parley.APIToken, error) {
+	var rows []tokenRow
+	err := db.db.SelectContext(ctx, &rows, `SELECT `+tokenColumns+` FROM api_tokens
+		WHERE $1 = '' OR owner = $1 ORDER BY created_at DESC, id`, strings.TrimSpace(owner))
+	if err != nil {
+		return nil, classify(fmt.Errorf("list tokens: %w", err))
+	}
+	out := make([]*parley.APIToken, len(rows))
+	for i := range rows {
+		out[i] = rows[i].token()
+	}
+	return out, nil
+}
+
+// errBadToken is the one answer to every token that does not authenticate, so that an
+// unknown token and another's revoked one cannot be told apart.
+var errBadToken = parley.Errorf(parley.EUNAUTHORIZED, "The token is invalid, revoked or expired.")
+
+// AuthenticateToken implements parley.TokenService. A token's last use is recorded at
+// most once a minute, so that authenticating does not write on every request.
+func (db *DB) AuthenticateToken(ctx context.Context, secret string) (*parley.Principal, error) {
+	if !strings.HasPrefix(secret, parley.TokenPrefix) || len(secret) > 100 {
+		return nil, errBadToken
+	}
+	var row struct {
+		tokenRow
+		Valid bool `db:"valid"`
+	}
+	err := db.db.GetContext(ctx, &row, `SELECT `+tokenColumns+`,
+			revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()) AS valid
+		FROM api_tokens WHERE token_sha256 = $1`, hashToken(secret))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errBadToken
+	} else if err != nil {
+		return nil, classify(fmt.Errorf("authenticate token: %w", err))
+	}
+	if !row.Valid {
+		return nil, errBadToken
+	}
+	if _, err := db.db.ExecContext(ctx, `UPDATE api_tokens SET last_used_at = now()
+		WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`, row.ID); err != nil {
+		db.log.WarnContext(ctx, "cannot record a token's use", "token", tokenID(row.ID), "err", err)
+	}
+	p := &parley.Principal{Owner: row.Owner, Method: "token", TokenID: tokenID(row.ID)}
+	if row.ExpiresAt.Valid {
+		p.ExpiresAt = row.ExpiresAt.Time
+	}
+	return p, nil
+}

@@ -1,0 +1,243 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/graph"
+)
+
+// Who may see what. With an Authenticator, every GraphQL request names its principal
+// with Authorization: Bearer <credential> (websockets may instead put it in
+// connection_init's payload), and acts for its owner. Without one the server is in
+// local mode: every request acts for parley.LocalOwner, which is safe only on a
+// loopback address (CheckListenAddr), and only for requests addressed to a loopback
+// host name, so that a web page cannot reach it by rebinding its own name to 127.0.0.1.
+
+// CheckListenAddr refuses local mode (no authentication configured) on an address
+// other clients could reach.
+func CheckListenAddr(addr string, authConfigured bool) error {
+	if authConfigured {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil // not an address: listening on it fails, saying so
+	}
+	if isLoopbackHost(host) {
+		return nil
+	}
+	return fmt.Errorf("refusing to serve %s without authentication: every request would act as the local owner. "+
+		"Bind to a loopback address (--addr 127.0.0.1:8080), or configure authentication: "+
+		"API tokens (--auth-tokens, then parley token create --owner NAME) or JWTs (--jwt-secret, --jwks-file)", addr)
+}
+
+// isLoopbackHost reports whether host (a name or an address, without port) is this
+// machine only. An empty host (":8080") listens everywhere.
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	return err == nil && a.IsLoopback()
+}
+
+type principalKey struct{}
+
+func principalFrom(ctx context.Context) *parley.Principal {
+	p, _ := ctx.Value(principalKey{}).(*parley.Principal)
+	return p
+}
+
+func withPrincipal(ctx context.Context, p *parley.Principal) context.Context {
+	return parley.WithOwner(context.WithValue(ctx, principalKey{}, p), p.Owner)
+}
+
+var localPrincipal = &parley.Principal{Owner: parley.LocalOwner, Method: "local"}
+
+// bearer returns the credential of an Authorization header, and whether there was a
+// header at all.
+func bearer(h string) (string, bool) {
+	if h == "" {
+		return "", false
+	}
+	scheme, cred, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", true
+	}
+	return strings.TrimSpace(cred), true
+}
+
+func unauthenticated(w http.ResponseWriter, r *http.Request, msg string) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="parley"`)
+	graph.WriteError(w, r, http.StatusUnauthorized, "UNAUTHENTICATED", msg)
+}
+
+// withAuth authenticates GraphQL requests. A websocket upgrade without an
+// Authorization header goes through: it authenticates in connection_init.
+func withAuth(a parley.Authenticator, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a == nil {
+			if !isLoopbackHost(hostOnly(r.Host)) {
+				graph.WriteError(w, r, http.StatusMisdirectedRequest, "LOCAL_MODE_HOST",
+					fmt.Sprintf("this server runs without authentication and answers only requests addressed to localhost or a loopback address, not %q", r.Host))
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), localPrincipal)))
+			return
+		}
+		cred, present := bearer(r.Header.Get("Authorization"))
+		if !present {
+			if r.Header.Get("Upgrade") != "" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			unauthenticated(w, r, "This server requires authentication: send Authorization: Bearer <token>.")
+			return
+		}
+		if cred == "" {
+			unauthenticated(w, r, "The Authorization header must be Bearer <token>.")
+			return
+		}
+		p, err := a.Authenticate(r.Context(), cred)
+		if err != nil {
+			if parley.ErrorCode(err) != parley.EUNAUTHORIZED {
+				status, code := http.StatusInternalServerError, "INTERNAL_SERVER_ERROR"
+				msg := "Internal server error."
+				if parley.ErrorCode(err) == parley.EUNAVAILABLE {
+					status, code, msg = http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE", parley.ErrorMessage(err)
+				}
+				graph.WriteError(w, r, status, code, msg)
+				return
+			}
+			unauthenticated(w, r, parley.ErrorMessage(err))
+			return
+		}
+		ctx := withPrincipal(r.Context(), p)
+		if !p.ExpiresAt.IsZero() {
+			ctx = graph.WithCredentialExpiry(ctx, p.ExpiresAt)
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// websocketAuth authenticates a websocket's connection_init payload: {"Authorization":
+// "Bearer <token>"} (any case of the key) or {"authToken": "<token>"}. Without either,
+// the Authorization header of the upgrade request, if it had one, holds.
+func websocketAuth(a parley.Authenticator) graph.WebsocketAuthFunc {
+	return func(ctx context.Context, payload map[string]any) (context.Context, time.Time, error) {
+		if a == nil {
+			return withPrincipal(ctx, localPrincipal), time.Time{}, nil
+		}
+		cred, present := "", false
+		for k, v := range payload {
+			s, _ := v.(string)
+			switch {
+			case strings.EqualFold(k, "authorization"):
+				cred, _ = bearer(s)
+				present = true
+			case k == "authToken":
+				cred, present = strings.TrimSpace(s), true
+			}
+		}
+		if !present {
+			if p := principalFrom(ctx); p != nil {
+				return ctx, p.ExpiresAt, nil
+			}
+			return ctx, time.Time{}, &graph.WebsocketRefusal{Code: graph.CloseUnauthorized,
+				Reason: `Unauthorized: send {"Authorization": "Bearer <token>"} in connection_init`}
+		}
+		p, err := a.Authenticate(ctx, cred)
+		if err != nil {
+			reason := "Forbidden: " + parley.ErrorMessage(err)
+			if code := parley.ErrorCode(err); code != parley.EUNAUTHORIZED {
+				reason = "Forbidden: the credential could not be checked"
+			}
+			// A close reason is at most 123 bytes.
+			if len(reason) > 120 {
+				reason = reason[:120]
+			}
+			return ctx, time.Time{}, &graph.WebsocketRefusal{Code: graph.CloseForbidden, Reason: reason}
+		}
+		return withPrincipal(ctx, p), p.ExpiresAt, nil
+	}
+}
+
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return hostport
+}
+
+// withOrigins refuses a websocket upgrade from an origin other than the server's own
+// and the patterns given, before gqlgen accepts it (coder/websocket checks the same,
+// with the same patterns, as a backstop). Browsers do not apply CORS to websockets: the
+// origin check is what keeps another site's page from subscribing with the user's
+// ambient access (local mode).
+func withOrigins(patterns []string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") == "" || originAllowed(r, patterns) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		graph.WriteError(w, r, http.StatusForbidden, "ORIGIN_NOT_ALLOWED",
+			fmt.Sprintf("websocket connections from origin %q are not allowed; the server's websocket origins setting lists those that are", r.Header.Get("Origin")))
+	})
+}
+
+// originAllowed follows coder/websocket's rule: no Origin (not a browser), the
+// request's own host, or a pattern matching the origin's host (path.Match), or the
+// whole origin when the pattern has a scheme.
+func originAllowed(r *http.Request, patterns []string) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	for _, p := range patterns {
+		target := u.Host
+		if strings.Contains(p, "://") {
+			target = u.Scheme + "://" + u.Host
+		}
+		if ok, err := path.Match(strings.ToLower(p), strings.ToLower(target)); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
+// withCSRF refuses cross-origin unsafe requests (POST from another site's page) with
+// Go's http.CrossOriginProtection, which reads Sec-Fetch-Site and Origin; requests
+// without them (not from a browser) go through. trusted lists origins allowed anyway
+// ("https://app.example.com"). GraphQL POSTs must be application/json, which a page
+// cannot send cross-origin without a CORS preflight this server never grants, so this
+// is a second line; the multipart and form transports, which browsers can send
+// cross-origin, are not registered at all.
+func withCSRF(trusted []string, next http.Handler) (http.Handler, error) {
+	p := http.NewCrossOriginProtection()
+	for _, o := range trusted {
+		if err := p.AddTrustedOrigin(o); err != nil {
+			return nil, fmt.Errorf("trusted origin %q: %w", o, err)
+		}
+	}
+	p.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		graph.WriteError(w, r, http.StatusForbidden, "CROSS_ORIGIN_REFUSED",
+			"cross-origin requests are refused: send this request from the server's own origin, or list the page's origin in the trusted origins setting")
+	}))
+	return p.Handler(next), nil
+}
