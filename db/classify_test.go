@@ -47,9 +47,13 @@ func TestClassify(t *testing.T) {
 		{"connection done", sql.ErrConnDone, parley.EUNAVAILABLE},
 		{"cancelled", context.Canceled, ""},
 		{"deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), ""},
-		{"query cancelled (57014)", &pq.Error{Code: "57014"}, ""},
 		{"unique violation (23505)", &pq.Error{Code: "23505"}, ""},
 		{"anything else", errors.New("boom"), ""},
+	}
+	for _, err := range []error{&pq.Error{Code: "57014"}, fmt.Errorf("x: %w", &pq.Error{Code: "57014"})} {
+		if got := classify(err); !errors.Is(got, context.Canceled) || !errors.Is(got, err) {
+			t.Errorf("query cancelled (57014): got %v, want context.Canceled wrapping %v", got, err)
+		}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -143,8 +143,8 @@ func classify(err error) error {
 	case errors.As(err, &pe):
 		switch pe.Code.Class() {
 		case "08", "57": // connection exception; operator intervention (shutdown, starting up, terminated)
-			if pe.Code == "57014" { // query_canceled
-				return err
+			if pe.Code == "57014" { // query_canceled: the request's context ended (lib/pq cancels), or statement_timeout
+				return fmt.Errorf("%w (%w)", context.Canceled, err)
 			}
 			return fmt.Errorf("%w (%w)", errUnavailable, err)
 		case "53": // insufficient resources (too many connections...)
