@@ -94,7 +94,7 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 	// proxies from closing a quiet stream.
 	srv.AddTransport(transport.SSE{KeepAlivePingInterval: cfg.KeepAlive})
 	srv.AddTransport(transport.GET{})
-	srv.AddTransport(transport.POST{})
+	srv.AddTransport(postTransport{}) // post.go: gqlgen's POST, with a cheaper writer for data
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.SetParserTokenLimit(cfg.Limits.MaxTokens)
 	srv.SetDisableSuggestion(true)
