@@ -30,8 +30,8 @@ func NewWired(t testing.TB, configYAML string) *Wired {
 	return NewWiredWith(t, configYAML, Options{})
 }
 
-// NewWiredWith is NewWired with options: Auth, say. Its DSN, DB and Configure are the
-// wiring's own and must be left empty.
+// NewWiredWith is NewWired with options: Auth, say; Configure runs after the wiring.
+// Its DSN and DB are the wiring's own and must be left empty.
 func NewWiredWith(t testing.TB, configYAML string, opts Options) *Wired {
 	t.Helper()
 	cfg, err := config.Parse([]byte(configYAML))
@@ -59,6 +59,9 @@ func NewWiredWith(t testing.TB, configYAML string, opts Options) *Wired {
 		}
 		t.Cleanup(func() { l.Close() })
 		c.Events, c.Processing, c.ToolWork = w.Feed, proc, store
+		if opts.Configure != nil {
+			opts.Configure(c)
+		}
 	}})
 	return w
 }
