@@ -52,7 +52,6 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 			gqlErr.Extensions["requestId"] = id
 		}
 		var perr *parley.Error
-		_, isRequestError := err.(*gqlerror.Error)
 		switch {
 		case errors.As(err, &perr) && perr.Code != parley.EINTERNAL:
 			gqlErr.Message = perr.Message
@@ -61,16 +60,15 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 				gqlErr.Extensions["retryable"] = true
 			}
 			return gqlErr
-		case isRequestError:
-			// gqlgen's own verdict on the request: syntax, validation, argument coercion.
-			// Resolver errors reach the presenter unwrapped.
-			if _, ok := gqlErr.Extensions["code"]; !ok {
-				gqlErr.Extensions["code"] = "BAD_USER_INPUT"
-			}
-			return gqlErr
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 			gqlErr.Message = "The request was cancelled or timed out."
 			gqlErr.Extensions["code"] = "REQUEST_CANCELLED"
+			return gqlErr
+		case isRequestError(err):
+			// gqlgen's own verdict on the request: syntax, validation, argument coercion.
+			if _, ok := gqlErr.Extensions["code"]; !ok {
+				gqlErr.Extensions["code"] = "BAD_USER_INPUT"
+			}
 			return gqlErr
 		}
 		log.ErrorContext(ctx, "internal error", "err", err, "path", gqlErr.Path.String(), "requestId", RequestID(ctx))
@@ -78,6 +76,19 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 		gqlErr.Extensions["code"] = "INTERNAL_SERVER_ERROR"
 		return gqlErr
 	}
+}
+
+// isRequestError reports whether err is gqlgen's own error about the request, a
+// *gqlerror.Error that wraps no other error. gqlgen wraps every error a resolver returns
+// in a *gqlerror.Error too (graphql.ErrorOnPath), keeping it as Err: such an error is
+// internal unless it is a *parley.Error, and its text (a driver's message, a table
+// name) must not reach the client.
+func isRequestError(err error) bool {
+	gqlErr, ok := err.(*gqlerror.Error)
+	for ok && gqlErr.Err != nil {
+		gqlErr, ok = gqlErr.Err.(*gqlerror.Error)
+	}
+	return ok
 }
 
 // recoverFunc turns a panic in a resolver into an internal error, logged with its value.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
@@ -50,6 +51,12 @@ type HandlerConfig struct {
 	// WebsocketAuth authenticates websockets in connection_init (see auth.go); nil
 	// accepts every connection as it is.
 	WebsocketAuth WebsocketAuthFunc
+	// RequestTimeout bounds the execution of each query and mutation (see timeout.go);
+	// zero means no bound.
+	RequestTimeout time.Duration
+	// Extensions are used before any of the endpoint's own, so that they see every
+	// response as the client gets it: metrics and tracing.
+	Extensions []graphql.HandlerExtension
 }
 
 // NewHandler returns the GraphQL endpoint: GET and POST per the GraphQL-over-HTTP spec
@@ -98,6 +105,10 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.SetParserTokenLimit(cfg.Limits.MaxTokens)
 	srv.SetDisableSuggestion(true)
+	for _, ext := range cfg.Extensions {
+		srv.Use(ext)
+	}
+	srv.Use(requestTimeout{cfg.RequestTimeout})
 	if cfg.Introspection {
 		srv.Use(extension.Introspection{})
 	}
