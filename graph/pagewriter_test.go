@@ -65,7 +65,7 @@ func pageHandlers(msgs []parley.Message) (plain, direct http.Handler) {
 	return mk(false), mk(true)
 }
 
-func post(t *testing.T, h http.Handler, query string, vars map[string]any) string {
+func post(t testing.TB, h http.Handler, query string, vars map[string]any) string {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
 	req := httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader(body))

@@ -82,41 +82,67 @@ const lowerHex = "0123456789abcdef"
 // the response is then left to json.Marshal.
 func appendData(b, data []byte) ([]byte, bool) {
 	b = append(b, `{"data":`...)
-	inString, escaped := false, false
-	start := 0
-	for i := 0; i < len(data); i++ {
-		c := data[i]
+	inString := false
+	start, i, n := 0, 0, len(data)
+	for i < n {
 		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
+			for i < n && !stringSpecial[data[i]] {
+				i++
+			}
+			if i == n {
+				break
+			}
+			switch c := data[i]; c {
+			case '\\':
+				i += 2 // the escaped byte is never special
+				continue
+			case '"':
 				inString = false
-			case c == '<' || c == '>' || c == '&':
+			case '<', '>', '&':
 				b = append(b, data[start:i]...)
 				b = append(b, '\\', 'u', '0', '0', lowerHex[c>>4], lowerHex[c&0xf])
 				start = i + 1
-			case c == 0xE2 && i+2 < len(data) && data[i+1] == 0x80 && data[i+2]&^1 == 0xA8:
-				b = append(b, data[start:i]...)
-				b = append(b, '\\', 'u', '2', '0', '2', lowerHex[data[i+2]&0xf])
-				i += 2
-				start = i + 1
+			default: // 0xE2: the first byte of U+2028 and U+2029, and of other runes
+				if i+2 < n && data[i+1] == 0x80 && data[i+2]&^1 == 0xA8 {
+					b = append(b, data[start:i]...)
+					b = append(b, '\\', 'u', '2', '0', '2', lowerHex[data[i+2]&0xf])
+					i += 2
+					start = i + 1
+				}
 			}
+			i++
 			continue
 		}
-		switch c {
-		case '"':
+		for i < n && !valueSpecial[data[i]] {
+			i++
+		}
+		if i == n {
+			break
+		}
+		if data[i] == '"' {
 			inString = true
-		case ' ', '\t', '\n', '\r':
+		} else { // whitespace between tokens
 			b = append(b, data[start:i]...)
 			start = i + 1
 		}
+		i++
 	}
 	if inString {
 		return nil, false
 	}
 	b = append(b, data[start:]...)
 	return append(b, '}'), true
+}
+
+// stringSpecial and valueSpecial mark the bytes appendData looks at inside strings and
+// between them.
+var stringSpecial, valueSpecial [256]bool
+
+func init() {
+	for _, c := range []byte{'\\', '"', '<', '>', '&', 0xE2} {
+		stringSpecial[c] = true
+	}
+	for _, c := range []byte{'"', ' ', '\t', '\n', '\r'} {
+		valueSpecial[c] = true
+	}
 }

@@ -113,3 +113,30 @@ func postTo(h http.Handler, contentType, accept, body string) string {
 	b, _ := io.ReadAll(rec.Body)
 	return fmt.Sprintf("%d %v\n%s", rec.Code, rec.Header(), b)
 }
+
+// BenchmarkAppendData writes a page of every variant with every field (about 40 KiB).
+func BenchmarkAppendData(b *testing.B) {
+	_, direct := pageHandlers(everyMessage())
+	resp := post(b, direct, pageQueries[0].query, map[string]any{"c": "conv_x"})
+	data := []byte(strings.TrimSuffix(strings.TrimPrefix(resp, `200 OK {"data":`), "}"))
+	b.SetBytes(int64(len(data)))
+	buf := make([]byte, 0, 2*len(data))
+	for b.Loop() {
+		if _, ok := appendData(buf[:0], data); !ok {
+			b.Fatal("not written")
+		}
+	}
+}
+
+// BenchmarkJSONMarshalData is what gqlgen does instead, for scale.
+func BenchmarkJSONMarshalData(b *testing.B) {
+	_, direct := pageHandlers(everyMessage())
+	resp := post(b, direct, pageQueries[0].query, map[string]any{"c": "conv_x"})
+	data := json.RawMessage(strings.TrimSuffix(strings.TrimPrefix(resp, `200 OK {"data":`), "}"))
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := json.Marshal(&graphql.Response{Data: data}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
