@@ -78,6 +78,16 @@ const partSeparator = "\n\n"
 
 // Text is the author's text: the TEXT parts joined, unescaped. For text nodes and LLMs.
 func (b Body) Text() string {
+	// One TEXT part, the common case, is the text: no copy.
+	n, only := 0, ""
+	for _, p := range b.Parts {
+		if p.Kind == PartText {
+			n, only = n+1, p.Text
+		}
+	}
+	if n <= 1 {
+		return only
+	}
 	var sb strings.Builder
 	for _, p := range b.Parts {
 		if p.Kind != PartText {

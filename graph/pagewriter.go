@@ -59,7 +59,7 @@ var pagesWritten, leftToGqlgen atomic.Int64
 // writeEdges writes a [MessageEdge!]! selection for edges, or reports false when it
 // cannot write it exactly as gqlgen would.
 func writeEdges(oc *graphql.OperationContext, sel ast.SelectionSet, edges []*model.MessageEdge) (graphql.Marshaler, bool) {
-	w := &jsonWriter{b: make([]byte, 0, 2048*len(edges)+2)}
+	w := &jsonWriter{b: make([]byte, 0, 1024*len(edges)+2)}
 	write, ok := compileEdge(oc, sel)
 	if !ok {
 		return nil, false
