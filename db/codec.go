@@ -1,14 +1,12 @@
 package db
 
 import (
-	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	segmentjson "github.com/segmentio/encoding/json"
 
 	"github.com/parley-dev/parley"
@@ -41,10 +39,10 @@ type messageRow struct {
 const messageColumns = `id, conversation_id, position, schema_version, kind, role, content,
 	tool_calls, tool_results, payload, source_id, created_at, updated_at`
 
-// queryMessages runs query, which selects messageColumns, and scans its rows without
-// sqlx's reflection: a page of history is read often enough for that to show.
-func queryMessages(ctx context.Context, q sqlx.QueryerContext, query string, args ...any) ([]messageRow, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
+// scanMessages scans the rows of a query selecting messageColumns (its results, as
+// QueryContext returns them) without sqlx's reflection: a page of history is read often
+// enough for that to show.
+func scanMessages(rows *sql.Rows, err error) ([]messageRow, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,10 @@ type conversationRow struct {
 
 const conversationColumns = `id, title, created_at, updated_at, message_count, last_position`
 
+// findConversationSQL reads a conversation of an owner. It runs prepared (DB.prepare):
+// every read of a history starts with it.
+const findConversationSQL = `SELECT ` + conversationColumns + ` FROM conversations WHERE id = $1 AND owner = $2`
+
 func (r *conversationRow) conversation() *parley.Conversation {
 	return &parley.Conversation{
 		ID:           parley.ConversationID(r.ID),
@@ -55,7 +59,11 @@ func (db *DB) FindConversationByID(ctx context.Context, id string) (*parley.Conv
 		return nil, err
 	}
 	var row conversationRow
-	err = db.db.GetContext(ctx, &row, `SELECT `+conversationColumns+` FROM conversations WHERE id = $1 AND owner = $2`, key, owner)
+	if s := db.stmt(findConversationSQL); s != nil {
+		err = s.GetContext(ctx, &row, key, owner)
+	} else {
+		err = db.db.GetContext(ctx, &row, findConversationSQL, key, owner)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, conversationNotFound(id)
 	} else if err != nil {

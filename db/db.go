@@ -38,9 +38,9 @@ type DB struct {
 	limits   parley.Limits
 	policies *parley.ToolPolicies
 	log      *slog.Logger
-	// insert is insertMessageSQL prepared on the pool, or nil when it could not be
-	// (tables not migrated yet): see prepare.
-	insert *sqlx.Stmt
+	// stmts are the statements of the hottest paths, prepared on the pool when it
+	// opens: see prepare. Read-only afterwards.
+	stmts map[string]*sqlx.Stmt
 }
 
 // Open connects to the database at dsn (a lib/pq URL or key=value string). It does not
@@ -76,28 +76,38 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 	return db, nil
 }
 
-// prepare prepares the statement of the hottest write, saving a message, on the pool.
-// database/sql then prepares it once on each connection a transaction uses and keeps it,
-// so running it is one round trip where lib/pq needs two for an unprepared statement
-// with arguments (parse and describe, then bind and execute), and Postgres plans it once
-// per connection rather than every time. It is prepared here, while the pool is idle:
+// hotStatements are the statements prepared when the pool opens: saving a message,
+// and reading a conversation and a page of its history.
+var hotStatements = []string{insertMessageSQL, findConversationSQL, pageSQL[false], pageSQL[true]}
+
+// prepare prepares the statements of the hottest paths on the pool. database/sql then
+// prepares each once on every connection that runs it and keeps it, so running one is
+// a single round trip where lib/pq needs two for an unprepared statement with arguments
+// (parse and describe, then bind and execute), and Postgres plans it once per
+// connection rather than every time. They are prepared here, while the pool is idle:
 // preparing on the pool later, from inside a transaction, could wait forever for a
-// connection when every one is held by a transaction doing the same. Without the tables
-// (not migrated yet) the statement runs unprepared. (Prepared statements, like LISTEN,
-// need PgBouncer in session mode.)
+// connection when every one is held by a transaction doing the same. A statement that
+// cannot be prepared (the tables are not migrated yet) runs unprepared. (Prepared
+// statements, like LISTEN, need PgBouncer in session mode.)
 func (db *DB) prepare(ctx context.Context) {
-	stmt, err := db.db.PreparexContext(ctx, insertMessageSQL)
-	if err != nil {
-		db.log.Debug("insert statement not prepared; it will run unprepared", "err", err)
-		return
+	db.stmts = make(map[string]*sqlx.Stmt, len(hotStatements))
+	for _, q := range hotStatements {
+		stmt, err := db.db.PreparexContext(ctx, q)
+		if err != nil {
+			db.log.Debug("statement not prepared; it will run unprepared", "err", err)
+			continue
+		}
+		db.stmts[q] = stmt
 	}
-	db.insert = stmt
 }
+
+// stmt returns query as prepared by prepare, or nil.
+func (db *DB) stmt(query string) *sqlx.Stmt { return db.stmts[query] }
 
 // Close closes the pool.
 func (db *DB) Close() error {
-	if db.insert != nil {
-		db.insert.Close()
+	for _, s := range db.stmts {
+		s.Close()
 	}
 	return db.db.Close()
 }

@@ -23,6 +23,9 @@ type ListenerConfig struct {
 	// must not block.
 	OnEvent  func(parley.MessageEvent)
 	OnResync func()
+	// OnReconnect, when set, is called (before OnResync) each time the listening
+	// connection is made again after it was lost: for metrics.
+	OnReconnect func()
 	// ApplicationName names the listening connection in pg_stat_activity (default
 	// "parley-listener"), so operators can find it.
 	ApplicationName string
@@ -156,6 +159,9 @@ func (l *Listener) onConnEvent(ev pq.ListenerEventType, err error) {
 		l.cfg.OnResync()
 	case pq.ListenerEventReconnected:
 		l.log.Info("listening again after a disconnection; resyncing every subscriber", "channel", NotifyChannel)
+		if l.cfg.OnReconnect != nil {
+			l.cfg.OnReconnect()
+		}
 		l.cfg.OnResync()
 	case pq.ListenerEventDisconnected:
 		select {

@@ -112,8 +112,8 @@ func (db *DB) insertMessage(ctx context.Context, tx *sqlx.Tx, convKey string, m 
 	var created createdRow
 	args := []any{convKey, row.SchemaVersion, row.Kind, row.Role, row.Content,
 		nullJSON(row.ToolCalls), nullJSON(row.ToolResults), row.Payload, row.SourceID, nullTime(meta.CreatedAt), owner}
-	if db.insert != nil {
-		err = tx.StmtxContext(ctx, db.insert).GetContext(ctx, &created, args...)
+	if s := db.stmt(insertMessageSQL); s != nil {
+		err = tx.StmtxContext(ctx, s).GetContext(ctx, &created, args...)
 	} else {
 		err = tx.GetContext(ctx, &created, insertMessageSQL, args...)
 	}

@@ -41,9 +41,9 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 	// Forward pages read up from after; backward pages read down from before and are
 	// reversed. One row more than asked tells whether there are more.
 	backward := page.First == nil
-	limit, order := 0, "ASC"
+	limit := 0
 	if backward {
-		limit, order = *page.Last, "DESC"
+		limit = *page.Last
 	} else {
 		limit = *page.First
 	}
@@ -51,14 +51,13 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 	if err != nil {
 		return nil, err
 	}
-	// Only the owner's conversations are read: another's come back as empty pages, as
-	// they would if they had been deleted since they were read.
-	query := fmt.Sprintf(`SELECT m.* FROM unnest($1::uuid[]) AS c(id)
-		JOIN conversations own ON own.id = c.id AND own.owner = $5
-		CROSS JOIN LATERAL (
-		SELECT %s FROM messages WHERE conversation_id = c.id AND position > $2 AND ($3 = 0 OR position < $3)
-		ORDER BY position %s LIMIT $4) m`, messageColumns, order)
-	rows, err := queryMessages(ctx, db.db, query, pq.Array(keys), after, before, limit+1, owner)
+	args := []any{pq.Array(keys), after, before, limit + 1, owner}
+	var rows []messageRow
+	if s := db.stmt(pageSQL[backward]); s != nil {
+		rows, err = scanMessages(s.QueryContext(ctx, args...))
+	} else {
+		rows, err = scanMessages(db.db.QueryContext(ctx, pageSQL[backward], args...))
+	}
 	if err != nil {
 		return nil, classify(fmt.Errorf("find messages: %w", err))
 	}
@@ -74,6 +73,21 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 		}
 	}
 	return pages, nil
+}
+
+// pageSQL reads the same page of several conversations, forward (pageSQL[false]: up
+// from $2) or backward (pageSQL[true]: down from $3), one row more than the page ($4) to
+// tell whether there are more. Only the owner's ($5) conversations are read: another's
+// come back as empty pages, as they would if they had been deleted since they were
+// read. Both run prepared (DB.prepare).
+var pageSQL = map[bool]string{false: pageQuery("ASC"), true: pageQuery("DESC")}
+
+func pageQuery(order string) string {
+	return fmt.Sprintf(`SELECT m.* FROM unnest($1::uuid[]) AS c(id)
+		JOIN conversations own ON own.id = c.id AND own.owner = $5
+		CROSS JOIN LATERAL (
+		SELECT %s FROM messages WHERE conversation_id = c.id AND position > $2 AND ($3 = 0 OR position < $3)
+		ORDER BY position %s LIMIT $4) m`, messageColumns, order)
 }
 
 // assemblePage turns the rows read for one conversation (limit+1 at most, in read order)

@@ -13,8 +13,11 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/pgtest"
 	"github.com/parley-dev/parley/internal/testserver"
+	"github.com/parley-dev/parley/metrics"
+	"github.com/parley-dev/parley/server"
 )
 
 // failFast is how long a request may take to fail while the database is down.
@@ -48,7 +51,7 @@ var outageClient = &http.Client{Timeout: wait}
 func addMessageAttempt(baseURL, conv, text string) attempt {
 	a := attempt{start: time.Now()}
 	body, _ := json.Marshal(map[string]any{
-		"query": `mutation($c: ID!, $i: MessageInput!) { addMessage(conversationId: $c, input: $i) { node { ... on MessageBase { position } } } }`,
+		"query":     `mutation($c: ID!, $i: MessageInput!) { addMessage(conversationId: $c, input: $i) { node { ... on MessageBase { position } } } }`,
 		"variables": map[string]any{"c": conv, "i": testserver.Text("USER", text)},
 	})
 	req, _ := http.NewRequest(http.MethodPost, baseURL+"/graphql", bytes.NewReader(body))
@@ -214,7 +217,11 @@ func pollFor(t *testing.T, what string, limit time.Duration, cond func() bool) t
 func TestPostgresStoppedAndRestarted(t *testing.T) {
 	t.Parallel()
 	cluster, dsn := pgtest.OwnCluster(t)
-	r := newReplica(t, dsn, replicaOptions{})
+	m := metrics.New()
+	r := newReplica(t, dsn, replicaOptions{
+		listener:  db.ListenerConfig{OnReconnect: m.ListenerReconnected},
+		configure: func(c *server.Config) { c.Metrics, c.ServeMetrics = m, true },
+	})
 	conv := r.CreateConversation(t, "outage")
 
 	wsConn := dial(t, r.URL, transportWS)
@@ -297,6 +304,9 @@ func TestPostgresStoppedAndRestarted(t *testing.T) {
 	for _, f := range followers {
 		checkSequence(t, f.name, positions(f.events()), 1, last)
 		t.Logf("%s: %d messages over %d subscriptions", f.name, last, len(f.subs))
+	}
+	if n := sample(scrape(t, r.URL), "parley_listener_reconnects_total"); n != 1 {
+		t.Errorf("listener reconnections: got %v, want 1", n)
 	}
 
 	// What the writers saw.

@@ -11,8 +11,11 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
+
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/graph"
+	"github.com/parley-dev/parley/metrics"
 	"github.com/parley-dev/parley/playground"
 )
 
@@ -43,6 +46,10 @@ type Config struct {
 	// TrustedOrigins are origins ("https://app.example.com") whose pages may send
 	// cross-origin POSTs (CSRF protection refuses the others).
 	TrustedOrigins []string
+	// Metrics counts GraphQL operations and subscriptions; nil counts nothing.
+	// ServeMetrics serves it at GET /metrics (else the caller serves it elsewhere).
+	Metrics      *metrics.Metrics
+	ServeMetrics bool
 }
 
 // New returns the server's handler: the playground at /, GraphQL at /graphql, and
@@ -56,13 +63,16 @@ func New(cfg Config) http.Handler {
 	resolver := &graph.Resolver{
 		ConversationService: cfg.Conversations,
 		MessageService:      cfg.Messages,
-		EventService:        cfg.Events,
+		EventService:        cfg.Metrics.Events(cfg.Events), // counts delivery lag
 		ProcessingService:   cfg.Processing,
 		ToolWorkService:     cfg.ToolWork,
 		InteropService:      cfg.Interop,
 		Logger:              cfg.Logger,
 	}
 	gqlCfg.WebsocketAuth = websocketAuth(cfg.Auth)
+	if cfg.Metrics != nil {
+		gqlCfg.Extensions = append([]graphql.HandlerExtension{cfg.Metrics.GraphQL()}, gqlCfg.Extensions...)
+	}
 	endpoint := withOrigins(gqlCfg.WebsocketOrigins, withAuth(cfg.Auth, graph.NewHandler(resolver, gqlCfg)))
 	endpoint, err := withCSRF(cfg.TrustedOrigins, endpoint)
 	if err != nil {
@@ -75,6 +85,9 @@ func New(cfg Config) http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
 	})
+	if cfg.Metrics != nil && cfg.ServeMetrics {
+		mux.Handle("GET /metrics", cfg.Metrics.Handler())
+	}
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if cfg.Ready != nil {

@@ -1,0 +1,75 @@
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/parley-dev/parley"
+)
+
+// Events returns es, recording for each message a subscription delivers how long it
+// took from being stored to being delivered: parley_notify_delivery_lag_seconds. Only
+// messages stored after the subscription began count: a replay of history is not lag.
+// The time stored is the database's (createdAt for messageAdded, updatedAt for
+// messageUpdated), set in the transaction that stores the message, so the lag covers
+// the commit, the notification to every replica, the replica's read and the handing of
+// the message to the subscriber's connection; across hosts it is only as good as their
+// clocks agree. A nil Metrics returns es itself.
+func (m *Metrics) Events(es parley.EventService) parley.EventService {
+	if m == nil || es == nil {
+		return es
+	}
+	return events{es, m}
+}
+
+type events struct {
+	parley.EventService
+	m *Metrics
+}
+
+func (e events) SubscribeMessagesAdded(ctx context.Context, conversationID string, after int) (parley.MessageStream, error) {
+	since := time.Now()
+	s, err := e.EventService.SubscribeMessagesAdded(ctx, conversationID, after)
+	if err != nil {
+		return nil, err
+	}
+	return &lagStream{MessageStream: s, m: e.m, since: since}, nil
+}
+
+func (e events) SubscribeMessagesUpdated(ctx context.Context, conversationID string) (parley.MessageStream, error) {
+	since := time.Now()
+	s, err := e.EventService.SubscribeMessagesUpdated(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	return &lagStream{MessageStream: s, m: e.m, since: since, updated: true}, nil
+}
+
+// lagStream observes the lag of each message its stream delivers.
+type lagStream struct {
+	parley.MessageStream
+	m       *Metrics
+	since   time.Time
+	updated bool
+}
+
+func (s *lagStream) Next(ctx context.Context) (parley.Message, error) {
+	msg, err := s.MessageStream.Next(ctx)
+	s.observe(msg)
+	return msg, err
+}
+
+func (s *lagStream) observe(msg parley.Message) {
+	if msg == nil {
+		return
+	}
+	meta := msg.Meta()
+	stored := meta.CreatedAt
+	if s.updated {
+		stored = meta.UpdatedAt
+	}
+	if stored.IsZero() || stored.Before(s.since) {
+		return
+	}
+	s.m.ObserveDeliveryLag(time.Since(stored))
+}
