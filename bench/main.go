@@ -221,6 +221,9 @@ func (e *env) plan(cfg *config) [][]measurement {
 			for _, target := range targets {
 				group = append(group, measurement{key: keyOf(workload, clients, target), clients: clients, op: e.op(workload, target)})
 			}
+			if workload == "save" {
+				group = append(group, measurement{key: keyOf(workload, clients, "raw+notify"), clients: clients, op: e.op(workload, "raw+notify")})
+			}
 			plan = append(plan, group)
 		}
 	}
@@ -244,6 +247,8 @@ func (e *env) op(workload, target string) op {
 	switch workload + "/" + target {
 	case "save/raw":
 		return rawSave(e.sql, e.saveKeys["raw"])
+	case "save/raw+notify":
+		return rawSaveNotify(e.sql, e.saveKeys["raw"])
 	case "save/parley":
 		return parleySave(e.parleyClient, e.saveIDs["parley"])
 	case "save/postgraphile":

@@ -5,6 +5,7 @@ import (
 	"html"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -35,7 +36,8 @@ type goal struct {
 	miss     string // by how much it is missed
 }
 
-var targetNames = map[string]string{"raw": "raw SQL", "parley": "Parley", "postgraphile": "PostGraphile"}
+var targetNames = map[string]string{"raw": "raw SQL", "parley": "Parley", "postgraphile": "PostGraphile",
+	"raw+notify": "raw SQL + NOTIFY"}
 
 func (rep *report) fig(workload string, clients int, target string) (figure, bool) {
 	return rep.r.figure(keyOf(workload, clients, target))
@@ -68,7 +70,7 @@ func (rep *report) goals() []goal {
 		raw, ok2 := rep.fig(workload, 1, "raw")
 		g := goal{name: what + " p50 (1 client) within " + trimFloat(maxRatio) + "× of raw SQL", want: "≤ " + trimFloat(maxRatio) + "×", known: ok1 && ok2}
 		if g.known {
-			x := ratio(float64(p.P50), float64(raw.P50))
+			x, _ := rep.r.pairedRatio(keyOf(workload, 1, "parley"), keyOf(workload, 1, "raw"), p50)
 			g.measured = fmt.Sprintf("%.2f× (%s vs %s)", x, ms(p.P50), ms(raw.P50))
 			g.met = x <= maxRatio
 			if !g.met {
@@ -97,7 +99,7 @@ func (rep *report) goals() []goal {
 		}
 		g := goal{name: fmt.Sprintf("%s throughput at %d clients vs %s", what, n, targetNames[other]), want: want, known: ok1 && ok2}
 		if g.known {
-			x := ratio(p.Throughput, o.Throughput)
+			x, _ := rep.r.pairedRatio(keyOf(workload, n, "parley"), keyOf(workload, n, other), throughput)
 			if pct {
 				g.measured = fmt.Sprintf("%.0f%% (%.0f vs %.0f req/s)", x*100, p.Throughput, o.Throughput)
 			} else {
@@ -169,19 +171,17 @@ func (rep *report) markdown(chartFile string) string {
 		w("### %s\n\n%s.\n\n", wl.title, wl.what)
 		w("| clients | target | p50 | p99 | throughput | p50 vs raw SQL | throughput vs PostGraphile |\n|---|---|---|---|---|---|---|\n")
 		for _, c := range []int{1, r.Clients} {
-			raw, _ := rep.fig(wl.key, c, "raw")
-			pg, _ := rep.fig(wl.key, c, "postgraphile")
-			for _, t := range targets {
+			for _, t := range append(slices.Clone(targets), "raw+notify") {
 				f, ok := rep.fig(wl.key, c, t)
 				if !ok {
 					continue
 				}
 				vsRaw, vsPG := "", ""
-				if t != "raw" && raw.P50 > 0 {
-					vsRaw = fmt.Sprintf("%.2f×", ratio(float64(f.P50), float64(raw.P50)))
+				if x, ok := r.pairedRatio(keyOf(wl.key, c, t), keyOf(wl.key, c, "raw"), p50); ok && t != "raw" {
+					vsRaw = fmt.Sprintf("%.2f×", x)
 				}
-				if t != "postgraphile" && pg.Throughput > 0 {
-					vsPG = fmt.Sprintf("%.2f×", ratio(f.Throughput, pg.Throughput))
+				if x, ok := r.pairedRatio(keyOf(wl.key, c, t), keyOf(wl.key, c, "postgraphile"), throughput); ok && t != "postgraphile" {
+					vsPG = fmt.Sprintf("%.2f×", x)
 				}
 				w("| %d | %s | %s | %s | %.0f req/s | %s | %s |\n", c, targetNames[t], ms(f.P50), ms(f.P99), f.Throughput, vsRaw, vsPG)
 			}

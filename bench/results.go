@@ -74,6 +74,30 @@ func median[T time.Duration | float64](xs []T) T {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
+// pairedRatio is the median over runs of value(a)/value(b), each run's pair measured
+// minutes apart at most: on a shared machine whose load comes and goes, this holds
+// better than the ratio of the two medians.
+func (r *results) pairedRatio(a, b string, value func(sample) float64) (float64, bool) {
+	as, bs := r.Samples[a], r.Samples[b]
+	n := min(len(as), len(bs))
+	if n == 0 {
+		return 0, false
+	}
+	rs := make([]float64, 0, n)
+	for i := range n {
+		if d := value(bs[i]); d > 0 {
+			rs = append(rs, value(as[i])/d)
+		}
+	}
+	if len(rs) == 0 {
+		return 0, false
+	}
+	return median(rs), true
+}
+
+func p50(s sample) float64        { return float64(s.P50) }
+func throughput(s sample) float64 { return s.Throughput }
+
 func writeResults(path string, r *results) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {

@@ -66,6 +66,38 @@ func rawSave(db *sqlx.DB, convKeys []string) op {
 	}
 }
 
+// rawSaveNotify is rawSave plus what realtime adds to Parley's write: the NOTIFY that
+// tells every replica's subscribers (Parley's channel and payload, sent after the insert
+// as Parley sends it). It shows how much of the gap between Parley and raw SQL is the
+// notification rather than Parley.
+func rawSaveNotify(db *sqlx.DB, convKeys []string) op {
+	return func(ctx context.Context, client int) error {
+		tx, err := db.BeginTxx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		var row struct {
+			ID        string    `db:"id"`
+			Position  int       `db:"position"`
+			CreatedAt time.Time `db:"created_at"`
+			UpdatedAt time.Time `db:"updated_at"`
+		}
+		key := convKeys[client]
+		if err := tx.GetContext(ctx, &row, rawSaveSQL, key, saveContent, savePayload); err != nil {
+			return err
+		}
+		payload := fmt.Sprintf(`{"k":"added","c":%q,"m":%q,"p":%d}`, key, row.ID, row.Position)
+		if _, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, payload); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+}
+
+// notifyChannel is Parley's notification channel (db.NotifyChannel).
+const notifyChannel = "parley_messages"
+
 // messageColumns are every column of a message row.
 const messageColumns = `id, conversation_id, position, schema_version, kind, role, content,
 	tool_calls, tool_results, payload, source_id, created_at, updated_at`
