@@ -16,6 +16,10 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/parley-dev/parley"
 )
@@ -30,6 +34,9 @@ type Config struct {
 	// call pending.
 	ToolPolicies *parley.ToolPolicies
 	Logger       *slog.Logger
+	// TracerProvider traces each transaction (a span named "db.transaction" under the
+	// request's); nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // DB is a connection pool to Parley's database, and the services built on it.
@@ -38,6 +45,7 @@ type DB struct {
 	limits   parley.Limits
 	policies *parley.ToolPolicies
 	log      *slog.Logger
+	tracer   trace.Tracer
 	// stmts are the statements of the hottest paths, prepared on the pool when it
 	// opens: see prepare. Read-only afterwards.
 	stmts map[string]*sqlx.Stmt
@@ -71,7 +79,10 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 	if lim.MaxImageBytes == 0 {
 		lim.MaxImageBytes = parley.DefaultLimits.MaxImageBytes
 	}
-	db := &DB{db: conn, limits: lim, policies: cfg.ToolPolicies, log: cfg.Logger}
+	db := &DB{db: conn, limits: lim, policies: cfg.ToolPolicies, log: cfg.Logger, tracer: noop.NewTracerProvider().Tracer("")}
+	if cfg.TracerProvider != nil {
+		db.tracer = cfg.TracerProvider.Tracer("github.com/parley-dev/parley/db")
+	}
 	db.prepare(ctx)
 	return db, nil
 }
@@ -125,7 +136,15 @@ func (db *DB) Ping(ctx context.Context) error {
 
 // transact runs fn in a transaction, committing when it returns nil. Every write goes
 // through here: one transaction shape everywhere.
-func (db *DB) transact(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+func (db *DB) transact(ctx context.Context, fn func(tx *sqlx.Tx) error) (err error) {
+	ctx, span := db.tracer.Start(ctx, "db.transaction", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("db.system", "postgresql")))
+	defer func() {
+		if err != nil {
+			span.SetStatus(codes.Error, parley.ErrorCode(err))
+		}
+		span.End()
+	}()
 	tx, err := db.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return classify(err)

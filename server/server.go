@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/graph"
 	"github.com/parley-dev/parley/metrics"
 	"github.com/parley-dev/parley/playground"
+	"github.com/parley-dev/parley/tracing"
 )
 
 // Config is what the server serves.
@@ -50,6 +52,9 @@ type Config struct {
 	// ServeMetrics serves it at GET /metrics (else the caller serves it elsewhere).
 	Metrics      *metrics.Metrics
 	ServeMetrics bool
+	// TracerProvider traces GraphQL operations (see package tracing); nil traces
+	// nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // New returns the server's handler: the playground at /, GraphQL at /graphql, and
@@ -70,6 +75,9 @@ func New(cfg Config) http.Handler {
 		Logger:              cfg.Logger,
 	}
 	gqlCfg.WebsocketAuth = websocketAuth(cfg.Auth)
+	if cfg.TracerProvider != nil {
+		gqlCfg.Extensions = append([]graphql.HandlerExtension{tracing.GraphQL(cfg.TracerProvider)}, gqlCfg.Extensions...)
+	}
 	if cfg.Metrics != nil {
 		gqlCfg.Extensions = append([]graphql.HandlerExtension{cfg.Metrics.GraphQL()}, gqlCfg.Extensions...)
 	}
