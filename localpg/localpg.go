@@ -244,23 +244,30 @@ func (c *Cluster) start(ctx context.Context) (err error) {
 	if c.fast {
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 	}
-	cmd := c.command(filepath.Join(c.binDir, "postgres"), args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start postgres: %w", err)
-	}
-	p := &process{cmd: cmd, exited: make(chan struct{}), lock: lock}
-	go func() {
-		p.waitErr = cmd.Wait()
-		close(p.exited)
-	}()
-	if err := c.waitReady(ctx, p); err != nil {
+	var p *process
+	for attempt := 1; ; attempt++ {
+		// The postgres of a parley that died may still be shutting down (see orphan.go).
+		if err := c.waitForStoppingPostmaster(ctx); err != nil {
+			return err
+		}
+		cmd := c.command(filepath.Join(c.binDir, "postgres"), args...)
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		setParentDeathSignal(cmd.SysProcAttr)
+		if p, err = launch(cmd, lock); err != nil {
+			return fmt.Errorf("start postgres: %w", err)
+		}
+		err = c.waitReady(ctx, p)
+		if err == nil {
+			break
+		}
 		// Whatever state it reached, this postmaster is not going to be used.
 		p.halt()
-		return err
+		if !errors.Is(err, errOtherStopping) || attempt == 3 {
+			return err
+		}
 	}
 	c.proc = p
-	c.log.Info("postgres started", "pid", cmd.Process.Pid, "socket_dir", c.socketDir,
+	c.log.Info("postgres started", "pid", p.cmd.Process.Pid, "socket_dir", c.socketDir,
 		"fast", c.fast, "took", time.Since(began).Round(time.Millisecond))
 	return nil
 }
@@ -475,6 +482,9 @@ func (c *Cluster) waitReady(ctx context.Context, p *process) error {
 		select {
 		case <-p.exited:
 			if other := c.runningPID(); other != 0 && other != pid {
+				if c.pidFileStatus() == "stopping" {
+					return fmt.Errorf("%w (pid %d)", errOtherStopping, other)
+				}
 				return fmt.Errorf("%w: postgres pid %d runs on %s; stop it (kill -INT %d) or wait for the parley using it to exit",
 					ErrAlreadyRunning, other, c.pgdata, other)
 			}
