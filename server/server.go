@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -87,7 +88,7 @@ func New(cfg Config) http.Handler {
 		panic("server: " + err.Error()) // checked with the configuration
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", endpoint)
+	mux.Handle("/graphql", withShutdown(gqlCfg.Shutdown, endpoint))
 	mux.Handle("/", playground.Handler("Parley", "/graphql", "/playground/assets/"))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -110,6 +111,27 @@ func New(cfg Config) http.Handler {
 		w.Write([]byte("ok\n"))
 	})
 	return withRequestID(withAccessLog(cfg.Logger, mux))
+}
+
+// withShutdown ends streaming requests (websocket upgrades, SSE) when shutdown is done:
+// the endpoint then closes websockets with "going away" and cuts SSE streams without
+// completing them (see graph.HandlerConfig.Shutdown), and http.Server.Shutdown, which
+// waits for the requests in flight, need not wait for streams that never end. Other
+// requests are left to finish. A nil shutdown never comes.
+func withShutdown(shutdown context.Context, next http.Handler) http.Handler {
+	if shutdown == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") && !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		defer context.AfterFunc(shutdown, cancel)()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 // validRequestID is what an incoming X-Request-Id may look like to be reused.

@@ -15,7 +15,14 @@ import (
 	"github.com/parley-dev/parley/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(actAsParley) == "1" {
+		// A child process of a test (see startProcess): this binary is parley.
+		main()
+		os.Exit(0)
+	}
+	pgtest.Main(m)
+}
 
 // syncBuffer is a bytes.Buffer safe to read while run writes to it.
 type syncBuffer struct {

@@ -24,7 +24,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
 		Usage: "serve the GraphQL API and playground (migrates the database first)",
-		Flags: append(append(append(databaseFlags(), configFlags()...), authFlags()...),
+		Flags: append(append(append(append(databaseFlags(), configFlags()...), authFlags()...), opsFlags()...),
 			&cli.StringFlag{
 				Name: "addr", Value: "127.0.0.1:8080", Usage: "HOST:PORT to listen on",
 				Sources: cli.EnvVars("PARLEY_ADDR"),
@@ -58,6 +58,11 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			if err := server.CheckListenAddr(cmd.String("addr"), cfg.Auth.Configured()); err != nil {
 				return err
 			}
+			obs, err := startObservability(ctx, cmd, log)
+			if err != nil {
+				return err
+			}
+			defer obs.stop()
 			dsn, release, err := openDatabase(ctx, cmd, log)
 			if err != nil {
 				return err
@@ -67,7 +72,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 				return err
 			}
 			policies := cfg.ToolPolicies()
-			store, err := db.Open(ctx, dsn, db.Config{Logger: log, ToolPolicies: &policies})
+			store, err := db.Open(ctx, dsn, db.Config{Logger: log, ToolPolicies: &policies, TracerProvider: obs.tracer})
 			if err != nil {
 				return err
 			}
@@ -86,9 +91,10 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			defer proc.Close()
 			reportProcessing(ctx, cfg, proc, log)
 			listener, err := db.Listen(ctx, dsn, db.ListenerConfig{
-				OnEvent:  func(ev parley.MessageEvent) { feed.Publish(ev); proc.Service.Publish(ev) },
-				OnResync: func() { feed.Resync(); proc.Service.Resync() },
-				Logger:   log,
+				OnEvent:     func(ev parley.MessageEvent) { feed.Publish(ev); proc.Service.Publish(ev) },
+				OnResync:    func() { feed.Resync(); proc.Service.Resync() },
+				OnReconnect: obs.metrics.ListenerReconnected,
+				Logger:      log,
 			})
 			if err != nil {
 				return err
@@ -106,8 +112,12 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w", cmd.String("addr"), err)
 			}
-			// Subscriptions live on hijacked connections that Shutdown does not wait for:
-			// cancelling the base context ends them.
+			// On shutdown, streams (websockets, SSE) end first, so that Shutdown need not
+			// wait for them (it does not even see hijacked websockets), while other
+			// requests in flight finish; what is left is cancelled through the base
+			// context once Shutdown returns.
+			streamsCtx, endStreams := context.WithCancel(context.Background())
+			defer endStreams()
 			baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 			defer cancelBase()
 			srv := &http.Server{
@@ -120,9 +130,10 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 					Processing:     proc.Service,
 					ToolWork:       store,
 					Interop:        interop.New(store, store, store),
+					Metrics:        obs.metrics, ServeMetrics: obs.onAddr, TracerProvider: obs.tracer,
 					// Websockets close with "going away" and SSE streams are cut when
 					// shutdown begins, so clients subscribe again elsewhere.
-					GraphQL: graph.HandlerConfig{Shutdown: baseCtx, Limits: graphLimits(cfg.Limits),
+					GraphQL: graph.HandlerConfig{Shutdown: streamsCtx, RequestTimeout: cmd.Duration("request-timeout"), Limits: graphLimits(cfg.Limits),
 						MaxBodyBytes: cfg.Limits.MaxBodyBytes, MaxWebsocketMessageBytes: cfg.Limits.MaxWebsocketMessageBytes,
 						WebsocketOrigins: cfg.HTTP.WebsocketOrigins},
 				}),
@@ -141,7 +152,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			case <-ctx.Done():
 			}
 			log.Info("shutting down")
-			cancelBase()
+			endStreams()
 			shutdownCtx, cancel := context.WithTimeout(context.Background(), cmd.Duration("shutdown-timeout"))
 			defer cancel()
 			if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
