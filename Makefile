@@ -31,14 +31,16 @@ vet:
 test-go:
 	$(GO) test -race -count=1 ./...
 
-# test-fuzz runs each importer's fuzz target for a few seconds (FUZZTIME=1m for longer);
+# test-fuzz runs each importer's fuzz target, and the domain's (JSON values, cursors, ids,
+# free text), for a few seconds (FUZZTIME=1m for longer);
 # inputs that fail are saved under the package's testdata/fuzz, which test-go replays.
 FUZZTIME ?= 5s
-FUZZ_TARGETS := FuzzClaudeCode:claudecode FuzzOpenAIChat:openai FuzzAnthropicMessages:anthropic FuzzParleyJSON:parleyjson
+FUZZ_TARGETS := FuzzClaudeCode:interop/claudecode FuzzOpenAIChat:interop/openai FuzzAnthropicMessages:interop/anthropic \
+	FuzzParleyJSON:interop/parleyjson FuzzJSONScalar:. FuzzMessageCursor:. FuzzConversationCursor:. FuzzIDs:. FuzzCleanText:.
 test-fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t%%:*} for $(FUZZTIME)"; \
-		$(GO) test -run='^$$' -fuzz="^$${t%%:*}$$" -fuzztime=$(FUZZTIME) ./interop/$${t#*:}/; \
+		$(GO) test -run='^$$' -fuzz="^$${t%%:*}$$" -fuzztime=$(FUZZTIME) ./$${t#*:}/; \
 	done
 
 test-e2e: build

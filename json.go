@@ -56,11 +56,20 @@ func (j *JSON) UnmarshalGQL(v any) error {
 	return nil
 }
 
-// checkJSON reports why raw cannot be stored as jsonb: it is not JSON, or one of its
-// strings holds a NUL, which Postgres's jsonb refuses.
+// MaxJSONDepth bounds how deeply a JSON value's arrays and objects may nest. Real tool
+// arguments and outputs nest a few levels; Postgres parses jsonb recursively and fails
+// deep values with "stack depth limit exceeded" (at a depth that depends on its
+// max_stack_depth), and every reader of a value recurses too.
+const MaxJSONDepth = 128
+
+// checkJSON reports why raw cannot be stored as jsonb: it is not JSON, it nests deeper
+// than MaxJSONDepth, or one of its strings holds a NUL, which Postgres's jsonb refuses.
 func checkJSON(field string, raw JSON) error {
 	if !json.Valid(raw) {
 		return Errorf(EINVALID, "%s: not valid JSON", field)
+	}
+	if d := jsonNesting(raw); d > MaxJSONDepth {
+		return Errorf(EINVALID, "%s: JSON nested %d deep, at most %d allowed", field, d, MaxJSONDepth)
 	}
 	if !bytes.Contains(raw, []byte(`\u0000`)) {
 		return nil
@@ -73,6 +82,33 @@ func checkJSON(field string, raw JSON) error {
 		return Errorf(EINVALID, "%s: JSON strings may not contain NUL (\\u0000)", field)
 	}
 	return nil
+}
+
+// jsonNesting returns how deeply the arrays and objects of raw, valid JSON, nest.
+func jsonNesting(raw []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range raw {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
 }
 
 func hasNUL(v any) bool {
