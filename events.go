@@ -49,7 +49,9 @@ type EventService interface {
 	SubscribeMessagesUpdated(ctx context.Context, conversationID string) (MessageStream, error)
 }
 
-// MessageStream is a registered subscription: the messages it delivers, in order.
+// MessageStream is a registered subscription: the messages it delivers, in order. A
+// caller either runs a goroutine that calls Next, or, to hold no goroutine while the
+// stream is idle, sets OnWake and calls Poll until it returns nil after each wake-up.
 type MessageStream interface {
 	// Next waits for the next message and returns it. It reads from the database at the
 	// caller's pace, so a caller that falls behind holds no backlog in memory. It
@@ -57,4 +59,12 @@ type MessageStream interface {
 	// stream is then over), and EUNAVAILABLE when the database cannot be read for a
 	// while; after an error the stream is over.
 	Next(ctx context.Context) (Message, error)
+	// Poll returns the next message if there is one, reading the database when the
+	// stream has just started or been woken, and nil when it is caught up; it never
+	// waits for a new message. Errors as Next.
+	Poll(ctx context.Context) (Message, error)
+	// OnWake sets a function to call whenever the stream may have more: Poll then. It is
+	// called from the goroutine that publishes events, so it must not block. Set it
+	// before the first Poll.
+	OnWake(func())
 }

@@ -5,20 +5,33 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/99designs/gqlgen/graphql/handler/transport"
-
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/graph/model"
 )
 
 var errNoEvents = &parley.Error{Code: parley.EUNAVAILABLE, Message: "Subscriptions are not available on this server."}
 
-// forward runs a subscription: one goroutine owns the channel gqlgen reads, takes each
-// message from the stream and sends it, never blocking past ctx. The stream reads the
-// database at the pace of these sends, so a client that reads slowly holds no backlog
-// here; one that stops reading is cut off by the transport's write timeout, which ends
-// ctx.
+// forward runs a subscription. Over a websocket (ws.go) the operation drives it: the
+// stream is attached to the operation, which polls it into a one-slot channel on every
+// wake-up, and no goroutine waits while it is idle. Elsewhere (SSE) one goroutine owns
+// the channel gqlgen reads, takes each message from the stream and sends it, never
+// blocking past ctx. Either way the stream reads the database at the pace the client
+// takes messages, so a client that reads slowly holds no backlog here; one that stops
+// reading is cut off by the transport's write timeout, which ends ctx.
 func (r *Resolver) forward(ctx context.Context, s parley.MessageStream) <-chan *model.MessageEdge {
+	if target := pushTargetFrom(ctx); target != nil {
+		ch := make(chan *model.MessageEdge, 1)
+		wake := target.attach(func(ctx context.Context) (bool, error) {
+			m, err := s.Poll(ctx)
+			if m == nil || err != nil {
+				return false, err
+			}
+			ch <- messageEdge(m) // the operation takes it before it polls again
+			return true, nil
+		})
+		s.OnWake(wake)
+		return ch
+	}
 	ch := make(chan *model.MessageEdge)
 	go func() {
 		defer close(ch)
@@ -45,17 +58,14 @@ func (r *Resolver) forward(ctx context.Context, s parley.MessageStream) <-chan *
 
 // endSubscription tells the client why its subscription ended, if it did not end it
 // itself. A deleted conversation just completes the subscription: nothing more will
-// come. Any other failure (the database unavailable, an internal error) is reported as
-// an error over a websocket; an SSE stream is cut without completing, which
-// graphql-sse clients take as a reason to subscribe again.
+// come. Any other failure (the database unavailable, an internal error) cuts an SSE
+// stream without completing it, which graphql-sse clients take as a reason to
+// subscribe again. (Websocket operations report errors themselves: see ws.go.)
 func (r *Resolver) endSubscription(ctx context.Context, err error) {
 	if ctx.Err() != nil || parley.ErrorCode(err) == parley.ENOTFOUND {
 		return
 	}
-	switch {
-	case overWebsocket(ctx):
-		transport.AddSubscriptionError(ctx, errorPresenter(r.logger())(ctx, err))
-	case abandonStream(ctx):
+	if abandonStream(ctx) {
 		r.logger().WarnContext(ctx, "subscription ended", "err", err, "requestId", RequestID(ctx))
 	}
 }

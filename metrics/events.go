@@ -59,6 +59,14 @@ func (s *lagStream) Next(ctx context.Context) (parley.Message, error) {
 	return msg, err
 }
 
+// Poll observes what websocket subscriptions take: they poll the stream on wake-ups
+// instead of waiting in Next.
+func (s *lagStream) Poll(ctx context.Context) (parley.Message, error) {
+	msg, err := s.MessageStream.Poll(ctx)
+	s.observe(msg)
+	return msg, err
+}
+
 func (s *lagStream) observe(msg parley.Message) {
 	if msg == nil {
 		return

@@ -10,12 +10,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sync/singleflight"
 
 	"github.com/parley-dev/parley"
 )
@@ -58,11 +55,6 @@ type Feed struct {
 
 	mu     sync.RWMutex
 	topics map[string]*topic // by conversation id
-
-	// reads collapses identical concurrent reads: the subscribers of a conversation
-	// wake together and all ask for what follows the same position, so one query
-	// serves them all, however many they are.
-	reads singleflight.Group
 }
 
 var _ parley.EventService = (*Feed)(nil)
@@ -70,6 +62,36 @@ var _ parley.EventService = (*Feed)(nil)
 // topic is the subscribers of one conversation.
 type topic struct {
 	added, updated map[*watcher]struct{}
+	// epoch counts the wake-ups of the conversation's subscribers (see sharedRead).
+	epoch atomic.Int64
+
+	mu    sync.Mutex
+	reads map[readKey]*sharedRead // the latest read of each kind, owner and start
+}
+
+// maxSharedReads bounds the reads a topic keeps for sharing: subscribers at the tail
+// share one; stragglers catching up add a few.
+const maxSharedReads = 8
+
+// readKey names what a read asks for: added ("a") or updated ("u") messages after a
+// position or change number, for an owner.
+type readKey struct {
+	kind, owner string
+	after       int64
+}
+
+// sharedRead is one read of the database that every subscriber of a conversation
+// asking for the same thing may use: when a message is added, all of them wake and
+// ask for what follows the same position, and one query serves them all, however
+// many they are. It may be used by a subscriber that woke at an epoch no later than
+// the read's, and only by those: a read that began before a subscriber's wake-up may
+// not hold the commit it was woken for. (A read begun after that is fine whatever else
+// it holds; what it lacks, a later wake-up will fetch.)
+type sharedRead struct {
+	epoch int64         // the topic's epoch when the read began
+	done  chan struct{} // closed when val and err are set
+	val   any
+	err   error
 }
 
 // watcher is one subscriber's wake-up signal. One slot is enough: a wake-up means
@@ -77,6 +99,9 @@ type topic struct {
 // subscriber's memory stays the same however many events it misses while busy.
 type watcher struct {
 	c chan struct{}
+	t *topic
+	// onWake, when set (MessageStream.OnWake), is called after every wake-up.
+	onWake atomic.Pointer[func()]
 	// started is set once the subscription has read where it starts; Stats counts only
 	// these, so that a test can tell when a subscription is live.
 	started atomic.Bool
@@ -86,6 +111,19 @@ func (w *watcher) wake() {
 	select {
 	case w.c <- struct{}{}:
 	default:
+	}
+	if f := w.onWake.Load(); f != nil {
+		(*f)()
+	}
+}
+
+// woken reports, and clears, a pending wake-up.
+func (w *watcher) woken() bool {
+	select {
+	case <-w.c:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -114,6 +152,7 @@ func (f *Feed) Publish(ev parley.MessageEvent) {
 	if t == nil {
 		return
 	}
+	t.epoch.Add(1)
 	if ev.Kind != parley.MessageUpdated {
 		for w := range t.added {
 			w.wake()
@@ -132,6 +171,7 @@ func (f *Feed) Resync() {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	for _, t := range f.topics {
+		t.epoch.Add(1)
 		for w := range t.added {
 			w.wake()
 		}
@@ -170,31 +210,38 @@ func (f *Feed) Stats() Stats {
 }
 
 // watch registers a watcher of a conversation's added or updated messages until ctx
-// ends. Registering before reading the database is what makes streams gap-free: any
-// commit the read misses wakes the watcher.
-func (f *Feed) watch(ctx context.Context, conversationID string, kind parley.MessageEventKind) *watcher {
-	w := &watcher{c: make(chan struct{}, 1)}
+// ends or release is called. Registering before reading the database is what makes
+// streams gap-free: any commit the read misses wakes the watcher.
+func (f *Feed) watch(ctx context.Context, conversationID string, kind parley.MessageEventKind) (w *watcher, release func()) {
 	f.mu.Lock()
 	t := f.topics[conversationID]
 	if t == nil {
 		t = &topic{added: map[*watcher]struct{}{}, updated: map[*watcher]struct{}{}}
 		f.topics[conversationID] = t
 	}
+	w = &watcher{c: make(chan struct{}, 1), t: t}
 	set := t.added
 	if kind == parley.MessageUpdated {
 		set = t.updated
 	}
 	set[w] = struct{}{}
 	f.mu.Unlock()
-	context.AfterFunc(ctx, func() {
+	unregister := func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		delete(set, w)
-		if len(t.added) == 0 && len(t.updated) == 0 {
+		if len(t.added) == 0 && len(t.updated) == 0 && f.topics[conversationID] == t {
 			delete(f.topics, conversationID)
 		}
-	})
-	return w
+	}
+	// An AfterFunc rather than a context of its own: each idle subscription pays for
+	// every context it holds.
+	stop := context.AfterFunc(ctx, unregister)
+	return w, func() {
+		if stop() {
+			unregister()
+		}
+	}
 }
 
 // errNoOwner is what a subscription without an owner in its context gets: a wiring
@@ -221,8 +268,7 @@ func (f *Feed) SubscribeMessagesAdded(ctx context.Context, conversationID string
 	if !ok {
 		return nil, errNoOwner
 	}
-	watchCtx, cancel := context.WithCancel(ctx)
-	w := f.watch(watchCtx, id, parley.MessageAdded)
+	w, cancel := f.watch(ctx, id, parley.MessageAdded)
 	last, _, err := f.store.ConversationHead(ctx, id)
 	if err != nil {
 		cancel()
@@ -245,8 +291,7 @@ func (f *Feed) SubscribeMessagesUpdated(ctx context.Context, conversationID stri
 	if !ok {
 		return nil, errNoOwner
 	}
-	watchCtx, cancel := context.WithCancel(ctx)
-	w := f.watch(watchCtx, id, parley.MessageUpdated)
+	w, cancel := f.watch(ctx, id, parley.MessageUpdated)
 	_, seq, err := f.store.ConversationHead(ctx, id)
 	if err != nil {
 		cancel()
@@ -262,8 +307,8 @@ type addedStream struct {
 	conv   string
 	owner  string // the subscriber's: every read is scoped by it
 	w      *watcher
-	cancel context.CancelFunc // unregisters w
-	last   int                // the position of the last message delivered (or the start)
+	cancel func() // unregisters w
+	last   int    // the position of the last message delivered (or the start)
 	// pending is the rest of the last page read; shared with other subscribers that
 	// read the same page, so never written to.
 	pending []parley.Message
@@ -275,25 +320,8 @@ type addedStream struct {
 // Next implements parley.MessageStream.
 func (s *addedStream) Next(ctx context.Context) (parley.Message, error) {
 	for {
-		for len(s.pending) > 0 {
-			m := s.pending[0]
-			s.pending = s.pending[1:]
-			if p := m.Meta().Position; p > s.last {
-				s.last = p
-				return m, nil
-			}
-		}
-		if s.stale {
-			msgs, err := s.f.read(ctx, "a", s.owner, s.conv, int64(s.last), func(ctx context.Context) (any, error) {
-				return s.f.store.MessagesAfter(ctx, s.conv, s.last, s.f.cfg.PageSize)
-			})
-			if err != nil {
-				s.cancel()
-				return nil, err
-			}
-			s.pending = msgs.([]parley.Message)
-			s.stale = len(s.pending) == s.f.cfg.PageSize
-			continue
+		if m, err := s.Poll(ctx); m != nil || err != nil {
+			return m, err
 		}
 		select {
 		case <-ctx.Done():
@@ -305,13 +333,46 @@ func (s *addedStream) Next(ctx context.Context) (parley.Message, error) {
 	}
 }
 
+// Poll implements parley.MessageStream.
+func (s *addedStream) Poll(ctx context.Context) (parley.Message, error) {
+	if s.w.woken() {
+		s.stale = true
+	}
+	for {
+		for len(s.pending) > 0 {
+			m := s.pending[0]
+			s.pending = s.pending[1:]
+			if p := m.Meta().Position; p > s.last {
+				s.last = p
+				return m, nil
+			}
+		}
+		if !s.stale {
+			return nil, nil
+		}
+		conv, last, size := s.conv, s.last, s.f.cfg.PageSize
+		msgs, err := s.f.read(ctx, s.w.t, "a", s.owner, conv, int64(last), func(ctx context.Context) (any, error) {
+			return s.f.store.MessagesAfter(ctx, conv, last, size)
+		})
+		if err != nil {
+			s.cancel()
+			return nil, err
+		}
+		s.pending = msgs.([]parley.Message)
+		s.stale = len(s.pending) == s.f.cfg.PageSize
+	}
+}
+
+// OnWake implements parley.MessageStream.
+func (s *addedStream) OnWake(f func()) { s.w.onWake.Store(&f) }
+
 // updatedStream delivers the messages changed after change number last.
 type updatedStream struct {
 	f       *Feed
 	conv    string
 	owner   string
 	w       *watcher
-	cancel  context.CancelFunc
+	cancel  func()
 	last    int64
 	pending []parley.Message
 	stale   bool
@@ -326,25 +387,8 @@ type changes struct {
 // Next implements parley.MessageStream.
 func (s *updatedStream) Next(ctx context.Context) (parley.Message, error) {
 	for {
-		if len(s.pending) > 0 {
-			m := s.pending[0]
-			s.pending = s.pending[1:]
-			return m, nil
-		}
-		if s.stale {
-			after := s.last
-			res, err := s.f.read(ctx, "u", s.owner, s.conv, after, func(ctx context.Context) (any, error) {
-				msgs, last, err := s.f.store.MessagesChangedAfter(ctx, s.conv, after, s.f.cfg.PageSize)
-				return changes{msgs, last}, err
-			})
-			if err != nil {
-				s.cancel()
-				return nil, err
-			}
-			c := res.(changes)
-			s.pending, s.last = c.msgs, c.last
-			s.stale = len(c.msgs) == s.f.cfg.PageSize
-			continue
+		if m, err := s.Poll(ctx); m != nil || err != nil {
+			return m, err
 		}
 		select {
 		case <-ctx.Done():
@@ -356,40 +400,71 @@ func (s *updatedStream) Next(ctx context.Context) (parley.Message, error) {
 	}
 }
 
+// Poll implements parley.MessageStream.
+func (s *updatedStream) Poll(ctx context.Context) (parley.Message, error) {
+	if s.w.woken() {
+		s.stale = true
+	}
+	for {
+		if len(s.pending) > 0 {
+			m := s.pending[0]
+			s.pending = s.pending[1:]
+			return m, nil
+		}
+		if !s.stale {
+			return nil, nil
+		}
+		conv, after, size := s.conv, s.last, s.f.cfg.PageSize
+		res, err := s.f.read(ctx, s.w.t, "u", s.owner, conv, after, func(ctx context.Context) (any, error) {
+			msgs, last, err := s.f.store.MessagesChangedAfter(ctx, conv, after, size)
+			return changes{msgs, last}, err
+		})
+		if err != nil {
+			s.cancel()
+			return nil, err
+		}
+		c := res.(changes)
+		s.pending, s.last = c.msgs, c.last
+		s.stale = len(c.msgs) == s.f.cfg.PageSize
+	}
+}
+
+// OnWake implements parley.MessageStream.
+func (s *updatedStream) OnWake(f func()) { s.w.onWake.Store(&f) }
+
 // read runs one read of the database, shared with the subscribers of the same
-// conversation that ask for the same thing at the same time, and retries failures for
-// up to RetryFor. The read runs under its own timeout, not the caller's context, since
+// conversation that ask for the same thing in the same epoch of the topic t (see
+// topic.epoch), and retries failures for up to RetryFor. The read runs under its own timeout, not the caller's context, since
 // other subscribers may be waiting on it, and on behalf of owner: the conversation's
 // owner, checked when the subscription started (only subscribers of the same owner
 // share a read).
-func (f *Feed) read(ctx context.Context, kind, owner, conv string, after int64, fn func(context.Context) (any, error)) (any, error) {
-	key := kind + conv + ":" + strconv.FormatInt(after, 10) + ":" + owner
+func (f *Feed) read(ctx context.Context, t *topic, kind, owner, conv string, after int64, fn func(context.Context) (any, error)) (any, error) {
 	deadline := time.Now().Add(f.cfg.RetryFor)
 	backoff := 50 * time.Millisecond
+	key := readKey{kind, owner, after}
 	for {
-		ch := f.reads.DoChan(key, func() (any, error) {
-			rctx, cancel := context.WithTimeout(parley.WithOwner(context.Background(), owner), f.cfg.ReadTimeout)
+		r := t.shared(key, t.epoch.Load(), func(ctx context.Context) (any, error) {
+			ctx, cancel := context.WithTimeout(parley.WithOwner(ctx, owner), f.cfg.ReadTimeout)
 			defer cancel()
-			return fn(rctx)
+			return fn(ctx)
 		})
-		var res singleflight.Result
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case res = <-ch:
+		case <-r.done:
 		}
-		if res.Err == nil {
-			return res.Val, nil
+		if r.err == nil {
+			return r.val, nil
 		}
-		if parley.ErrorCode(res.Err) == parley.ENOTFOUND {
-			return nil, res.Err
+		if parley.ErrorCode(r.err) == parley.ENOTFOUND {
+			return nil, r.err
 		}
 		if time.Now().Add(backoff).After(deadline) {
-			f.log.Error("realtime: cannot read the database; ending a subscription", "conversation", conv, "err", res.Err)
+			f.log.Error("realtime: cannot read the database; ending a subscription", "conversation", conv, "err", r.err)
 			return nil, &parley.Error{Code: parley.EUNAVAILABLE,
 				Message: "The conversation cannot be read right now; subscribe again with the last cursor you received."}
 		}
-		f.log.Warn("realtime: read failed; retrying", "conversation", conv, "err", res.Err, "in", backoff)
+		f.log.Warn("realtime: read failed; retrying", "conversation", conv, "err", r.err, "in", backoff)
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -399,4 +474,42 @@ func (f *Feed) read(ctx context.Context, kind, owner, conv string, after int64, 
 		}
 		backoff *= 2
 	}
+}
+
+// shared returns a read of key usable by a subscriber that woke at epoch (see
+// sharedRead): one in flight or done, or a new one that runs fn, in a goroutine of its
+// own so that no subscriber's cancellation cuts it short for the others.
+func (t *topic) shared(key readKey, epoch int64, fn func(context.Context) (any, error)) *sharedRead {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r := t.reads[key]; r != nil && r.epoch >= epoch {
+		return r
+	}
+	r := &sharedRead{epoch: t.epoch.Load(), done: make(chan struct{})}
+	if t.reads == nil {
+		t.reads = map[readKey]*sharedRead{}
+	}
+	if len(t.reads) >= maxSharedReads {
+		var oldest readKey
+		first := true
+		for k, o := range t.reads {
+			if first || o.epoch < t.reads[oldest].epoch {
+				oldest, first = k, false
+			}
+		}
+		delete(t.reads, oldest)
+	}
+	t.reads[key] = r
+	go func() {
+		r.val, r.err = fn(context.Background())
+		if r.err != nil { // a failure is not shared with later attempts
+			t.mu.Lock()
+			if t.reads[key] == r {
+				delete(t.reads, key)
+			}
+			t.mu.Unlock()
+		}
+		close(r.done)
+	}()
+	return r
 }

@@ -172,7 +172,12 @@ func (w *writer) halt(t *testing.T) int {
 // waitWritten waits until the writers have written at least n messages in all.
 func (w *writer) waitWritten(t *testing.T, n int64) {
 	t.Helper()
-	pollUntil(t, fmt.Sprintf("%d messages written", n), func() bool { return w.written.Load() >= n })
+	pollUntil(t, fmt.Sprintf("%d messages written", n), func() bool { return w.written.Load() >= n || len(w.errs) > 0 })
+	select {
+	case err := <-w.errs:
+		t.Fatalf("writer: %v", err)
+	default:
+	}
 }
 
 // The listener's backend is killed (pg_terminate_backend) while 20 writers go on, and

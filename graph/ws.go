@@ -1,0 +1,652 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/coder/websocket"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/parley-dev/parley"
+)
+
+// wsTransport serves GraphQL over websockets: graphql-transport-ws (the graphql-ws
+// library, Apollo, GraphiQL) and the legacy graphql-ws protocol
+// (subscriptions-transport-ws), on coder/websocket.
+//
+// It stands in for gqlgen's transport.Websocket, which holds five goroutines for a
+// websocket with one subscription (the connection's reader, a keepalive ticker, a
+// watcher of the connection's context, the operation's response loop, and the
+// resolver's producer), each with its own stack: some 60 KB of server memory per idle
+// subscription. Here a connection holds one goroutine, its reader, started fresh so
+// that its stack stays small; timers drive the init timeout and keepalives; and a
+// subscription holds no goroutine at all while idle. When its stream may have
+// something new (parley.MessageStream's OnWake), a goroutine takes what is ready and
+// writes it, then ends. Subscription resolvers find the operation in their context
+// (pushTargetFrom) and attach their stream to it instead of starting a goroutine.
+//
+// It also does what gqlgen's transport does not: writes have a deadline, so a client
+// that stops reading is cut off instead of holding the connection's writer for good,
+// and a server shutdown closes every connection with 1001 "going away" and never
+// reports a subscription complete, so that clients reconnect elsewhere.
+type wsTransport struct {
+	origins      []string
+	keepAlive    time.Duration
+	initTimeout  time.Duration
+	writeTimeout time.Duration
+	shutdown     context.Context
+	log          *slog.Logger
+	present      graphql.ErrorPresenterFunc
+	readLimit    int64 // bytes a client message may have; more closes with 1009
+	// initFunc checks connection_init's payload (authentication, see auth.go) and
+	// returns the context of the connection's operations; when that context has a
+	// deadline (the credential's expiry) the connection closes then, with 4403. A
+	// *WebsocketRefusal error says which close code refuses the connection.
+	initFunc transport.WebsocketInitFunc
+}
+
+var _ graphql.Transport = wsTransport{}
+
+// The subprotocols, and the close codes of graphql-transport-ws.
+const (
+	protoTransportWS = "graphql-transport-ws"
+	protoLegacyWS    = "graphql-ws"
+
+	closeNormal          = 1000
+	closeGoingAway       = 1001
+	closeTryAgainLater   = 1013
+	closeBadRequest      = 4400
+	closeUnauthorized    = 4401
+	closeForbidden       = 4403
+	closeInitTimeout     = 4408
+	closeSubscriberTaken = 4409
+	closeTooManyInits    = 4429
+)
+
+// Supports implements graphql.Transport.
+func (wsTransport) Supports(r *http.Request) bool { return r.Header.Get("Upgrade") != "" }
+
+// Do implements graphql.Transport: it accepts the websocket and returns, leaving the
+// connection to a goroutine of its own.
+func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		Subprotocols:   []string{protoTransportWS, protoLegacyWS},
+		OriginPatterns: t.origins,
+	})
+	if err != nil {
+		return // Accept has answered the request
+	}
+	conn.SetReadLimit(t.readLimit)
+	// The request's context ends when this handler returns; the connection keeps its
+	// values (request id...) but not its cancellation.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	c := &wsConn{
+		t: t, exec: exec, conn: conn, legacy: conn.Subprotocol() != protoTransportWS,
+		ctx: ctx, cancel: cancel, opCtx: ctx, ops: map[string]*wsOp{},
+	}
+	c.mu.Lock()
+	c.timer = time.AfterFunc(t.initTimeout, c.initTimedOut)
+	c.stopShutdown = context.AfterFunc(t.shutdown, func() { c.close(closeGoingAway, "server shutting down") })
+	c.mu.Unlock()
+	go c.serve()
+}
+
+// wsConn is one websocket connection.
+type wsConn struct {
+	t            wsTransport
+	exec         graphql.GraphExecutor
+	conn         *websocket.Conn
+	legacy       bool
+	ctx          context.Context // ends when the connection closes
+	cancel       context.CancelFunc
+	stopShutdown func() bool
+
+	// wmu serializes writes; closed is set, under it, once the connection is closing.
+	wmu    sync.Mutex
+	closed bool
+
+	mu          sync.Mutex
+	initialized bool
+	opCtx       context.Context // ctx, or what initFunc made of it
+	ops         map[string]*wsOp
+	timer       *time.Timer // the init timeout, then the keepalive
+	unanswered  int         // graphql-transport-ws pings sent without a message since
+}
+
+// wsMessage is a message of either protocol.
+type wsMessage struct {
+	ID      string          `json:"id,omitempty"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+// serve reads and handles the client's messages until the connection ends.
+func (c *wsConn) serve() {
+	defer c.close(closeNormal, "")
+	handled := make(chan bool, 1)
+	for {
+		typ, data, err := c.conn.Read(context.Background())
+		if err != nil {
+			return
+		}
+		// Each message is handled on a goroutine of its own, in turn: handling goes deep
+		// (JSON, authentication, the database), and a stack grown for it would stay
+		// grown, idle, for the life of the connection.
+		go func() { handled <- c.handleFrame(typ, data) }()
+		if !<-handled {
+			return
+		}
+	}
+}
+
+// handleFrame decodes and handles one message; false ends the connection.
+func (c *wsConn) handleFrame(typ websocket.MessageType, data []byte) bool {
+	c.mu.Lock()
+	c.unanswered = 0 // any message shows the client is there
+	c.mu.Unlock()
+	var m wsMessage
+	if typ != websocket.MessageText || json.Unmarshal(data, &m) != nil || m.Type == "" {
+		c.protocolError("invalid message received")
+		return false
+	}
+	return c.handle(m)
+}
+
+// handle handles one message; false ends the connection.
+func (c *wsConn) handle(m wsMessage) bool {
+	switch m.Type {
+	case "connection_init":
+		return c.init(m.Payload)
+	case "ping":
+		if !c.legacy {
+			c.send(wsMessage{Type: "pong", Payload: m.Payload})
+		}
+	case "pong":
+	case "subscribe", "start":
+		if (m.Type == "subscribe") == c.legacy {
+			c.protocolError("unexpected message " + m.Type)
+			return false
+		}
+		return c.subscribe(m)
+	case "complete", "stop":
+		if (m.Type == "complete") == c.legacy {
+			c.protocolError("unexpected message " + m.Type)
+			return false
+		}
+		c.mu.Lock()
+		op := c.ops[m.ID]
+		c.mu.Unlock()
+		if op != nil {
+			op.end(c.legacy) // the legacy protocol confirms a stop
+		}
+	case "connection_terminate":
+		c.close(closeNormal, "terminated")
+		return false
+	default:
+		c.protocolError("unexpected message " + m.Type)
+		return false
+	}
+	return true
+}
+
+// protocolError reports a broken message and closes the connection.
+func (c *wsConn) protocolError(msg string) {
+	if c.legacy {
+		c.sendConnectionError(msg)
+		c.close(closeNormal, msg)
+		return
+	}
+	c.close(closeBadRequest, msg)
+}
+
+func (c *wsConn) sendConnectionError(msg string) {
+	b, _ := json.Marshal(&gqlerror.Error{Message: msg})
+	c.send(wsMessage{Type: "connection_error", Payload: b})
+}
+
+func (c *wsConn) initTimedOut() {
+	c.mu.Lock()
+	done := c.initialized
+	c.mu.Unlock()
+	if !done {
+		c.close(closeInitTimeout, "connection initialisation timeout")
+	}
+}
+
+// init handles connection_init.
+func (c *wsConn) init(payload json.RawMessage) bool {
+	c.mu.Lock()
+	again := c.initialized
+	c.mu.Unlock()
+	if again {
+		if c.legacy {
+			return true
+		}
+		c.close(closeTooManyInits, "too many initialisation requests")
+		return false
+	}
+	var p transport.InitPayload
+	if len(payload) > 0 && string(payload) != "null" {
+		if err := json.Unmarshal(payload, &p); err != nil {
+			c.protocolError("connection_init payload is not a JSON object")
+			return false
+		}
+	}
+	ctx := c.ctx
+	var ack *transport.InitPayload
+	if c.t.initFunc != nil {
+		ictx, a, err := c.t.initFunc(ctx, p)
+		if err != nil {
+			refusal := &WebsocketRefusal{Code: closeForbidden, Reason: "Forbidden"}
+			if !errors.As(err, &refusal) {
+				refusal.Reason = err.Error()
+			}
+			if c.legacy {
+				c.sendConnectionError(refusal.Reason)
+			}
+			c.close(refusal.Code, refusal.Reason)
+			return false
+		}
+		ctx, ack = ictx, a
+		if _, ok := ctx.Deadline(); ok {
+			// The credential's expiry ends the connection; graphql-ws clients retry
+			// 4403, and may fetch a fresh credential for connection_init.
+			context.AfterFunc(ctx, func() {
+				if c.ctx.Err() == nil {
+					c.close(closeForbidden, "Forbidden: the credential expired")
+				}
+			})
+		}
+	}
+	c.mu.Lock()
+	c.initialized, c.opCtx = true, ctx
+	c.mu.Unlock()
+	msg := wsMessage{Type: "connection_ack"}
+	if ack != nil {
+		msg.Payload, _ = json.Marshal(ack)
+	}
+	c.send(msg)
+	if c.legacy {
+		c.send(wsMessage{Type: "ka"})
+	}
+	c.mu.Lock()
+	c.timer.Stop()
+	c.timer = time.AfterFunc(c.t.keepAlive, c.keepAlive)
+	c.mu.Unlock()
+	return true
+}
+
+// keepAlive pings a graphql-transport-ws client, which must answer (any message does)
+// within two intervals or be dropped as gone, and sends a legacy client "ka".
+func (c *wsConn) keepAlive() {
+	if c.ctx.Err() != nil {
+		return
+	}
+	if c.legacy {
+		c.send(wsMessage{Type: "ka"})
+	} else {
+		c.mu.Lock()
+		gone := c.unanswered >= 2
+		c.unanswered++
+		c.mu.Unlock()
+		if gone {
+			c.close(closeNormal, "no answer to pings")
+			return
+		}
+		c.send(wsMessage{Type: "ping"})
+	}
+	c.mu.Lock()
+	c.timer.Reset(c.t.keepAlive)
+	c.mu.Unlock()
+}
+
+// subscribe starts an operation (any kind: queries and mutations work too).
+func (c *wsConn) subscribe(m wsMessage) bool {
+	c.mu.Lock()
+	ready, taken := c.initialized, c.ops[m.ID] != nil
+	c.mu.Unlock()
+	switch {
+	case !ready:
+		if c.legacy {
+			c.sendConnectionError("send connection_init first")
+		}
+		c.close(closeUnauthorized, "unauthorized")
+		return false
+	case taken && !c.legacy:
+		c.close(closeSubscriberTaken, fmt.Sprintf("subscriber for %s already exists", m.ID))
+		return false
+	case m.ID == "":
+		c.protocolError("a subscription needs an id")
+		return false
+	}
+	if taken { // legacy: a start with a running id replaces the operation
+		c.mu.Lock()
+		old := c.ops[m.ID]
+		c.mu.Unlock()
+		old.end(false)
+	}
+	// No Headers: nothing reads them, and keeping the upgrade request's would cost a
+	// kilobyte and more for every connection.
+	params := &graphql.RawParams{}
+	start := graphql.Now()
+	dec := json.NewDecoder(bytes.NewReader(m.Payload))
+	dec.UseNumber()
+	if err := dec.Decode(params); err != nil {
+		c.sendErrors(m.ID, gqlerror.List{{Message: "invalid json"}})
+		c.send(wsMessage{ID: m.ID, Type: "complete"})
+		return true
+	}
+	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
+	c.mu.Lock()
+	op := &wsOp{c: c, id: m.ID}
+	op.ctx, op.cancel = context.WithCancel(c.opCtx)
+	c.ops[m.ID] = op
+	c.mu.Unlock()
+	// Parsing, validating and starting the operation happen off the reader, which
+	// stays shallow and free to read.
+	go op.start(params)
+	return true
+}
+
+// send writes a message, within the write timeout. It writes nothing once the
+// connection is closing, or the server shutting down: the close frame has the last
+// word, and no subscription is reported complete by a server going away.
+func (c *wsConn) send(m wsMessage) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return c.write(b)
+}
+
+var errConnClosed = errors.New("websocket closed")
+
+func (c *wsConn) write(b []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.closed || c.t.shutdown.Err() != nil {
+		return errConnClosed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.t.writeTimeout)
+	defer cancel()
+	err := c.conn.Write(ctx, websocket.MessageText, b)
+	if err != nil {
+		if ctx.Err() != nil {
+			// coder/websocket has dropped the connection: a close frame could not get
+			// through a full buffer either.
+			c.t.log.Warn("websocket client too slow: disconnected", "writeTimeout", c.t.writeTimeout,
+				"requestId", RequestID(c.ctx))
+		}
+		c.closed = true
+		go c.close(closeTryAgainLater, "too slow")
+	}
+	return err
+}
+
+// close ends the connection and its operations, once. The close handshake runs in
+// the background: it waits for the client's answer.
+func (c *wsConn) close(code int, reason string) {
+	c.wmu.Lock()
+	c.closed = true
+	c.wmu.Unlock()
+	c.mu.Lock()
+	if c.ctx.Err() != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.cancel()
+	ops := c.ops
+	c.ops = map[string]*wsOp{}
+	c.timer.Stop()
+	stopShutdown := c.stopShutdown
+	c.mu.Unlock()
+	if stopShutdown != nil { // nil when the server was already shutting down
+		stopShutdown()
+	}
+	for _, op := range ops {
+		op.cancel()
+	}
+	go c.conn.Close(websocket.StatusCode(code), reason)
+}
+
+// sendErrors reports an operation's errors before or instead of any result.
+func (c *wsConn) sendErrors(id string, errs gqlerror.List) {
+	b, _ := json.Marshal(errs)
+	c.send(wsMessage{ID: id, Type: "error", Payload: b})
+}
+
+// sendResponse writes one result of an operation. A plain result, the common case of
+// a subscription event, is framed by hand: json.Marshal would re-validate and compact
+// the data gqlgen has just written, for every subscriber.
+func (c *wsConn) sendResponse(id string, resp *graphql.Response) error {
+	typ := "next"
+	if c.legacy {
+		typ = "data"
+	}
+	if len(resp.Errors) > 0 || len(resp.Extensions) > 0 || len(resp.Data) == 0 || resp.Label != "" || resp.Path != nil || resp.HasNext != nil {
+		p, err := json.Marshal(resp)
+		if err != nil {
+			return err
+		}
+		return c.send(wsMessage{ID: id, Type: typ, Payload: p})
+	}
+	idJSON, err := json.Marshal(id)
+	if err != nil {
+		return err
+	}
+	b := make([]byte, 0, len(resp.Data)+len(idJSON)+48)
+	b = append(b, `{"id":`...)
+	b = append(b, idJSON...)
+	b = append(b, `,"type":"`...)
+	b = append(b, typ...)
+	b = append(b, `","payload":{"data":`...)
+	b = append(b, resp.Data...)
+	b = append(b, "}}"...)
+	return c.write(b)
+}
+
+// wsOp is one operation of a connection.
+type wsOp struct {
+	c      *wsConn
+	id     string
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// Set by start before the first wake-up.
+	responses graphql.ResponseHandler
+	rctx      context.Context
+
+	mu      sync.Mutex
+	poll    func(context.Context) (bool, error) // set by a subscription resolver: see attach
+	running bool                                // a drain is under way
+	again   bool                                // woken during the drain
+	ended   bool
+}
+
+// start runs the operation. A subscription whose resolver attached a stream is then
+// driven by wake-ups; anything else runs to its end here.
+func (op *wsOp) start(params *graphql.RawParams) {
+	c := op.c
+	ctx := graphql.StartOperationTrace(op.ctx)
+	rc, errs := c.exec.CreateOperationContext(ctx, params)
+	if errs != nil {
+		resp := c.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
+		if errcode.GetErrorKind(errs) == errcode.KindProtocol {
+			c.sendErrors(op.id, resp.Errors)
+		} else {
+			c.sendResponse(op.id, &graphql.Response{Errors: errs})
+		}
+		op.end(true)
+		return
+	}
+	ctx = graphql.WithOperationContext(ctx, rc)
+	if rc.Operation != nil && rc.Operation.Operation == ast.Subscription {
+		ctx = context.WithValue(ctx, pushTargetKey{}, op)
+	}
+	responses, rctx := c.exec.DispatchOperation(ctx, rc)
+	op.mu.Lock()
+	op.responses, op.rctx = responses, rctx
+	pushed := op.poll != nil
+	op.mu.Unlock()
+	if pushed {
+		op.wake() // the replay, and whatever came while starting
+		return
+	}
+	for {
+		resp := responses(rctx)
+		if resp == nil {
+			break
+		}
+		if c.sendResponse(op.id, resp) != nil {
+			break
+		}
+	}
+	op.end(true)
+}
+
+// pushTargetKey carries the *wsOp of a websocket subscription to its resolver.
+type pushTargetKey struct{}
+
+// pushTarget is what a subscription resolver attaches its stream to, to be driven by
+// wake-ups instead of a goroutine of its own.
+type pushTarget interface {
+	// attach gives the operation poll, which puts the next event into the channel the
+	// resolver returned (buffered, so it does not block) and reports true, or reports
+	// false when there is none yet; an error ends the subscription (ENOTFOUND completes
+	// it). It returns the function to call whenever poll may have something new.
+	attach(poll func(context.Context) (bool, error)) (wake func())
+}
+
+// pushTargetFrom returns the websocket operation a subscription resolver runs for, or
+// nil over other transports.
+func pushTargetFrom(ctx context.Context) pushTarget {
+	op, _ := ctx.Value(pushTargetKey{}).(*wsOp)
+	if op == nil {
+		return nil
+	}
+	return op
+}
+
+func (op *wsOp) attach(poll func(context.Context) (bool, error)) func() {
+	op.mu.Lock()
+	op.poll = poll
+	op.mu.Unlock()
+	return op.wake
+}
+
+// wake starts a drain unless one is running, in which case that one goes round again.
+// It never blocks: the feed calls it while publishing.
+func (op *wsOp) wake() {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if op.ended || op.responses == nil { // not started yet: start wakes it
+		return
+	}
+	if op.running {
+		op.again = true
+		return
+	}
+	op.running = true
+	go op.drain()
+}
+
+// drain writes every event that is ready, then ends. Writing blocks while the client
+// is slow to read, which is the back-pressure: the stream reads the database at the
+// pace of these writes, and a client that stops reading is cut off by the write
+// timeout.
+func (op *wsOp) drain() {
+	c := op.c
+	for {
+		ready, err := op.poll(op.rctx)
+		if err != nil {
+			if op.ctx.Err() == nil && parley.ErrorCode(err) != parley.ENOTFOUND {
+				c.sendErrors(op.id, gqlerror.List{c.t.present(op.rctx, err)})
+				op.end(false)
+				return
+			}
+			op.end(true) // the conversation is gone: the subscription is over
+			return
+		}
+		if !ready {
+			op.mu.Lock()
+			if op.again && !op.ended {
+				op.again = false
+				op.mu.Unlock()
+				continue
+			}
+			op.running = false
+			op.mu.Unlock()
+			return
+		}
+		resp := op.responses(op.rctx)
+		if resp == nil {
+			op.end(true)
+			return
+		}
+		if c.sendResponse(op.id, resp) != nil {
+			return
+		}
+	}
+}
+
+// end finishes an operation once: it is forgotten, its context cancelled, and, if
+// complete says so, the client told it is complete.
+func (op *wsOp) end(complete bool) {
+	op.mu.Lock()
+	if op.ended {
+		op.mu.Unlock()
+		return
+	}
+	op.ended = true
+	op.mu.Unlock()
+	c := op.c
+	c.mu.Lock()
+	if c.ops[op.id] == op {
+		delete(c.ops, op.id)
+	}
+	c.mu.Unlock()
+	op.cancel()
+	if complete {
+		c.send(wsMessage{ID: op.id, Type: "complete"})
+	}
+}
+
+// newWebsocketTransport is the websocket transport configured by cfg.
+func newWebsocketTransport(cfg HandlerConfig) wsTransport {
+	return wsTransport{
+		origins:      cfg.WebsocketOrigins,
+		keepAlive:    cfg.KeepAlive,
+		initTimeout:  cfg.InitTimeout,
+		writeTimeout: cfg.WriteTimeout,
+		shutdown:     cfg.Shutdown,
+		log:          cfg.Logger,
+		present:      errorPresenter(cfg.Logger),
+		readLimit:    cfg.MaxWebsocketMessageBytes,
+		initFunc:     websocketInitFunc(cfg.WebsocketAuth),
+	}
+}
+
+// websocketKey marks the context of an operation that came over a websocket.
+type websocketKey struct{}
+
+// websocketInit marks a websocket connection's context as such.
+func websocketInit(ctx context.Context, _ transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+	return context.WithValue(ctx, websocketKey{}, true), nil, nil
+}
+
+// overWebsocket reports whether ctx is a websocket operation's.
+func overWebsocket(ctx context.Context) bool {
+	ok, _ := ctx.Value(websocketKey{}).(bool)
+	return ok
+}
