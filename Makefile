@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/parley
 
-.PHONY: run build test test-go test-fuzz test-e2e deps deps-e2e generate vet fmt bench bench-go clean
+.PHONY: run build test test-go test-fuzz test-e2e deps deps-e2e generate vet fmt bench bench-go bench-realtime clean
 
 run: deps build
 	./$(BIN) serve $(ARGS)
@@ -58,6 +58,13 @@ bench: deps
 # reference measured in the same run.
 bench-go: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./server/
+
+# bench-realtime: subscription fan-out, commit to delivery at 1, 100 and 1,000 websocket
+# subscribers, delivery rate under sustained writes, memory per idle subscription
+# (about 2 minutes; a Markdown report on stdout). REALTIME_ARGS passes flags, e.g.
+# REALTIME_ARGS="-messages 50 -sustain 3s" for a quick look.
+bench-realtime: deps build
+	$(GO) run ./bench/fanout -parley $(BIN) $(REALTIME_ARGS)
 
 clean:
 	rm -rf bin

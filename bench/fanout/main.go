@@ -1,0 +1,717 @@
+// Command fanout measures realtime fan-out (`make bench-realtime`): how long a message
+// takes from its commit to its delivery to websocket subscribers, at 1, 100 and 1,000
+// subscribers of one conversation (p50, p99), the delivery rate under sustained writes,
+// and the server memory an idle websocket subscription costs. It prints a Markdown
+// report.
+//
+// It starts its own PostgreSQL (localpg, in a temporary directory, durability off: the
+// commit itself is not what is measured) and one `parley serve` from the binary given
+// with -parley, on loopback. The subscribers are websocket clients (graphql-transport-ws,
+// one connection each) in this process; the writer is this process too, writing through
+// Parley's db package as another replica would, so every message reaches the server by
+// Postgres NOTIFY. Latency runs from the moment the writer's commit returns to the moment
+// a client has read the frame; it includes the client's own work, on the same machine.
+//
+// Memory is the server process's resident set (VmRSS) before and after opening the idle
+// subscriptions, divided by their number.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq"
+
+	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/db"
+	"github.com/parley-dev/parley/localpg"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "fanout:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	parley      string
+	levels      []int
+	messages    int
+	interval    time.Duration
+	sustainSubs int
+	writers     int
+	sustain     time.Duration
+	keep        bool
+	debugAddr   string
+	hold        time.Duration
+}
+
+func parseFlags(args []string) (config, error) {
+	var c config
+	var levels string
+	fs := flag.NewFlagSet("fanout", flag.ContinueOnError)
+	fs.StringVar(&c.parley, "parley", "bin/parley", "the parley binary to run")
+	fs.StringVar(&levels, "subscribers", "1,100,1000", "subscriber counts to measure latency at")
+	fs.IntVar(&c.messages, "messages", 200, "messages written at each subscriber count")
+	fs.DurationVar(&c.interval, "interval", 100*time.Millisecond, "pause between messages when measuring latency")
+	fs.IntVar(&c.sustainSubs, "sustain-subscribers", 100, "subscribers during the sustained-write run")
+	fs.IntVar(&c.writers, "writers", 4, "concurrent writers during the sustained-write run")
+	fs.DurationVar(&c.sustain, "sustain", 10*time.Second, "length of the sustained-write run")
+	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (server log, database)")
+	fs.StringVar(&c.debugAddr, "debug-addr", "", "the server's --debug-addr (default: a free loopback port), to profile it (/debug/pprof/)")
+	fs.DurationVar(&c.hold, "hold", 0, "pause this long with the idle subscriptions open, to profile them")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	for _, s := range strings.Split(levels, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return c, fmt.Errorf("-subscribers: %q is not a positive number", s)
+		}
+		c.levels = append(c.levels, n)
+	}
+	return c, nil
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	cfg, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "parley-fanout-")
+	if err != nil {
+		return err
+	}
+	// Postgres runs as the postgres user when we are root and must reach its directory.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	if cfg.keep {
+		fmt.Fprintf(os.Stderr, "fanout: keeping %s\n", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+
+	fmt.Fprintln(os.Stderr, "fanout: starting PostgreSQL...")
+	cluster, err := localpg.Start(ctx, localpg.Config{DataDir: filepath.Join(dir, "pg"), Fast: true})
+	if err != nil {
+		return err
+	}
+	defer cluster.Stop(context.Background())
+	admin, err := sqlx.Open("postgres", cluster.DSN("postgres"))
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(ctx, `CREATE DATABASE fanout`); err != nil {
+		return err
+	}
+	dsn := cluster.DSN("fanout")
+	if err := db.Migrate(ctx, dsn); err != nil {
+		return err
+	}
+	// The server runs in local mode (loopback, no authentication), where everything
+	// belongs to parley.LocalOwner; the writer acts for the same owner.
+	ctx = parley.WithOwner(ctx, parley.LocalOwner)
+	writer, err := db.Open(ctx, dsn, db.Config{})
+	if err != nil {
+		return err
+	}
+	defer writer.Close()
+
+	if cfg.debugAddr == "" {
+		if cfg.debugAddr, err = freeAddr(); err != nil {
+			return err
+		}
+	}
+	srv, err := startServer(ctx, cfg.parley, dsn, filepath.Join(dir, "server.log"), cfg.debugAddr)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+
+	b := &bench{cfg: cfg, url: srv.url, writer: writer}
+	fmt.Fprintf(out, "## Realtime fan-out\n\n")
+	fmt.Fprintf(out, "%s, %d CPUs, Go %s; one `parley serve`, subscribers and writer in the benchmark process, all on loopback; load average at the start %s.\n\n",
+		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), runtime.Version(), loadAverage())
+	defer func() {
+		fmt.Fprintf(out, "\nLoad average at the end: %s (other processes compete for the same CPUs).\n", loadAverage())
+	}()
+
+	// Memory first, on a fresh server: the largest level's subscriptions, idle.
+	maxSubs := slices.Max(cfg.levels)
+	conv, err := writer.CreateConversation(ctx, "fanout")
+	if err != nil {
+		return err
+	}
+	warm, err := b.subscribe(ctx, conv.ID, 1)
+	if err != nil {
+		return err
+	}
+	if err := b.deliverOne(ctx, conv.ID, warm); err != nil {
+		return err
+	}
+	// Live memory first: its collections return garbage, which the resident set then
+	// sheds as the runtime gives pages back (it does so over seconds).
+	liveBefore, err := liveMemory(ctx, cfg.debugAddr)
+	if err != nil {
+		return err
+	}
+	before, err := srv.settledRSS(ctx)
+	if err != nil {
+		return err
+	}
+	subs, err := b.subscribe(ctx, conv.ID, maxSubs)
+	if err != nil {
+		return err
+	}
+	// One message reaches them all: then every subscription is live, and idle again.
+	if err := b.deliverOne(ctx, conv.ID, append(subs, warm...)); err != nil {
+		return err
+	}
+	liveAfter, err := liveMemory(ctx, cfg.debugAddr)
+	if err != nil {
+		return err
+	}
+	after, err := srv.settledRSS(ctx)
+	if err != nil {
+		return err
+	}
+	if cfg.hold > 0 {
+		fmt.Fprintf(os.Stderr, "fanout: holding %d idle subscriptions for %s\n", maxSubs+1, cfg.hold)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(cfg.hold):
+		}
+	}
+	closeAll(warm)
+
+	fmt.Fprintf(out, "### Commit-to-delivery latency\n\n")
+	fmt.Fprintf(out, "%d messages per row, one every %s; latency from the writer's commit returning to the client reading the frame.\n\n",
+		cfg.messages, cfg.interval)
+	fmt.Fprintf(out, "| Subscribers | Deliveries | p50 | p99 | max |\n|---:|---:|---:|---:|---:|\n")
+	levels := slices.Clone(cfg.levels)
+	slices.Sort(levels)
+	slices.Reverse(levels) // the largest first: its subscriptions are open already
+	rows := map[int]string{}
+	for _, n := range levels {
+		if len(subs) != n {
+			closeAll(subs)
+			if conv, err = writer.CreateConversation(ctx, "fanout"); err != nil {
+				return err
+			}
+			if subs, err = b.subscribe(ctx, conv.ID, n); err != nil {
+				return err
+			}
+			if err := b.deliverOne(ctx, conv.ID, subs); err != nil {
+				return err
+			}
+		}
+		lat, err := b.latency(ctx, conv.ID, subs)
+		if err != nil {
+			return fmt.Errorf("%d subscribers: %w", n, err)
+		}
+		rows[n] = fmt.Sprintf("| %d | %d | %s | %s | %s |\n", n, len(lat), ms(pct(lat, 50)), ms(pct(lat, 99)), ms(pct(lat, 100)))
+		fmt.Fprintf(os.Stderr, "fanout: %d subscribers done\n", n)
+	}
+	for _, n := range cfg.levels {
+		fmt.Fprint(out, rows[n])
+	}
+	closeAll(subs)
+
+	fmt.Fprintf(out, "\n### Sustained writes\n\n")
+	conv, err = writer.CreateConversation(ctx, "sustained")
+	if err != nil {
+		return err
+	}
+	if subs, err = b.subscribe(ctx, conv.ID, cfg.sustainSubs); err != nil {
+		return err
+	}
+	if err := b.deliverOne(ctx, conv.ID, subs); err != nil {
+		return err
+	}
+	s, err := b.sustained(ctx, conv.ID, subs)
+	if err != nil {
+		return err
+	}
+	closeAll(subs)
+	fmt.Fprintf(out, "%d writers as fast as they can for %s, %d subscribers: %.0f messages/s committed, %.0f deliveries/s; "+
+		"latency p50 %s, p99 %s; the last delivery %s after the last commit.\n",
+		cfg.writers, cfg.sustain, cfg.sustainSubs, s.writesPerSec, s.deliveriesPerSec, ms(s.p50), ms(s.p99), ms(s.drain))
+
+	fmt.Fprintf(out, "\n### Memory per idle subscription\n\n")
+	fmt.Fprintf(out, "%d idle websocket subscriptions, one connection each:\n\n", maxSubs)
+	fmt.Fprintf(out, "| Measure | Before | After | Per subscription |\n|---|---:|---:|---:|\n")
+	fmt.Fprintf(out, "| Live memory (heap in use + goroutine stacks, after a GC) | %.1f MiB | %.1f MiB | %.1f KiB |\n",
+		mib(liveBefore), mib(liveAfter), float64(liveAfter-liveBefore)/float64(maxSubs)/1024)
+	fmt.Fprintf(out, "| Resident set (VmRSS, settled after those collections) | %.1f MiB | %.1f MiB | %.1f KiB |\n",
+		mib(before), mib(after), float64(after-before)/float64(maxSubs)/1024)
+	return nil
+}
+
+// server is the parley serve process under test.
+type server struct {
+	cmd    *exec.Cmd
+	url    string
+	exited chan struct{}
+}
+
+var servingLine = regexp.MustCompile(`serving GraphQL at (http://[^ ]+)/graphql`)
+
+func startServer(ctx context.Context, bin, dsn, logPath, debugAddr string) (*server, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	args := []string{"--log-level", "warn", "serve", "--database-url", dsn, "--addr", "127.0.0.1:0"}
+	if debugAddr != "" {
+		args = append(args, "--debug-addr", debugAddr)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = logFile
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	s := &server{cmd: cmd, exited: make(chan struct{})}
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
+				urls <- m[1]
+			}
+		}
+	}()
+	go func() {
+		cmd.Wait()
+		close(s.exited)
+	}()
+	select {
+	case s.url = <-urls:
+		return s, nil
+	case <-s.exited:
+		return nil, fmt.Errorf("%s exited before serving; see %s", bin, logPath)
+	case <-time.After(time.Minute):
+		s.stop()
+		return nil, fmt.Errorf("%s did not serve within a minute; see %s", bin, logPath)
+	case <-ctx.Done():
+		s.stop()
+		return nil, ctx.Err()
+	}
+}
+
+func (s *server) stop() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(20 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// rss returns the server's resident set size in bytes.
+func (s *server) rss() (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc status")
+}
+
+// settledRSS waits until the resident set stops moving (two samples a second apart
+// within 1%), then returns it.
+func (s *server) settledRSS(ctx context.Context) (int64, error) {
+	prev, err := s.rss()
+	if err != nil {
+		return 0, err
+	}
+	for range 30 {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(time.Second):
+		}
+		cur, err := s.rss()
+		if err != nil {
+			return 0, err
+		}
+		if d := cur - prev; d*100 <= prev && -d*100 <= prev {
+			return cur, nil
+		}
+		prev = cur
+	}
+	return prev, nil
+}
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// loadAverage is the machine's 1-minute load average, or "unknown".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
+}
+
+// freeAddr returns a loopback address with a port free a moment ago.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// liveMemory forces garbage collections in the server (its /debug/pprof/heap?gc=1)
+// until goroutine stacks have shrunk to what they use, then returns the heap in use
+// plus the stacks (runtime.MemStats HeapAlloc + StackInuse, from /debug/vars).
+func liveMemory(ctx context.Context, debugAddr string) (int64, error) {
+	get := func(path string) ([]byte, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+debugAddr+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		return io.ReadAll(resp.Body)
+	}
+	// Each collection at most halves a stack that uses under a quarter of it.
+	for range 4 {
+		if _, err := get("/debug/pprof/heap?gc=1"); err != nil {
+			return 0, fmt.Errorf("force a GC in the server: %w", err)
+		}
+	}
+	b, err := get("/debug/vars")
+	if err != nil {
+		return 0, err
+	}
+	var vars struct {
+		Memstats struct{ HeapAlloc, StackInuse int64 }
+	}
+	if err := json.Unmarshal(b, &vars); err != nil {
+		return 0, fmt.Errorf("read the server's /debug/vars: %w", err)
+	}
+	return vars.Memstats.HeapAlloc + vars.Memstats.StackInuse, nil
+}
+
+// bench holds what the measurements share.
+type bench struct {
+	cfg    config
+	url    string
+	writer *db.DB
+}
+
+// receipt is one delivery: which position, read when.
+type receipt struct {
+	position int
+	at       time.Time
+}
+
+// client is one websocket with one messageAdded subscription.
+type client struct {
+	conn *websocket.Conn
+	mu   sync.Mutex
+	got  []receipt
+	last atomic.Int64 // the highest position received
+	done chan struct{}
+}
+
+func (c *client) take() []receipt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.got
+	c.got = nil
+	return out
+}
+
+func closeAll(cs []*client) {
+	for _, c := range cs {
+		c.conn.Close(websocket.StatusNormalClosure, "")
+	}
+	for _, c := range cs {
+		<-c.done
+	}
+}
+
+// subscribe opens n websockets, each subscribed to the conversation's messages after
+// its current last one. Subscribing from a cursor rather than "from now on" makes the
+// subscription gap-free from the start, however long the server takes to set it up.
+func (b *bench) subscribe(ctx context.Context, convID string, n int) ([]*client, error) {
+	wsURL := "ws" + strings.TrimPrefix(b.url, "http") + "/graphql"
+	conv, err := b.writer.FindConversationByID(ctx, convID)
+	if err != nil {
+		return nil, err
+	}
+	sub, _ := json.Marshal(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
+		"query": `subscription($c: ID!, $a: String) { messageAdded(conversationId: $c, after: $a) {
+			cursor node { ... on MessageBase { position } } } }`,
+		"variables": map[string]any{"c": convID, "a": parley.MessageCursor(conv.LastPosition)},
+	}})
+	out := make([]*client, 0, n)
+	for range n {
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		conn, _, err := websocket.Dial(dctx, wsURL, &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+		if err != nil {
+			cancel()
+			closeAll(out)
+			return nil, fmt.Errorf("dial: %w", err)
+		}
+		err = conn.Write(dctx, websocket.MessageText, []byte(`{"type":"connection_init"}`))
+		if err == nil {
+			_, _, err = conn.Read(dctx) // connection_ack
+		}
+		if err == nil {
+			err = conn.Write(dctx, websocket.MessageText, sub)
+		}
+		cancel()
+		if err != nil {
+			conn.CloseNow()
+			closeAll(out)
+			return nil, fmt.Errorf("subscribe: %w", err)
+		}
+		c := &client{conn: conn, done: make(chan struct{})}
+		go c.read()
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func (c *client) read() {
+	defer close(c.done)
+	var m struct {
+		Type    string
+		Payload struct {
+			Data struct {
+				MessageAdded struct{ Node struct{ Position int } }
+			}
+		}
+	}
+	for {
+		_, data, err := c.conn.Read(context.Background())
+		at := time.Now()
+		if err != nil {
+			return
+		}
+		m.Type = ""
+		if err := json.Unmarshal(data, &m); err != nil {
+			continue
+		}
+		switch m.Type {
+		case "next":
+			p := m.Payload.Data.MessageAdded.Node.Position
+			c.mu.Lock()
+			c.got = append(c.got, receipt{p, at})
+			c.mu.Unlock()
+			c.last.Store(int64(p))
+		case "ping":
+			c.conn.Write(context.Background(), websocket.MessageText, []byte(`{"type":"pong"}`))
+		}
+	}
+}
+
+// add writes one message and returns its position and when its commit returned.
+func (b *bench) add(ctx context.Context, convID string) (int, time.Time, error) {
+	m, err := b.writer.AddMessage(ctx, convID, &parley.TextMessage{
+		MessageMeta: parley.MessageMeta{Role: parley.RoleUser}, Body: parley.TextBody("fan-out"),
+	})
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	return m.Meta().Position, time.Now(), nil
+}
+
+// waitAll waits until every client has received position p.
+func waitAll(ctx context.Context, cs []*client, p int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for _, c := range cs {
+		for c.last.Load() < int64(p) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("position %d not delivered to every subscriber within %s", p, timeout)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-c.done:
+				return errors.New("a subscriber's connection ended")
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// deliverOne writes a message and waits until every client has it: then all their
+// subscriptions are live.
+func (b *bench) deliverOne(ctx context.Context, convID string, cs []*client) error {
+	p, _, err := b.add(ctx, convID)
+	if err != nil {
+		return err
+	}
+	if err := waitAll(ctx, cs, p, time.Minute); err != nil {
+		return err
+	}
+	for _, c := range cs {
+		c.take()
+	}
+	return nil
+}
+
+// latency writes cfg.messages messages, one every cfg.interval, and returns every
+// delivery's commit-to-read time.
+func (b *bench) latency(ctx context.Context, convID string, cs []*client) ([]time.Duration, error) {
+	committed := map[int]time.Time{}
+	last := 0
+	for range b.cfg.messages {
+		p, at, err := b.add(ctx, convID)
+		if err != nil {
+			return nil, err
+		}
+		committed[p], last = at, p
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(b.cfg.interval):
+		}
+	}
+	if err := waitAll(ctx, cs, last, time.Minute); err != nil {
+		return nil, err
+	}
+	var out []time.Duration
+	for _, c := range cs {
+		rs := c.take()
+		if len(rs) != b.cfg.messages {
+			return nil, fmt.Errorf("a subscriber got %d messages, want %d", len(rs), b.cfg.messages)
+		}
+		for _, r := range rs {
+			out = append(out, max(0, r.at.Sub(committed[r.position])))
+		}
+	}
+	return out, nil
+}
+
+type sustainedResult struct {
+	writesPerSec, deliveriesPerSec float64
+	p50, p99, drain                time.Duration
+}
+
+// sustained has cfg.writers writers add messages as fast as they can for cfg.sustain.
+func (b *bench) sustained(ctx context.Context, convID string, cs []*client) (sustainedResult, error) {
+	var mu sync.Mutex
+	committed := map[int]time.Time{}
+	var lastCommit time.Time
+	var wg sync.WaitGroup
+	errs := make(chan error, b.cfg.writers)
+	start := time.Now()
+	stop := start.Add(b.cfg.sustain)
+	for range b.cfg.writers {
+		wg.Go(func() {
+			for time.Now().Before(stop) {
+				p, at, err := b.add(ctx, convID)
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				committed[p] = at
+				if at.After(lastCommit) {
+					lastCommit = at
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return sustainedResult{}, err
+	}
+	last := 0
+	for p := range committed {
+		last = max(last, p)
+	}
+	if err := waitAll(ctx, cs, last, 5*time.Minute); err != nil {
+		return sustainedResult{}, err
+	}
+	var lat []time.Duration
+	var lastRead time.Time
+	deliveries := 0
+	for _, c := range cs {
+		rs := c.take()
+		if len(rs) != len(committed) {
+			return sustainedResult{}, fmt.Errorf("a subscriber got %d messages, want %d", len(rs), len(committed))
+		}
+		for _, r := range rs {
+			lat = append(lat, max(0, r.at.Sub(committed[r.position])))
+			if r.at.After(lastRead) {
+				lastRead = r.at
+			}
+			if r.at.Before(stop) {
+				deliveries++
+			}
+		}
+	}
+	window := b.cfg.sustain.Seconds()
+	return sustainedResult{
+		writesPerSec:     float64(len(committed)) / window,
+		deliveriesPerSec: float64(deliveries) / window,
+		p50:              pct(lat, 50),
+		p99:              pct(lat, 99),
+		drain:            lastRead.Sub(lastCommit),
+	}, nil
+}
+
+// pct returns the p-th percentile (nearest rank) of ds; 100 is the maximum.
+func pct(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(p/100*float64(len(s))+0.5) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+}
