@@ -127,7 +127,7 @@ func (db *DB) insertMessage(ctx context.Context, tx *sqlx.Tx, convKey string, m 
 	meta.Position = created.Position
 	meta.CreatedAt, meta.UpdatedAt = created.CreatedAt, created.UpdatedAt
 	// Subscribers on every replica hear of it at commit, and never if this rolls back.
-	if err := notifyAdded(ctx, tx, convKey, created.ID, created.Position); err != nil {
+	if err := db.notifyAdded(ctx, tx, convKey, created.ID, created.Position); err != nil {
 		return err
 	}
 	switch m := m.(type) {

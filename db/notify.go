@@ -29,19 +29,33 @@ type eventPayload struct {
 // listening replica, and never when tx rolls back. Every write that adds, changes or
 // removes messages calls it (through the helpers below), inside its transaction.
 func notify(ctx context.Context, tx *sqlx.Tx, p eventPayload) error {
+	return notifyWith(ctx, tx, nil, p)
+}
+
+// notifySQL queues a notification of the payload $2 on the channel $1.
+const notifySQL = `SELECT pg_notify($1, $2)`
+
+// notifyWith is notify running stmt, notifySQL prepared on the pool, when it is not nil.
+func notifyWith(ctx context.Context, tx *sqlx.Tx, stmt *sqlx.Stmt, p eventPayload) error {
 	b, err := json.Marshal(p)
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, string(b)); err != nil {
+	if stmt != nil {
+		_, err = tx.StmtxContext(ctx, stmt).ExecContext(ctx, NotifyChannel, string(b))
+	} else {
+		_, err = tx.ExecContext(ctx, notifySQL, NotifyChannel, string(b))
+	}
+	if err != nil {
 		return fmt.Errorf("notify %s of %s: %w", p.Kind, parley.ConversationID(p.ConvKey), err)
 	}
 	return nil
 }
 
-// notifyAdded announces a message just inserted at position.
-func notifyAdded(ctx context.Context, tx *sqlx.Tx, convKey, msgKey string, position int) error {
-	return notify(ctx, tx, eventPayload{Kind: parley.MessageAdded, ConvKey: convKey, MsgKey: msgKey, Position: position})
+// notifyAdded announces a message just inserted at position. Every save does, so it runs
+// prepared (DB.prepare).
+func (db *DB) notifyAdded(ctx context.Context, tx *sqlx.Tx, convKey, msgKey string, position int) error {
+	return notifyWith(ctx, tx, db.stmt(notifySQL), eventPayload{Kind: parley.MessageAdded, ConvKey: convKey, MsgKey: msgKey, Position: position})
 }
 
 // notifyDeleted announces that a conversation is gone, so its subscribers end.
