@@ -74,6 +74,13 @@ func (db *DB) ImportMessages(ctx context.Context, target parley.ImportTarget, im
 		if err != nil {
 			return err
 		}
+		// The conversation's row is this transaction's (created or locked): the messages
+		// are numbered here and the conversation bumped once, at the end (see
+		// insertMessageAt).
+		var last int
+		if err := tx.GetContext(ctx, &last, `SELECT last_position FROM conversations WHERE id = $1`, convKey); err != nil {
+			return err
+		}
 		for _, im := range imp.Messages {
 			if stored.has(im.Message) {
 				report.AlreadyPresent++
@@ -91,10 +98,17 @@ func (db *DB) ImportMessages(ctx context.Context, target parley.ImportTarget, im
 				report.AlreadyPresent++
 				continue
 			}
-			if err := db.insertMessage(ctx, tx, convKey, im.Message); err != nil {
+			if err := db.insertMessageAt(ctx, tx, convKey, im.Message, last+1); err != nil {
 				return withOrigin(im.Origin, err)
 			}
+			last++
 			added = append(added, im.Message)
+		}
+		if len(added) > 0 {
+			if _, err := tx.ExecContext(ctx, `UPDATE conversations SET last_position = $2,
+				message_count = message_count + $3, updated_at = now() WHERE id = $1`, convKey, last, len(added)); err != nil {
+				return fmt.Errorf("bump conversation: %w", err)
+			}
 		}
 		var row conversationRow
 		if err := tx.GetContext(ctx, &row, `SELECT `+conversationColumns+` FROM conversations WHERE id = $1`, convKey); err != nil {

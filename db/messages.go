@@ -82,6 +82,15 @@ func (db *DB) AddMessage(ctx context.Context, conversationID string, m parley.Me
 // its meta fields. Taking the next position locks the conversation's row until the
 // transaction ends, so concurrent writers get consecutive positions in commit order.
 func (db *DB) insertMessage(ctx context.Context, tx *sqlx.Tx, convKey string, m parley.Message) error {
+	return db.insertMessageAt(ctx, tx, convKey, m, 0)
+}
+
+// insertMessageAt is insertMessage for a writer that holds the conversation's row lock
+// and numbers many messages itself, an import: with a position, the message goes there
+// and the conversation is not bumped, for the writer to bump once at the end. Bumping it
+// for each of thousands of messages in one transaction is quadratic: every update adds
+// a version of the conversation's row that each later one steps over.
+func (db *DB) insertMessageAt(ctx context.Context, tx *sqlx.Tx, convKey string, m parley.Message, position int) error {
 	owner, err := ownerOf(ctx)
 	if err != nil {
 		return err
@@ -90,8 +99,10 @@ func (db *DB) insertMessage(ctx context.Context, tx *sqlx.Tx, convKey string, m 
 	convID := parley.ConversationID(convKey)
 	if res, ok := m.(*parley.ToolResultMessage); ok {
 		// Fill in the tool's name before encoding, once the call is known to exist.
-		if err := lockConversation(ctx, tx, convKey); err != nil {
-			return err
+		if position == 0 {
+			if err := lockConversation(ctx, tx, convKey); err != nil {
+				return err
+			}
 		}
 		name, err := toolCallForResult(ctx, tx, convKey, res.ToolCallID)
 		if err != nil {
@@ -110,12 +121,15 @@ func (db *DB) insertMessage(ctx context.Context, tx *sqlx.Tx, convKey string, m 
 		return err
 	}
 	var created createdRow
-	args := []any{convKey, row.SchemaVersion, row.Kind, row.Role, row.Content,
+	query, args := insertMessageSQL, []any{convKey, row.SchemaVersion, row.Kind, row.Role, row.Content,
 		nullJSON(row.ToolCalls), nullJSON(row.ToolResults), row.Payload, row.SourceID, nullTime(meta.CreatedAt), owner}
-	if s := db.stmt(insertMessageSQL); s != nil {
+	if position > 0 {
+		query, args[len(args)-1] = insertMessageAtSQL, position
+	}
+	if s := db.stmt(query); s != nil {
 		err = tx.StmtxContext(ctx, s).GetContext(ctx, &created, args...)
 	} else {
-		err = tx.GetContext(ctx, &created, insertMessageSQL, args...)
+		err = tx.GetContext(ctx, &created, query, args...)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return conversationNotFound(convID)
@@ -154,6 +168,13 @@ const insertMessageSQL = `
 		tool_calls, tool_results, payload, source_id, created_at)
 	SELECT conv.id, conv.last_position, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now())
 	FROM conv
+	RETURNING id, position, created_at, updated_at`
+
+// insertMessageAtSQL inserts the row at the position $11 (insertMessageAt).
+const insertMessageAtSQL = `
+	INSERT INTO messages (conversation_id, position, schema_version, kind, role, content,
+		tool_calls, tool_results, payload, source_id, created_at)
+	VALUES ($1, $11, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now()))
 	RETURNING id, position, created_at, updated_at`
 
 type createdRow struct {
