@@ -52,7 +52,7 @@ func TestMeasureCountsEveryClient(t *testing.T) {
 		n.Add(1)
 		time.Sleep(time.Millisecond)
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestMeasureStopsAtTheFirstFailure(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 		return nil
-	})
+	}, nil)
 	if !errors.Is(err, boom) {
 		t.Errorf("got %v, want boom", err)
 	}

@@ -24,21 +24,34 @@ type sample struct {
 	Elapsed    time.Duration
 	P50, P99   time.Duration
 	Throughput float64 // requests per second
+	// CPU is what each part used while the requests were recorded (see cpuTimes).
+	CPU cpuTimes
 }
 
 // measure runs clients concurrent loops of do for warmup (not recorded), then for d,
 // and returns the latency percentiles and throughput of the recorded part. The first
 // failing request ends the measurement with its error: a benchmark that counts failures
 // as fast answers measures nothing.
-func measure(ctx context.Context, clients int, warmup, d time.Duration, do op) (sample, error) {
+//
+// cpu, when not nil, reads the CPU times of the parts of the system, before and after
+// the recorded stretch.
+func measure(ctx context.Context, clients int, warmup, d time.Duration, do op, cpu func() cpuTimes) (sample, error) {
 	if warmup > 0 {
 		if _, _, err := runFor(ctx, clients, warmup, do); err != nil {
 			return sample{}, fmt.Errorf("warming up: %w", err)
 		}
 	}
+	var cpu0 cpuTimes
+	if cpu != nil {
+		cpu0 = cpu()
+	}
 	lat, elapsed, err := runFor(ctx, clients, d, do)
 	if err != nil {
 		return sample{}, err
+	}
+	var used cpuTimes
+	if cpu != nil {
+		used = cpu().sub(cpu0)
 	}
 	if len(lat) == 0 {
 		return sample{}, errors.New("no request completed")
@@ -51,6 +64,7 @@ func measure(ctx context.Context, clients int, warmup, d time.Duration, do op) (
 		P50:        percentile(lat, 50),
 		P99:        percentile(lat, 99),
 		Throughput: float64(len(lat)) / elapsed.Seconds(),
+		CPU:        used,
 	}, nil
 }
 

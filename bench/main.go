@@ -65,6 +65,10 @@ type config struct {
 	profileFor   time.Duration
 	pgWorkers    int
 	only         string
+	fanout       string
+	fanoutArgs   string
+	importMsgs   int
+	importRuns   int
 	commandLine  string
 }
 
@@ -88,6 +92,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&cfg.duration, "duration", 3*time.Second, "recorded time of each measurement")
 	fs.DurationVar(&cfg.profileFor, "profile-for", 8*time.Second, "how long to profile Parley under load (0: no profiles)")
 	fs.IntVar(&cfg.pgWorkers, "postgraphile-workers", 1, "PostGraphile processes (its --cluster-workers; 1: one process)")
+	fs.StringVar(&cfg.fanout, "fanout", "", "the realtime fan-out benchmark's binary (bench/fanout), run after the rest and its report included; empty: not run")
+	fs.StringVar(&cfg.fanoutArgs, "fanout-args", "-messages 100", "arguments for the fan-out benchmark, besides -parley")
+	fs.IntVar(&cfg.importMsgs, "import-messages", 100000, "messages of the generated Claude Code session imported with parley import")
+	fs.IntVar(&cfg.importRuns, "import-runs", 2, "imports of it to time (0: none)")
 	fs.StringVar(&cfg.only, "only", "", "measure only these workloads (comma-separated: save, history, save-mixed), for a quick look")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -126,13 +134,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		Clients:   cfg.clients,
 		Warmup:    cfg.warmup.String(),
 		Duration:  cfg.duration.String(),
-		Commands:  e.commands,
 		Samples:   map[string][]sample{},
 		Profiles:  map[string]string{},
 		Postgres:  "localpg, fsync=off synchronous_commit=off full_page_writes=off (durability off: the figures measure software, not the disk)",
 		PGWorkers: cfg.pgWorkers,
 	}
-	res.Commands = append([]string{"make bench    # scripts/bench.sh: npm ci in bench/ if needed, go build, then:", cfg.commandLine}, res.Commands...)
 
 	plan := e.plan(cfg)
 	if cfg.only != "" {
@@ -151,7 +157,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 				if err := e.checkAlive(); err != nil {
 					return err
 				}
-				s, err := measure(ctx, m.clients, cfg.warmup, cfg.duration, m.op)
+				s, err := measure(ctx, m.clients, cfg.warmup, cfg.duration, m.op, e.cpuOf(m.key))
 				if err != nil {
 					return fmt.Errorf("%s: %w", m.key, err)
 				}
@@ -175,6 +181,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 		}
 	}
+	if cfg.importRuns > 0 && cfg.only == "" {
+		figs, err := e.measureImport(ctx, cfg, cfg.importMsgs, cfg.importRuns, logf)
+		if err != nil {
+			return err
+		}
+		res.Extra = append(res.Extra, figs...)
+	}
+	if cfg.fanout != "" && cfg.only == "" {
+		md, cmdline, err := runFanout(ctx, cfg, logf)
+		if err != nil {
+			return err
+		}
+		res.Fanout = md
+		e.commands = append(e.commands, cmdline)
+	}
+	res.Commands = append([]string{"make bench    # scripts/bench.sh: npm ci in bench/ if needed, go build, then:", cfg.commandLine}, e.commands...)
 	res.Elapsed = time.Since(began).Round(time.Second).String()
 
 	var before *results
@@ -261,6 +283,24 @@ func (e *env) op(workload, target string) op {
 		return postgraphileHistory(e.pgClient, e.historyKey)
 	}
 	panic("no op for " + workload + "/" + target)
+}
+
+// cpuOf returns a reader of the CPU times of the parts measurement key involves: its
+// server (none for raw SQL, whose work is the load generator's own), Postgres, and the
+// load generator.
+func (e *env) cpuOf(key string) func() cpuTimes {
+	server := 0
+	switch strings.Split(key, "/")[2] {
+	case "parley":
+		server = e.parley.cmd.Process.Pid
+	case "postgraphile":
+		server = e.pg.cmd.Process.Pid
+	}
+	postmaster := postmasterPID(filepath.Join(e.cluster.DataDir(), "pgdata"))
+	return func() cpuTimes {
+		procs := readProcs()
+		return cpuTimes{Server: treeCPU(procs, server), Postgres: treeCPU(procs, postmaster), Client: selfCPU()}
+	}
 }
 
 // env is everything the benchmark started.
@@ -609,7 +649,7 @@ func (e *env) profile(ctx context.Context, cfg *config, m measurement, res *resu
 	go func() {
 		errc <- fetch(ctx, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", e.debugURL, int(cfg.profileFor.Seconds())), path)
 	}()
-	if _, err := measure(ctx, m.clients, 0, cfg.profileFor+time.Second, m.op); err != nil {
+	if _, err := measure(ctx, m.clients, 0, cfg.profileFor+time.Second, m.op, nil); err != nil {
 		return err
 	}
 	if err := <-errc; err != nil {

@@ -187,6 +187,7 @@ func (rep *report) markdown(chartFile string) string {
 			}
 		}
 		w("\n")
+		rep.cpuTable(&b, wl.key)
 	}
 	if f, ok := rep.fig("save-mixed", 1, "parley"); ok {
 		w("Parley saving the seven variants in turn (text, tool call, its result, file reference, MCP resource, mode change, image; 1 client): p50 %s, p99 %s, %.0f req/s.\n\n",
@@ -219,13 +220,18 @@ func (rep *report) markdown(chartFile string) string {
 
 	w("## Fan-out and import\n\n")
 	if len(r.Extra) == 0 {
-		w("**TODO**: not measured. The realtime fan-out benchmark and `parley import` of a 100,000-message Claude Code session were not available to this benchmark when it ran; their figures belong here once they are.\n\n")
+		w("**TODO**: import not measured in this run (`-import-runs 0` or `-only`).\n\n")
 	} else {
 		w("| | figure | |\n|---|---|---|\n")
 		for _, x := range r.Extra {
 			w("| %s: %s | %s | %s |\n", x.Section, x.Name, x.Value, x.Note)
 		}
 		w("\n")
+	}
+	if r.Fanout == "" {
+		w("**TODO**: the realtime fan-out benchmark (`bench/fanout`, `make bench-realtime`) did not run: scripts/bench.sh runs it when it is in the tree.\n\n")
+	} else {
+		w("The realtime fan-out benchmark's own report (`bench/fanout`, as `make bench-realtime` runs it, with fewer messages per row; it starts its own Postgres and Parley, after the measurements above):\n\n%s\n\n", r.Fanout)
 	}
 
 	w("## How it was measured\n\n")
@@ -238,6 +244,32 @@ func (rep *report) markdown(chartFile string) string {
 	w("The raw SQL save (also the body of `bench.add_message`):\n\n```sql\n%s\n```\n", strings.TrimSpace(dedent(rawSaveSQL)))
 	return b.String()
 }
+
+// cpuTable shows where a request's CPU went at N clients: the server, PostgreSQL and the
+// load generator, read from /proc over each run's recorded stretch.
+func (rep *report) cpuTable(b *strings.Builder, workload string) {
+	r := rep.r
+	var rows []string
+	for _, t := range append(slices.Clone(targets), "raw+notify") {
+		c, ok := r.cpuPerRequest(keyOf(workload, r.Clients, t))
+		if !ok {
+			continue
+		}
+		server := "—"
+		if t == "parley" || t == "postgraphile" {
+			server = us(c.Server)
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s |", targetNames[t], server, us(c.Postgres), us(c.Client), us(c.Server+c.Postgres+c.Client)))
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "CPU per request at %d clients, by process (from /proc; the raw SQL reference runs in the load generator):\n\n", r.Clients)
+	b.WriteString("| target | server | PostgreSQL | load generator | total |\n|---|---|---|---|---|\n")
+	b.WriteString(strings.Join(rows, "\n") + "\n\n")
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
 
 func (rep *report) beforeAfter(b *strings.Builder) {
 	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }

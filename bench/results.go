@@ -28,6 +28,8 @@ type results struct {
 	Profiles      map[string]string   `json:"profiles,omitempty"`
 	ProfileFiles  []string            `json:"profileFiles,omitempty"`
 	Extra         []extraFigure       `json:"extra,omitempty"`
+	// Fanout is the realtime fan-out benchmark's own Markdown report.
+	Fanout string `json:"fanout,omitempty"`
 }
 
 // extraFigure is a figure from a benchmark outside this program (fan-out, import).
@@ -72,6 +74,23 @@ func median[T time.Duration | float64](xs []T) T {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// cpuPerRequest is the median over runs of the CPU each part used per request of key.
+func (r *results) cpuPerRequest(key string) (cpuTimes, bool) {
+	ss := r.Samples[key]
+	var server, pg, client []time.Duration
+	for _, s := range ss {
+		if s.Requests == 0 || s.CPU == (cpuTimes{}) {
+			continue
+		}
+		n := time.Duration(s.Requests)
+		server, pg, client = append(server, s.CPU.Server/n), append(pg, s.CPU.Postgres/n), append(client, s.CPU.Client/n)
+	}
+	if len(server) == 0 {
+		return cpuTimes{}, false
+	}
+	return cpuTimes{Server: median(server), Postgres: median(pg), Client: median(client)}, true
 }
 
 // pairedRatio is the median over runs of value(a)/value(b), each run's pair measured

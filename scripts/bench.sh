@@ -2,9 +2,11 @@
 # bench.sh is `make bench`: it installs the benchmark's Node packages when they are
 # missing (PostGraphile, from bench/package-lock.json), builds bin/parley and the
 # benchmark program (bench/), and runs it. The benchmark starts its own PostgreSQL,
-# Parley and PostGraphile on loopback and writes bench/report.md, bench/report.svg and
-# bench/results.json. Arguments are passed to the benchmark (make bench BENCH_ARGS=...),
-# e.g. -runs 3 -duration 2s for a quicker look; -h lists them.
+# Parley and PostGraphile on loopback, times `parley import` of a generated 100,000-message
+# Claude Code session, runs the realtime fan-out benchmark (bench/fanout) when it is in
+# the tree, and writes bench/report.md, bench/report.svg and bench/results.json.
+# Arguments are passed to the benchmark (make bench BENCH_ARGS=...), e.g. -runs 3
+# -duration 2s for a quicker look; bin/parley-bench -h lists them.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,4 +33,9 @@ fi
 mkdir -p bin
 go build -o bin/parley ./cmd/parley
 go build -o bin/parley-bench ./bench
-exec bin/parley-bench -parley bin/parley "$@"
+fanout=()
+if [[ -d bench/fanout ]]; then # the realtime fan-out benchmark (make bench-realtime)
+	go build -o bin/parley-fanout ./bench/fanout
+	fanout=(-fanout bin/parley-fanout)
+fi
+exec bin/parley-bench -parley bin/parley "${fanout[@]}" "$@"

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// cpuTimes is the CPU time used so far by each part of the benchmark: the server being
+// measured (Parley or PostGraphile, with its child processes), PostgreSQL (the
+// postmaster and its backends) and the load generator itself (which also runs the raw
+// SQL reference). Differences over a measurement say where a request's CPU goes.
+type cpuTimes struct {
+	Server, Postgres, Client time.Duration
+}
+
+func (a cpuTimes) sub(b cpuTimes) cpuTimes {
+	return cpuTimes{Server: a.Server - b.Server, Postgres: a.Postgres - b.Postgres, Client: a.Client - b.Client}
+}
+
+// clockTick is the unit of /proc/<pid>/stat's times (USER_HZ, 100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+// procStat is what cpuTimes needs of /proc/<pid>/stat.
+type procStat struct {
+	pid, ppid int
+	comm      string
+	cpu       time.Duration // utime + stime
+}
+
+// readProcs reads the stat of every process.
+func readProcs() []procStat {
+	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
+	out := make([]procStat, 0, len(paths))
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // exited
+		}
+		// pid (comm) state ppid ... utime(14) stime(15): comm may hold spaces.
+		s := string(b)
+		open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || close < open {
+			continue
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(s[:open]))
+		f := strings.Fields(s[close+1:])
+		if len(f) < 13 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		out = append(out, procStat{pid: pid, ppid: ppid, comm: s[open+1 : close], cpu: time.Duration(ut+st) * clockTick})
+	}
+	return out
+}
+
+// treeCPU sums the CPU of root and its descendants.
+func treeCPU(procs []procStat, root int) time.Duration {
+	if root == 0 {
+		return 0
+	}
+	children := map[int][]int{}
+	cpu := map[int]time.Duration{}
+	for _, p := range procs {
+		children[p.ppid] = append(children[p.ppid], p.pid)
+		cpu[p.pid] = p.cpu
+	}
+	var sum time.Duration
+	stack := []int{root}
+	for len(stack) > 0 {
+		pid := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		sum += cpu[pid]
+		stack = append(stack, children[pid]...)
+	}
+	return sum
+}
+
+// selfCPU is the load generator's own CPU time.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// postmasterPID reads the postmaster's pid from its data directory.
+func postmasterPID(pgdata string) int {
+	b, err := os.ReadFile(filepath.Join(pgdata, "postmaster.pid"))
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	pid, _ := strconv.Atoi(strings.TrimSpace(line))
+	return pid
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// writeClaudeCodeSession writes a Claude Code session file (one JSON record per line, as
+// ~/.claude/projects/<project>/<session>.jsonl holds them) whose import makes n messages:
+// turns of a user's prompt, an assistant reply with text and a tool call, the tool's
+// result, and the assistant's answer, as Claude Code writes them (streamed replies, tool
+// results carried by user records), with a summary line first.
+func writeClaudeCodeSession(path string, n int) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	const session = "7d0c5a9e-0000-4000-8000-00000000b001"
+	start := time.Date(2026, 2, 10, 10, 0, 0, 0, time.UTC)
+	parent := any(nil)
+	seq := 0
+	record := func(typ string, extra map[string]any) error {
+		seq++
+		uuid := fmt.Sprintf("b0000000-0000-4000-8000-%012d", seq)
+		r := map[string]any{
+			"parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": "/home/dev/app",
+			"sessionId": session, "version": "2.1.38", "gitBranch": "main", "type": typ, "uuid": uuid,
+			"timestamp": start.Add(time.Duration(seq) * 100 * time.Millisecond).Format("2006-01-02T15:04:05.000Z"),
+		}
+		for k, v := range extra {
+			r[k] = v
+		}
+		parent = uuid
+		return enc.Encode(r)
+	}
+	usage := map[string]any{"input_tokens": 3, "output_tokens": 40}
+	assistant := func(id string, content []any) map[string]any {
+		return map[string]any{"requestId": "req_" + id, "message": map[string]any{"model": "claude-opus-4-6", "id": "msg_" + id,
+			"type": "message", "role": "assistant", "content": content, "stop_reason": nil, "stop_sequence": nil, "usage": usage}}
+	}
+	if err := enc.Encode(map[string]any{"type": "summary", "summary": "A long refactoring session", "leafUuid": "b0000000-0000-4000-8000-000000000001"}); err != nil {
+		return err
+	}
+	for turn := 0; seq < n; turn++ {
+		call := fmt.Sprintf("toolu_%06d", turn)
+		steps := []func() error{
+			func() error {
+				return record("user", map[string]any{"message": map[string]any{"role": "user",
+					"content": fmt.Sprintf("Step %d: look at **internal/store/file_%d.go** and tell me why <Save> fails.", turn, turn%50)}})
+			},
+			func() error {
+				return record("assistant", assistant(fmt.Sprintf("%06da", turn), []any{
+					map[string]any{"type": "text", "text": "Let me read the file first."},
+					map[string]any{"type": "tool_use", "id": call, "name": "Read",
+						"input": map[string]any{"file_path": fmt.Sprintf("/home/dev/app/internal/store/file_%d.go", turn%50)}}}))
+			},
+			func() error {
+				return record("user", map[string]any{"message": map[string]any{"role": "user", "content": []any{
+					map[string]any{"tool_use_id": call, "type": "tool_result",
+						"content": strings.Repeat("     1→package store\n     2→func (s *Store) Save() error { return nil }\n", 4)}}},
+					"toolUseResult": map[string]any{"type": "text"}})
+			},
+			func() error {
+				return record("assistant", assistant(fmt.Sprintf("%06db", turn), []any{
+					map[string]any{"type": "text", "text": fmt.Sprintf("`Save` returns before the write is flushed (turn %d):\n\n- flush first\n- then close", turn)}}))
+			},
+		}
+		for _, step := range steps {
+			if seq >= n {
+				break
+			}
+			if err := step(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// measureImport generates a Claude Code session of n messages and times `parley import`
+// of it into a new conversation, runs times; it returns the figures for the report.
+func (e *env) measureImport(ctx context.Context, cfg *config, n, runs int, logf func(string, ...any)) ([]extraFigure, error) {
+	path := filepath.Join(e.work, "session.jsonl")
+	if err := writeClaudeCodeSession(path, n); err != nil {
+		return nil, fmt.Errorf("write the Claude Code session: %w", err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	// A database of its own, so that the serving Parley does not hear (by NOTIFY) of
+	// every message imported, which would take CPU from the import.
+	if err := createDatabase(ctx, e.cluster.DSN("postgres"), "parley_import"); err != nil {
+		return nil, err
+	}
+	dsn := e.cluster.DSN("parley_import")
+	if out, err := exec.CommandContext(ctx, cfg.parleyBin, "migrate", "--database-url", dsn).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("parley migrate: %w: %s", err, out)
+	}
+	var secs []float64
+	for r := range runs {
+		argv := []string{cfg.parleyBin, "import", "--format", "CLAUDE_CODE_JSONL", "--database-url", dsn,
+			"--json", "--title", fmt.Sprintf("import %d", r+1), path}
+		if r == 0 {
+			e.commands = append(e.commands, redactDSN(strings.Join(argv, " "), dsn)+"   # a generated session of "+strconv.Itoa(n)+" messages")
+		}
+		logf("importing a %d-message Claude Code session (%.0f MiB), run %d of %d", n, float64(fi.Size())/(1<<20), r+1, runs)
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		t0 := time.Now()
+		out, err := cmd.Output()
+		elapsed := time.Since(t0)
+		if err != nil {
+			msg := ""
+			if ee, ok := err.(*exec.ExitError); ok {
+				msg = string(ee.Stderr)
+			}
+			return nil, fmt.Errorf("parley import: %w: %.2000s", err, msg)
+		}
+		got, err := importedMessages(out)
+		if err != nil {
+			return nil, err
+		}
+		if got != n {
+			return nil, fmt.Errorf("parley import made %d messages of the %d in the session: %.1000s", got, n, out)
+		}
+		secs = append(secs, elapsed.Seconds())
+		logf("  %.1f s, %.0f messages/s", elapsed.Seconds(), float64(n)/elapsed.Seconds())
+	}
+	med := median(secs)
+	return []extraFigure{
+		{Section: "Import", Name: fmt.Sprintf("`parley import` of a %d-message Claude Code session (%.0f MiB)", n, float64(fi.Size())/(1<<20)),
+			Value: fmt.Sprintf("%.1f s, %.0f messages/s", med, float64(n)/med),
+			Note:  fmt.Sprintf("median of %d runs, each into a new conversation, the process's whole run (start, read, one transaction)", runs)},
+	}, nil
+}
+
+// importedMessages reads how many messages an import added from its JSON report.
+func importedMessages(out []byte) (int, error) {
+	s := string(out)
+	if i := strings.IndexByte(s, '{'); i >= 0 {
+		s = s[i:]
+	}
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(s), &rep); err != nil {
+		return 0, fmt.Errorf("read the import report: %w: %.500s", err, out)
+	}
+	if v, ok := rep["Added"].(float64); ok {
+		return int(v), nil
+	}
+	return 0, fmt.Errorf("the import report says nothing of messages imported: %.500s", out)
+}
+
+// runFanout runs the realtime fan-out benchmark (bench/fanout, `make bench-realtime`),
+// which starts its own Postgres and Parley, and returns its Markdown report, headings
+// moved one level down, and its command line.
+func runFanout(ctx context.Context, cfg *config, logf func(string, ...any)) (md, cmdline string, err error) {
+	argv := append([]string{cfg.fanout, "-parley", cfg.parleyBin}, strings.Fields(cfg.fanoutArgs)...)
+	logf("running the realtime fan-out benchmark: %s", strings.Join(argv, " "))
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", "", fmt.Errorf("fan-out benchmark: %w: %s", err, tail(stderr.String(), 2000))
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.HasPrefix(l, "#") {
+			l = "#" + l
+		}
+		lines = append(lines, l)
+	}
+	rel := argv
+	rel[0], rel[2] = "bin/parley-fanout", "bin/parley"
+	return strings.Join(lines, "\n"), strings.Join(rel, " ") + "   # bench/fanout, as make bench-realtime runs it", nil
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
