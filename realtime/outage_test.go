@@ -17,6 +17,7 @@ import (
 	"github.com/parley-dev/parley/internal/pgtest"
 	"github.com/parley-dev/parley/internal/testserver"
 	"github.com/parley-dev/parley/metrics"
+	"github.com/parley-dev/parley/realtime"
 	"github.com/parley-dev/parley/server"
 )
 
@@ -145,12 +146,32 @@ func (w *outageWriters) count(since time.Time, ok bool) int {
 // subscriptions.
 type follower struct {
 	name string
-	open func(vars map[string]any) *sub
+	open func(vars map[string]any) followed
 	conv string
-	subs []*sub
+	subs []followed
 }
 
-func newFollower(t *testing.T, name, conv string, open func(vars map[string]any) *sub) *follower {
+// followed is one subscription of a follower, and what tells that it is over: an
+// error or complete, or for SSE also the stream cut without either.
+type followed struct {
+	*sub
+	cut <-chan struct{} // nil for websockets
+}
+
+func (s followed) over() bool {
+	_, errs, done := s.snapshot()
+	if len(errs) > 0 || done {
+		return true
+	}
+	select {
+	case <-s.cut:
+		return true
+	default:
+		return false
+	}
+}
+
+func newFollower(t *testing.T, name, conv string, open func(vars map[string]any) followed) *follower {
 	f := &follower{name: name, open: open, conv: conv}
 	f.subs = append(f.subs, open(map[string]any{"c": conv, "a": parley.MessageCursor(0)}))
 	return f
@@ -165,11 +186,10 @@ func (f *follower) events() []event {
 	return out
 }
 
-// resume subscribes again from the last cursor if the current subscription has ended,
+// resume subscribes again from the last cursor if the current subscription is over,
 // and says whether it did.
 func (f *follower) resume() bool {
-	_, errs, done := f.subs[len(f.subs)-1].snapshot()
-	if len(errs) == 0 && !done {
+	if !f.subs[len(f.subs)-1].over() {
 		return false
 	}
 	cursor := parley.MessageCursor(0)
@@ -218,7 +238,9 @@ func TestPostgresStoppedAndRestarted(t *testing.T) {
 	t.Parallel()
 	cluster, dsn := pgtest.OwnCluster(t)
 	m := metrics.New()
+	const retryFor = 300 * time.Millisecond
 	r := newReplica(t, dsn, replicaOptions{
+		feed:      realtime.Config{RetryFor: retryFor},
 		listener:  db.ListenerConfig{OnReconnect: m.ListenerReconnected},
 		configure: func(c *server.Config) { c.Metrics, c.ServeMetrics = m, true },
 	})
@@ -227,9 +249,12 @@ func TestPostgresStoppedAndRestarted(t *testing.T) {
 	wsConn := dial(t, r.URL, transportWS)
 	legacyConn := dial(t, r.URL, legacyWS)
 	followers := []*follower{
-		newFollower(t, transportWS, conv, func(v map[string]any) *sub { return wsConn.subscribe(t, addedQuery(true), v) }),
-		newFollower(t, legacyWS, conv, func(v map[string]any) *sub { return legacyConn.subscribe(t, addedQuery(true), v) }),
-		newFollower(t, "sse", conv, func(v map[string]any) *sub { return subscribeSSE(t, r.URL, addedQuery(true), v).sub }),
+		newFollower(t, transportWS, conv, func(v map[string]any) followed { return followed{sub: wsConn.subscribe(t, addedQuery(true), v)} }),
+		newFollower(t, legacyWS, conv, func(v map[string]any) followed { return followed{sub: legacyConn.subscribe(t, addedQuery(true), v)} }),
+		newFollower(t, "sse", conv, func(v map[string]any) followed {
+			s := subscribeSSE(t, r.URL, addedQuery(true), v)
+			return followed{sub: s.sub, cut: s.ended}
+		}),
 	}
 	received := func(n int) bool {
 		for _, f := range followers {
@@ -282,6 +307,27 @@ func TestPostgresStoppedAndRestarted(t *testing.T) {
 	if errs, _ := refused.waitEnd(t); errorCode(t, errs) != "SERVICE_UNAVAILABLE" {
 		t.Errorf("subscribing while down: got %s, want SERVICE_UNAVAILABLE", errs)
 	}
+	// A wake-up while down (as from a commit just before the stop): the subscribers'
+	// reads fail for retryFor, and their subscriptions end, telling them to subscribe
+	// again (a websocket error SERVICE_UNAVAILABLE; an SSE stream cut without complete).
+	r.Feed.Resync()
+	pollFor(t, "the subscriptions to end", wait, func() bool {
+		for _, f := range followers {
+			if !f.subs[len(f.subs)-1].over() {
+				return false
+			}
+		}
+		return true
+	})
+	for _, f := range followers[:2] {
+		s := f.subs[len(f.subs)-1]
+		if _, errs, done := s.snapshot(); done || errorCode(t, errs) != "SERVICE_UNAVAILABLE" {
+			t.Errorf("%s: the subscription ended with %s (complete %v), want SERVICE_UNAVAILABLE", f.name, errs, done)
+		}
+	}
+	if _, errs, done := followers[2].subs[len(followers[2].subs)-1].snapshot(); done || len(errs) > 0 {
+		t.Errorf("sse: the stream ended with %s (complete %v), want it cut", errs, done)
+	}
 
 	// Up again, same server.
 	restarting := time.Now()
@@ -303,11 +349,15 @@ func TestPostgresStoppedAndRestarted(t *testing.T) {
 	caughtUp := time.Since(up)
 	for _, f := range followers {
 		checkSequence(t, f.name, positions(f.events()), 1, last)
+		if len(f.subs) < 2 {
+			t.Errorf("%s: never subscribed again", f.name)
+		}
 		t.Logf("%s: %d messages over %d subscriptions", f.name, last, len(f.subs))
 	}
-	if n := sample(scrape(t, r.URL), "parley_listener_reconnects_total"); n != 1 {
-		t.Errorf("listener reconnections: got %v, want 1", n)
-	}
+	pollFor(t, "the listener to reconnect", wait, func() bool {
+		return sample(scrape(t, r.URL), "parley_listener_reconnects_total") == 1
+	})
+	relistened := time.Since(up)
 
 	// What the writers saw.
 	attempts := w.snapshot()
@@ -344,9 +394,9 @@ func TestPostgresStoppedAndRestarted(t *testing.T) {
 	t.Logf("%d writes, %d acknowledged, %d stored, %d failed: time to fail median %s, max %s",
 		len(attempts), len(acked), last, len(failures), failures[len(failures)/2].Round(time.Microsecond),
 		failures[len(failures)-1].Round(time.Microsecond))
-	t.Logf("/readyz 503 %s after the stop; after the restart /readyz 200 in %s, first write in %s, every subscriber caught up in %s",
+	t.Logf("/readyz 503 %s after the stop; after the restart /readyz 200 in %s, first write in %s, every subscriber caught up in %s, listening again in %s",
 		toNotReady.Round(time.Millisecond), toReady.Round(time.Millisecond), toWrite.Round(time.Millisecond),
-		caughtUp.Round(time.Millisecond))
+		caughtUp.Round(time.Millisecond), relistened.Round(time.Millisecond))
 
 	// A crash while nothing is going on (immediate shutdown, then crash recovery): the
 	// pool's connections are all dead, yet the first request afterwards succeeds, and
