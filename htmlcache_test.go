@@ -44,3 +44,44 @@ func TestHTMLCacheBoundedByBytes(t *testing.T) {
 		t.Errorf("an entry larger than an eighth of the cache was kept")
 	}
 }
+
+// pageTexts are the texts a page of the benchmark history renders (bench/workload.go's
+// mixed history: prompts, tool call notes, tool output, an MCP resource).
+func pageTexts() []string {
+	var texts []string
+	for i := range 100 {
+		switch i % 7 {
+		case 0:
+			t := fmt.Sprintf("Please look at **item %d** and tell me what <it> does.", i)
+			texts = append(texts, t, t) // parts { html } and html
+		case 1:
+			texts = append(texts, "Reading it.")
+		case 2:
+			texts = append(texts, strings.Repeat("package main\n", 20))
+		case 4:
+			texts = append(texts, "CREATE TABLE t (a int);")
+		}
+	}
+	return texts
+}
+
+// BenchmarkRenderPageCold renders a page's texts without the cache: what a read costs
+// the first time, or after the renderings were evicted.
+func BenchmarkRenderPageCold(b *testing.B) {
+	texts := pageTexts()
+	for b.Loop() {
+		for _, t := range texts {
+			renderHTML(t)
+		}
+	}
+}
+
+// BenchmarkRenderPageCached is the same once the renderings are cached.
+func BenchmarkRenderPageCached(b *testing.B) {
+	texts := pageTexts()
+	for b.Loop() {
+		for _, t := range texts {
+			RenderHTML(t)
+		}
+	}
+}
