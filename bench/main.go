@@ -88,7 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the work directory")
 	fs.IntVar(&cfg.runs, "runs", 5, "runs; every figure is the median of the runs")
 	fs.IntVar(&cfg.clients, "clients", 16, "concurrent clients of the throughput measurements")
-	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "unrecorded warm-up before each measurement")
+	fs.DurationVar(&cfg.warmup, "warmup", 500*time.Millisecond, "unrecorded warm-up before each measurement")
 	fs.DurationVar(&cfg.duration, "duration", 3*time.Second, "recorded time of each measurement")
 	fs.DurationVar(&cfg.profileFor, "profile-for", 8*time.Second, "how long to profile Parley under load (0: no profiles)")
 	fs.IntVar(&cfg.pgWorkers, "postgraphile-workers", 1, "PostGraphile processes (its --cluster-workers; 1: one process)")
@@ -127,17 +127,18 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	res := &results{
-		Started:   began.UTC(),
-		Machine:   machine(),
-		Versions:  e.versions,
-		Runs:      cfg.runs,
-		Clients:   cfg.clients,
-		Warmup:    cfg.warmup.String(),
-		Duration:  cfg.duration.String(),
-		Samples:   map[string][]sample{},
-		Profiles:  map[string]string{},
-		Postgres:  "localpg, fsync=off synchronous_commit=off full_page_writes=off (durability off: the figures measure software, not the disk)",
-		PGWorkers: cfg.pgWorkers,
+		Started:    began.UTC(),
+		Machine:    machine(),
+		Versions:   e.versions,
+		Runs:       cfg.runs,
+		Clients:    cfg.clients,
+		Warmup:     cfg.warmup.String(),
+		Duration:   cfg.duration.String(),
+		Samples:    map[string][]sample{},
+		Profiles:   map[string]string{},
+		Breakdowns: map[string][]string{},
+		Postgres:   "localpg, fsync=off synchronous_commit=off full_page_writes=off (durability off: the figures measure software, not the disk)",
+		PGWorkers:  cfg.pgWorkers,
 	}
 
 	plan := e.plan(cfg)
@@ -655,11 +656,12 @@ func (e *env) profile(ctx context.Context, cfg *config, m measurement, res *resu
 	if err := <-errc; err != nil {
 		return fmt.Errorf("CPU profile: %w", err)
 	}
-	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-cum", "-nodecount=40", cfg.parleyBin, path).Output()
+	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-cum", "-nodecount=1000", cfg.parleyBin, path).Output()
 	if err != nil {
 		return fmt.Errorf("go tool pprof: %w", err)
 	}
-	res.Profiles[m.key] = string(out)
+	res.Profiles[m.key] = trimProfile(string(out))
+	res.Breakdowns[m.key] = profileBreakdown(string(out), strings.Split(m.key, "/")[0])
 	res.ProfileFiles = append(res.ProfileFiles, path)
 	return nil
 }

@@ -214,7 +214,11 @@ func (rep *report) markdown(chartFile string) string {
 		w("CPU profiles of Parley's process under %d clients (`/debug/pprof/profile` from `parley serve --debug-addr`), summarized with `go tool pprof -top -cum`; the profiles are kept in `%s`.\n\n",
 			r.Clients, strings.Join(relPaths(r.ProfileFiles), "`, `"))
 		for _, k := range sortedKeys(r.Profiles) {
-			w("### %s\n\n```\n%s```\n\n", k, trimProfile(r.Profiles[k]))
+			w("### %s\n\n", k)
+			if rows := r.Breakdowns[k]; len(rows) > 0 {
+				w("| where | share of Parley's CPU (cumulative) |\n|---|---|\n%s\n\n", strings.Join(rows, "\n"))
+			}
+			w("<details><summary>go tool pprof -top -cum</summary>\n\n```\n%s\n```\n\n</details>\n\n", r.Profiles[k])
 		}
 	}
 
@@ -294,17 +298,60 @@ func (rep *report) beforeAfter(b *strings.Builder) {
 	w("\n")
 }
 
-// trimProfile keeps pprof's header and its heaviest lines.
+// profileSpots are the functions whose cumulative share of a profile says where a
+// request's time goes, by workload; an indented label is part of the one above.
+var profileSpots = map[string][][2]string{
+	"history": {
+		{"db.(*DB).FindMessagePages", "reading the page's rows: query, scan, decode"},
+		{"db.scanMessages", "· the driver reading and scanning the rows"},
+		{"db.decodeMessage", "· decoding the JSON payloads"},
+		{"db.(*DB).FindConversationByID", "reading the conversation"},
+		{"graph.writeEdges", "writing the page as JSON (graph/pagewriter.go)"},
+		{"parley.RenderHTML", "· Markdown to sanitized HTML (cached)"},
+		{"graph.appendData", "writing the response body (graph/post.go)"},
+	},
+	"save": {
+		{"db.(*DB).AddMessage", "the save: validation, then the transaction"},
+		{"parley.Prepare", "· validating and sanitizing the message"},
+		{"db.(*DB).transact", "· the transaction: BEGIN, insert, NOTIFY, COMMIT"},
+		{"db.(*DB).notifyAdded", "· · the NOTIFY"},
+	},
+	"": {
+		{"executor.(*Executor).CreateOperationContext", "gqlgen: the query from its cache, variables coerced and validated"},
+		{"log/slog.(*Logger).LogAttrs", "the access log"},
+		{"syscall.Syscall", "system calls (network: HTTP and Postgres), within the above"},
+		{"runtime.mallocgc", "allocating, within the above"},
+		{"runtime.gcBgMarkWorker", "garbage collection, in the background"},
+	},
+}
+
+// profileBreakdown picks profileSpots' lines out of pprof's -top -cum output.
+func profileBreakdown(top, workload string) []string {
+	var rows []string
+	for _, spot := range append(profileSpots[workload], profileSpots[""]...) {
+		for _, line := range strings.Split(top, "\n") {
+			f := strings.Fields(line)
+			if len(f) < 6 || !strings.HasSuffix(f[5], spot[0]) {
+				continue
+			}
+			rows = append(rows, fmt.Sprintf("| %s (`%s`) | %s |", spot[1], spot[0], f[4]))
+			break
+		}
+	}
+	return rows
+}
+
+// trimProfile keeps pprof's header and its 40 heaviest lines.
 func trimProfile(s string) string {
-	lines := strings.Split(s, "\n")
 	var out []string
-	for _, l := range lines {
-		if strings.HasPrefix(l, "File:") || strings.HasPrefix(l, "Build ID:") || strings.HasPrefix(l, "Time:") {
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		if strings.HasPrefix(l, "File:") || strings.HasPrefix(l, "Build ID:") || strings.HasPrefix(l, "Time:") ||
+			strings.HasPrefix(l, "Showing top") {
 			continue
 		}
 		out = append(out, l)
 	}
-	return strings.Join(out, "\n")
+	return strings.Join(out[:min(len(out), 45)], "\n")
 }
 
 func relPaths(paths []string) []string {

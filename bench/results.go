@@ -26,6 +26,7 @@ type results struct {
 	AllocsPerRead float64             `json:"allocsPerRead"`
 	BytesPerRead  float64             `json:"bytesPerRead"`
 	Profiles      map[string]string   `json:"profiles,omitempty"`
+	Breakdowns    map[string][]string `json:"breakdowns,omitempty"`
 	ProfileFiles  []string            `json:"profileFiles,omitempty"`
 	Extra         []extraFigure       `json:"extra,omitempty"`
 	// Fanout is the realtime fan-out benchmark's own Markdown report.
