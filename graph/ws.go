@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -115,6 +116,11 @@ type wsConn struct {
 	// wmu serializes writes; closed is set, under it, once the connection is closing.
 	wmu    sync.Mutex
 	closed bool
+	// writeTimer drops the connection when a write takes longer than writeTimeout; one
+	// per connection, reset for each write, rather than a context and timer per write.
+	writeTimer *time.Timer
+	writing    atomic.Bool
+	tooSlow    atomic.Bool
 
 	mu          sync.Mutex
 	initialized bool
@@ -349,7 +355,8 @@ func (c *wsConn) subscribe(m wsMessage) bool {
 	}
 	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
 	c.mu.Lock()
-	op := &wsOp{c: c, id: m.ID}
+	idJSON, _ := json.Marshal(m.ID)
+	op := &wsOp{c: c, id: m.ID, idJSON: idJSON}
 	op.ctx, op.cancel = context.WithCancel(c.opCtx)
 	c.ops[m.ID] = op
 	c.mu.Unlock()
@@ -378,13 +385,17 @@ func (c *wsConn) write(b []byte) error {
 	if c.closed || c.t.shutdown.Err() != nil {
 		return errConnClosed
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.t.writeTimeout)
-	defer cancel()
-	err := c.conn.Write(ctx, websocket.MessageText, b)
+	if c.writeTimer == nil {
+		c.writeTimer = time.AfterFunc(c.t.writeTimeout, c.writeTimedOut)
+	} else {
+		c.writeTimer.Reset(c.t.writeTimeout)
+	}
+	c.writing.Store(true)
+	err := c.conn.Write(context.Background(), websocket.MessageText, b)
+	c.writing.Store(false)
+	c.writeTimer.Stop()
 	if err != nil {
-		if ctx.Err() != nil {
-			// coder/websocket has dropped the connection: a close frame could not get
-			// through a full buffer either.
+		if c.tooSlow.Load() {
 			c.t.log.Warn("websocket client too slow: disconnected", "writeTimeout", c.t.writeTimeout,
 				"requestId", RequestID(c.ctx))
 		}
@@ -392,6 +403,15 @@ func (c *wsConn) write(b []byte) error {
 		go c.close(closeTryAgainLater, "too slow")
 	}
 	return err
+}
+
+// writeTimedOut drops a connection whose write has not finished within writeTimeout: a
+// close frame could not get through its full buffers either.
+func (c *wsConn) writeTimedOut() {
+	if c.writing.Load() {
+		c.tooSlow.Store(true)
+		c.conn.CloseNow()
+	}
 }
 
 // close ends the connection and its operations, once. The close handshake runs in
@@ -430,6 +450,15 @@ func (c *wsConn) sendErrors(id string, errs gqlerror.List) {
 // a subscription event, is framed by hand: json.Marshal would re-validate and compact
 // the data gqlgen has just written, for every subscriber.
 func (c *wsConn) sendResponse(id string, resp *graphql.Response) error {
+	idJSON, err := json.Marshal(id)
+	if err != nil {
+		return err
+	}
+	return c.sendResponseID(id, idJSON, resp)
+}
+
+// sendResponseID is sendResponse with the id already encoded.
+func (c *wsConn) sendResponseID(id string, idJSON []byte, resp *graphql.Response) error {
 	typ := "next"
 	if c.legacy {
 		typ = "data"
@@ -440,10 +469,6 @@ func (c *wsConn) sendResponse(id string, resp *graphql.Response) error {
 			return err
 		}
 		return c.send(wsMessage{ID: id, Type: typ, Payload: p})
-	}
-	idJSON, err := json.Marshal(id)
-	if err != nil {
-		return err
 	}
 	b := make([]byte, 0, len(resp.Data)+len(idJSON)+48)
 	b = append(b, `{"id":`...)
@@ -460,6 +485,7 @@ func (c *wsConn) sendResponse(id string, resp *graphql.Response) error {
 type wsOp struct {
 	c      *wsConn
 	id     string
+	idJSON []byte // id as a JSON string, for framing results
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -594,7 +620,7 @@ func (op *wsOp) drain() {
 			op.end(true)
 			return
 		}
-		if c.sendResponse(op.id, resp) != nil {
+		if c.sendResponseID(op.id, op.idJSON, resp) != nil {
 			return
 		}
 	}
