@@ -34,9 +34,12 @@ func TestReplayThenLiveAcrossReplicas(t *testing.T) {
 		legacyWS:    legacy.subscribe(t, addedQuery(true), vars),
 		"sse":       subscribeSSE(t, a.URL, addedQuery(true), vars).sub,
 	}
+	// And one from the very start: every position, 1..N.
+	all := ws.subscribe(t, addedQuery(true), map[string]any{"c": conv, "a": parley.MessageCursor(0)})
 	writeConcurrently(t, b.URL, conv, writers, live)
 
 	total := stored + live
+	checkSequence(t, "from the start", positions(all.waitCount(t, total)), 1, total)
 	for name, s := range subs {
 		events := s.waitCount(t, total-from)
 		var got []int
