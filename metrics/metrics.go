@@ -64,9 +64,6 @@ func New() *Metrics {
 	return m
 }
 
-// Registry returns the registry, for collectors of other parts of the server.
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
-
 // Handler serves the metrics in Prometheus's text (or OpenMetrics) format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
