@@ -40,14 +40,14 @@ const messageColumns = `id, conversation_id, position, schema_version, kind, rol
 	tool_calls, tool_results, payload, source_id, created_at, updated_at`
 
 // scanMessages scans the rows of a query selecting messageColumns (its results, as
-// QueryContext returns them) without sqlx's reflection: a page of history is read often
-// enough for that to show.
-func scanMessages(rows *sql.Rows, err error) ([]messageRow, error) {
+// QueryContext returns them, and how many rows to expect) without sqlx's reflection: a
+// page of history is read often enough for that to show.
+func scanMessages(rows *sql.Rows, err error, expect int) ([]messageRow, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []messageRow
+	out := make([]messageRow, 0, expect)
 	for rows.Next() {
 		out = append(out, messageRow{})
 		r := &out[len(out)-1]

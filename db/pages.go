@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/lib/pq"
@@ -52,19 +53,24 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 		return nil, err
 	}
 	args := []any{pq.Array(keys), after, before, limit + 1, owner}
-	var rows []messageRow
+	var result *sql.Rows
 	if s := db.stmt(pageSQL[backward]); s != nil {
-		rows, err = scanMessages(s.QueryContext(ctx, args...))
+		result, err = s.QueryContext(ctx, args...)
 	} else {
-		rows, err = scanMessages(db.db.QueryContext(ctx, pageSQL[backward], args...))
+		result, err = db.db.QueryContext(ctx, pageSQL[backward], args...)
 	}
+	rows, err := scanMessages(result, err, min(len(keys)*(limit+1), 1024))
 	if err != nil {
 		return nil, classify(fmt.Errorf("find messages: %w", err))
 	}
 	grouped := make([][]messageRow, len(convs))
-	for _, r := range rows {
-		i := index[r.ConversationID]
-		grouped[i] = append(grouped[i], r)
+	if len(convs) == 1 {
+		grouped[0] = rows // the commonest case: no copies
+	} else {
+		for _, r := range rows {
+			i := index[r.ConversationID]
+			grouped[i] = append(grouped[i], r)
+		}
 	}
 	pages := make([]*parley.MessagePage, len(convs))
 	for i, conv := range convs {

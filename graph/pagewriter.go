@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -59,25 +60,57 @@ var pagesWritten, leftToGqlgen atomic.Int64
 // writeEdges writes a [MessageEdge!]! selection for edges, or reports false when it
 // cannot write it exactly as gqlgen would.
 func writeEdges(oc *graphql.OperationContext, sel ast.SelectionSet, edges []*model.MessageEdge) (graphql.Marshaler, bool) {
-	w := &jsonWriter{b: make([]byte, 0, 1024*len(edges)+2)}
 	write, ok := compileEdge(oc, sel)
 	if !ok {
 		return nil, false
 	}
+	w := &jsonWriter{b: getBuffer()[:0]}
 	w.b = append(w.b, '[')
 	for i, e := range edges {
 		if e == nil {
+			putBuffer(w.b)
 			return nil, false
 		}
 		if i > 0 {
 			w.b = append(w.b, ',')
 		}
 		if !write(w, e) {
+			putBuffer(w.b)
 			return nil, false
 		}
 	}
 	w.b = append(w.b, ']')
-	return graphql.WriterFunc(func(out io.Writer) { out.Write(w.b) }), true
+	// gqlgen copies the page into its response once, when it writes the response; the
+	// buffer then goes back to the pool. (A page gqlgen never writes, its parent nulled
+	// by another field's error, leaves its buffer to the garbage collector.)
+	return graphql.WriterFunc(func(out io.Writer) {
+		if w.b == nil {
+			panic("graph: a message page was written twice")
+		}
+		out.Write(w.b)
+		putBuffer(w.b)
+		w.b = nil
+	}), true
+}
+
+// buffers holds the buffers pages and responses are written into: at some 70 KiB for a
+// page of 100 messages, allocating them for each request was a good part of what the
+// garbage collector had to do.
+var buffers sync.Pool
+
+func getBuffer() []byte {
+	if b, ok := buffers.Get().(*[]byte); ok {
+		return *b
+	}
+	return make([]byte, 0, 64<<10)
+}
+
+func putBuffer(b []byte) {
+	if cap(b) > 4<<20 {
+		return // a rare huge page: not worth keeping
+	}
+	b = b[:0]
+	buffers.Put(&b)
 }
 
 // jsonWriter appends JSON to b. It is an io.Writer, for the domain's MarshalGQL methods.

@@ -42,11 +42,12 @@ func (d dataWriter) DispatchOperation(ctx context.Context, rc *graphql.Operation
 			len(resp.Path) > 0 || resp.HasNext != nil || len(resp.Extensions) > 0 {
 			return resp
 		}
-		body, ok := appendData(make([]byte, 0, len(resp.Data)+len(resp.Data)/16+16), resp.Data)
+		body, ok := appendData(getBuffer()[:0], resp.Data)
 		if !ok {
 			return resp
 		}
 		d.w.Write(body)
+		putBuffer(body) // Write has copied it out or sent it
 		d.w.wrote = true
 		dataWritten.Add(1)
 		return &graphql.Response{} // what gqlgen writes of it is dropped
