@@ -165,16 +165,17 @@ const messageFields = `
 
 // parleyHistoryQuery reads the first 100 messages of a conversation, every field.
 const parleyHistoryQuery = `query History($c: ID!) { conversation(id: $c) { messages(first: 100) {
-	pageInfo { hasNextPage endCursor } edges { cursor node {` + messageFields + `} } } } }`
+	edges { cursor node {` + messageFields + `} } } } }`
 
 const parleySaveQuery = `mutation Save($c: ID!, $i: MessageInput!) {
 	addMessage(conversationId: $c, input: $i) { cursor node { ... on MessageBase { id position } } } }`
 
 // postgraphileHistoryQuery is the same read through PostGraphile: every column of the
-// same rows, in position order.
+// same rows, in position order. Neither read asks for pageInfo: PostGraphile works out
+// hasNextPage by comparing every row of the conversation with the page's cursors, which
+// would measure that rather than the read.
 const postgraphileHistoryQuery = `query History($id: UUID!) { conversationById(id: $id) {
 	messagesByConversationId(first: 100, orderBy: POSITION_ASC) {
-		pageInfo { hasNextPage endCursor }
 		nodes { id conversationId position schemaVersion kind role content toolCalls toolResults payload sourceId createdAt updatedAt }
 	} } }`
 
