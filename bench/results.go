@@ -115,8 +115,8 @@ func (r *results) pairedRatio(a, b string, value func(sample) float64) (float64,
 	return median(rs), true
 }
 
-func p50(s sample) float64        { return float64(s.P50) }
-func throughput(s sample) float64 { return s.Throughput }
+func p50(s sample) float64              { return float64(s.P50) }
+func sampleThroughput(s sample) float64 { return s.Throughput }
 
 func writeResults(path string, r *results) error {
 	b, err := json.MarshalIndent(r, "", "  ")
