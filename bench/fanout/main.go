@@ -67,6 +67,7 @@ type config struct {
 	sustainSubs int
 	writers     int
 	sustain     time.Duration
+	paceRate    int
 	keep        bool
 	debugAddr   string
 	hold        time.Duration
@@ -82,7 +83,8 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.interval, "interval", 100*time.Millisecond, "pause between messages when measuring latency")
 	fs.IntVar(&c.sustainSubs, "sustain-subscribers", 100, "subscribers during the sustained-write run")
 	fs.IntVar(&c.writers, "writers", 4, "concurrent writers during the sustained-write run")
-	fs.DurationVar(&c.sustain, "sustain", 10*time.Second, "length of the sustained-write run")
+	fs.DurationVar(&c.sustain, "sustain", 10*time.Second, "length of each sustained-write run")
+	fs.IntVar(&c.paceRate, "paced-rate", 100, "messages per second of the paced sustained run (0: none)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (server log, database)")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "the server's --debug-addr (default: a free loopback port), to profile it (/debug/pprof/)")
 	fs.DurationVar(&c.hold, "hold", 0, "pause this long with the idle subscriptions open, to profile them")
@@ -256,24 +258,35 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	closeAll(subs)
 
 	fmt.Fprintf(out, "\n### Sustained writes\n\n")
-	conv, err = writer.CreateConversation(ctx, "sustained")
-	if err != nil {
-		return err
+	fmt.Fprintf(out, "%d subscribers, %d writers for %s.\n\n", cfg.sustainSubs, cfg.writers, cfg.sustain)
+	fmt.Fprintf(out, "| Writers | Messages/s committed | Deliveries/s | p50 | p99 | Last delivery after last commit |\n|---|---:|---:|---:|---:|---:|\n")
+	rates := []int{0}
+	if cfg.paceRate > 0 {
+		rates = append(rates, cfg.paceRate)
 	}
-	if subs, err = b.subscribe(ctx, conv.ID, cfg.sustainSubs); err != nil {
-		return err
+	for _, rate := range rates {
+		conv, err = writer.CreateConversation(ctx, "sustained")
+		if err != nil {
+			return err
+		}
+		if subs, err = b.subscribe(ctx, conv.ID, cfg.sustainSubs); err != nil {
+			return err
+		}
+		if err := b.deliverOne(ctx, conv.ID, subs); err != nil {
+			return err
+		}
+		s, err := b.sustained(ctx, conv.ID, subs, rate)
+		if err != nil {
+			return err
+		}
+		closeAll(subs)
+		how := "as fast as they can"
+		if rate > 0 {
+			how = fmt.Sprintf("paced at %d messages/s", rate)
+		}
+		fmt.Fprintf(out, "| %s | %.0f | %.0f | %s | %s | %s |\n", how, s.writesPerSec, s.deliveriesPerSec, ms(s.p50), ms(s.p99), ms(s.drain))
 	}
-	if err := b.deliverOne(ctx, conv.ID, subs); err != nil {
-		return err
-	}
-	s, err := b.sustained(ctx, conv.ID, subs)
-	if err != nil {
-		return err
-	}
-	closeAll(subs)
-	fmt.Fprintf(out, "%d writers as fast as they can for %s, %d subscribers: %.0f messages/s committed, %.0f deliveries/s; "+
-		"latency p50 %s, p99 %s; the last delivery %s after the last commit.\n",
-		cfg.writers, cfg.sustain, cfg.sustainSubs, s.writesPerSec, s.deliveriesPerSec, ms(s.p50), ms(s.p99), ms(s.drain))
+	fmt.Fprintf(out, "\nWhen writers outrun the subscribers, each subscriber falls behind and catches up from the database afterwards: the latency then measures the backlog, and deliveries/s the capacity.\n")
 
 	fmt.Fprintf(out, "\n### Memory per idle subscription\n\n")
 	fmt.Fprintf(out, "%d idle websocket subscriptions, one connection each:\n\n", maxSubs)
@@ -690,8 +703,9 @@ type sustainedResult struct {
 	p50, p99, drain                time.Duration
 }
 
-// sustained has cfg.writers writers add messages as fast as they can for cfg.sustain.
-func (b *bench) sustained(ctx context.Context, convID string, cs []*client) (sustainedResult, error) {
+// sustained has cfg.writers writers add messages for cfg.sustain: as fast as they can
+// when rate is 0, else rate messages per second between them.
+func (b *bench) sustained(ctx context.Context, convID string, cs []*client, rate int) (sustainedResult, error) {
 	var mu sync.Mutex
 	committed := map[int]time.Time{}
 	var lastCommit time.Time
@@ -699,9 +713,18 @@ func (b *bench) sustained(ctx context.Context, convID string, cs []*client) (sus
 	errs := make(chan error, b.cfg.writers)
 	start := time.Now()
 	stop := start.Add(b.cfg.sustain)
+	var tick <-chan time.Time
+	if rate > 0 {
+		t := time.NewTicker(time.Second / time.Duration(rate))
+		defer t.Stop()
+		tick = t.C
+	}
 	for range b.cfg.writers {
 		wg.Go(func() {
 			for time.Now().Before(stop) {
+				if tick != nil {
+					<-tick
+				}
 				p, at, err := b.add(ctx, convID)
 				if err != nil {
 					errs <- err
