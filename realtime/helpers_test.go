@@ -217,6 +217,7 @@ type wsClient struct {
 	pings       int
 
 	done     chan struct{} // closed when the reader ends
+	reading  bool          // the reader has started
 	closeErr error         // why the reader ended
 }
 
@@ -240,7 +241,17 @@ func dialRaw(t testing.TB, baseURL, proto string) *wsClient {
 	}
 	conn.SetReadLimit(64 << 20)
 	c := &wsClient{t: t, conn: conn, proto: proto, subs: map[string]*sub{}, answerPings: true, done: make(chan struct{})}
-	t.Cleanup(func() { c.conn.CloseNow(); <-c.done })
+	t.Cleanup(func() {
+		c.conn.CloseNow()
+		// The reader runs once the connection is initialized (or a test starts it);
+		// without one, nothing will close done.
+		c.mu.Lock()
+		reading := c.reading
+		c.mu.Unlock()
+		if reading {
+			<-c.done
+		}
+	})
 	return c
 }
 
@@ -276,6 +287,14 @@ func (c *wsClient) init(t testing.TB) {
 			t.Fatalf("got %s, want connection_ack", b)
 		}
 	}
+	c.startReading()
+}
+
+// startReading runs read in the background; cleanup then waits for it to end.
+func (c *wsClient) startReading() {
+	c.mu.Lock()
+	c.reading = true
+	c.mu.Unlock()
 	go c.read()
 }
 

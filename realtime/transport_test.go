@@ -78,9 +78,10 @@ func TestKeepAliveAndInitTimeout(t *testing.T) {
 	t.Parallel()
 	a := newReplica(t, "", replicaOptions{configure: func(c *server.Config) {
 		// Long enough for a client under the race detector on a busy machine to answer
-		// within two intervals.
+		// within two intervals, and to send connection_init in time: 200 ms was not, on
+		// a CI machine under load.
 		c.GraphQL.KeepAlive = 250 * time.Millisecond
-		c.GraphQL.InitTimeout = 200 * time.Millisecond
+		c.GraphQL.InitTimeout = 2 * time.Second
 	}})
 	conv := a.CreateConversation(t, "keepalive")
 
@@ -131,7 +132,7 @@ func TestKeepAliveAndInitTimeout(t *testing.T) {
 	t.Run("init timeout", func(t *testing.T) {
 		for _, proto := range []string{transportWS, legacyWS} {
 			c := dialRaw(t, a.URL, proto)
-			go c.read()
+			c.startReading()
 			if got := c.closeStatus(t); got != 4408 {
 				t.Errorf("%s: close status %d, want 4408", proto, got)
 			}
