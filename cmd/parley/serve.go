@@ -43,6 +43,7 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			},
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
+			tuneGC()
 			log, err := logger(cmd, stderr)
 			if err != nil {
 				return err
