@@ -1,64 +1,19 @@
 package anthropic_test
 
 import (
-	"bytes"
-	"os"
 	"testing"
 
-	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/interop/anthropic"
+	"github.com/parley-dev/parley/interop/internal/fuzzimport"
 )
 
-// FuzzAnthropicMessages feeds the importer arbitrary input. Whatever it is, the importer must not
-// panic; what it accepts must be well formed (each message with its origin and a
-// source id, each tool result after the call it answers ) and read the same way twice, or
-// re-imports would not deduplicate. CI runs it for a few seconds:
+// FuzzAnthropicMessages feeds the importer arbitrary input: it must not panic, and what it accepts must
+// be well formed and read the same way twice (see fuzzimport.Run). CI runs it for a few
+// seconds:
 //
 //	go test -run='^$' -fuzz=FuzzAnthropicMessages -fuzztime=5s ./interop/anthropic/
 func FuzzAnthropicMessages(f *testing.F) {
-	if seed, err := os.ReadFile("testdata/messages.json"); err == nil {
-		f.Add(seed)
-	}
-	for _, s := range seeds {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		imp, err := anthropic.Parse(bytes.NewReader(data))
-		if err != nil {
-			if parley.ErrorCode(err) != parley.EINVALID {
-				t.Fatalf("an error that is not EINVALID: %v", err)
-			}
-			return
-		}
-		again, err := anthropic.Parse(bytes.NewReader(data))
-		if err != nil || len(again.Messages) != len(imp.Messages) {
-			t.Fatalf("a second read differs: %v", err)
-		}
-		calls := make(map[string]bool)
-		for i, im := range imp.Messages {
-			if im.Message == nil || im.Origin == "" {
-				t.Fatalf("message %d: %#v has no origin", i, im)
-			}
-			if got, want := again.Messages[i].Message.Meta().SourceID, im.Message.Meta().SourceID; got != want {
-				t.Fatalf("message %d: source id %q, then %q", i, want, got)
-			}
-			if im.Message.Meta().SourceID == "" {
-				t.Fatalf("message %d (%s) has no source id", i, im.Origin)
-			}
-			switch m := im.Message.(type) {
-			case *parley.ToolRequestMessage:
-				for _, c := range m.ToolCalls {
-					calls[c.ID] = true
-				}
-			case *parley.ToolResultMessage:
-				if !calls[m.ToolCallID] {
-					t.Fatalf("message %d (%s): a result for %q, which no earlier message calls", i, im.Origin, m.ToolCallID)
-				}
-			}
-			_ = parley.Prepare(im.Message, parley.DefaultLimits) // may refuse, must not panic
-		}
-		_ = calls
-	})
+	fuzzimport.Run(f, "testdata/messages.json", seeds, anthropic.Parse, true)
 }
 
 var seeds = []string{
