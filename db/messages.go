@@ -228,9 +228,16 @@ func recordToolCalls(ctx context.Context, tx *sqlx.Tx, convKey, messageKey strin
 	for i, c := range calls {
 		ids[i], names[i] = c.ID, c.Name
 	}
+	// One index lookup per id, on both columns. With call_id = ANY($2), or a plain join,
+	// Postgres looks the conversation up by its id alone and filters its calls one by one
+	// once the statistics say a conversation has few: for one with thousands of calls
+	// (a second large import into a database, after ANALYZE) every tool request read
+	// them all, and the import was quadratic. The LIMIT keeps the lookup from being
+	// flattened into such a join.
 	var taken []string
-	if err := tx.SelectContext(ctx, &taken, `SELECT call_id FROM tool_calls
-		WHERE conversation_id = $1 AND call_id = ANY($2)`, convKey, pq.Array(ids)); err != nil {
+	if err := tx.SelectContext(ctx, &taken, `SELECT t.call_id FROM unnest($2::text[]) AS c(call_id)
+		CROSS JOIN LATERAL (SELECT call_id FROM tool_calls
+			WHERE conversation_id = $1 AND call_id = c.call_id LIMIT 1) t`, convKey, pq.Array(ids)); err != nil {
 		return err
 	}
 	if len(taken) > 0 {
