@@ -141,10 +141,15 @@ func (e *env) measureImport(ctx context.Context, cfg *config, n, runs int, logf 
 		logf("  %.1f s, %.0f messages/s", elapsed.Seconds(), float64(n)/elapsed.Seconds())
 	}
 	med := median(secs)
+	each := make([]string, len(secs))
+	for i, s := range secs {
+		each[i] = fmt.Sprintf("%.1f s", s)
+	}
 	return []extraFigure{
 		{Section: "Import", Name: fmt.Sprintf("`parley import` of a %d-message Claude Code session (%.0f MiB)", n, float64(fi.Size())/(1<<20)),
 			Value: fmt.Sprintf("%.1f s, %.0f messages/s", med, float64(n)/med),
-			Note:  fmt.Sprintf("median of %d runs, each into a new conversation, the process's whole run (start, read, one transaction)", runs)},
+			Note: fmt.Sprintf("median of %d runs (%s), each a new conversation in the same database, timed over the whole process: start, read, one transaction",
+				runs, strings.Join(each, ", "))},
 	}, nil
 }
 
