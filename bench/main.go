@@ -382,7 +382,10 @@ func setUp(ctx context.Context, cfg *config, logf func(string, ...any)) (*env, e
 	if err != nil {
 		return e, err
 	}
-	e.versions["Parley"] = commandVersion(`(?m)^vcs\.revision=(\w{12})`, "go", "version", "-m", cfg.parleyBin)
+	e.versions["Parley"] = commandVersion(`vcs\.revision=(\w{12})`, "go", "version", "-m", cfg.parleyBin)
+	if commandVersion(`vcs\.modified=(true)`, "go", "version", "-m", cfg.parleyBin) == "true" {
+		e.versions["Parley"] += " with uncommitted changes"
+	}
 
 	if e.sql, err = sqlx.Open("postgres", dsn); err != nil {
 		return e, err

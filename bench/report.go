@@ -70,8 +70,8 @@ func (rep *report) goals() []goal {
 		raw, ok2 := rep.fig(workload, 1, "raw")
 		g := goal{name: what + " p50 (1 client) within " + trimFloat(maxRatio) + "× of raw SQL", want: "≤ " + trimFloat(maxRatio) + "×", known: ok1 && ok2}
 		if g.known {
-			x, _ := rep.r.pairedRatio(keyOf(workload, 1, "parley"), keyOf(workload, 1, "raw"), p50)
-			g.measured = fmt.Sprintf("%.2f× (%s vs %s)", x, ms(p.P50), ms(raw.P50))
+			x, lo, hi, _ := rep.r.pairedRatios(keyOf(workload, 1, "parley"), keyOf(workload, 1, "raw"), p50)
+			g.measured = fmt.Sprintf("%.2f× (runs %.2f–%.2f×; %s vs %s)", x, lo, hi, ms(p.P50), ms(raw.P50))
 			g.met = x <= maxRatio
 			if !g.met {
 				g.miss = fmt.Sprintf("%.2f× raw SQL's p50 where the goal is %s×: %.0f%% over", x, trimFloat(maxRatio), (x/maxRatio-1)*100)
@@ -99,11 +99,11 @@ func (rep *report) goals() []goal {
 		}
 		g := goal{name: fmt.Sprintf("%s throughput at %d clients vs %s", what, n, targetNames[other]), want: want, known: ok1 && ok2}
 		if g.known {
-			x, _ := rep.r.pairedRatio(keyOf(workload, n, "parley"), keyOf(workload, n, other), sampleThroughput)
+			x, lo, hi, _ := rep.r.pairedRatios(keyOf(workload, n, "parley"), keyOf(workload, n, other), sampleThroughput)
 			if pct {
-				g.measured = fmt.Sprintf("%.0f%% (%.0f vs %.0f req/s)", x*100, p.Throughput, o.Throughput)
+				g.measured = fmt.Sprintf("%.0f%% (runs %.0f–%.0f%%; %.0f vs %.0f req/s)", x*100, lo*100, hi*100, p.Throughput, o.Throughput)
 			} else {
-				g.measured = fmt.Sprintf("%.2f× (%.0f vs %.0f req/s)", x, p.Throughput, o.Throughput)
+				g.measured = fmt.Sprintf("%.2f× (runs %.2f–%.2f×; %.0f vs %.0f req/s)", x, lo, hi, p.Throughput, o.Throughput)
 			}
 			g.met = x >= min
 			if !g.met {
@@ -143,7 +143,9 @@ func (rep *report) markdown(chartFile string) string {
 	w("Parley, a raw SQL reference and PostGraphile ran against one PostgreSQL in the same run; ")
 	w("every figure is the median of %d runs of %s each (after %s of warm-up), and each run measured every target once, ",
 		r.Runs, r.Duration, r.Warmup)
-	w("in an order that rotates from run to run. Compare ratios rather than absolutes: the machine is shared.\n\n")
+	w("in an order that rotates from run to run. Compare ratios rather than absolutes: the machine is shared. ")
+	w("A ratio is the median over runs of each run's ratio, its two figures measured moments apart, with the range of the runs' ratios; ")
+	w("it need not be the ratio of the two medians shown beside it.\n\n")
 	var vs []string
 	for _, k := range sortedKeys(r.Versions) {
 		vs = append(vs, k+" "+r.Versions[k])

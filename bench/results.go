@@ -98,11 +98,14 @@ func (r *results) cpuPerRequest(key string) (cpuTimes, bool) {
 // minutes apart at most: on a shared machine whose load comes and goes, this holds
 // better than the ratio of the two medians.
 func (r *results) pairedRatio(a, b string, value func(sample) float64) (float64, bool) {
+	m, _, _, ok := r.pairedRatios(a, b, value)
+	return m, ok
+}
+
+// pairedRatios is pairedRatio with the lowest and highest of the runs' ratios.
+func (r *results) pairedRatios(a, b string, value func(sample) float64) (med, lo, hi float64, ok bool) {
 	as, bs := r.Samples[a], r.Samples[b]
 	n := min(len(as), len(bs))
-	if n == 0 {
-		return 0, false
-	}
 	rs := make([]float64, 0, n)
 	for i := range n {
 		if d := value(bs[i]); d > 0 {
@@ -110,9 +113,9 @@ func (r *results) pairedRatio(a, b string, value func(sample) float64) (float64,
 		}
 	}
 	if len(rs) == 0 {
-		return 0, false
+		return 0, 0, 0, false
 	}
-	return median(rs), true
+	return median(rs), slices.Min(rs), slices.Max(rs), true
 }
 
 func p50(s sample) float64              { return float64(s.P50) }
