@@ -382,10 +382,7 @@ func setUp(ctx context.Context, cfg *config, logf func(string, ...any)) (*env, e
 	if err != nil {
 		return e, err
 	}
-	e.versions["Parley"] = commandVersion(`vcs\.revision=(\w{12})`, "go", "version", "-m", cfg.parleyBin)
-	if commandVersion(`vcs\.modified=(true)`, "go", "version", "-m", cfg.parleyBin) == "true" {
-		e.versions["Parley"] += " with uncommitted changes"
-	}
+	e.versions["Parley"] = parleyRevision(cfg.parleyBin)
 
 	if e.sql, err = sqlx.Open("postgres", dsn); err != nil {
 		return e, err
@@ -692,6 +689,23 @@ func fetch(ctx context.Context, url, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// parleyRevision is the commit the binary was built from: its VCS stamp, else (builds
+// with -buildvcs=false) the working tree's HEAD, marked when the tree has uncommitted
+// changes.
+func parleyRevision(bin string) string {
+	if rev := commandVersion(`vcs\.revision=(\w{12})`, "go", "version", "-m", bin); rev != "unknown" {
+		if commandVersion(`vcs\.modified=(true)`, "go", "version", "-m", bin) == "true" {
+			rev += " with uncommitted changes"
+		}
+		return rev
+	}
+	rev := commandVersion(`(\w{12})`, "git", "rev-parse", "--short=12", "HEAD")
+	if rev != "unknown" && exec.Command("git", "diff", "--quiet", "HEAD").Run() != nil {
+		rev += " (working tree with uncommitted changes)"
+	}
+	return rev
 }
 
 // createDatabase creates dbname on the server at adminDSN.
