@@ -80,7 +80,7 @@ func TestKeepAliveAndInitTimeout(t *testing.T) {
 		// Long enough for a client under the race detector on a busy machine to answer
 		// within two intervals, and to send connection_init in time: 200 ms was not, on
 		// a CI machine under load.
-		c.GraphQL.KeepAlive = 250 * time.Millisecond
+		c.GraphQL.KeepAlive = time.Second
 		c.GraphQL.InitTimeout = 2 * time.Second
 	}})
 	conv := a.CreateConversation(t, "keepalive")
