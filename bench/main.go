@@ -69,6 +69,7 @@ type config struct {
 	fanoutArgs   string
 	importMsgs   int
 	importRuns   int
+	from         string
 	commandLine  string
 }
 
@@ -96,6 +97,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.fanoutArgs, "fanout-args", "-messages 100", "arguments for the fan-out benchmark, besides -parley")
 	fs.IntVar(&cfg.importMsgs, "import-messages", 100000, "messages of the generated Claude Code session imported with parley import")
 	fs.IntVar(&cfg.importRuns, "import-runs", 2, "imports of it to time (0: none)")
+	fs.StringVar(&cfg.from, "from", "", "measure nothing: write the report and chart again from these results (JSON of an earlier run)")
 	fs.StringVar(&cfg.only, "only", "", "measure only these workloads (comma-separated: save, history, save-mixed), for a quick look")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -117,6 +119,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	logf := func(format string, a ...any) {
 		fmt.Fprintf(stdout, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
+	}
+	if cfg.from != "" {
+		res, err := readResults(cfg.from)
+		if err != nil {
+			return err
+		}
+		return writeReport(cfg, res, logf)
 	}
 	began := time.Now()
 	e, err := setUp(ctx, cfg, logf)
@@ -200,14 +209,20 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	res.Commands = append([]string{"make bench    # scripts/bench.sh: npm ci in bench/ if needed, go build, then:", cfg.commandLine}, e.commands...)
 	res.Elapsed = time.Since(began).Round(time.Second).String()
 
+	if err := writeResults(cfg.resultsJSON, res); err != nil {
+		return err
+	}
+	return writeReport(cfg, res, logf)
+}
+
+// writeReport writes the Markdown report and the chart of res.
+func writeReport(cfg *config, res *results, logf func(string, ...any)) error {
 	var before *results
 	if cfg.before != "" {
+		var err error
 		if before, err = readResults(cfg.before); err != nil {
 			return err
 		}
-	}
-	if err := writeResults(cfg.resultsJSON, res); err != nil {
-		return err
 	}
 	rep := buildReport(res, before)
 	if err := os.WriteFile(cfg.out, []byte(rep.markdown(filepath.Base(cfg.chart))), 0o644); err != nil {
@@ -216,7 +231,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := os.WriteFile(cfg.chart, []byte(rep.svg()), 0o644); err != nil {
 		return err
 	}
-	logf("wrote %s, %s and %s in %s", cfg.out, cfg.chart, cfg.resultsJSON, res.Elapsed)
+	logf("wrote %s and %s (results: %s, measured in %s)", cfg.out, cfg.chart, cfg.resultsJSON, res.Elapsed)
 	return nil
 }
 
