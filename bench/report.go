@@ -224,7 +224,7 @@ func (rep *report) markdown(chartFile string) string {
 
 	if len(r.Profiles) > 0 {
 		w("## Where the time goes\n\n")
-		w("CPU profiles of Parley's process under %d clients (`/debug/pprof/profile` from `parley serve --debug-addr`), summarized with `go tool pprof -top -cum`; the profiles are kept in `%s`.\n\n",
+		w("CPU profiles of Parley's process under %d clients (`/debug/pprof/profile` from `parley serve --debug-addr`), summarized with `go tool pprof -top -cum`; a run leaves the profiles in `%s` (not committed: `go tool pprof bin/parley FILE` opens them).\n\n",
 			r.Clients, strings.Join(relPaths(r.ProfileFiles), "`, `"))
 		for _, k := range sortedKeys(r.Profiles) {
 			w("### %s\n\n", k)
