@@ -1,0 +1,155 @@
+package parley
+
+// The rules here say how a message that is still being written grows: by deltas, each
+// extending one part or one tool call. The provider adapters (interop/openai,
+// interop/anthropic) report deltas in these terms, and a store appends them by the same
+// rule, so that a message rebuilt from its stored deltas is the message the provider's
+// SDK assembled.
+
+// DeltaKind names what a delta extends.
+type DeltaKind string
+
+// The delta kinds.
+const (
+	// DeltaText appends to the text of a TEXT part.
+	DeltaText DeltaKind = "TEXT"
+	// DeltaThinking appends to the text of a THINKING part.
+	DeltaThinking DeltaKind = "THINKING"
+	// DeltaSignature appends to the signature of a THINKING part.
+	DeltaSignature DeltaKind = "SIGNATURE"
+	// DeltaToolArguments appends to the arguments of a tool call, as the provider sends
+	// them: JSON only once the call is complete.
+	DeltaToolArguments DeltaKind = "TOOL_ARGUMENTS"
+)
+
+// Delta is one piece of a message being written. Index is the position of the part
+// (Body.Parts) or, for DeltaToolArguments, of the tool call (ToolCalls) it extends; a
+// delta whose Index is one past the last opens a new part or call, even with no Text
+// (an empty thinking part that only carries a signature is opened so).
+type Delta struct {
+	Kind  DeltaKind
+	Index int
+	// Text is what is appended: text, thinking, signature or arguments.
+	Text string
+	// ToolCallID is the call's id: required on the delta that opens a call, and when
+	// given later, the same id.
+	ToolCallID string
+	// ToolName is appended to the call's name; the delta that opens a call needs one.
+	// Providers send the name whole on the opening delta.
+	ToolName string
+}
+
+// Draft is the content of an assistant message while it is written: its parts and tool
+// calls so far. The zero value is an empty draft.
+type Draft struct {
+	Body
+	ToolCalls []ToolCall
+}
+
+// Apply extends the draft by d. It returns EINVALID, naming what is wrong, for a delta
+// that skips a part or call, does not fit the kind of the part it extends, or opens a
+// tool call without an id or name, or changes its id; the draft is then unchanged.
+func (dr *Draft) Apply(d Delta) error {
+	switch d.Kind {
+	case DeltaText, DeltaThinking:
+		kind := PartText
+		if d.Kind == DeltaThinking {
+			kind = PartThinking
+		}
+		switch {
+		case d.Index == len(dr.Parts):
+			dr.Parts = append(dr.Parts, Part{Kind: kind, Text: d.Text})
+			return nil
+		case d.Index < 0 || d.Index > len(dr.Parts):
+			return dr.noPart(d)
+		case dr.Parts[d.Index].Kind != kind:
+			return Errorf(EINVALID, "delta: a %s delta for part %d, a %s part", d.Kind, d.Index, dr.Parts[d.Index].Kind)
+		}
+		dr.Parts[d.Index].Text += d.Text
+	case DeltaSignature:
+		if d.Index < 0 || d.Index >= len(dr.Parts) {
+			return dr.noPart(d)
+		}
+		if k := dr.Parts[d.Index].Kind; k != PartThinking {
+			return Errorf(EINVALID, "delta: a SIGNATURE delta for part %d, a %s part; only THINKING parts are signed", d.Index, k)
+		}
+		dr.Parts[d.Index].Signature += d.Text
+	case DeltaToolArguments:
+		return dr.applyToolArguments(d)
+	default:
+		return Errorf(EINVALID, "delta.kind: %q is not TEXT, THINKING, SIGNATURE or TOOL_ARGUMENTS", d.Kind)
+	}
+	return nil
+}
+
+func (dr *Draft) noPart(d Delta) error {
+	if d.Kind == DeltaSignature {
+		return Errorf(EINVALID, "delta: a SIGNATURE delta for part %d, but the message has %d parts", d.Index, len(dr.Parts))
+	}
+	return Errorf(EINVALID, "delta: a %s delta for part %d, but the message has %d parts; a new part is number %d",
+		d.Kind, d.Index, len(dr.Parts), len(dr.Parts))
+}
+
+func (dr *Draft) applyToolArguments(d Delta) error {
+	n := len(dr.ToolCalls)
+	switch {
+	case d.Index == n:
+		if d.ToolCallID == "" {
+			return Errorf(EINVALID, "delta: tool call %d opens without an id", d.Index)
+		}
+		if d.ToolName == "" {
+			return Errorf(EINVALID, "delta: tool call %d (%s) opens without a name", d.Index, d.ToolCallID)
+		}
+		dr.ToolCalls = append(dr.ToolCalls, ToolCall{ID: d.ToolCallID, Name: d.ToolName, Arguments: JSON(d.Text)})
+		return nil
+	case d.Index < 0 || d.Index > n:
+		return Errorf(EINVALID, "delta: a TOOL_ARGUMENTS delta for tool call %d, but the message has %d calls; a new call is number %d",
+			d.Index, n, n)
+	}
+	c := &dr.ToolCalls[d.Index]
+	if d.ToolCallID != "" && d.ToolCallID != c.ID {
+		return Errorf(EINVALID, "delta: tool call %d has id %q, not %q", d.Index, c.ID, d.ToolCallID)
+	}
+	c.Name += d.ToolName
+	c.Arguments = append(c.Arguments, d.Text...)
+	return nil
+}
+
+// Message returns the draft as an assistant message: a ToolRequestMessage when it has
+// tool calls, else a TextMessage. The message shares nothing with the draft.
+func (dr *Draft) Message() Message {
+	body := Body{Parts: append([]Part(nil), dr.Parts...)}
+	if len(dr.ToolCalls) == 0 {
+		return &TextMessage{MessageMeta: MessageMeta{Role: RoleAssistant}, Body: body}
+	}
+	calls := make([]ToolCall, len(dr.ToolCalls))
+	for i, c := range dr.ToolCalls {
+		c.Arguments = append(JSON(nil), c.Arguments...)
+		calls[i] = c
+	}
+	return &ToolRequestMessage{MessageMeta: MessageMeta{Role: RoleAssistant}, Body: body, ToolCalls: calls}
+}
+
+// Usage is what a reply cost, in tokens, as the provider counts them. Providers count
+// differently: OpenAI's InputTokens include the cached ones, Anthropic's exclude both
+// the cache reads (CachedInputTokens) and the cache writes (CacheCreationInputTokens).
+type Usage struct {
+	InputTokens              int64
+	OutputTokens             int64
+	CachedInputTokens        int64
+	CacheCreationInputTokens int64
+	// ReasoningTokens are the output tokens spent thinking, where the provider says
+	// (OpenAI); they are part of OutputTokens.
+	ReasoningTokens int64
+}
+
+// Provenance says who produced a message: the provider, its model and response id, why
+// the reply ended (the provider's own word: "stop", "tool_calls", "end_turn"...; "" while
+// it streams) and what it cost.
+type Provenance struct {
+	Provider     string
+	Model        string
+	ResponseID   string
+	FinishReason string
+	Usage        Usage
+}

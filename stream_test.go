@@ -1,0 +1,93 @@
+package parley
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestDraftApply(t *testing.T) {
+	t.Parallel()
+	text := func(i int, s string) Delta { return Delta{Kind: DeltaText, Index: i, Text: s} }
+	think := func(i int, s string) Delta { return Delta{Kind: DeltaThinking, Index: i, Text: s} }
+	sig := func(i int, s string) Delta { return Delta{Kind: DeltaSignature, Index: i, Text: s} }
+	args := func(i int, id, name, s string) Delta {
+		return Delta{Kind: DeltaToolArguments, Index: i, ToolCallID: id, ToolName: name, Text: s}
+	}
+	tests := []struct {
+		name   string
+		deltas []Delta
+		want   Message
+	}{
+		{"nothing", nil, &TextMessage{MessageMeta: MessageMeta{Role: RoleAssistant}}},
+		{"text in pieces", []Delta{text(0, "Hel"), text(0, "lo")},
+			&TextMessage{MessageMeta: MessageMeta{Role: RoleAssistant}, Body: TextBody("Hello")}},
+		{"an empty signed thinking part, then text",
+			[]Delta{think(0, ""), sig(0, "Ev"), sig(0, "Mc"), text(1, "Hi")},
+			&TextMessage{MessageMeta: MessageMeta{Role: RoleAssistant}, Body: Body{Parts: []Part{
+				{Kind: PartThinking, Signature: "EvMc"}, {Kind: PartText, Text: "Hi"}}}}},
+		{"two calls, arguments interleaved",
+			[]Delta{text(0, "ok"), args(0, "a", "f", ""), args(1, "b", "g", `{"x"`), args(0, "", "", `{}`), args(1, "b", "", `:1}`)},
+			&ToolRequestMessage{MessageMeta: MessageMeta{Role: RoleAssistant}, Body: TextBody("ok"), ToolCalls: []ToolCall{
+				{ID: "a", Name: "f", Arguments: JSON(`{}`)}, {ID: "b", Name: "g", Arguments: JSON(`{"x":1}`)}}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var dr Draft
+			for i, d := range tc.deltas {
+				if err := dr.Apply(d); err != nil {
+					t.Fatalf("delta %d: %v", i, err)
+				}
+			}
+			if got := dr.Message(); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %#v, want %#v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDraftApplyRefuses(t *testing.T) {
+	t.Parallel()
+	start := []Delta{
+		{Kind: DeltaThinking, Index: 0, Text: "t"},
+		{Kind: DeltaText, Index: 1, Text: "a"},
+		{Kind: DeltaToolArguments, Index: 0, ToolCallID: "c1", ToolName: "f"},
+	}
+	tests := []struct {
+		name  string
+		delta Delta
+		want  string
+	}{
+		{"a part skipped", Delta{Kind: DeltaText, Index: 3, Text: "x"}, "a TEXT delta for part 3, but the message has 2 parts; a new part is number 2"},
+		{"a negative part", Delta{Kind: DeltaText, Index: -1}, "a TEXT delta for part -1"},
+		{"text into thinking", Delta{Kind: DeltaText, Index: 0, Text: "x"}, "a TEXT delta for part 0, a THINKING part"},
+		{"thinking into text", Delta{Kind: DeltaThinking, Index: 1, Text: "x"}, "a THINKING delta for part 1, a TEXT part"},
+		{"a signature on text", Delta{Kind: DeltaSignature, Index: 1, Text: "s"}, "part 1, a TEXT part; only THINKING parts are signed"},
+		{"a signature opening a part", Delta{Kind: DeltaSignature, Index: 2, Text: "s"}, "a SIGNATURE delta for part 2, but the message has 2 parts"},
+		{"a call skipped", Delta{Kind: DeltaToolArguments, Index: 2, ToolCallID: "c3", ToolName: "f"}, "tool call 2, but the message has 1 calls"},
+		{"a call without id", Delta{Kind: DeltaToolArguments, Index: 1, ToolName: "f"}, "tool call 1 opens without an id"},
+		{"a call without name", Delta{Kind: DeltaToolArguments, Index: 1, ToolCallID: "c2"}, "tool call 1 (c2) opens without a name"},
+		{"a call changing id", Delta{Kind: DeltaToolArguments, Index: 0, ToolCallID: "c9", Text: "{"}, `tool call 0 has id "c1", not "c9"`},
+		{"an unknown kind", Delta{Kind: "IMAGE"}, `delta.kind: "IMAGE" is not TEXT, THINKING, SIGNATURE or TOOL_ARGUMENTS`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var dr Draft
+			for _, d := range start {
+				if err := dr.Apply(d); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := dr.Message()
+			err := dr.Apply(tc.delta)
+			if ErrorCode(err) != EINVALID || !strings.Contains(ErrorMessage(err), tc.want) {
+				t.Fatalf("got %v, want EINVALID containing %q", err, tc.want)
+			}
+			if after := dr.Message(); !reflect.DeepEqual(after, before) {
+				t.Errorf("got draft %#v after a refused delta, want it unchanged: %#v", after, before)
+			}
+		})
+	}
+}
