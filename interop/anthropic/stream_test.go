@@ -401,3 +401,47 @@ func TestMessageStreamOrder(t *testing.T) {
 		})
 	}
 }
+
+// FuzzMessageStream feeds a stream arbitrary events, one per line: it must not panic, a
+// refused event must change nothing, and after every event the deltas so far must add
+// up to the message. The streams of testdata/stream are its seeds.
+//
+//	go test -run='^$' -fuzz=FuzzMessageStream -fuzztime=30s ./interop/anthropic/
+func FuzzMessageStream(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "stream", "*.sse"))
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		var lines []string
+		for _, line := range strings.Split(string(data), "\n") {
+			if rest, ok := strings.CutPrefix(line, "data: "); ok {
+				lines = append(lines, rest)
+			}
+		}
+		f.Add(strings.Join(lines, "\n"))
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		s := anthropic.NewMessageStream()
+		var dr parley.Draft
+		for i, line := range strings.Split(in, "\n") {
+			before := s.Message()
+			deltas, err := s.AddJSON([]byte(line))
+			if err != nil {
+				if !reflect.DeepEqual(s.Message(), before) {
+					t.Fatalf("event %d: refused (%v), yet the message changed", i+1, err)
+				}
+				continue
+			}
+			for _, d := range deltas {
+				if err := dr.Apply(d); err != nil {
+					t.Fatalf("event %d: apply %+v: %v", i+1, d, err)
+				}
+			}
+			if got, want := dr.Message(), s.Message(); !reflect.DeepEqual(got, want) {
+				t.Fatalf("event %d: got %#v from the deltas, want the assembled %#v", i+1, got, want)
+			}
+		}
+	})
+}

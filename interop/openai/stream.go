@@ -198,11 +198,12 @@ func (s *ChatStream) check(chunk openai.ChatCompletionChunk) error {
 		return s.invalid("id: %q, but the stream is completion %q; one stream is one completion",
 			jsonerr.Truncate(chunk.ID), s.acc.ID)
 	}
-	var calls []openai.ChatCompletionMessageToolCallUnion
+	var ids []string // the tool calls' ids, with those this chunk opens
 	if len(s.acc.Choices) > 0 {
-		calls = s.acc.Choices[0].Message.ToolCalls
+		for _, c := range s.acc.Choices[0].Message.ToolCalls {
+			ids = append(ids, c.ID)
+		}
 	}
-	n := len(calls)
 	for i, c := range chunk.Choices {
 		if c.Index != 0 {
 			return s.invalid("choices[%d].index: %d; only choice 0 is assembled into a message (ask for n=1)", i, c.Index)
@@ -216,7 +217,7 @@ func (s *ChatStream) check(chunk openai.ChatCompletionChunk) error {
 			if tc.Type != "" && tc.Type != "function" {
 				return s.invalid("%s.type: %q, want \"function\"", field, jsonerr.Truncate(tc.Type))
 			}
-			switch {
+			switch n := len(ids); {
 			case idx > n:
 				return s.invalid("%s.index: %d, but the message has %d tool calls; a new call is number %d", field, idx, n, n)
 			case idx == n:
@@ -226,9 +227,9 @@ func (s *ChatStream) check(chunk openai.ChatCompletionChunk) error {
 				if tc.Function.Name == "" {
 					return s.invalid("%s.function.name: tool call %d (%s) opens without a name", field, idx, jsonerr.Truncate(tc.ID))
 				}
-				n++
-			case idx < len(calls) && tc.ID != "" && tc.ID != calls[idx].ID:
-				return s.invalid("%s.id: %q, but tool call %d is %q", field, jsonerr.Truncate(tc.ID), idx, calls[idx].ID)
+				ids = append(ids, tc.ID)
+			case tc.ID != "" && tc.ID != ids[idx]:
+				return s.invalid("%s.id: %q, but tool call %d is %q", field, jsonerr.Truncate(tc.ID), idx, ids[idx])
 			}
 		}
 	}

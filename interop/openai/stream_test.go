@@ -324,6 +324,8 @@ func TestChatStreamRefuses(t *testing.T) {
 			"chunk 3: choices[0].delta.tool_calls[0].function.name: tool call 1 (call_b) opens without a name"},
 		{"a call changing id", `{` + chunkHead + `,"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_z","function":{"arguments":"}"}}]}}]}`,
 			`chunk 3: choices[0].delta.tool_calls[0].id: "call_z", but tool call 0 is "call_a"`},
+		{"one chunk changing the id of the call it opens", `{` + chunkHead + `,"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_b","function":{"name":"g"}},{"index":1,"id":"call_c","function":{"arguments":"{}"}}]}}]}`,
+			`chunk 3: choices[0].delta.tool_calls[1].id: "call_c", but tool call 1 is "call_b"`},
 		{"a custom tool", `{` + chunkHead + `,"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_b","type":"custom","function":{"name":"g"}}]}}]}`,
 			`chunk 3: choices[0].delta.tool_calls[0].type: "custom", want "function"`},
 	}
@@ -386,4 +388,48 @@ func TestChatStreamEnd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzChatStream feeds a stream arbitrary chunks, one per line: it must not panic, a
+// refused chunk must change nothing, and after every chunk the deltas so far must add
+// up to the message. The streams of testdata/stream are its seeds.
+//
+//	go test -run='^$' -fuzz=FuzzChatStream -fuzztime=30s ./interop/openai/
+func FuzzChatStream(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "stream", "*.sse"))
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		var lines []string
+		for _, line := range strings.Split(string(data), "\n") {
+			if rest, ok := strings.CutPrefix(line, "data: "); ok {
+				lines = append(lines, rest)
+			}
+		}
+		f.Add(strings.Join(lines, "\n"))
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		s := popenai.NewChatStream()
+		var dr parley.Draft
+		for i, line := range strings.Split(in, "\n") {
+			before := s.Message()
+			deltas, err := s.AddJSON([]byte(line))
+			if err != nil {
+				if !reflect.DeepEqual(s.Message(), before) {
+					t.Fatalf("chunk %d: refused (%v), yet the message changed", i+1, err)
+				}
+				continue
+			}
+			for _, d := range deltas {
+				if err := dr.Apply(d); err != nil {
+					t.Fatalf("chunk %d: apply %+v: %v", i+1, d, err)
+				}
+			}
+			if got, want := dr.Message(), s.Message(); !reflect.DeepEqual(got, want) {
+				t.Fatalf("chunk %d: got %#v from the deltas, want the assembled %#v", i+1, got, want)
+			}
+		}
+	})
 }
