@@ -2,6 +2,8 @@
 // reads a {system, messages} history into Parley messages, and writes Parley messages
 // as one, built with the official SDK's types (github.com/anthropics/anthropic-sdk-go)
 // so that the API accepts them.
+// MessageStream assembles a streamed Messages reply into a Parley message as it arrives,
+// with the SDK's own accumulator.
 package anthropic
 
 import (

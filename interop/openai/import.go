@@ -2,6 +2,8 @@
 // Completions messages array into Parley messages, and writes Parley messages as Chat
 // Completions messages or as Responses API input items, built with the official SDK's
 // types (github.com/openai/openai-go/v3) so that the API accepts them.
+// ChatStream assembles a streamed Chat Completions reply into a Parley message as it
+// arrives, with the SDK's own accumulator.
 package openai
 
 import (
