@@ -187,6 +187,10 @@ func (s *MessageStream) add(ev sdk.MessageStreamEventUnion, shape *eventShape) (
 		s.stopped = true
 	case "content_block_start":
 		deltas = s.start(shape.ContentBlock.Type)
+	case "content_block_delta":
+		if len(deltas) > 0 && deltas[0].Kind == parley.DeltaToolArguments {
+			s.blocks[len(s.blocks)-1].args = true
+		}
 	case "content_block_stop":
 		b := &s.blocks[len(s.blocks)-1]
 		b.done = true
@@ -250,7 +254,7 @@ func (s *MessageStream) check(ev sdk.MessageStreamEventUnion, shape *eventShape)
 	case typ == "content_block_stop":
 		return nil, nil
 	}
-	b := &s.blocks[last]
+	b := s.blocks[last]
 	if shape.Delta == nil || shape.Delta.Type == "" {
 		return nil, s.invalid(typ, "delta.type: missing")
 	}
@@ -285,7 +289,6 @@ func (s *MessageStream) check(ev sdk.MessageStreamEventUnion, shape *eventShape)
 			// The SDK would take the complete {} for the start's placeholder and replace it.
 			return nil, s.invalid(typ, "delta.partial_json: more input after tool_use %d's complete {}", b.index)
 		}
-		b.args = true
 	}
 	delta.Index = b.index
 	return []parley.Delta{delta}, nil
