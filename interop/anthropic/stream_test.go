@@ -445,3 +445,14 @@ func FuzzMessageStream(f *testing.F) {
 		}
 	})
 }
+
+// TestMessageStreamAddNeedsJSON refuses an event built in Go rather than decoded: the
+// SDK's accumulator reads a content block from the event's JSON.
+func TestMessageStreamAddNeedsJSON(t *testing.T) {
+	t.Parallel()
+	s := anthropic.NewMessageStream()
+	_, err := s.Add(sdk.MessageStreamEventUnion{Type: "message_start"})
+	if want := "event 1: empty; want an event's JSON"; parley.ErrorCode(err) != parley.EINVALID || parley.ErrorMessage(err) != want {
+		t.Fatalf("got %v, want EINVALID %q", err, want)
+	}
+}
