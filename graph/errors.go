@@ -10,6 +10,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/graph/transport"
 )
 
 // extensionCodes maps the domain's error codes to the API's extensions.code.
@@ -24,20 +25,6 @@ var extensionCodes = map[string]string{
 	parley.EINTERNAL:      "INTERNAL_SERVER_ERROR",
 }
 
-// requestIDKey carries the request id from the HTTP middleware to the error presenter.
-type requestIDKey struct{}
-
-// WithRequestID returns ctx carrying the request's id.
-func WithRequestID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, requestIDKey{}, id)
-}
-
-// RequestID returns the request id carried by ctx, or "".
-func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
-}
-
 // errorPresenter is the one place errors become what a client sees. Domain errors keep
 // their message and get their code; errors gqlgen made itself (parsing, validation,
 // argument coercion) are about the request and are shown; anything else is internal:
@@ -48,7 +35,7 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 		if gqlErr.Extensions == nil {
 			gqlErr.Extensions = map[string]any{}
 		}
-		if id := RequestID(ctx); id != "" {
+		if id := transport.RequestID(ctx); id != "" {
 			gqlErr.Extensions["requestId"] = id
 		}
 		var perr *parley.Error
@@ -71,7 +58,7 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 			}
 			return gqlErr
 		}
-		log.ErrorContext(ctx, "internal error", "err", err, "path", gqlErr.Path.String(), "requestId", RequestID(ctx))
+		log.ErrorContext(ctx, "internal error", "err", err, "path", gqlErr.Path.String(), "requestId", transport.RequestID(ctx))
 		gqlErr.Message = "Internal server error."
 		gqlErr.Extensions["code"] = "INTERNAL_SERVER_ERROR"
 		return gqlErr
@@ -94,7 +81,7 @@ func isRequestError(err error) bool {
 // recoverFunc turns a panic in a resolver into an internal error, logged with its value.
 func recoverFunc(log *slog.Logger) graphql.RecoverFunc {
 	return func(ctx context.Context, v any) error {
-		log.ErrorContext(ctx, "panic in resolver", "panic", v, "requestId", RequestID(ctx))
+		log.ErrorContext(ctx, "panic in resolver", "panic", v, "requestId", transport.RequestID(ctx))
 		return fmt.Errorf("panic: %v", v)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/graph/transport"
 )
 
 // TestErrorPresenter: what each kind of error looks like to a client. Errors from
@@ -50,7 +51,7 @@ func TestErrorPresenter(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs bytes.Buffer
 			present := errorPresenter(slog.New(slog.NewJSONHandler(&logs, nil)))
-			ctx := WithRequestID(context.Background(), "req-123")
+			ctx := transport.WithRequestID(context.Background(), "req-123")
 			got := present(ctx, tt.err)
 			want := tt.message
 			if want == "" {

@@ -10,8 +10,9 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
-	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/parley-dev/parley/graph/transport"
 )
 
 // HandlerConfig tunes the GraphQL endpoint.
@@ -28,8 +29,8 @@ type HandlerConfig struct {
 	Logger           *slog.Logger
 	// Shutdown is done when the server begins shutting down: websockets are then closed
 	// with 1001 "going away" and SSE streams cut, without completing their
-	// subscriptions, so that clients subscribe again elsewhere (see streams.go). Nil
-	// means never.
+	// subscriptions, so that clients subscribe again elsewhere (see package transport).
+	// Nil means never.
 	Shutdown context.Context
 	// WriteTimeout bounds one write to a websocket or SSE stream (default 20s): a client
 	// that takes nothing for that long is disconnected, and catches up by cursor when it
@@ -48,9 +49,9 @@ type HandlerConfig struct {
 	// MaxWebsocketMessageBytes bounds one message a client sends over a websocket
 	// (default 1 MiB); a larger one closes the socket with 1009 "message too big".
 	MaxWebsocketMessageBytes int64
-	// WebsocketAuth authenticates websockets in connection_init (see auth.go); nil
-	// accepts every connection as it is.
-	WebsocketAuth WebsocketAuthFunc
+	// WebsocketAuth authenticates websockets in connection_init; nil accepts every
+	// connection as it is.
+	WebsocketAuth transport.WebsocketAuthFunc
 	// RequestTimeout bounds the execution of each query and mutation (see timeout.go);
 	// zero means no bound.
 	RequestTimeout time.Duration
@@ -59,8 +60,8 @@ type HandlerConfig struct {
 	Extensions []graphql.HandlerExtension
 }
 
-// NewHandler returns the GraphQL endpoint: GET and POST per the GraphQL-over-HTTP spec
-// (gqlgen's transports, made to conform by withHTTPSpec: see httpspec.go), and
+// NewHandler returns the GraphQL endpoint: the schema's executor, with its extensions,
+// served by package transport: GET and POST per the GraphQL-over-HTTP spec, and
 // subscriptions over websockets (graphql-transport-ws and the legacy graphql-ws) and SSE
 // (graphql-sse's distinct connections mode).
 func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
@@ -95,13 +96,6 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 	schemaCfg := Config{Resolvers: r}
 	complexityFuncs(&schemaCfg.Complexity, cfg.Limits)
 	srv := handler.New(NewExecutableSchema(schemaCfg))
-	srv.AddTransport(newWebsocketTransport(cfg))
-	// graphql-sse's distinct connections mode, for clients behind proxies that refuse
-	// websockets; before POST, which would take its requests. The comment lines keep
-	// proxies from closing a quiet stream.
-	srv.AddTransport(transport.SSE{KeepAlivePingInterval: cfg.KeepAlive})
-	srv.AddTransport(transport.GET{})
-	srv.AddTransport(postTransport{}) // post.go: gqlgen's POST, with a cheaper writer for data
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.SetParserTokenLimit(cfg.Limits.MaxTokens)
 	srv.SetDisableSuggestion(true)
@@ -113,11 +107,22 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 		srv.Use(extension.Introspection{})
 	}
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](100)})
-	srv.Use(specExtension{}) // after APQ, which fills the query in: see httpspec.go
 	srv.Use(&limitsExtension{limits: cfg.Limits, introspection: cfg.Introspection})
 	srv.AroundResponses(withLoaders(r.MessageService))
 	srv.AroundFields(writeMessagePages) // pagewriter.go: message pages written straight to JSON
-	srv.SetErrorPresenter(errorPresenter(cfg.Logger))
+	present := errorPresenter(cfg.Logger)
+	srv.SetErrorPresenter(present)
 	srv.SetRecoverFunc(recoverFunc(cfg.Logger))
-	return http.MaxBytesHandler(withWebsocketState(withStreams(withHTTPSpec(srv), cfg.Shutdown, cfg.WriteTimeout)), cfg.MaxBodyBytes)
+	return transport.New(srv, transport.Config{
+		MaxBodyBytes:             cfg.MaxBodyBytes,
+		WebsocketOrigins:         cfg.WebsocketOrigins,
+		MaxWebsocketMessageBytes: cfg.MaxWebsocketMessageBytes,
+		WebsocketAuth:            cfg.WebsocketAuth,
+		Shutdown:                 cfg.Shutdown,
+		WriteTimeout:             cfg.WriteTimeout,
+		KeepAlive:                cfg.KeepAlive,
+		InitTimeout:              cfg.InitTimeout,
+		Present:                  present,
+		Logger:                   cfg.Logger,
+	})
 }

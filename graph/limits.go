@@ -12,6 +12,7 @@ import (
 	"github.com/vektah/gqlparser/v2/lexer"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/graph/transport"
 )
 
 // Limits bound what one operation may ask for. Each is checked before anything runs,
@@ -212,17 +213,17 @@ func (e *limitsExtension) MutateOperationContext(ctx context.Context, op *graphq
 // InterceptOperation counts a websocket's open subscriptions.
 func (e *limitsExtension) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 	op := graphql.GetOperationContext(ctx)
-	st := wsStateFrom(ctx)
-	if st == nil || op.Operation == nil || op.Operation.Operation != ast.Subscription {
+	open := transport.OpenSubscriptions(ctx)
+	if open == nil || op.Operation == nil || op.Operation.Operation != ast.Subscription {
 		return next(ctx)
 	}
-	if n := st.subscriptions.Add(1); n > int64(e.limits.MaxSubscriptionsPerConnection) {
-		st.subscriptions.Add(-1)
+	if n := open.Add(1); n > int64(e.limits.MaxSubscriptionsPerConnection) {
+		open.Add(-1)
 		err := limitError(codeTooManySubscriptions, "this connection has %d subscriptions open; at most %d allowed: complete one, or open another connection",
 			n-1, e.limits.MaxSubscriptionsPerConnection)
 		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{err}})
 	}
-	context.AfterFunc(ctx, func() { st.subscriptions.Add(-1) })
+	context.AfterFunc(ctx, func() { open.Add(-1) })
 	return next(ctx)
 }
 

@@ -7,11 +7,12 @@ import (
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/graph/model"
+	"github.com/parley-dev/parley/graph/transport"
 )
 
 var errNoEvents = &parley.Error{Code: parley.EUNAVAILABLE, Message: "Subscriptions are not available on this server."}
 
-// forward runs a subscription. Over a websocket (ws.go) the operation drives it: the
+// forward runs a subscription. Over a websocket (package transport) the operation drives it: the
 // stream is attached to the operation, which polls it into a one-slot channel on every
 // wake-up, and no goroutine waits while it is idle. Elsewhere (SSE) one goroutine owns
 // the channel gqlgen reads, takes each message from the stream and sends it, never
@@ -19,9 +20,9 @@ var errNoEvents = &parley.Error{Code: parley.EUNAVAILABLE, Message: "Subscriptio
 // takes messages, so a client that reads slowly holds no backlog here; one that stops
 // reading is cut off by the transport's write timeout, which ends ctx.
 func (r *Resolver) forward(ctx context.Context, s parley.MessageStream) <-chan *model.MessageEdge {
-	if target := pushTargetFrom(ctx); target != nil {
+	if target := transport.PushTargetFrom(ctx); target != nil {
 		ch := make(chan *model.MessageEdge, 1)
-		wake := target.attach(func(ctx context.Context) (bool, error) {
+		wake := target.Attach(func(ctx context.Context) (bool, error) {
 			m, err := s.Poll(ctx)
 			if m == nil || err != nil {
 				return false, err
@@ -60,13 +61,13 @@ func (r *Resolver) forward(ctx context.Context, s parley.MessageStream) <-chan *
 // itself. A deleted conversation just completes the subscription: nothing more will
 // come. Any other failure (the database unavailable, an internal error) cuts an SSE
 // stream without completing it, which graphql-sse clients take as a reason to
-// subscribe again. (Websocket operations report errors themselves: see ws.go.)
+// subscribe again. (Websocket operations report errors themselves: see package transport.)
 func (r *Resolver) endSubscription(ctx context.Context, err error) {
 	if ctx.Err() != nil || parley.ErrorCode(err) == parley.ENOTFOUND {
 		return
 	}
-	if abandonStream(ctx) {
-		r.logger().WarnContext(ctx, "subscription ended", "err", err, "requestId", RequestID(ctx))
+	if transport.AbandonStream(ctx) {
+		r.logger().WarnContext(ctx, "subscription ended", "err", err, "requestId", transport.RequestID(ctx))
 	}
 }
 

@@ -6,13 +6,11 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
-	"path"
 	"strings"
 	"time"
 
 	"github.com/parley-dev/parley"
-	"github.com/parley-dev/parley/graph"
+	"github.com/parley-dev/parley/graph/transport"
 )
 
 // Who may see what. With an Authenticator, every GraphQL request names its principal
@@ -78,7 +76,7 @@ func bearer(h string) (string, bool) {
 
 func unauthenticated(w http.ResponseWriter, r *http.Request, msg string) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="parley"`)
-	graph.WriteError(w, r, http.StatusUnauthorized, "UNAUTHENTICATED", msg)
+	transport.WriteError(w, r, http.StatusUnauthorized, "UNAUTHENTICATED", msg)
 }
 
 // withAuth authenticates GraphQL requests. A websocket upgrade without an
@@ -87,7 +85,7 @@ func withAuth(a parley.Authenticator, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a == nil {
 			if !isLoopbackHost(hostOnly(r.Host)) {
-				graph.WriteError(w, r, http.StatusMisdirectedRequest, "LOCAL_MODE_HOST",
+				transport.WriteError(w, r, http.StatusMisdirectedRequest, "LOCAL_MODE_HOST",
 					fmt.Sprintf("this server runs without authentication and answers only requests addressed to localhost or a loopback address, not %q", r.Host))
 				return
 			}
@@ -96,7 +94,7 @@ func withAuth(a parley.Authenticator, next http.Handler) http.Handler {
 		}
 		cred, present := bearer(r.Header.Get("Authorization"))
 		if !present {
-			if r.Header.Get("Upgrade") != "" {
+			if transport.KindOf(r.Context()) == transport.Websocket {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -115,7 +113,7 @@ func withAuth(a parley.Authenticator, next http.Handler) http.Handler {
 				if parley.ErrorCode(err) == parley.EUNAVAILABLE {
 					status, code, msg = http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE", parley.ErrorMessage(err)
 				}
-				graph.WriteError(w, r, status, code, msg)
+				transport.WriteError(w, r, status, code, msg)
 				return
 			}
 			unauthenticated(w, r, parley.ErrorMessage(err))
@@ -123,7 +121,7 @@ func withAuth(a parley.Authenticator, next http.Handler) http.Handler {
 		}
 		ctx := withPrincipal(r.Context(), p)
 		if !p.ExpiresAt.IsZero() {
-			ctx = graph.WithCredentialExpiry(ctx, p.ExpiresAt)
+			ctx = transport.WithCredentialExpiry(ctx, p.ExpiresAt)
 		}
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
@@ -132,7 +130,7 @@ func withAuth(a parley.Authenticator, next http.Handler) http.Handler {
 // websocketAuth authenticates a websocket's connection_init payload: {"Authorization":
 // "Bearer <token>"} (any case of the key) or {"authToken": "<token>"}. Without either,
 // the Authorization header of the upgrade request, if it had one, holds.
-func websocketAuth(a parley.Authenticator) graph.WebsocketAuthFunc {
+func websocketAuth(a parley.Authenticator) transport.WebsocketAuthFunc {
 	return func(ctx context.Context, payload map[string]any) (context.Context, time.Time, error) {
 		if a == nil {
 			return withPrincipal(ctx, localPrincipal), time.Time{}, nil
@@ -152,7 +150,7 @@ func websocketAuth(a parley.Authenticator) graph.WebsocketAuthFunc {
 			if p := principalFrom(ctx); p != nil {
 				return ctx, p.ExpiresAt, nil
 			}
-			return ctx, time.Time{}, &graph.WebsocketRefusal{Code: graph.CloseUnauthorized,
+			return ctx, time.Time{}, &transport.WebsocketRefusal{Code: transport.CloseUnauthorized,
 				Reason: `Unauthorized: send {"Authorization": "Bearer <token>"} in connection_init`}
 		}
 		p, err := a.Authenticate(ctx, cred)
@@ -165,7 +163,7 @@ func websocketAuth(a parley.Authenticator) graph.WebsocketAuthFunc {
 			if len(reason) > 120 {
 				reason = reason[:120]
 			}
-			return ctx, time.Time{}, &graph.WebsocketRefusal{Code: graph.CloseForbidden, Reason: reason}
+			return ctx, time.Time{}, &transport.WebsocketRefusal{Code: transport.CloseForbidden, Reason: reason}
 		}
 		return withPrincipal(ctx, p), p.ExpiresAt, nil
 	}
@@ -176,68 +174,4 @@ func hostOnly(hostport string) string {
 		return h
 	}
 	return hostport
-}
-
-// withOrigins refuses a websocket upgrade from an origin other than the server's own
-// and the patterns given, before gqlgen accepts it (coder/websocket checks the same,
-// with the same patterns, as a backstop). Browsers do not apply CORS to websockets: the
-// origin check is what keeps another site's page from subscribing with the user's
-// ambient access (local mode).
-func withOrigins(patterns []string, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Upgrade") == "" || originAllowed(r, patterns) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		graph.WriteError(w, r, http.StatusForbidden, "ORIGIN_NOT_ALLOWED",
-			fmt.Sprintf("websocket connections from origin %q are not allowed; the server's websocket origins setting lists those that are", r.Header.Get("Origin")))
-	})
-}
-
-// originAllowed follows coder/websocket's rule: no Origin (not a browser), the
-// request's own host, or a pattern matching the origin's host (path.Match), or the
-// whole origin when the pattern has a scheme.
-func originAllowed(r *http.Request, patterns []string) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	u, err := url.Parse(origin)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(u.Host, r.Host) {
-		return true
-	}
-	for _, p := range patterns {
-		target := u.Host
-		if strings.Contains(p, "://") {
-			target = u.Scheme + "://" + u.Host
-		}
-		if ok, err := path.Match(strings.ToLower(p), strings.ToLower(target)); err == nil && ok {
-			return true
-		}
-	}
-	return false
-}
-
-// withCSRF refuses cross-origin unsafe requests (POST from another site's page) with
-// Go's http.CrossOriginProtection, which reads Sec-Fetch-Site and Origin; requests
-// without them (not from a browser) go through. trusted lists origins allowed anyway
-// ("https://app.example.com"). GraphQL POSTs must be application/json, which a page
-// cannot send cross-origin without a CORS preflight this server never grants, so this
-// is a second line; the multipart and form transports, which browsers can send
-// cross-origin, are not registered at all.
-func withCSRF(trusted []string, next http.Handler) (http.Handler, error) {
-	p := http.NewCrossOriginProtection()
-	for _, o := range trusted {
-		if err := p.AddTrustedOrigin(o); err != nil {
-			return nil, fmt.Errorf("trusted origin %q: %w", o, err)
-		}
-	}
-	p.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		graph.WriteError(w, r, http.StatusForbidden, "CROSS_ORIGIN_REFUSED",
-			"cross-origin requests are refused: send this request from the server's own origin, or list the page's origin in the trusted origins setting")
-	}))
-	return p.Handler(next), nil
 }

@@ -1,15 +1,16 @@
-// Package server assembles Parley's HTTP surface: the GraphQL endpoint, the playground,
-// health checks, request ids and access logs.
+// Package server assembles Parley's HTTP surface: the GraphQL endpoint (package graph,
+// served by package graph/transport), the playground and health checks, behind the
+// middleware in this package, one per file: request ids (requestid.go), access logs
+// (accesslog.go), authentication and local mode (auth.go), websocket origins
+// (origins.go), cross-origin protection (csrf.go) and the end of streams on shutdown
+// (shutdown.go). Each request to the endpoint is classified once, at its edge
+// (transport.Classify), and the middleware asks transport.KindOf rather than the headers.
 package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
 	"net/http"
-	"regexp"
-	"strings"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/graph"
+	"github.com/parley-dev/parley/graph/transport"
 	"github.com/parley-dev/parley/metrics"
 	"github.com/parley-dev/parley/playground"
 	"github.com/parley-dev/parley/tracing"
@@ -88,7 +90,7 @@ func New(cfg Config) http.Handler {
 		panic("server: " + err.Error()) // checked with the configuration
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", withShutdown(gqlCfg.Shutdown, endpoint))
+	mux.Handle("/graphql", transport.Classify(withShutdown(gqlCfg.Shutdown, endpoint)))
 	mux.Handle("/", playground.Handler("Parley", "/graphql", "/playground/assets/"))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -111,80 +113,4 @@ func New(cfg Config) http.Handler {
 		w.Write([]byte("ok\n"))
 	})
 	return withRequestID(withAccessLog(cfg.Logger, mux))
-}
-
-// withShutdown ends streaming requests (websocket upgrades, SSE) when shutdown is done:
-// the endpoint then closes websockets with "going away" and cuts SSE streams without
-// completing them (see graph.HandlerConfig.Shutdown), and http.Server.Shutdown, which
-// waits for the requests in flight, need not wait for streams that never end. Other
-// requests are left to finish. A nil shutdown never comes.
-func withShutdown(shutdown context.Context, next http.Handler) http.Handler {
-	if shutdown == nil {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") && !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
-			next.ServeHTTP(w, r)
-			return
-		}
-		ctx, cancel := context.WithCancel(r.Context())
-		defer cancel()
-		defer context.AfterFunc(shutdown, cancel)()
-		next.ServeHTTP(w, r.WithContext(ctx))
-	})
-}
-
-// validRequestID is what an incoming X-Request-Id may look like to be reused.
-var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
-
-// withRequestID gives every request an id (the client's X-Request-Id when sane), sent
-// back in the response header and carried to logs and error responses.
-func withRequestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Request-Id")
-		if !validRequestID.MatchString(id) {
-			var b [12]byte
-			rand.Read(b[:])
-			id = hex.EncodeToString(b[:])
-		}
-		w.Header().Set("X-Request-Id", id)
-		next.ServeHTTP(w, r.WithContext(graph.WithRequestID(r.Context(), id)))
-	})
-}
-
-// statusRecorder remembers the status a handler wrote. It passes Flush and Unwrap
-// through, so streaming responses and websocket upgrades still work behind it.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusRecorder) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusRecorder) Flush() {
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
-func withAccessLog(log *slog.Logger, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w}
-		next.ServeHTTP(rec, r)
-		if rec.status == 0 {
-			rec.status = http.StatusOK
-		}
-		log.LogAttrs(r.Context(), slog.LevelInfo, "request",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path),
-			slog.Int("status", rec.status), slog.Duration("duration", time.Since(start)),
-			slog.String("requestId", graph.RequestID(r.Context())))
-	})
 }

@@ -1,4 +1,4 @@
-package graph
+package transport
 
 import (
 	"bytes"
@@ -14,7 +14,6 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
-	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/coder/websocket"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -35,7 +34,7 @@ import (
 // subscription holds no goroutine at all while idle. When its stream may have
 // something new (parley.MessageStream's OnWake), a goroutine takes what is ready and
 // writes it, then ends. Subscription resolvers find the operation in their context
-// (pushTargetFrom) and attach their stream to it instead of starting a goroutine.
+// (PushTargetFrom) and attach their stream to it instead of starting a goroutine.
 //
 // It also does what gqlgen's transport does not: writes have a deadline, so a client
 // that stops reading is cut off instead of holding the connection's writer for good,
@@ -50,33 +49,53 @@ type wsTransport struct {
 	log          *slog.Logger
 	present      graphql.ErrorPresenterFunc
 	readLimit    int64 // bytes a client message may have; more closes with 1009
-	// initFunc checks connection_init's payload (authentication, see auth.go) and
-	// returns the context of the connection's operations; when that context has a
-	// deadline (the credential's expiry) the connection closes then, with 4403. A
-	// *WebsocketRefusal error says which close code refuses the connection.
-	initFunc transport.WebsocketInitFunc
+	// auth checks connection_init's payload; nil accepts every connection as it is.
+	auth WebsocketAuthFunc
 }
 
 var _ graphql.Transport = wsTransport{}
 
-// The subprotocols, and the close codes of graphql-transport-ws.
+// The subprotocols.
 const (
 	protoTransportWS = "graphql-transport-ws"
 	protoLegacyWS    = "graphql-ws"
+)
 
-	closeNormal          = 1000
-	closeGoingAway       = 1001
-	closeTryAgainLater   = 1013
-	closeBadRequest      = 4400
-	closeUnauthorized    = 4401
-	closeForbidden       = 4403
+// The close codes of websockets and of graphql-transport-ws.
+const (
+	closeNormal        = 1000
+	closeGoingAway     = 1001
+	closeTryAgainLater = 1013
+	closeBadRequest    = 4400
+	// CloseUnauthorized refuses a connection without a credential: graphql-ws clients
+	// do not retry it, as retrying cannot help.
+	CloseUnauthorized = 4401
+	// CloseForbidden refuses a bad or expired credential: graphql-ws clients retry it,
+	// and their connectionParams may fetch a fresh credential.
+	CloseForbidden       = 4403
 	closeInitTimeout     = 4408
 	closeSubscriberTaken = 4409
 	closeTooManyInits    = 4429
 )
 
+// WebsocketAuthFunc authenticates a websocket from its connection_init payload (a
+// browser cannot set headers on a websocket) and returns the context its operations
+// run in (carrying the owner) and when the credential expires (zero for never): the
+// connection closes then, with CloseForbidden. An error refuses the connection; a
+// *WebsocketRefusal error says with which close code, any other CloseForbidden.
+type WebsocketAuthFunc func(ctx context.Context, payload map[string]any) (context.Context, time.Time, error)
+
+// WebsocketRefusal refuses a websocket connection with a close code and a reason the
+// client sees.
+type WebsocketRefusal struct {
+	Code   int
+	Reason string
+}
+
+func (e *WebsocketRefusal) Error() string { return e.Reason }
+
 // Supports implements graphql.Transport.
-func (wsTransport) Supports(r *http.Request) bool { return r.Header.Get("Upgrade") != "" }
+func (wsTransport) Supports(r *http.Request) bool { return KindOf(r.Context()) == Websocket }
 
 // Do implements graphql.Transport: it accepts the websocket and returns, leaving the
 // connection to a goroutine of its own.
@@ -92,6 +111,7 @@ func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	// The request's context ends when this handler returns; the connection keeps its
 	// values (request id...) but not its cancellation.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	ctx = context.WithValue(ctx, openSubscriptionsKey{}, new(atomic.Int64))
 	c := &wsConn{
 		t: t, exec: exec, conn: conn, legacy: conn.Subprotocol() != protoTransportWS,
 		ctx: ctx, cancel: cancel, opCtx: ctx, ops: map[string]*wsOp{},
@@ -124,7 +144,7 @@ type wsConn struct {
 
 	mu          sync.Mutex
 	initialized bool
-	opCtx       context.Context // ctx, or what initFunc made of it
+	opCtx       context.Context // ctx, or what auth made of it
 	ops         map[string]*wsOp
 	timer       *time.Timer // the init timeout, then the keepalive
 	unanswered  int         // graphql-transport-ws pings sent without a message since
@@ -242,7 +262,7 @@ func (c *wsConn) init(payload json.RawMessage) bool {
 		c.close(closeTooManyInits, "too many initialisation requests")
 		return false
 	}
-	var p transport.InitPayload
+	var p map[string]any
 	if len(payload) > 0 && string(payload) != "null" {
 		if err := json.Unmarshal(payload, &p); err != nil {
 			c.protocolError("connection_init payload is not a JSON object")
@@ -250,11 +270,10 @@ func (c *wsConn) init(payload json.RawMessage) bool {
 		}
 	}
 	ctx := c.ctx
-	var ack *transport.InitPayload
-	if c.t.initFunc != nil {
-		ictx, a, err := c.t.initFunc(ctx, p)
+	if c.t.auth != nil {
+		actx, expires, err := c.t.auth(ctx, p)
 		if err != nil {
-			refusal := &WebsocketRefusal{Code: closeForbidden, Reason: "Forbidden"}
+			refusal := &WebsocketRefusal{Code: CloseForbidden, Reason: "Forbidden"}
 			if !errors.As(err, &refusal) {
 				refusal.Reason = err.Error()
 			}
@@ -264,13 +283,16 @@ func (c *wsConn) init(payload json.RawMessage) bool {
 			c.close(refusal.Code, refusal.Reason)
 			return false
 		}
-		ctx, ack = ictx, a
-		if _, ok := ctx.Deadline(); ok {
+		ctx = actx
+		if !expires.IsZero() {
 			// The credential's expiry ends the connection; graphql-ws clients retry
 			// 4403, and may fetch a fresh credential for connection_init.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, expires)
+			context.AfterFunc(c.ctx, cancel) // released with the connection
 			context.AfterFunc(ctx, func() {
 				if c.ctx.Err() == nil {
-					c.close(closeForbidden, "Forbidden: the credential expired")
+					c.close(CloseForbidden, "Forbidden: the credential expired")
 				}
 			})
 		}
@@ -278,11 +300,7 @@ func (c *wsConn) init(payload json.RawMessage) bool {
 	c.mu.Lock()
 	c.initialized, c.opCtx = true, ctx
 	c.mu.Unlock()
-	msg := wsMessage{Type: "connection_ack"}
-	if ack != nil {
-		msg.Payload, _ = json.Marshal(ack)
-	}
-	c.send(msg)
+	c.send(wsMessage{Type: "connection_ack"})
 	if c.legacy {
 		c.send(wsMessage{Type: "ka"})
 	}
@@ -327,7 +345,7 @@ func (c *wsConn) subscribe(m wsMessage) bool {
 		if c.legacy {
 			c.sendConnectionError("send connection_init first")
 		}
-		c.close(closeUnauthorized, "unauthorized")
+		c.close(CloseUnauthorized, "unauthorized")
 		return false
 	case taken && !c.legacy:
 		c.close(closeSubscriberTaken, fmt.Sprintf("subscriber for %s already exists", m.ID))
@@ -494,7 +512,7 @@ type wsOp struct {
 	rctx      context.Context
 
 	mu      sync.Mutex
-	poll    func(context.Context) (bool, error) // set by a subscription resolver: see attach
+	poll    func(context.Context) (bool, error) // set by a subscription resolver: see Attach
 	running bool                                // a drain is under way
 	again   bool                                // woken during the drain
 	ended   bool
@@ -544,19 +562,19 @@ func (op *wsOp) start(params *graphql.RawParams) {
 // pushTargetKey carries the *wsOp of a websocket subscription to its resolver.
 type pushTargetKey struct{}
 
-// pushTarget is what a subscription resolver attaches its stream to, to be driven by
+// PushTarget is what a subscription resolver attaches its stream to, to be driven by
 // wake-ups instead of a goroutine of its own.
-type pushTarget interface {
-	// attach gives the operation poll, which puts the next event into the channel the
+type PushTarget interface {
+	// Attach gives the operation poll, which puts the next event into the channel the
 	// resolver returned (buffered, so it does not block) and reports true, or reports
 	// false when there is none yet; an error ends the subscription (ENOTFOUND completes
 	// it). It returns the function to call whenever poll may have something new.
-	attach(poll func(context.Context) (bool, error)) (wake func())
+	Attach(poll func(context.Context) (bool, error)) (wake func())
 }
 
-// pushTargetFrom returns the websocket operation a subscription resolver runs for, or
+// PushTargetFrom returns the websocket operation a subscription resolver runs for, or
 // nil over other transports.
-func pushTargetFrom(ctx context.Context) pushTarget {
+func PushTargetFrom(ctx context.Context) PushTarget {
 	op, _ := ctx.Value(pushTargetKey{}).(*wsOp)
 	if op == nil {
 		return nil
@@ -564,7 +582,7 @@ func pushTargetFrom(ctx context.Context) pushTarget {
 	return op
 }
 
-func (op *wsOp) attach(poll func(context.Context) (bool, error)) func() {
+func (op *wsOp) Attach(poll func(context.Context) (bool, error)) func() {
 	op.mu.Lock()
 	op.poll = poll
 	op.mu.Unlock()
@@ -648,31 +666,13 @@ func (op *wsOp) end(complete bool) {
 	}
 }
 
-// newWebsocketTransport is the websocket transport configured by cfg.
-func newWebsocketTransport(cfg HandlerConfig) wsTransport {
-	return wsTransport{
-		origins:      cfg.WebsocketOrigins,
-		keepAlive:    cfg.KeepAlive,
-		initTimeout:  cfg.InitTimeout,
-		writeTimeout: cfg.WriteTimeout,
-		shutdown:     cfg.Shutdown,
-		log:          cfg.Logger,
-		present:      errorPresenter(cfg.Logger),
-		readLimit:    cfg.MaxWebsocketMessageBytes,
-		initFunc:     websocketInitFunc(cfg.WebsocketAuth),
-	}
-}
+// openSubscriptionsKey carries a websocket connection's count of open subscriptions.
+type openSubscriptionsKey struct{}
 
-// websocketKey marks the context of an operation that came over a websocket.
-type websocketKey struct{}
-
-// websocketInit marks a websocket connection's context as such.
-func websocketInit(ctx context.Context, _ transport.InitPayload) (context.Context, *transport.InitPayload, error) {
-	return context.WithValue(ctx, websocketKey{}, true), nil, nil
-}
-
-// overWebsocket reports whether ctx is a websocket operation's.
-func overWebsocket(ctx context.Context) bool {
-	ok, _ := ctx.Value(websocketKey{}).(bool)
-	return ok
+// OpenSubscriptions returns the count of subscriptions open on the websocket connection
+// an operation runs on, for a limit to keep (the count is the limit's to keep up to
+// date); nil over other transports.
+func OpenSubscriptions(ctx context.Context) *atomic.Int64 {
+	n, _ := ctx.Value(openSubscriptionsKey{}).(*atomic.Int64)
+	return n
 }

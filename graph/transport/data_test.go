@@ -1,0 +1,124 @@
+package transport
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+)
+
+// TestAppendDataIsJSONMarshal: appendData writes what json.Marshal writes for a
+// response holding only data, whatever the data.
+func TestAppendDataIsJSONMarshal(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, data string }{
+		{"object", `{"a":1,"b":[true,false,null],"c":{"d":"e"}}`},
+		{"whitespace", "{ \"a\" : [ 1 ,\n\t2 ] ,\r\n \"b\" : { } }"},
+		{"html in strings", `{"a":"<p>x & y</p>","<":">"}`},
+		{"escapes", `{"a":"quote \" backslash \\ slash \/ \u003c \n","b":"\\"}`},
+		{"line separators", "{\"a\":\"x\u2028y\u2029z \xe2\x80\xa7 \xe2\x80\xaa\"}"},
+		{"unicode", `{"a":"é 😀 日本"}`},
+		{"invalid utf-8 in a string", "{\"a\":\"\xff\xfe\"}"},
+		{"scalars", `{"n":-1.5e+10,"s":""}`},
+		{"backslash before quote", `{"a":"\\\"","b":"c"}`},
+	}
+	for _, tc := range tests {
+		want, err := json.Marshal(&graphql.Response{Data: json.RawMessage(tc.data)})
+		if err != nil {
+			t.Fatalf("%s: json.Marshal: %v", tc.name, err)
+		}
+		got, ok := appendData(nil, []byte(tc.data))
+		if !ok || string(got) != string(want) {
+			t.Errorf("%s: got %s (%v), want %s", tc.name, got, ok, want)
+		}
+	}
+	if _, ok := appendData(nil, []byte(`{"a":"unterminated}`)); ok {
+		t.Errorf("data ending inside a string was written")
+	}
+}
+
+// TestWriteResponse: a response with data only is written by appendData, anything else
+// by json.Marshal; the bytes are json.Marshal's either way.
+func TestWriteResponse(t *testing.T) {
+	t.Parallel()
+	hasNext := true
+	tests := []struct {
+		name     string
+		resp     *graphql.Response
+		dataOnly bool
+	}{
+		{"data", &graphql.Response{Data: json.RawMessage(`{"a":"<b>\u2028</b>","c":[1, 2]}`)}, true},
+		{"data and errors", &graphql.Response{Data: json.RawMessage(`{"a":null}`), Errors: gqlerror.List{{Message: "x"}}}, false},
+		{"errors only", &graphql.Response{Errors: gqlerror.List{{Message: "x"}}}, false},
+		{"extensions", &graphql.Response{Data: json.RawMessage(`{}`), Extensions: map[string]any{"k": 1}}, false},
+		{"incremental", &graphql.Response{Data: json.RawMessage(`{}`), Label: "l", HasNext: &hasNext}, false},
+		{"data ending in a string", &graphql.Response{Data: json.RawMessage(`{"a":"b`)}, false},
+		{"nil", nil, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			want, err := json.Marshal(tc.resp)
+			if tc.name == "data ending in a string" {
+				// json.Marshal refuses it, and so does writeResponse, by panicking.
+				defer func() {
+					if recover() == nil {
+						t.Errorf("invalid data was written")
+					}
+				}()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			rec := httptest.NewRecorder()
+			before := dataWritten.Load()
+			writeResponse(rec, tc.resp)
+			if got := rec.Body.String(); got != string(want) {
+				t.Errorf("got %s, want %s", got, want)
+			}
+			// No other test of this package writes responses.
+			if wrote := dataWritten.Load() > before; wrote != tc.dataOnly {
+				t.Errorf("appendData wrote the response: %v; want %v (a response with data only)", wrote, tc.dataOnly)
+			}
+		})
+	}
+}
+
+// benchData is a page of 100 messages' worth of JSON, with strings to escape.
+var benchData = func() []byte {
+	var b strings.Builder
+	b.WriteString(`{"conversation":{"messages":{"edges":[`)
+	for i := range 100 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"cursor":"Y3Vyc29y","node":{"__typename":"TextMessage","id":"msg_0123456789","position":42,` +
+			`"role":"ASSISTANT","label":"Assistant","createdAt":"2025-03-04T05:06:07.890123+02:00",` +
+			`"text":"What is in **main.go**? It reads <config> & starts\nthe server.","html":"<p>What is in <strong>main.go</strong>? It reads &lt;config&gt; &amp; starts</p>\n",` +
+			`"parts":[{"kind":"TEXT","text":"What is in **main.go**?","signature":null}]}}`)
+	}
+	b.WriteString(`]}}}`)
+	return []byte(b.String())
+}()
+
+// BenchmarkAppendData writes a page of history.
+func BenchmarkAppendData(b *testing.B) {
+	b.SetBytes(int64(len(benchData)))
+	buf := make([]byte, 0, 2*len(benchData))
+	for b.Loop() {
+		if _, ok := appendData(buf[:0], benchData); !ok {
+			b.Fatal("not written")
+		}
+	}
+}
+
+// BenchmarkJSONMarshalData is what gqlgen does instead, for scale.
+func BenchmarkJSONMarshalData(b *testing.B) {
+	b.SetBytes(int64(len(benchData)))
+	for b.Loop() {
+		if _, err := json.Marshal(&graphql.Response{Data: benchData}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
