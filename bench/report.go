@@ -321,7 +321,7 @@ var profileSpots = map[string][][2]string{
 		{"db.(*DB).FindConversationByID", "reading the conversation"},
 		{"graph.writeEdges", "writing the page as JSON (graph/pagewriter.go)"},
 		{"parley.RenderHTML", "· Markdown to sanitized HTML (cached)"},
-		{"graph.appendData", "writing the response body (graph/post.go)"},
+		{"transport.appendData", "writing the response body (graph/transport/data.go)"},
 	},
 	"save": {
 		{"db.(*DB).AddMessage", "the save: validation, then the transaction"},
