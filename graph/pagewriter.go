@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/graph/model"
+	"github.com/parley-dev/parley/internal/bufpool"
 )
 
 // The history read's hot path.
@@ -64,18 +64,18 @@ func writeEdges(oc *graphql.OperationContext, sel ast.SelectionSet, edges []*mod
 	if !ok {
 		return nil, false
 	}
-	w := &jsonWriter{b: getBuffer()[:0]}
+	w := &jsonWriter{b: bufpool.Get()}
 	w.b = append(w.b, '[')
 	for i, e := range edges {
 		if e == nil {
-			putBuffer(w.b)
+			bufpool.Put(w.b)
 			return nil, false
 		}
 		if i > 0 {
 			w.b = append(w.b, ',')
 		}
 		if !write(w, e) {
-			putBuffer(w.b)
+			bufpool.Put(w.b)
 			return nil, false
 		}
 	}
@@ -88,29 +88,9 @@ func writeEdges(oc *graphql.OperationContext, sel ast.SelectionSet, edges []*mod
 			panic("graph: a message page was written twice")
 		}
 		out.Write(w.b)
-		putBuffer(w.b)
+		bufpool.Put(w.b)
 		w.b = nil
 	}), true
-}
-
-// buffers holds the buffers pages and responses are written into: at some 70 KiB for a
-// page of 100 messages, allocating them for each request was a good part of what the
-// garbage collector had to do.
-var buffers sync.Pool
-
-func getBuffer() []byte {
-	if b, ok := buffers.Get().(*[]byte); ok {
-		return *b
-	}
-	return make([]byte, 0, 64<<10)
-}
-
-func putBuffer(b []byte) {
-	if cap(b) > 4<<20 {
-		return // a rare huge page: not worth keeping
-	}
-	b = b[:0]
-	buffers.Put(&b)
 }
 
 // jsonWriter appends JSON to b. It is an io.Writer, for the domain's MarshalGQL methods.

@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync"
 	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
+
+	"github.com/parley-dev/parley/internal/bufpool"
 )
 
 // writeResponse writes the response of an executed operation as gqlgen's transports do,
@@ -19,9 +20,9 @@ import (
 func writeResponse(w http.ResponseWriter, resp *graphql.Response) {
 	if resp != nil && len(resp.Errors) == 0 && len(resp.Data) > 0 && resp.Label == "" &&
 		len(resp.Path) == 0 && resp.HasNext == nil && len(resp.Extensions) == 0 {
-		if body, ok := appendData(getBuffer()[:0], resp.Data); ok {
+		if body, ok := appendData(bufpool.Get(), resp.Data); ok {
 			w.Write(body)
-			putBuffer(body) // Write has copied it out or sent it
+			bufpool.Put(body) // Write has copied it out or sent it
 			dataWritten.Add(1)
 			return
 		}
@@ -35,26 +36,6 @@ func writeResponse(w http.ResponseWriter, resp *graphql.Response) {
 
 // dataWritten counts the responses written by appendData.
 var dataWritten atomic.Int64
-
-// buffers holds the buffers responses are written into: a page of history is some
-// 70 KiB, and allocating a buffer for each response was a good part of what the garbage
-// collector had to do.
-var buffers sync.Pool
-
-func getBuffer() []byte {
-	if b, ok := buffers.Get().(*[]byte); ok {
-		return *b
-	}
-	return make([]byte, 0, 64<<10)
-}
-
-func putBuffer(b []byte) {
-	if cap(b) > 4<<20 {
-		return // a rare huge response: not worth keeping
-	}
-	b = b[:0]
-	buffers.Put(&b)
-}
 
 // lowerHex is encoding/json's hex alphabet (gqlgen's is upper case).
 const lowerHex = "0123456789abcdef"

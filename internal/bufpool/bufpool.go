@@ -1,0 +1,27 @@
+// Package bufpool pools the byte buffers GraphQL responses are written into, by package
+// graph's page writer and by its HTTP transport, which share them: a page of 100
+// messages is some 70 KiB, and allocating its buffers for each request was a good part
+// of what the garbage collector had to do (bench/NOTES.md).
+package bufpool
+
+import "sync"
+
+var buffers sync.Pool
+
+// Get returns an empty buffer, with room for a page.
+func Get() []byte {
+	if b, ok := buffers.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, 64<<10)
+}
+
+// Put gives b back for another Get; the caller must not use it afterwards. A rare huge
+// buffer is left to the garbage collector.
+func Put(b []byte) {
+	if cap(b) > 4<<20 {
+		return
+	}
+	b = b[:0]
+	buffers.Put(&b)
+}
