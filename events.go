@@ -68,3 +68,16 @@ type MessageStream interface {
 	// before the first Poll.
 	OnWake(func())
 }
+
+// EventWatcher wakes a caller whenever a conversation's messages may have changed, on
+// whichever replica: for readers that look for something other than the next message
+// (the tool work queue's subscriptions). A wake-up means "look again", never what
+// changed: the caller reads the database. Register before the first read, so that a
+// change committed in between is not missed.
+type EventWatcher interface {
+	// Watch registers for wake-ups about the conversation conversationID, or about
+	// every conversation when it is empty, until ctx ends or release is called. wake
+	// holds at most one pending wake-up; it also fires when events may have been lost.
+	// Returns ENOTFOUND for an id that is not a conversation id.
+	Watch(ctx context.Context, conversationID string) (wake <-chan struct{}, release func(), err error)
+}

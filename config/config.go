@@ -237,6 +237,10 @@ func (c *Config) applyDefaults() {
 		c.Fetch.Timeout = Duration(DefaultFetchTimeout)
 	}
 	c.Limits.applyDefaults()
+	if c.HTTP.Introspection == nil {
+		on := true
+		c.HTTP.Introspection = &on
+	}
 }
 
 // Validate checks every key and names the first bad one.

@@ -152,14 +152,14 @@ func TestAwaitingSubscription(t *testing.T) {
 	}
 
 	// Closing the subscription releases it: its goroutine ends and unregisters.
-	if n := e.Processing.Service.Subscribers(); n != 1 {
+	if n := e.Hub.Stats().Watchers; n != 1 {
 		t.Errorf("got %d subscribers while subscribed, want 1", n)
 	}
 	sub.close()
 	deadline := time.Now().Add(wait)
-	for e.Processing.Service.Subscribers() != 0 {
+	for e.Hub.Stats().Watchers != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("got %d subscribers after closing, want 0", e.Processing.Service.Subscribers())
+			t.Fatalf("got %d subscribers after closing, want 0", e.Hub.Stats().Watchers)
 		}
 		time.Sleep(10 * time.Millisecond) // polling, with a deadline
 	}

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/parley-dev/parley"
@@ -30,8 +29,11 @@ type Config struct {
 	Resources   parley.ResourceReader
 	// MaxImageBytes bounds an image read from a file (default parley.DefaultLimits).
 	MaxImageBytes int64
+	// Events wakes awaiting-call subscriptions when messages change (the realtime
+	// hub); nil leaves them to PollInterval.
+	Events parley.EventWatcher
 	// PollInterval is how often awaiting-call subscriptions look again without a
-	// wake-up (default 5s); Publish and Resync wake them at once.
+	// wake-up (default 5s), in case events were lost.
 	PollInterval time.Duration
 	Logger       *slog.Logger
 }
@@ -40,9 +42,6 @@ type Config struct {
 type Service struct {
 	cfg Config
 	log *slog.Logger
-
-	mu       sync.Mutex
-	watchers map[*watcher]struct{}
 }
 
 var _ parley.ProcessingService = (*Service)(nil)
@@ -61,7 +60,7 @@ func New(cfg Config) *Service {
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 5 * time.Second
 	}
-	return &Service{cfg: cfg, log: cfg.Logger, watchers: map[*watcher]struct{}{}}
+	return &Service{cfg: cfg, log: cfg.Logger}
 }
 
 // failure returns err as a stored failure when it is one, nil otherwise.

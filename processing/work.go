@@ -10,57 +10,10 @@ import (
 
 func decodeBase64(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
 
-// watcher is one awaiting-call subscriber's wake-up signal: one slot, since a wake-up
-// means "look again" and more of them while one is pending add nothing.
-type watcher struct {
-	conversationID string // "" for every conversation
-	ch             chan struct{}
-}
-
-func (w *watcher) wake() {
-	select {
-	case w.ch <- struct{}{}:
-	default:
-	}
-}
-
-// Publish wakes the awaiting-call subscribers a message event may concern: a message
-// added (a request decided by policy, a result) or changed (a decision). It never
-// blocks. Feed it every event the database listener hears.
-func (s *Service) Publish(ev parley.MessageEvent) {
-	if ev.Kind == parley.ConversationDeleted {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for w := range s.watchers {
-		if w.conversationID == "" || w.conversationID == ev.ConversationID {
-			w.wake()
-		}
-	}
-}
-
-// Resync wakes every awaiting-call subscriber, to look again after events may have been
-// lost. It never blocks.
-func (s *Service) Resync() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for w := range s.watchers {
-		w.wake()
-	}
-}
-
-// Subscribers returns how many awaiting-call subscriptions are open in this process.
-func (s *Service) Subscribers() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.watchers)
-}
-
-// SubscribeAwaitingToolCalls implements parley.ProcessingService. It registers for
-// wake-ups before its first read, so a call approved in between is not missed; every
-// wake-up (and every PollInterval, in case the listener is down) reads the awaiting
-// calls again and sends those not sent before.
+// SubscribeAwaitingToolCalls implements parley.ProcessingService. It registers with
+// the event hub (Config.Events) before its first read, so a call approved in between
+// is not missed; every wake-up (and every PollInterval, in case the listener is down)
+// reads the awaiting calls again and sends those not sent before.
 func (s *Service) SubscribeAwaitingToolCalls(ctx context.Context, f parley.AwaitingFilter) (<-chan *parley.AwaitingToolCall, error) {
 	if f.ConversationID != "" {
 		key, ok := parley.ParseConversationID(f.ConversationID)
@@ -70,14 +23,13 @@ func (s *Service) SubscribeAwaitingToolCalls(ctx context.Context, f parley.Await
 		f.ConversationID = parley.ConversationID(key)
 	}
 	f.Limit = parley.MaxPageSize
-	w := &watcher{conversationID: f.ConversationID, ch: make(chan struct{}, 1)}
-	s.mu.Lock()
-	s.watchers[w] = struct{}{}
-	s.mu.Unlock()
-	unregister := func() {
-		s.mu.Lock()
-		delete(s.watchers, w)
-		s.mu.Unlock()
+	var wake <-chan struct{} // without a hub, nil: only PollInterval wakes
+	unregister := func() {}
+	if s.cfg.Events != nil {
+		var err error
+		if wake, unregister, err = s.cfg.Events.Watch(ctx, f.ConversationID); err != nil {
+			return nil, err
+		}
 	}
 	first, err := s.cfg.Store.FindAwaitingToolCalls(ctx, f)
 	if err != nil {
@@ -122,7 +74,7 @@ func (s *Service) SubscribeAwaitingToolCalls(ctx context.Context, f parley.Await
 			select {
 			case <-ctx.Done():
 				return
-			case <-w.ch:
+			case <-wake:
 			case <-ticker.C:
 			}
 			next, err := s.cfg.Store.FindAwaitingToolCalls(ctx, f)

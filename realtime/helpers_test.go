@@ -29,49 +29,24 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // generous because -race on a small machine is slow; waiting that long means failure.
 const wait = 30 * time.Second
 
-// replica is one Parley server with realtime wired as cmd/parley wires it: a Feed fed
-// by its own Listener.
+// replica is one Parley server, wired as cmd/parley wires it: a Hub fed by its own
+// Listener.
 type replica struct {
 	*testserver.Server
-	Feed     *realtime.Feed
-	Listener *db.Listener
 }
 
 // replicaOptions adjust a replica.
 type replicaOptions struct {
 	feed      realtime.Config
-	listener  db.ListenerConfig // OnEvent and OnResync are set by newReplica
+	listener  db.ListenerConfig // OnEvent and OnResync are the wiring's
 	configure func(*server.Config)
 }
 
 // newReplica starts a replica on the database at dsn ("" for a fresh one).
 func newReplica(t *testing.T, dsn string, opts replicaOptions) *replica {
 	t.Helper()
-	if dsn == "" {
-		dsn = pgtest.NewDatabase(t)
-	}
-	r := &replica{}
-	r.Server = testserver.NewWith(t, testserver.Options{DSN: dsn, Configure: func(c *server.Config) {
-		store := c.Messages.(*db.DB)
-		fc := opts.feed
-		fc.Logger = c.Logger
-		r.Feed = realtime.NewFeed(store, fc)
-		lc := opts.listener
-		lc.OnEvent, lc.OnResync, lc.Logger = r.Feed.Publish, r.Feed.Resync, c.Logger
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		defer cancel()
-		l, err := db.Listen(ctx, dsn, lc)
-		if err != nil {
-			t.Fatalf("listen: %v", err)
-		}
-		r.Listener = l
-		t.Cleanup(func() { l.Close() })
-		c.Events = r.Feed
-		if opts.configure != nil {
-			opts.configure(c)
-		}
-	}})
-	return r
+	return &replica{testserver.NewWith(t, testserver.Options{DSN: dsn, Realtime: opts.feed,
+		Listener: opts.listener, Configure: opts.configure})}
 }
 
 // waitUntil polls cond whenever signal fires, until it holds or wait passes.

@@ -244,7 +244,7 @@ func TestHalfOpenListenerReplaced(t *testing.T) {
 	c := dial(t, a.URL, transportWS)
 	added := c.subscribe(t, addedQuery(true), map[string]any{"c": conv, "a": parley.MessageCursor(1)})
 	updated := c.subscribe(t, updatedQuery, map[string]any{"c": conv})
-	pollUntil(t, "the subscriptions to register", func() bool { return a.Feed.Stats().Subscribers == 2 })
+	pollUntil(t, "the subscriptions to register", func() bool { return a.Hub.Stats().Subscribers == 2 })
 
 	dials := gate.dials.Load()
 	gate.frozen.Store(true)

@@ -59,7 +59,7 @@ func TestMetrics(t *testing.T) {
 	r.Do(t, `{ nope `, nil)                                                                             // unknown, GRAPHQL_PARSE_FAILED
 
 	s := subscribeSSE(t, r.URL, addedQuery(false), map[string]any{"c": conv})
-	pollUntil(t, "the subscription to start", func() bool { return r.Feed.Stats().Subscribers == 1 })
+	pollUntil(t, "the subscription to start", func() bool { return r.Hub.Stats().Subscribers == 1 })
 	out := scrape(t, r.URL)
 	for series, want := range map[string]float64{
 		`parley_graphql_requests_total{operation_type="mutation",outcome="ok"}`:                  1,

@@ -310,7 +310,7 @@ func TestPostgresStoppedAndRestarted(t *testing.T) {
 	// A wake-up while down (as from a commit just before the stop): the subscribers'
 	// reads fail for retryFor, and their subscriptions end, telling them to subscribe
 	// again (a websocket error SERVICE_UNAVAILABLE; an SSE stream cut without complete).
-	r.Feed.Resync()
+	r.Hub.Resync()
 	pollFor(t, "the subscriptions to end", wait, func() bool {
 		for _, f := range followers {
 			if !f.subs[len(f.subs)-1].over() {

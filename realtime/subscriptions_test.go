@@ -66,7 +66,7 @@ func TestWithoutAfterOnlyNewMessages(t *testing.T) {
 	s := c.subscribe(t, addedQuery(false), map[string]any{"c": conv})
 	// The subscription is registered once the server counts it; a message added before
 	// that may or may not be delivered, so wait.
-	pollUntil(t, "the subscription to register", func() bool { return a.Feed.Stats().Subscribers == 1 })
+	pollUntil(t, "the subscription to register", func() bool { return a.Hub.Stats().Subscribers == 1 })
 	for range 3 {
 		b.AddMessage(t, conv, testserver.Text("USER", "after"))
 	}

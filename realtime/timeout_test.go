@@ -17,7 +17,7 @@ func TestRequestTimeout(t *testing.T) {
 	r := newReplica(t, "", replicaOptions{configure: func(c *server.Config) { c.GraphQL.RequestTimeout = timeout }})
 	conv := r.CreateConversation(t, "timeout")
 	s := subscribeSSE(t, r.URL, addedQuery(false), map[string]any{"c": conv})
-	pollUntil(t, "the subscription to start", func() bool { return r.Feed.Stats().Subscribers == 1 })
+	pollUntil(t, "the subscription to start", func() bool { return r.Hub.Stats().Subscribers == 1 })
 
 	// Another session holds the conversation's row lock, which adding a message takes.
 	ctx, cancel := context.WithTimeout(context.Background(), wait)

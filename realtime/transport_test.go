@@ -164,14 +164,14 @@ func TestSlowSubscriberCutOff(t *testing.T) {
 	}
 	healthy := dial(t, a.URL, transportWS)
 	s := healthy.subscribe(t, addedQuery(false), map[string]any{"c": conv})
-	pollUntil(t, "both subscriptions to start", func() bool { return a.Feed.Stats().Subscribers == 2 })
+	pollUntil(t, "both subscriptions to start", func() bool { return a.Hub.Stats().Subscribers == 2 })
 
 	// Write until the stuck client's socket buffers are full and its write times out,
 	// however large the buffers are.
 	big := strings.Repeat("x", 512<<10)
 	n := 0
 	start := time.Now()
-	for a.Feed.Stats().Subscribers == 2 {
+	for a.Hub.Stats().Subscribers == 2 {
 		if n == 400 {
 			t.Fatalf("the stuck subscriber is still connected after %d messages of 512 KiB", n)
 		}
@@ -199,7 +199,7 @@ func TestThousandSubscribers(t *testing.T) {
 			subs = append(subs, c.subscribe(t, addedQuery(false), map[string]any{"c": conv}))
 		}
 	}
-	pollUntil(t, "all subscriptions to start", func() bool { return a.Feed.Stats().Subscribers == conns*perConn })
+	pollUntil(t, "all subscriptions to start", func() bool { return a.Hub.Stats().Subscribers == conns*perConn })
 	writeConcurrently(t, b.URL, conv, 5, messages)
 	for i, s := range subs {
 		ev := s.waitCount(t, messages)
@@ -230,7 +230,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 			streams = append(streams, st)
 			subs = append(subs, st.sub)
 		}
-		pollUntil(t, "the subscriptions to start", func() bool { return a.Feed.Stats().Subscribers == 6*2+3 })
+		pollUntil(t, "the subscriptions to start", func() bool { return a.Hub.Stats().Subscribers == 6*2+3 })
 		writeConcurrently(t, b.URL, conv, 2, 3)
 		for _, s := range subs {
 			s.waitCount(t, 3)
@@ -263,7 +263,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 			st.cancel()
 			<-st.ended
 		}
-		pollUntil(t, fmt.Sprintf("round %d's subscriptions to end", k), func() bool { return a.Feed.Stats().Subscribers == 0 })
+		pollUntil(t, fmt.Sprintf("round %d's subscriptions to end", k), func() bool { return a.Hub.Stats().Subscribers == 0 })
 	}
 	count := func() int {
 		// Idle keep-alive connections of the writers' client hold goroutines on both

@@ -50,7 +50,7 @@ func TestMessageUpdatedAcrossReplicas(t *testing.T) {
 				added = c.subscribe(t, addedQuery(false), map[string]any{"c": conv})
 				end = func() { c.conn.CloseNow() }
 			}
-			pollUntil(t, "the subscriptions to start", func() bool { return a.Feed.Stats().Subscribers == 2 })
+			pollUntil(t, "the subscriptions to start", func() bool { return a.Hub.Stats().Subscribers == 2 })
 			third := addToolRequest(t, b, conv, "third_"+proto)
 			decide(t, b, second, "second_"+proto, "APPROVED")
 			decide(t, b, third, "third_"+proto, "DENIED")
@@ -73,7 +73,7 @@ func TestMessageUpdatedAcrossReplicas(t *testing.T) {
 			eventsDone(t, "updated", updated, 2)
 			eventsDone(t, "added", added, 1)
 			end()
-			pollUntil(t, "the subscriptions to end", func() bool { return a.Feed.Stats().Subscribers == 0 })
+			pollUntil(t, "the subscriptions to end", func() bool { return a.Hub.Stats().Subscribers == 0 })
 		})
 	}
 }
@@ -99,12 +99,12 @@ func TestDeletedConversationCompletes(t *testing.T) {
 	added := c.subscribe(t, addedQuery(false), map[string]any{"c": conv})
 	updated := c.subscribe(t, updatedQuery, map[string]any{"c": conv})
 	sse := subscribeSSE(t, a.URL, addedQuery(false), map[string]any{"c": conv})
-	pollUntil(t, "the subscriptions to register", func() bool { return a.Feed.Stats().Subscribers == 3 })
+	pollUntil(t, "the subscriptions to register", func() bool { return a.Hub.Stats().Subscribers == 3 })
 	b.MustDo(t, `mutation($c: ID!) { deleteConversation(id: $c) }`, map[string]any{"c": conv}, nil)
 	for name, s := range map[string]*sub{"added": added, "updated": updated, "sse": sse.sub} {
 		if errs, completed := s.waitEnd(t); !completed || len(errs) > 0 {
 			t.Errorf("%s: completed %v, errors %s; want completed without errors", name, completed, errs)
 		}
 	}
-	pollUntil(t, "the subscriptions to be released", func() bool { return a.Feed.Stats().Subscribers == 0 })
+	pollUntil(t, "the subscriptions to be released", func() bool { return a.Hub.Stats().Subscribers == 0 })
 }

@@ -12,10 +12,8 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/parley-dev/parley"
-	"github.com/parley-dev/parley/auth"
 	"github.com/parley-dev/parley/config"
 	"github.com/parley-dev/parley/db"
-	"github.com/parley-dev/parley/graph"
 )
 
 // authFlags are serve's authentication and limit flags; each overrides its key of the
@@ -87,28 +85,6 @@ func applyAuthFlags(cmd *cli.Command, cfg *config.Config) error {
 		return fmt.Errorf("configuration: %w", err)
 	}
 	return nil
-}
-
-// authenticator builds the server's authenticator from the configuration, or nil for
-// local mode.
-func authenticator(cfg config.Config, tokens parley.TokenService) (parley.Authenticator, error) {
-	if !cfg.Auth.Configured() {
-		return nil, nil
-	}
-	ac := auth.Config{JWTSecret: []byte(cfg.Auth.JWTSecret), JWKSFile: cfg.Auth.JWKSFile,
-		Issuer: cfg.Auth.Issuer, Audience: cfg.Auth.Audience}
-	if cfg.Auth.Tokens {
-		ac.Tokens = tokens
-	}
-	return auth.New(ac)
-}
-
-// graphLimits turns the configuration's limits into the endpoint's.
-func graphLimits(l config.Limits) graph.Limits {
-	return graph.Limits{
-		MaxDepth: l.MaxDepth, MaxAliases: l.MaxAliases, MaxComplexity: l.MaxComplexity,
-		MaxPageSize: l.MaxPageSize, MaxTokens: l.MaxTokens, MaxSubscriptionsPerConnection: l.MaxSubscriptionsPerConnection,
-	}
 }
 
 // ownerFlag selects whose conversations import and export act on.

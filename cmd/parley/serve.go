@@ -11,12 +11,9 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/graph"
 	"github.com/parley-dev/parley/internal/wire"
-	"github.com/parley-dev/parley/interop"
-	"github.com/parley-dev/parley/realtime"
 	"github.com/parley-dev/parley/server"
 )
 
@@ -72,35 +69,22 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			if err := db.Migrate(ctx, dsn); err != nil {
 				return err
 			}
-			policies := cfg.ToolPolicies()
-			store, err := db.Open(ctx, dsn, db.Config{Logger: log, ToolPolicies: &policies, TracerProvider: obs.tracer})
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			authn, err := authenticator(cfg, store)
-			if err != nil {
-				return err
-			}
 			logAuth(log, cfg)
-			// Realtime: one LISTEN connection per process hears every replica's writes and
-			// wakes this process's subscribers, who read what changed from the database.
-			feed := realtime.NewFeed(store, realtime.Config{Logger: log})
-			// Processing: file references, images, MCP resources, the tool work queue, whose
-			// subscribers wake on the same events.
-			proc := wire.NewProcessing(cfg, store, clientVersion, log)
-			defer proc.Close()
-			reportProcessing(ctx, cfg, proc, log)
-			listener, err := db.Listen(ctx, dsn, db.ListenerConfig{
-				OnEvent:     func(ev parley.MessageEvent) { feed.Publish(ev); proc.Service.Publish(ev) },
-				OnResync:    func() { feed.Resync(); proc.Service.Resync() },
-				OnReconnect: obs.metrics.ListenerReconnected,
-				Logger:      log,
+			// Streams (websockets, SSE) end first on shutdown: see below.
+			streamsCtx, endStreams := context.WithCancel(context.Background())
+			defer endStreams()
+			app, err := wire.New(ctx, wire.Config{
+				DSN: dsn, Config: cfg, Version: clientVersion, Logger: log,
+				Metrics: obs.metrics, ServeMetrics: obs.onAddr, TracerProvider: obs.tracer,
+				// Websockets close with "going away" and SSE streams are cut when
+				// shutdown begins, so clients subscribe again elsewhere.
+				GraphQL: graph.HandlerConfig{Shutdown: streamsCtx, RequestTimeout: cmd.Duration("request-timeout")},
 			})
 			if err != nil {
 				return err
 			}
-			defer listener.Close()
+			defer app.Close()
+			reportProcessing(ctx, cfg, app.Processing, log)
 
 			if addr := cmd.String("debug-addr"); addr != "" {
 				stopDebug, err := serveDebug(addr, log)
@@ -117,27 +101,10 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 			// wait for them (it does not even see hijacked websockets), while other
 			// requests in flight finish; what is left is cancelled through the base
 			// context once Shutdown returns.
-			streamsCtx, endStreams := context.WithCancel(context.Background())
-			defer endStreams()
 			baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 			defer cancelBase()
 			srv := &http.Server{
-				Handler: server.New(server.Config{
-					Conversations: store, Messages: store, Ready: store.Ping, Logger: log,
-					Introspection:  *cfg.HTTP.Introspection,
-					Auth:           authn,
-					TrustedOrigins: cfg.HTTP.TrustedOrigins,
-					Events:         feed,
-					Processing:     proc.Service,
-					ToolWork:       store,
-					Interop:        interop.New(store, store, store),
-					Metrics:        obs.metrics, ServeMetrics: obs.onAddr, TracerProvider: obs.tracer,
-					// Websockets close with "going away" and SSE streams are cut when
-					// shutdown begins, so clients subscribe again elsewhere.
-					GraphQL: graph.HandlerConfig{Shutdown: streamsCtx, RequestTimeout: cmd.Duration("request-timeout"), Limits: graphLimits(cfg.Limits),
-						MaxBodyBytes: cfg.Limits.MaxBodyBytes, MaxWebsocketMessageBytes: cfg.Limits.MaxWebsocketMessageBytes,
-						WebsocketOrigins: cfg.HTTP.WebsocketOrigins},
-				}),
+				Handler:           app.Handler,
 				BaseContext:       func(net.Listener) context.Context { return baseCtx },
 				ReadHeaderTimeout: 10 * time.Second,
 			}

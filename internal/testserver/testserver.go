@@ -13,20 +13,29 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/auth"
+	"github.com/parley-dev/parley/config"
 	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/pgtest"
-	"github.com/parley-dev/parley/interop"
+	"github.com/parley-dev/parley/internal/wire"
+	"github.com/parley-dev/parley/realtime"
 	"github.com/parley-dev/parley/server"
 )
 
-// Server is a running Parley server for one test.
+// Server is a running Parley server for one test, wired by wire.New as `parley serve`
+// wires it.
 type Server struct {
 	URL   string // base URL; GraphQL is at URL + "/graphql"
 	DSN   string // the database it serves
 	Store *db.DB
-	HTTP  *httptest.Server
+	// Hub fans the database's events out to subscribers; Listener feeds it.
+	Hub        *realtime.Hub
+	Listener   *db.Listener
+	Processing *wire.Processing
+	HTTP       *httptest.Server
 	// Token, when set, is sent as Authorization: Bearer by Do (see As).
 	Token string
 }
@@ -43,13 +52,18 @@ type Options struct {
 	// DSN serves an existing database (for several servers on one database); empty
 	// makes a fresh one.
 	DSN string
-	// DB tunes the store.
+	// Config is the configuration (nil: config.Default()); it must be valid.
+	Config *config.Config
+	// DB tunes the store (its ToolPolicies come from Config).
 	DB db.Config
+	// Realtime tunes the hub, Listener the database listener.
+	Realtime realtime.Config
+	Listener db.ListenerConfig
 	// Configure may change the server configuration before the server starts.
 	Configure func(*server.Config)
 	// Auth, when set, makes the server require authentication, with the
 	// authenticator auth.New makes of what it returns (given the server's store, for
-	// API tokens). Without it the server is in local mode.
+	// API tokens). Without it the configuration decides (local mode by default).
 	Auth func(store *db.DB) auth.Config
 }
 
@@ -64,33 +78,32 @@ func NewWith(t testing.TB, opts Options) *Server {
 		dsn = pgtest.NewDatabase(t)
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg := opts.DB
-	if cfg.Logger == nil {
-		cfg.Logger = log
+	cfg := config.Default()
+	if opts.Config != nil {
+		cfg = *opts.Config
 	}
-	store, err := db.Open(context.Background(), dsn, cfg)
-	if err != nil {
-		t.Fatalf("testserver: open store: %v", err)
+	wc := wire.Config{DSN: dsn, Config: cfg, Version: "test", Logger: log, DB: opts.DB,
+		Realtime: opts.Realtime, Listener: opts.Listener, Configure: opts.Configure}
+	if opts.DB.Logger != nil {
+		wc.Logger = opts.DB.Logger
 	}
-	scfg := server.Config{Conversations: store, Messages: store, Ready: store.Ping, Logger: log, Introspection: true,
-		Interop: interop.New(store, store, store)}
 	if opts.Auth != nil {
-		a, err := auth.New(opts.Auth(store))
-		if err != nil {
-			t.Fatalf("testserver: auth: %v", err)
-		}
-		scfg.Auth = a
+		wc.Auth = func(store *db.DB) (parley.Authenticator, error) { return auth.New(opts.Auth(store)) }
 	}
-	if opts.Configure != nil {
-		opts.Configure(&scfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ws, err := wire.New(ctx, wc)
+	if err != nil {
+		t.Fatalf("testserver: %v", err)
 	}
-	hs := httptest.NewServer(server.New(scfg))
+	hs := httptest.NewServer(ws.Handler)
 	t.Cleanup(func() {
 		hs.CloseClientConnections()
 		hs.Close()
-		store.Close()
+		ws.Close()
 	})
-	return &Server{URL: hs.URL, DSN: dsn, Store: store, HTTP: hs}
+	return &Server{URL: hs.URL, DSN: dsn, Store: ws.Store, Hub: ws.Hub, Listener: ws.Listener,
+		Processing: ws.Processing, HTTP: hs}
 }
 
 // testWriter sends server logs to the test's log, shown when it fails.

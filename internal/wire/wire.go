@@ -1,20 +1,178 @@
-// Package wire builds Parley's processing services from a configuration: the workspace
-// reader, the image fetcher, Tesseract, the vision client, the MCP session pool and the
-// processing service over them. cmd/parley and the tests wire through it, so they run
-// what production runs.
+// Package wire builds a whole Parley server from its configuration and a database:
+// the store, the realtime hub and the one database listener that feeds it, the
+// processing services (workspace reader, image fetcher, Tesseract, vision, MCP
+// sessions) and the HTTP handler over them. `parley serve` and the tests both build
+// through New, so the tests run what production runs.
 package wire
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net/http"
 	"net/netip"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/auth"
 	"github.com/parley-dev/parley/config"
+	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/fileref"
+	"github.com/parley-dev/parley/graph"
+	"github.com/parley-dev/parley/interop"
 	"github.com/parley-dev/parley/mcpclient"
+	"github.com/parley-dev/parley/metrics"
 	"github.com/parley-dev/parley/processing"
+	"github.com/parley-dev/parley/realtime"
 	"github.com/parley-dev/parley/recognize"
+	"github.com/parley-dev/parley/server"
 )
+
+// Config is what New builds a server from.
+type Config struct {
+	// DSN is the database, already migrated (db.Migrate).
+	DSN string
+	// Config is the configuration (config.Load, config.Parse or config.Default, with
+	// flags applied), already validated.
+	Config config.Config
+	// Version is how Parley names itself to MCP servers.
+	Version string
+	Logger  *slog.Logger
+	// DB tunes the store; its Logger, ToolPolicies and TracerProvider are set by New.
+	DB db.Config
+	// Realtime tunes the hub; its Logger is set by New.
+	Realtime realtime.Config
+	// Listener tunes the database listener; its OnEvent, OnResync and Logger are set by
+	// New (and OnReconnect, when Metrics is set).
+	Listener db.ListenerConfig
+	// Auth, when set, builds the authenticator instead of Config.Auth (tests use it);
+	// returning nil is local mode.
+	Auth func(store *db.DB) (parley.Authenticator, error)
+	// Metrics counts what the server does (nil: nothing); ServeMetrics serves them at
+	// /metrics on the API's address.
+	Metrics      *metrics.Metrics
+	ServeMetrics bool
+	// TracerProvider traces requests and transactions; nil traces nothing.
+	TracerProvider trace.TracerProvider
+	// GraphQL tunes the endpoint: Shutdown and RequestTimeout, say. Its limits and
+	// websocket origins are set from Config.
+	GraphQL graph.HandlerConfig
+	// Configure, when set, may change the HTTP server's configuration last (tests).
+	Configure func(*server.Config)
+}
+
+// Server is a wired Parley server: the pieces that run, and the handler over them.
+type Server struct {
+	Store *db.DB
+	// Hub owns every fan-out of the database's events in this process; Listener, the
+	// only one, feeds it.
+	Hub        *realtime.Hub
+	Listener   *db.Listener
+	Processing *Processing
+	Handler    http.Handler
+}
+
+// New builds the server cfg describes on the database at cfg.DSN and starts its
+// listener. Close releases what it holds.
+func New(ctx context.Context, cfg Config) (_ *Server, err error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	policies := cfg.Config.ToolPolicies()
+	dbc := cfg.DB
+	dbc.Logger, dbc.ToolPolicies, dbc.TracerProvider = log, &policies, cfg.TracerProvider
+	if s.Store, err = db.Open(ctx, cfg.DSN, dbc); err != nil {
+		return nil, err
+	}
+	authn, err := authenticator(cfg, s.Store)
+	if err != nil {
+		return nil, err
+	}
+	rc := cfg.Realtime
+	rc.Logger = log
+	s.Hub = realtime.NewHub(s.Store, rc)
+	s.Processing = newProcessing(cfg.Config, s.Store, s.Hub, cfg.Version, log)
+	// One LISTEN connection per process hears every replica's commits and wakes this
+	// process's subscribers through the hub, who read what changed from the database.
+	lc := cfg.Listener
+	lc.OnEvent, lc.OnResync, lc.Logger = s.Hub.Publish, s.Hub.Resync, log
+	if cfg.Metrics != nil {
+		lc.OnReconnect = cfg.Metrics.ListenerReconnected
+	}
+	if s.Listener, err = db.Listen(ctx, cfg.DSN, lc); err != nil {
+		return nil, err
+	}
+	gql := cfg.GraphQL
+	l := cfg.Config.Limits
+	gql.Limits = graph.Limits{
+		MaxDepth: l.MaxDepth, MaxAliases: l.MaxAliases, MaxComplexity: l.MaxComplexity,
+		MaxPageSize: l.MaxPageSize, MaxTokens: l.MaxTokens, MaxSubscriptionsPerConnection: l.MaxSubscriptionsPerConnection,
+	}
+	gql.MaxBodyBytes, gql.MaxWebsocketMessageBytes = l.MaxBodyBytes, l.MaxWebsocketMessageBytes
+	gql.WebsocketOrigins = cfg.Config.HTTP.WebsocketOrigins
+	sc := server.Config{
+		Conversations: s.Store, Messages: s.Store, Ready: s.Store.Ping, Logger: log,
+		Introspection:  *cfg.Config.HTTP.Introspection,
+		Auth:           authn,
+		TrustedOrigins: cfg.Config.HTTP.TrustedOrigins,
+		Events:         s.Hub,
+		Processing:     s.Processing.Service,
+		ToolWork:       s.Store,
+		Interop:        interop.New(s.Store, s.Store, s.Store),
+		Metrics:        cfg.Metrics, ServeMetrics: cfg.ServeMetrics, TracerProvider: cfg.TracerProvider,
+		GraphQL: gql,
+	}
+	if cfg.Configure != nil {
+		cfg.Configure(&sc)
+	}
+	s.Handler = server.New(sc)
+	return s, nil
+}
+
+// Close stops the listener, ends the MCP sessions and closes the store.
+func (s *Server) Close() error {
+	var errs []error
+	if s.Listener != nil {
+		errs = append(errs, s.Listener.Close())
+	}
+	if s.Processing != nil {
+		errs = append(errs, s.Processing.Close())
+	}
+	if s.Store != nil {
+		errs = append(errs, s.Store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// authenticator builds the server's authenticator: cfg.Auth's, or the configuration's,
+// or nil for local mode.
+func authenticator(cfg Config, store *db.DB) (parley.Authenticator, error) {
+	if cfg.Auth != nil {
+		return cfg.Auth(store)
+	}
+	a := cfg.Config.Auth
+	if !a.Configured() {
+		return nil, nil
+	}
+	ac := auth.Config{JWTSecret: []byte(a.JWTSecret), JWKSFile: a.JWKSFile, Issuer: a.Issuer, Audience: a.Audience}
+	if a.Tokens {
+		ac.Tokens = store
+	}
+	authn, err := auth.New(ac)
+	if err != nil {
+		return nil, fmt.Errorf("authentication: %w", err)
+	}
+	return authn, nil
+}
 
 // Processing is the processing side of a server.
 type Processing struct {
@@ -27,12 +185,9 @@ type Processing struct {
 // Close ends the MCP sessions (stopping stdio servers).
 func (p *Processing) Close() error { return p.MCP.Close() }
 
-// NewProcessing builds the processing services for store from cfg, which must have been
-// validated (config.Load or config.Parse).
-func NewProcessing(cfg config.Config, store parley.ProcessingStore, version string, log *slog.Logger) *Processing {
-	if log == nil {
-		log = slog.Default()
-	}
+// newProcessing builds the processing services for store from cfg, which must have been
+// validated; events wakes the tool work queue's subscribers.
+func newProcessing(cfg config.Config, store parley.ProcessingStore, events parley.EventWatcher, version string, log *slog.Logger) *Processing {
 	var allow []netip.Prefix
 	for _, n := range cfg.Fetch.AllowNetworks {
 		if p, err := config.ParseNetwork(n); err == nil {
@@ -63,6 +218,7 @@ func NewProcessing(cfg config.Config, store parley.ProcessingStore, version stri
 		Vision:        p.Vision,
 		Resources:     p.MCP,
 		MaxImageBytes: cfg.Fetch.MaxBytes,
+		Events:        events,
 		Logger:        log,
 	})
 	return p

@@ -1,9 +1,12 @@
-// Package realtime delivers a conversation's messages to subscribers as they are added
-// or changed. Its Feed implements parley.EventService: it fans the database's wake-ups
-// (Publish, Resync) out to the subscribers of each conversation in this process, and
-// turns them into streams read from the database by position, so that a subscriber sees
+// Package realtime owns the fan-out of the database's events in one process. Its Hub is
+// the only place a commit's wake-up (Publish, Resync: fed by one db.Listener) reaches
+// anyone: the subscribers of a conversation's messages (parley.EventService), which it
+// turns into streams read from the database by position, so that a subscriber sees
 // every message exactly once and in order, whatever notifications were lost and however
-// slowly it reads.
+// slowly it reads; and watchers of a conversation or of every conversation
+// (parley.EventWatcher), such as the tool work queue's subscribers, which read what they
+// need themselves. Every registration has one shape: a one-slot wake-up signal in a
+// topic keyed by conversation id.
 package realtime
 
 import (
@@ -17,7 +20,7 @@ import (
 	"github.com/parley-dev/parley"
 )
 
-// Store is what a Feed reads. db.DB implements it.
+// Store is what a Hub reads. db.DB implements it.
 type Store interface {
 	// ConversationHead returns the position of a conversation's newest message and the
 	// number of its latest message change. Returns ENOTFOUND.
@@ -31,7 +34,7 @@ type Store interface {
 	MessagesChangedAfter(ctx context.Context, conversationID string, after int64, limit int) ([]parley.Message, int64, error)
 }
 
-// Config tunes a Feed.
+// Config tunes a Hub.
 type Config struct {
 	// PageSize bounds one read (default 100). A subscriber that is far behind catches
 	// up page by page at its own pace, holding one page at a time: the database is
@@ -46,9 +49,10 @@ type Config struct {
 	Logger   *slog.Logger
 }
 
-// Feed implements parley.EventService for the subscribers of one process. Feed it the
-// database's events with Publish and Resync (a db.Listener does).
-type Feed struct {
+// Hub implements parley.EventService and parley.EventWatcher for the subscribers of one
+// process. Feed it the database's events with Publish and Resync (the db.Listener that
+// wire.New starts does; nothing else should).
+type Hub struct {
 	store Store
 	cfg   Config
 	log   *slog.Logger
@@ -57,11 +61,20 @@ type Feed struct {
 	topics map[string]*topic // by conversation id
 }
 
-var _ parley.EventService = (*Feed)(nil)
+var (
+	_ parley.EventService = (*Hub)(nil)
+	_ parley.EventWatcher = (*Hub)(nil)
+)
 
-// topic is the subscribers of one conversation.
+// anyConversation keys the topic of the watchers of every conversation: no canonical
+// conversation id is empty.
+const anyConversation = ""
+
+// topic is the subscribers of one conversation (or of all: anyConversation).
 type topic struct {
-	added, updated map[*watcher]struct{}
+	// watchers maps each watcher to the kind of event it wakes for; "" is any kind.
+	// A ConversationDeleted event wakes them all: every stream must learn it is over.
+	watchers map[*watcher]parley.MessageEventKind
 	// epoch counts the wake-ups of the conversation's subscribers (see sharedRead).
 	epoch atomic.Int64
 
@@ -127,8 +140,8 @@ func (w *watcher) woken() bool {
 	}
 }
 
-// NewFeed returns a Feed reading from store.
-func NewFeed(store Store, cfg Config) *Feed {
+// NewHub returns a Hub reading from store.
+func NewHub(store Store, cfg Config) *Hub {
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = 100
 	}
@@ -141,25 +154,26 @@ func NewFeed(store Store, cfg Config) *Feed {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Feed{store: store, cfg: cfg, log: cfg.Logger, topics: map[string]*topic{}}
+	return &Hub{store: store, cfg: cfg, log: cfg.Logger, topics: map[string]*topic{}}
 }
 
 // Publish wakes the subscribers an event concerns. It never blocks.
-func (f *Feed) Publish(ev parley.MessageEvent) {
+func (f *Hub) Publish(ev parley.MessageEvent) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	t := f.topics[ev.ConversationID]
-	if t == nil {
-		return
+	if t := f.topics[ev.ConversationID]; t != nil {
+		t.publish(ev.Kind)
 	}
+	if t := f.topics[anyConversation]; t != nil {
+		t.publish(ev.Kind)
+	}
+}
+
+// publish wakes the topic's watchers of kind. The caller holds the Hub's lock.
+func (t *topic) publish(kind parley.MessageEventKind) {
 	t.epoch.Add(1)
-	if ev.Kind != parley.MessageUpdated {
-		for w := range t.added {
-			w.wake()
-		}
-	}
-	if ev.Kind != parley.MessageAdded {
-		for w := range t.updated {
+	for w, k := range t.watchers {
+		if k == "" || k == kind || kind == parley.ConversationDeleted {
 			w.wake()
 		}
 	}
@@ -167,41 +181,41 @@ func (f *Feed) Publish(ev parley.MessageEvent) {
 
 // Resync wakes every subscriber, to read whatever events were lost (the listening
 // connection was down). It never blocks.
-func (f *Feed) Resync() {
+func (f *Hub) Resync() {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	for _, t := range f.topics {
 		t.epoch.Add(1)
-		for w := range t.added {
-			w.wake()
-		}
-		for w := range t.updated {
+		for w := range t.watchers {
 			w.wake()
 		}
 	}
 }
 
-// Stats counts what a Feed serves.
+// Stats counts what a Hub serves.
 type Stats struct {
-	Conversations int // with at least one subscriber
+	Conversations int // with at least one subscriber (or watcher)
 	// Subscribers counts the subscriptions started: registered, and their starting
 	// point read, so that any message committed from now on reaches them.
 	Subscribers int
+	// Watchers counts the registrations of Watch (tool work subscriptions, say).
+	Watchers int
 }
 
 // Stats returns how many subscribers there are now.
-func (f *Feed) Stats() Stats {
+func (f *Hub) Stats() Stats {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	s := Stats{Conversations: len(f.topics)}
+	if f.topics[anyConversation] != nil {
+		s.Conversations--
+	}
 	for _, t := range f.topics {
-		for w := range t.added {
-			if w.started.Load() {
-				s.Subscribers++
-			}
-		}
-		for w := range t.updated {
-			if w.started.Load() {
+		for w, kind := range t.watchers {
+			switch {
+			case kind == "":
+				s.Watchers++
+			case w.started.Load():
 				s.Subscribers++
 			}
 		}
@@ -209,28 +223,25 @@ func (f *Feed) Stats() Stats {
 	return s
 }
 
-// watch registers a watcher of a conversation's added or updated messages until ctx
-// ends or release is called. Registering before reading the database is what makes
-// streams gap-free: any commit the read misses wakes the watcher.
-func (f *Feed) watch(ctx context.Context, conversationID string, kind parley.MessageEventKind) (w *watcher, release func()) {
+// watch registers a watcher of a conversation's events of kind ("" any kind; the
+// conversation anyConversation: every conversation's) until ctx ends or release is
+// called. Registering before reading the database is what makes streams gap-free: any
+// commit the read misses wakes the watcher.
+func (f *Hub) watch(ctx context.Context, conversationID string, kind parley.MessageEventKind) (w *watcher, release func()) {
 	f.mu.Lock()
 	t := f.topics[conversationID]
 	if t == nil {
-		t = &topic{added: map[*watcher]struct{}{}, updated: map[*watcher]struct{}{}}
+		t = &topic{watchers: map[*watcher]parley.MessageEventKind{}}
 		f.topics[conversationID] = t
 	}
 	w = &watcher{c: make(chan struct{}, 1), t: t}
-	set := t.added
-	if kind == parley.MessageUpdated {
-		set = t.updated
-	}
-	set[w] = struct{}{}
+	t.watchers[w] = kind
 	f.mu.Unlock()
 	unregister := func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		delete(set, w)
-		if len(t.added) == 0 && len(t.updated) == 0 && f.topics[conversationID] == t {
+		delete(t.watchers, w)
+		if len(t.watchers) == 0 && f.topics[conversationID] == t {
 			delete(f.topics, conversationID)
 		}
 	}
@@ -258,8 +269,21 @@ func canonical(conversationID string) (string, error) {
 	return parley.ConversationID(key), nil
 }
 
+// Watch implements parley.EventWatcher.
+func (f *Hub) Watch(ctx context.Context, conversationID string) (<-chan struct{}, func(), error) {
+	id := anyConversation
+	if conversationID != "" {
+		var err error
+		if id, err = canonical(conversationID); err != nil {
+			return nil, nil, err
+		}
+	}
+	w, release := f.watch(ctx, id, "")
+	return w.c, release, nil
+}
+
 // SubscribeMessagesAdded implements parley.EventService.
-func (f *Feed) SubscribeMessagesAdded(ctx context.Context, conversationID string, after int) (parley.MessageStream, error) {
+func (f *Hub) SubscribeMessagesAdded(ctx context.Context, conversationID string, after int) (parley.MessageStream, error) {
 	id, err := canonical(conversationID)
 	if err != nil {
 		return nil, err
@@ -282,7 +306,7 @@ func (f *Feed) SubscribeMessagesAdded(ctx context.Context, conversationID string
 }
 
 // SubscribeMessagesUpdated implements parley.EventService.
-func (f *Feed) SubscribeMessagesUpdated(ctx context.Context, conversationID string) (parley.MessageStream, error) {
+func (f *Hub) SubscribeMessagesUpdated(ctx context.Context, conversationID string) (parley.MessageStream, error) {
 	id, err := canonical(conversationID)
 	if err != nil {
 		return nil, err
@@ -303,7 +327,7 @@ func (f *Feed) SubscribeMessagesUpdated(ctx context.Context, conversationID stri
 
 // addedStream delivers the messages after position last.
 type addedStream struct {
-	f      *Feed
+	f      *Hub
 	conv   string
 	owner  string // the subscriber's: every read is scoped by it
 	w      *watcher
@@ -368,7 +392,7 @@ func (s *addedStream) OnWake(f func()) { s.w.onWake.Store(&f) }
 
 // updatedStream delivers the messages changed after change number last.
 type updatedStream struct {
-	f       *Feed
+	f       *Hub
 	conv    string
 	owner   string
 	w       *watcher
@@ -438,7 +462,7 @@ func (s *updatedStream) OnWake(f func()) { s.w.onWake.Store(&f) }
 // other subscribers may be waiting on it, and on behalf of owner: the conversation's
 // owner, checked when the subscription started (only subscribers of the same owner
 // share a read).
-func (f *Feed) read(ctx context.Context, t *topic, kind, owner, conv string, after int64, fn func(context.Context) (any, error)) (any, error) {
+func (f *Hub) read(ctx context.Context, t *topic, kind, owner, conv string, after int64, fn func(context.Context) (any, error)) (any, error) {
 	deadline := time.Now().Add(f.cfg.RetryFor)
 	backoff := 50 * time.Millisecond
 	key := readKey{kind, owner, after}
