@@ -1,7 +1,8 @@
-// Package config owns Parley's configuration file: its keys, their defaults, and the
-// checks that name a bad key. Flags and environment variables override the simple keys
-// (see cmd/parley). Sections are independent, so new ones (auth, say) slot in beside
-// the others.
+// Package config owns Parley's configuration: the file's keys, their defaults, the
+// checks that name a bad key, and the declaration of every setting a flag or an
+// environment variable can give (Settings), from which cmd/parley makes its flags and
+// the README's table is checked. Flags win over variables, and both over the file.
+// Sections are independent, so new ones slot in beside the others.
 package config
 
 import (
@@ -33,6 +34,33 @@ type Config struct {
 	Auth      Auth                                     `yaml:"auth"`
 	Limits    Limits                                   `yaml:"limits"`
 	HTTP      HTTP                                     `yaml:"http"`
+	// Process is what only flags and the environment set: it is not in the file.
+	Process Process `yaml:"-"`
+}
+
+// Process holds the settings of the running process that the configuration file does
+// not have: where it listens, its database, its logs.
+type Process struct {
+	// ConfigFile is the configuration file read (empty: none).
+	ConfigFile string
+	// Addr is where serve listens (HOST:PORT).
+	Addr string
+	// ShutdownTimeout bounds how long requests in flight may finish on shutdown.
+	ShutdownTimeout time.Duration
+	// RequestTimeout bounds one query or mutation (0: no limit).
+	RequestTimeout time.Duration
+	// MetricsAddr serves /metrics apart from the API; "" on Addr, "off" nowhere.
+	MetricsAddr string
+	// DebugAddr serves Go's profiles and runtime counters; "" nowhere.
+	DebugAddr string
+	// DatabaseURL is a PostgreSQL URL; "" runs the embedded Postgres in DataDir.
+	DatabaseURL string
+	// DataDir is the embedded Postgres's directory; "" the user's data directory.
+	DataDir string
+	// LogLevel and LogFormat shape the logs (debug, info, warn, error; text, json).
+	LogLevel, LogFormat string
+	// Owner is whose conversations import and export act on.
+	Owner string
 }
 
 // Workspace is where file references and image files are read from.
@@ -137,6 +165,9 @@ func (d Duration) Std() time.Duration { return time.Duration(d) }
 
 // Defaults.
 const (
+	DefaultAddr             = "127.0.0.1:8080"
+	DefaultShutdownTimeout  = 20 * time.Second
+	DefaultRequestTimeout   = 3 * time.Minute
 	DefaultMaxFileBytes     = 1 << 20
 	DefaultMaxResourceBytes = 1 << 20
 	DefaultMCPTTL           = time.Hour
@@ -148,11 +179,18 @@ const (
 	DefaultFetchTimeout     = 30 * time.Second
 )
 
-// Default returns the configuration without a file.
+// Default returns the configuration without a file, flags or environment.
 func Default() Config {
 	c := Config{}
 	c.applyDefaults()
 	return c
+}
+
+// defaultProcess is Process's defaults. The file cannot set Process, so these are set
+// whole, not key by key: a zero RequestTimeout given by a flag means "no limit".
+func defaultProcess() Process {
+	return Process{Addr: DefaultAddr, ShutdownTimeout: DefaultShutdownTimeout, RequestTimeout: DefaultRequestTimeout,
+		LogLevel: "info", LogFormat: "text", Owner: parley.LocalOwner}
 }
 
 // Load reads the YAML (or JSON) file at path, fills in defaults and validates it. Its
@@ -188,6 +226,9 @@ func Parse(b []byte) (Config, error) {
 }
 
 func (c *Config) applyDefaults() {
+	if c.Process == (Process{}) {
+		c.Process = defaultProcess()
+	}
 	if c.Workspace.MaxFileBytes == 0 {
 		c.Workspace.MaxFileBytes = DefaultMaxFileBytes
 	}

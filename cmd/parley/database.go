@@ -3,35 +3,24 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/parley-dev/parley/config"
+	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/localpg"
 )
 
-// databaseFlags select the database: a URL, or the embedded cluster in a data directory.
-func databaseFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{
-			Name: "database-url", Usage: "PostgreSQL URL; without it Parley runs its own Postgres in --data-dir",
-			Sources: cli.EnvVars("DATABASE_URL"),
-		},
-		&cli.StringFlag{
-			Name: "data-dir", Usage: "where the embedded Postgres keeps its data (default: the user's data directory)",
-			Sources: cli.EnvVars("PARLEY_DATA_DIR"),
-		},
-	}
-}
-
-// openDatabase returns the DSN to use and a function that releases what it started: the
-// embedded cluster when no URL is given.
-func openDatabase(ctx context.Context, cmd *cli.Command, log *slog.Logger) (dsn string, release func(), err error) {
-	if url := cmd.String("database-url"); url != "" {
+// openDatabase returns the DSN of the database cfg selects and a function that releases
+// what it started: the embedded cluster when no URL is given.
+func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) (dsn string, release func(), err error) {
+	if url := cfg.Process.DatabaseURL; url != "" {
 		return url, func() {}, nil
 	}
-	dir := cmd.String("data-dir")
+	dir := cfg.Process.DataDir
 	if dir == "" {
 		if dir, err = localpg.DefaultDataDir(); err != nil {
 			return "", nil, fmt.Errorf("no --data-dir given and no default: %w", err)
@@ -57,4 +46,32 @@ func openDatabase(ctx context.Context, cmd *cli.Command, log *slog.Logger) (dsn 
 		}
 	}
 	return cluster.DSN("parley"), release, nil
+}
+
+// withStore runs fn with the store of the database cmd selects, migrated, and the
+// configuration of scopes (Global and Database are always read): the administrative
+// commands' way in.
+func withStore(ctx context.Context, cmd *cli.Command, stderr io.Writer, fn func(config.Config, *db.DB) error, scopes ...config.Scope) error {
+	cfg, err := loadConfig(cmd, append([]config.Scope{config.Global, config.Database}, scopes...)...)
+	if err != nil {
+		return err
+	}
+	log, err := logger(cfg, stderr)
+	if err != nil {
+		return err
+	}
+	dsn, release, err := openDatabase(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := db.Migrate(ctx, dsn); err != nil {
+		return err
+	}
+	store, err := db.Open(ctx, dsn, db.Config{Logger: log, MaxOpenConns: 2})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return fn(cfg, store)
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/config"
+	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/interop"
 )
 
@@ -21,12 +23,11 @@ func exportCommand(stdout, stderr io.Writer) *cli.Command {
 		Description: "Formats: OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC_MESSAGES (for an LLM to continue from),\n" +
 			"MARKDOWN (for people), PARLEY_JSON (lossless; parley import reads it back).\n" +
 			"The transcript goes to standard output; what was dropped, repaired or noted, to standard error.",
-		Flags: append(databaseFlags(),
+		Flags: append(append(flagsOf(config.Database), flagsOf(config.Owner)...),
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Required: true, Usage: "OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC_MESSAGES, MARKDOWN or PARLEY_JSON"},
 			&cli.StringFlag{Name: "system", Usage: "system prompt to put first (used, never stored)"},
 			&cli.IntFlag{Name: "max-tokens", Usage: "fit the history into this many tokens (estimated), dropping the oldest context first"},
 			&cli.BoolFlag{Name: "repair", Usage: "close or drop tool calls without results and results without calls, instead of failing"},
-			ownerFlag(),
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			format, err := parley.ParseTranscriptFormat(cmd.String("format"))
@@ -41,12 +42,12 @@ func exportCommand(stdout, stderr io.Writer) *cli.Command {
 				n := cmd.Int("max-tokens")
 				opts.MaxTokens = &n
 			}
-			ctx, err = withOwner(ctx, cmd)
-			if err != nil {
-				return err
-			}
-			return withStore(ctx, cmd, stderr, func(svc *interop.Service) error {
-				t, err := svc.Transcript(ctx, cmd.Args().First(), format, opts)
+			return withStore(ctx, cmd, stderr, func(cfg config.Config, store *db.DB) error {
+				ctx, err := withOwner(ctx, cfg)
+				if err != nil {
+					return err
+				}
+				t, err := interop.New(store, store, store).Transcript(ctx, cmd.Args().First(), format, opts)
 				if err != nil {
 					return userError(err)
 				}
@@ -55,7 +56,7 @@ func exportCommand(stdout, stderr io.Writer) *cli.Command {
 				}
 				printTranscriptReport(stderr, &t.Report)
 				return nil
-			})
+			}, config.Owner)
 		},
 	}
 }

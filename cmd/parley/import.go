@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/config"
 	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/interop"
 )
@@ -27,12 +28,11 @@ func importCommand(stdout, stderr io.Writer) *cli.Command {
 			"OPENAI_CHAT (a Chat Completions messages array), ANTHROPIC_MESSAGES ({system, messages}),\n" +
 			"PARLEY_JSON (parley export --format PARLEY_JSON). The report starts with the conversation's id.\n" +
 			"Importing the same history into the same conversation again adds only what is new.",
-		Flags: append(databaseFlags(),
+		Flags: append(append(flagsOf(config.Database), flagsOf(config.Owner)...),
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Required: true, Usage: "CLAUDE_CODE_JSONL, OPENAI_CHAT, ANTHROPIC_MESSAGES or PARLEY_JSON"},
 			&cli.StringFlag{Name: "conversation", Aliases: []string{"c"}, Usage: "import into this conversation (its id) instead of a new one"},
 			&cli.StringFlag{Name: "title", Aliases: []string{"t"}, Usage: "title of the new conversation (default: the source's title, else its first prompt)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
-			ownerFlag(),
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			format, err := parley.ParseImportFormat(cmd.String("format"))
@@ -54,12 +54,12 @@ func importCommand(stdout, stderr io.Writer) *cli.Command {
 				defer f.Close()
 				in = f
 			}
-			ctx, err = withOwner(ctx, cmd)
-			if err != nil {
-				return err
-			}
-			return withStore(ctx, cmd, stderr, func(svc *interop.Service) error {
-				rep, err := svc.ImportConversation(ctx, format, in,
+			return withStore(ctx, cmd, stderr, func(cfg config.Config, store *db.DB) error {
+				ctx, err := withOwner(ctx, cfg)
+				if err != nil {
+					return err
+				}
+				rep, err := interop.New(store, store, store).ImportConversation(ctx, format, in,
 					parley.ImportTarget{ConversationID: cmd.String("conversation"), Title: cmd.String("title")})
 				if err != nil {
 					return userError(err)
@@ -71,32 +71,9 @@ func importCommand(stdout, stderr io.Writer) *cli.Command {
 				}
 				printImportReport(stdout, rep)
 				return nil
-			})
+			}, config.Owner)
 		},
 	}
-}
-
-// withStore migrates and opens the database the flags select and runs fn with an
-// interop service on it.
-func withStore(ctx context.Context, cmd *cli.Command, stderr io.Writer, fn func(*interop.Service) error) error {
-	log, err := logger(cmd, stderr)
-	if err != nil {
-		return err
-	}
-	dsn, release, err := openDatabase(ctx, cmd, log)
-	if err != nil {
-		return err
-	}
-	defer release()
-	if err := db.Migrate(ctx, dsn); err != nil {
-		return err
-	}
-	store, err := db.Open(ctx, dsn, db.Config{Logger: log, MaxOpenConns: 2})
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	return fn(interop.New(store, store, store))
 }
 
 // userError shows a domain error as its message, without the error type's framing.

@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v3"
+
+	"github.com/parley-dev/parley/config"
 )
 
 func main() {
@@ -31,16 +33,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Usage:     "store LLM conversation history and serve it over GraphQL",
 		Writer:    stdout,
 		ErrWriter: stderr,
-		Flags: []cli.Flag{
-			&cli.StringFlag{
-				Name: "log-level", Value: "info", Usage: "debug, info, warn or error",
-				Sources: cli.EnvVars("PARLEY_LOG_LEVEL"),
-			},
-			&cli.StringFlag{
-				Name: "log-format", Value: "text", Usage: "text or json",
-				Sources: cli.EnvVars("PARLEY_LOG_FORMAT"),
-			},
-		},
+		Flags:     flagsOf(config.Global),
 		Commands: []*cli.Command{
 			serveCommand(stdout, stderr),
 			migrateCommand(stdout, stderr),
@@ -51,18 +44,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return app.Run(ctx, args)
 }
 
-// logger builds the slog logger the global flags ask for.
-func logger(cmd *cli.Command, stderr io.Writer) (*slog.Logger, error) {
+// clientVersion is how Parley names its version to MCP servers and tracers.
+const clientVersion = "0.1.0"
+
+// logger builds the slog logger the configuration asks for (--log-level, --log-format).
+func logger(cfg config.Config, stderr io.Writer) (*slog.Logger, error) {
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(cmd.String("log-level"))); err != nil {
+	if err := level.UnmarshalText([]byte(cfg.Process.LogLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
 	opts := &slog.HandlerOptions{Level: level}
-	switch cmd.String("log-format") {
+	switch cfg.Process.LogFormat {
 	case "text":
 		return slog.New(slog.NewTextHandler(stderr, opts)), nil
 	case "json":
 		return slog.New(slog.NewJSONHandler(stderr, opts)), nil
 	}
-	return nil, fmt.Errorf("--log-format: %q is not text or json", cmd.String("log-format"))
+	return nil, fmt.Errorf("--log-format: %q is not text or json", cfg.Process.LogFormat)
 }

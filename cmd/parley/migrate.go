@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/parley-dev/parley/config"
 	"github.com/parley-dev/parley/db"
 )
 
@@ -14,13 +15,17 @@ func migrateCommand(stdout, stderr io.Writer) *cli.Command {
 	return &cli.Command{
 		Name:  "migrate",
 		Usage: "apply pending database migrations and report the schema version",
-		Flags: databaseFlags(),
+		Flags: flagsOf(config.Database),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			log, err := logger(cmd, stderr)
+			cfg, err := loadConfig(cmd, config.Global, config.Database)
 			if err != nil {
 				return err
 			}
-			dsn, release, err := openDatabase(ctx, cmd, log)
+			log, err := logger(cfg, stderr)
+			if err != nil {
+				return err
+			}
+			dsn, release, err := openDatabase(ctx, cfg, log)
 			if err != nil {
 				return err
 			}

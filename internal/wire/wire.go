@@ -40,7 +40,8 @@ type Config struct {
 	// Version is how Parley names itself to MCP servers.
 	Version string
 	Logger  *slog.Logger
-	// DB tunes the store; its Logger, ToolPolicies and TracerProvider are set by New.
+	// DB tunes the store; its Logger and ToolPolicies are set by New, and its
+	// TracerProvider too when TracerProvider is set.
 	DB db.Config
 	// Realtime tunes the hub; its Logger is set by New.
 	Realtime realtime.Config
@@ -89,7 +90,10 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}()
 	policies := cfg.Config.ToolPolicies()
 	dbc := cfg.DB
-	dbc.Logger, dbc.ToolPolicies, dbc.TracerProvider = log, &policies, cfg.TracerProvider
+	dbc.Logger, dbc.ToolPolicies = log, &policies
+	if cfg.TracerProvider != nil {
+		dbc.TracerProvider = cfg.TracerProvider
+	}
 	if s.Store, err = db.Open(ctx, cfg.DSN, dbc); err != nil {
 		return nil, err
 	}

@@ -9,30 +9,12 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/urfave/cli/v3"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/parley-dev/parley/config"
 	"github.com/parley-dev/parley/metrics"
 	"github.com/parley-dev/parley/tracing"
 )
-
-// opsFlags are serve's operational flags: the request timeout and where metrics go.
-// Tracing is configured by OpenTelemetry's standard environment variables (see
-// tracing.FromEnv), not by flags.
-func opsFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.DurationFlag{
-			Name: "request-timeout", Value: 3 * time.Minute,
-			Usage:   "how long one query or mutation may run before it is cancelled (0: no limit); above the processing steps' own timeouts (vision, OCR, fetch, MCP)",
-			Sources: cli.EnvVars("PARLEY_REQUEST_TIMEOUT"),
-		},
-		&cli.StringFlag{
-			Name:    "metrics-addr",
-			Usage:   `HOST:PORT to serve Prometheus metrics (/metrics) on, apart from the API; empty: at /metrics on --addr; "off": nowhere`,
-			Sources: cli.EnvVars("PARLEY_METRICS_ADDR"),
-		},
-	}
-}
 
 // observability is what serve measures and traces with.
 type observability struct {
@@ -44,9 +26,10 @@ type observability struct {
 }
 
 // startObservability makes the metrics, serving them on --metrics-addr if one is given,
-// and the tracer provider when the environment asks for tracing. stop flushes the
-// traces and stops the metrics server.
-func startObservability(ctx context.Context, cmd *cli.Command, log *slog.Logger) (*observability, error) {
+// and the tracer provider when the environment asks for tracing (tracing.FromEnv: the
+// OpenTelemetry SDK's variables, not flags). stop flushes the traces and stops the
+// metrics server.
+func startObservability(ctx context.Context, cfg config.Config, log *slog.Logger) (*observability, error) {
 	o := &observability{metrics: metrics.New()}
 	tp, stopTracing, err := tracing.FromEnv(ctx, clientVersion)
 	if err != nil {
@@ -57,7 +40,7 @@ func startObservability(ctx context.Context, cmd *cli.Command, log *slog.Logger)
 		log.Info("tracing: exporting spans over OTLP/HTTP as OTEL_EXPORTER_OTLP_* say")
 	}
 	stopMetrics := func() {}
-	switch addr := cmd.String("metrics-addr"); addr {
+	switch addr := cfg.Process.MetricsAddr; addr {
 	case "":
 		o.onAddr = true
 	case "off":
