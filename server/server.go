@@ -28,7 +28,7 @@ import (
 type Config struct {
 	Conversations parley.ConversationService
 	Messages      parley.MessageService
-	// Events serves subscriptions (a realtime.Feed); nil turns them away.
+	// Events serves subscriptions (a realtime.Hub); nil turns them away.
 	Events parley.EventService
 	// Processing runs processing steps and ToolWork serves tool workers; nil turns
 	// those requests away.
