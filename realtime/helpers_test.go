@@ -37,7 +37,7 @@ type replica struct {
 
 // replicaOptions adjust a replica.
 type replicaOptions struct {
-	feed      realtime.Config
+	hub       realtime.Config
 	listener  db.ListenerConfig // OnEvent and OnResync are the wiring's
 	configure func(*server.Config)
 }
@@ -45,7 +45,7 @@ type replicaOptions struct {
 // newReplica starts a replica on the database at dsn ("" for a fresh one).
 func newReplica(t *testing.T, dsn string, opts replicaOptions) *replica {
 	t.Helper()
-	return &replica{testserver.NewWith(t, testserver.Options{DSN: dsn, Realtime: opts.feed,
+	return &replica{testserver.NewWith(t, testserver.Options{DSN: dsn, Realtime: opts.hub,
 		Listener: opts.listener, Configure: opts.configure})}
 }
 

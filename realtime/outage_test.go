@@ -240,7 +240,7 @@ func TestPostgresStoppedAndRestarted(t *testing.T) {
 	m := metrics.New()
 	const retryFor = 300 * time.Millisecond
 	r := newReplica(t, dsn, replicaOptions{
-		feed:      realtime.Config{RetryFor: retryFor},
+		hub:       realtime.Config{RetryFor: retryFor},
 		listener:  db.ListenerConfig{OnReconnect: m.ListenerReconnected},
 		configure: func(c *server.Config) { c.Metrics, c.ServeMetrics = m, true },
 	})

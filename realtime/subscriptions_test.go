@@ -14,7 +14,7 @@ import (
 // replay take several reads, racing the writers.
 func TestReplayThenLiveAcrossReplicas(t *testing.T) {
 	t.Parallel()
-	a := newReplica(t, "", replicaOptions{feed: realtime.Config{PageSize: 7}})
+	a := newReplica(t, "", replicaOptions{hub: realtime.Config{PageSize: 7}})
 	b := newReplica(t, a.DSN, replicaOptions{})
 	conv := b.CreateConversation(t, "replay")
 	const stored, from, writers, live = 40, 12, 20, 200
