@@ -125,7 +125,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	gql.WebsocketOrigins = cfg.Config.HTTP.WebsocketOrigins
 	sc := server.Config{
 		Conversations: s.Store, Messages: s.Store, Ready: s.Store.Ping, Logger: log,
-		Introspection:  *cfg.Config.HTTP.Introspection,
+		Introspection:  cfg.Config.HTTP.Introspection == nil || *cfg.Config.HTTP.Introspection, // nil: config's default, on
 		Auth:           authn,
 		TrustedOrigins: cfg.Config.HTTP.TrustedOrigins,
 		Events:         s.Hub,
