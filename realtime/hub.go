@@ -343,18 +343,7 @@ type addedStream struct {
 
 // Next implements parley.MessageStream.
 func (s *addedStream) Next(ctx context.Context) (parley.Message, error) {
-	for {
-		if m, err := s.Poll(ctx); m != nil || err != nil {
-			return m, err
-		}
-		select {
-		case <-ctx.Done():
-			s.cancel()
-			return nil, ctx.Err()
-		case <-s.w.c:
-			s.stale = true
-		}
-	}
+	return next(ctx, s.w, s.cancel, &s.stale, s.Poll)
 }
 
 // Poll implements parley.MessageStream.
@@ -410,18 +399,7 @@ type changes struct {
 
 // Next implements parley.MessageStream.
 func (s *updatedStream) Next(ctx context.Context) (parley.Message, error) {
-	for {
-		if m, err := s.Poll(ctx); m != nil || err != nil {
-			return m, err
-		}
-		select {
-		case <-ctx.Done():
-			s.cancel()
-			return nil, ctx.Err()
-		case <-s.w.c:
-			s.stale = true
-		}
-	}
+	return next(ctx, s.w, s.cancel, &s.stale, s.Poll)
 }
 
 // Poll implements parley.MessageStream.
@@ -455,6 +433,23 @@ func (s *updatedStream) Poll(ctx context.Context) (parley.Message, error) {
 
 // OnWake implements parley.MessageStream.
 func (s *updatedStream) OnWake(f func()) { s.w.onWake.Store(&f) }
+
+// next is a stream's Next: it polls, and when the stream is caught up waits for a
+// wake-up of its watcher w (which makes it stale) or for ctx to end (which releases w).
+func next(ctx context.Context, w *watcher, release func(), stale *bool, poll func(context.Context) (parley.Message, error)) (parley.Message, error) {
+	for {
+		if m, err := poll(ctx); m != nil || err != nil {
+			return m, err
+		}
+		select {
+		case <-ctx.Done():
+			release()
+			return nil, ctx.Err()
+		case <-w.c:
+			*stale = true
+		}
+	}
+}
 
 // read runs one read of the database, shared with the subscribers of the same
 // conversation that ask for the same thing in the same epoch of the topic t (see

@@ -48,10 +48,22 @@ func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) (dsn
 	return cluster.DSN("parley"), release, nil
 }
 
-// withStore runs fn with the store of the database cmd selects, migrated, and the
-// configuration of scopes (Global and Database are always read): the administrative
+// openMigrated opens the database cfg selects (openDatabase) and migrates it.
+func openMigrated(ctx context.Context, cfg config.Config, log *slog.Logger) (dsn string, release func(), err error) {
+	if dsn, release, err = openDatabase(ctx, cfg, log); err != nil {
+		return "", nil, err
+	}
+	if err := db.Migrate(ctx, dsn); err != nil {
+		release()
+		return "", nil, err
+	}
+	return dsn, release, nil
+}
+
+// withDatabase runs fn with the configuration of scopes (Global and Database are
+// always read), its logger and the database it selects, migrated: the administrative
 // commands' way in.
-func withStore(ctx context.Context, cmd *cli.Command, stderr io.Writer, fn func(config.Config, *db.DB) error, scopes ...config.Scope) error {
+func withDatabase(ctx context.Context, cmd *cli.Command, stderr io.Writer, fn func(cfg config.Config, log *slog.Logger, dsn string) error, scopes ...config.Scope) error {
 	cfg, err := loadConfig(cmd, append([]config.Scope{config.Global, config.Database}, scopes...)...)
 	if err != nil {
 		return err
@@ -60,18 +72,22 @@ func withStore(ctx context.Context, cmd *cli.Command, stderr io.Writer, fn func(
 	if err != nil {
 		return err
 	}
-	dsn, release, err := openDatabase(ctx, cfg, log)
+	dsn, release, err := openMigrated(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := db.Migrate(ctx, dsn); err != nil {
-		return err
-	}
-	store, err := db.Open(ctx, dsn, db.Config{Logger: log, MaxOpenConns: 2})
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	return fn(cfg, store)
+	return fn(cfg, log, dsn)
+}
+
+// withStore is withDatabase with the database's store.
+func withStore(ctx context.Context, cmd *cli.Command, stderr io.Writer, fn func(config.Config, *db.DB) error, scopes ...config.Scope) error {
+	return withDatabase(ctx, cmd, stderr, func(cfg config.Config, log *slog.Logger, dsn string) error {
+		store, err := db.Open(ctx, dsn, db.Config{Logger: log, MaxOpenConns: 2})
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		return fn(cfg, store)
+	}, scopes...)
 }

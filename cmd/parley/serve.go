@@ -14,7 +14,6 @@ import (
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/config"
-	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/graph"
 	"github.com/parley-dev/parley/internal/wire"
 	"github.com/parley-dev/parley/server"
@@ -51,14 +50,11 @@ func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer)
 		return err
 	}
 	defer obs.stop()
-	dsn, release, err := openDatabase(ctx, cfg, log)
+	dsn, release, err := openMigrated(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := db.Migrate(ctx, dsn); err != nil {
-		return err
-	}
 	logAuth(log, cfg)
 	// Streams (websockets, SSE) end first on shutdown: see below.
 	streamsCtx, endStreams := context.WithCancel(context.Background())
