@@ -64,6 +64,32 @@ const DefaultPageSize = 50
 // MaxPageSize bounds first and last, so one request cannot load a whole history.
 const MaxPageSize = 1000
 
+// CheckPage checks a page's sizes and returns it with the default applied: first and
+// last may not be negative or above MaxPageSize, and a request with neither reads the
+// first DefaultPageSize. Returns EINVALID naming the argument at fault. (Cursors are
+// checked where they are parsed.)
+func CheckPage(page PageRequest) (PageRequest, error) {
+	for _, arg := range []struct {
+		name string
+		n    *int
+	}{{"first", page.First}, {"last", page.Last}} {
+		if arg.n == nil {
+			continue
+		}
+		if *arg.n < 0 {
+			return page, Errorf(EINVALID, "%s: %d is negative", arg.name, *arg.n)
+		}
+		if *arg.n > MaxPageSize {
+			return page, Errorf(EINVALID, "%s: %d is more than the maximum page size %d", arg.name, *arg.n, MaxPageSize)
+		}
+	}
+	if page.First == nil && page.Last == nil {
+		n := DefaultPageSize
+		page.First = &n
+	}
+	return page, nil
+}
+
 // PageInfo says where a page sits in its connection.
 type PageInfo struct {
 	HasNextPage     bool

@@ -190,7 +190,8 @@ type ToolCallClaim struct {
 	MessageID  string
 	ToolCallID string
 	Worker     string
-	Lease      time.Duration
+	// Lease is how long the claim lasts: nil for DefaultToolCallLease.
+	Lease *time.Duration
 }
 
 // ToolWorkService lets the clients that own tools find and claim approved calls.

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/parley-dev/parley"
 )
 
@@ -83,7 +81,7 @@ func (db *DB) CreateConversation(ctx context.Context, title string) (*parley.Con
 		return nil, err
 	}
 	var row conversationRow
-	err = db.transact(ctx, func(tx *sqlx.Tx) error {
+	err = db.transact(ctx, func(tx *txn) error {
 		return tx.GetContext(ctx, &row, `INSERT INTO conversations (title, owner) VALUES ($1, $2) RETURNING `+conversationColumns, title, owner)
 	})
 	if err != nil {
@@ -107,7 +105,7 @@ func (db *DB) RenameConversation(ctx context.Context, id, title string) (*parley
 		return nil, err
 	}
 	var row conversationRow
-	err = db.transact(ctx, func(tx *sqlx.Tx) error {
+	err = db.transact(ctx, func(tx *txn) error {
 		err := tx.GetContext(ctx, &row, `UPDATE conversations SET title = $2, updated_at = now()
 			WHERE id = $1 AND owner = $3 RETURNING `+conversationColumns, key, title, owner)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -131,7 +129,7 @@ func (db *DB) DeleteConversation(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return db.transact(ctx, func(tx *sqlx.Tx) error {
+	return db.transact(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE id = $1 AND owner = $2`, key, owner)
 		if err != nil {
 			return fmt.Errorf("delete conversation %s: %w", id, err)
@@ -146,33 +144,11 @@ func (db *DB) DeleteConversation(ctx context.Context, id string) error {
 	})
 }
 
-// checkPageSizes validates first and last and applies the default page size.
-func checkPageSizes(page *parley.PageRequest) error {
-	for _, arg := range []struct {
-		name string
-		n    *int
-	}{{"first", page.First}, {"last", page.Last}} {
-		if arg.n == nil {
-			continue
-		}
-		if *arg.n < 0 {
-			return parley.Errorf(parley.EINVALID, "%s: %d is negative", arg.name, *arg.n)
-		}
-		if *arg.n > parley.MaxPageSize {
-			return parley.Errorf(parley.EINVALID, "%s: %d is more than the maximum page size %d", arg.name, *arg.n, parley.MaxPageSize)
-		}
-	}
-	if page.First == nil && page.Last == nil {
-		n := parley.DefaultPageSize
-		page.First = &n
-	}
-	return nil
-}
-
 // FindConversations implements parley.ConversationService: keyset pagination over
 // (updated_at, id), newest first.
 func (db *DB) FindConversations(ctx context.Context, page parley.PageRequest) (*parley.ConversationPage, error) {
-	if err := checkPageSizes(&page); err != nil {
+	page, err := parley.CheckPage(page)
+	if err != nil {
 		return nil, err
 	}
 	owner, err := ownerOf(ctx)

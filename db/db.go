@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"syscall"
 	"time"
@@ -135,33 +136,117 @@ func (db *DB) Ping(ctx context.Context) error {
 	return nil
 }
 
+// txn is a transaction of transact's. It carries the time the transaction started as
+// Postgres sees it (now(), which stays the same for the whole transaction): a
+// statement that runs anyway reads it along (transaction_timestamp()) and records it
+// with setNow, so rules that need the time get it without a round trip of its own.
+type txn struct {
+	*sqlx.Tx
+	now time.Time
+}
+
+// setNow records the transaction's start time, read by a statement of tx.
+func (tx *txn) setNow(t time.Time) { tx.now = t }
+
+// Now returns the transaction's start time: as a statement already read it, or, when
+// none did, read now.
+func (tx *txn) Now(ctx context.Context) (time.Time, error) {
+	if tx.now.IsZero() {
+		if err := tx.GetContext(ctx, &tx.now, `SELECT transaction_timestamp()`); err != nil {
+			return time.Time{}, err
+		}
+	}
+	return tx.now, nil
+}
+
+// maxAttempts bounds how often transact runs a transaction that Postgres aborted to
+// resolve a conflict with a concurrent one.
+const maxAttempts = 4
+
 // transact runs fn in a transaction, committing when it returns nil. Every write goes
-// through here: one transaction shape everywhere.
-func (db *DB) transact(ctx context.Context, fn func(tx *sqlx.Tx) error) (err error) {
+// through here: one transaction shape everywhere. A transaction aborted by a
+// serialization failure or a deadlock (SQLSTATE 40001, 40P01) is run again from the
+// start, up to maxAttempts times in all, after a short jittered wait: Postgres rolled
+// it back whole, and running it again is what it asks for. fn must therefore start
+// from the same state on every call: it may set what it returns, but must not build on
+// what an earlier call left behind.
+func (db *DB) transact(ctx context.Context, fn func(tx *txn) error) (err error) {
 	ctx, span := db.tracer.Start(ctx, "db.transaction", trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("db.system", "postgresql")))
+	attempt := 1
 	defer func() {
+		if attempt > 1 {
+			span.SetAttributes(attribute.Int("db.attempts", attempt))
+		}
 		if err != nil {
 			span.SetStatus(codes.Error, parley.ErrorCode(err))
 		}
 		span.End()
 	}()
+	for ; ; attempt++ {
+		err = db.attempt(ctx, fn)
+		if err == nil {
+			return nil
+		}
+		if attempt == maxAttempts || !retryable(err) {
+			break
+		}
+		db.log.DebugContext(ctx, "transaction aborted by a concurrent one; retrying", "attempt", attempt, "err", err)
+		if werr := wait(ctx, backoff(attempt)); werr != nil {
+			break
+		}
+	}
+	cerr := classify(err)
+	if pe := (*pq.Error)(nil); cerr != err && errors.As(err, &pe) {
+		// The client sees only the classified message: the driver's text stays here.
+		db.log.WarnContext(ctx, "transaction failed", "code", string(pe.Code), "err", err, "attempts", attempt)
+	}
+	return cerr
+}
+
+// attempt runs fn in one transaction.
+func (db *DB) attempt(ctx context.Context, fn func(tx *txn) error) error {
 	tx, err := db.db.BeginTxx(ctx, nil)
 	if err != nil {
-		return classify(err)
+		return err
 	}
 	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return classify(err)
+	if err := fn(&txn{Tx: tx}); err != nil {
+		return err
 	}
-	if err := tx.Commit(); err != nil {
-		return classify(err)
+	return tx.Commit()
+}
+
+// retryable reports whether err is Postgres aborting a transaction for a conflict with
+// a concurrent one, which running it again can resolve.
+func retryable(err error) bool {
+	var pe *pq.Error
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// backoff is how long to wait before the attempt after attempt: 5 ms doubling each
+// time, jittered over its upper half so the transactions that collided do not collide
+// again in step.
+func backoff(attempt int) time.Duration {
+	d := 5 * time.Millisecond << (attempt - 1)
+	return d/2 + rand.N(d/2)
+}
+
+// wait waits for d, or until ctx ends.
+func wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
-	return nil
 }
 
 // classify turns driver errors that a user can act on into *parley.Error by SQLSTATE,
-// and leaves the rest as internal errors.
+// and leaves the rest as internal errors. The driver's own text never goes into the
+// message a client sees: it stays in the wrapped error, for the log.
 func classify(err error) error {
 	var pe *pq.Error
 	var perr *parley.Error
@@ -178,18 +263,41 @@ func classify(err error) error {
 			}
 			return fmt.Errorf("%w (%w)", errUnavailable, err)
 		case "53": // insufficient resources (too many connections...)
-			return &parley.Error{Code: parley.EUNAVAILABLE, Message: "The database is overloaded; try again shortly."}
+			return fmt.Errorf("%w (%w)", &parley.Error{Code: parley.EUNAVAILABLE, Message: "The database is overloaded; try again shortly."}, err)
 		case "54": // program limit exceeded: jsonb nested too deep ("stack depth limit exceeded"), too many columns...
-			return parley.Errorf(parley.ERESOURCELIMIT, "a value is too large or too deeply nested to be stored: %s", pe.Message)
+			what := "too large"
+			if pe.Code == "54001" {
+				what = "too deeply nested"
+			}
+			return fmt.Errorf("%w (%w)", parley.Errorf(parley.ERESOURCELIMIT, "a value is %s to be stored", what), err)
 		case "22": // data exception: a value Postgres cannot store
-			return parley.Errorf(parley.EINVALID, "a value could not be stored: %s", pe.Message)
-		case "40": // serialization failure, deadlock
-			return &parley.Error{Code: parley.EUNAVAILABLE, Message: "A concurrent change got in the way; try again."}
+			why, ok := dataExceptions[pe.Code]
+			if !ok {
+				why = "it is not valid for its column"
+			}
+			return fmt.Errorf("%w (%w)", parley.Errorf(parley.EINVALID, "a value could not be stored: %s", why), err)
+		case "40": // serialization failure, deadlock (left after transact's retries)
+			return fmt.Errorf("%w (%w)", &parley.Error{Code: parley.EUNAVAILABLE, Message: "A concurrent change got in the way; try again."}, err)
 		}
 	case lostConnection(err):
 		return fmt.Errorf("%w (%w)", errUnavailable, err)
 	}
 	return err
+}
+
+// dataExceptions says, in the API's words, why Postgres refused a value, for the data
+// exceptions (class 22) a client's input can cause.
+var dataExceptions = map[pq.ErrorCode]string{
+	"22001": "a text is longer than its column allows",
+	"22003": "a number is out of range",
+	"22007": "a date or time is malformed",
+	"22008": "a date or time is out of range",
+	"22021": "a text holds a byte sequence that is not valid UTF-8",
+	"22P02": "a value is malformed for its type",
+	"22P05": "a text holds a character Postgres cannot store (such as \\u0000)",
+	"2200N": "an XML value is malformed",
+	"22030": "a JSON value is duplicated or malformed",
+	"22032": "a JSON text is malformed",
 }
 
 // errUnavailable is what a request that cannot reach the database gets.

@@ -10,7 +10,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"github.com/parley-dev/parley"
@@ -58,7 +57,7 @@ func (db *DB) ImportMessages(ctx context.Context, target parley.ImportTarget, im
 		report.SystemPrompt = &sp
 	}
 	var added []parley.Message
-	err = db.transact(ctx, func(tx *sqlx.Tx) error {
+	err = db.transact(ctx, func(tx *txn) error {
 		if convKey == "" {
 			if err := tx.GetContext(ctx, &convKey, `INSERT INTO conversations (title, owner) VALUES ($1, $2) RETURNING id`, title, owner); err != nil {
 				return fmt.Errorf("create conversation: %w", err)
@@ -140,7 +139,7 @@ func userTurnKey(at time.Time, content string) string {
 	return fmt.Sprintf("%d\x00%s", at.UnixMicro(), content)
 }
 
-func findCopies(ctx context.Context, tx *sqlx.Tx, convKey string, created bool, msgs []parley.ImportedMessage) (*copies, error) {
+func findCopies(ctx context.Context, tx *txn, convKey string, created bool, msgs []parley.ImportedMessage) (*copies, error) {
 	c := &copies{userTurns: make(map[string]bool), results: make(map[string]string)}
 	if created {
 		return c, nil // a new conversation has nothing
@@ -210,7 +209,7 @@ func (c *copies) has(m parley.Message) bool {
 // more parts or more tool calls than the stored one, and keeps every stored call, the
 // stored message takes the new content, keeping its id, position, time and the
 // decisions on its calls. Anything else already imported is left as it is.
-func growReply(ctx context.Context, tx *sqlx.Tx, convKey, sourceID string, m parley.Message) (bool, error) {
+func growReply(ctx context.Context, tx *txn, convKey, sourceID string, m parley.Message) (bool, error) {
 	var newCalls []parley.ToolCall
 	var body parley.Body
 	switch m := m.(type) {
@@ -316,7 +315,7 @@ func importTitle(target parley.ImportTarget, imp *parley.Import) (string, error)
 }
 
 // presentSourceIDs returns which of ids the conversation's messages already have.
-func presentSourceIDs(ctx context.Context, tx *sqlx.Tx, convKey string, ids []string) (map[string]bool, error) {
+func presentSourceIDs(ctx context.Context, tx *txn, convKey string, ids []string) (map[string]bool, error) {
 	present := make(map[string]bool)
 	if len(ids) == 0 {
 		return present, nil

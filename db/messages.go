@@ -3,13 +3,11 @@ package db
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"github.com/parley-dev/parley"
@@ -60,7 +58,9 @@ func (db *DB) AddMessage(ctx context.Context, conversationID string, m parley.Me
 	if err := parley.Prepare(m, db.limits); err != nil {
 		return nil, err
 	}
-	err := db.transact(ctx, func(tx *sqlx.Tx) error {
+	restore := restorer(m)
+	err := db.transact(ctx, func(tx *txn) error {
+		restore()
 		if err := db.applyToolPolicies(ctx, tx, m); err != nil {
 			return err
 		}
@@ -78,10 +78,29 @@ func (db *DB) AddMessage(ctx context.Context, conversationID string, m parley.Me
 	return m, nil
 }
 
+// restorer returns a func that puts back what saving m fills in (its meta fields, its
+// calls' policy decisions, its retrieval time, its tool name), so that a transaction run
+// again (transact) saves m as it was given, not as the aborted run left it.
+func restorer(m parley.Message) func() {
+	meta := *m.Meta()
+	switch m := m.(type) {
+	case *parley.ToolRequestMessage:
+		calls := slices.Clone(m.ToolCalls)
+		return func() { *m.Meta() = meta; copy(m.ToolCalls, calls) }
+	case *parley.MCPResourceMessage:
+		retrieved := m.RetrievedAt
+		return func() { *m.Meta() = meta; m.RetrievedAt = retrieved }
+	case *parley.ToolResultMessage:
+		name := m.ToolName
+		return func() { *m.Meta() = meta; m.ToolName = name }
+	}
+	return func() { *m.Meta() = meta }
+}
+
 // insertMessage stores a prepared message as the conversation's next one and fills in
 // its meta fields. Taking the next position locks the conversation's row until the
 // transaction ends, so concurrent writers get consecutive positions in commit order.
-func (db *DB) insertMessage(ctx context.Context, tx *sqlx.Tx, convKey string, m parley.Message) error {
+func (db *DB) insertMessage(ctx context.Context, tx *txn, convKey string, m parley.Message) error {
 	return db.insertMessageAt(ctx, tx, convKey, m, 0)
 }
 
@@ -90,7 +109,7 @@ func (db *DB) insertMessage(ctx context.Context, tx *sqlx.Tx, convKey string, m 
 // and the conversation is not bumped, for the writer to bump once at the end. Bumping it
 // for each of thousands of messages in one transaction is quadratic: every update adds
 // a version of the conversation's row that each later one steps over.
-func (db *DB) insertMessageAt(ctx context.Context, tx *sqlx.Tx, convKey string, m parley.Message, position int) error {
+func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m parley.Message, position int) error {
 	owner, err := ownerOf(ctx)
 	if err != nil {
 		return err
@@ -112,7 +131,7 @@ func (db *DB) insertMessageAt(ctx context.Context, tx *sqlx.Tx, convKey string, 
 	}
 	if res, ok := m.(*parley.MCPResourceMessage); ok && res.RetrievedAt.IsZero() {
 		// Retrieved now: the transaction's time, which is also the message's createdAt.
-		if err := tx.GetContext(ctx, &res.RetrievedAt, `SELECT now()`); err != nil {
+		if res.RetrievedAt, err = tx.Now(ctx); err != nil {
 			return err
 		}
 	}
@@ -184,24 +203,27 @@ type createdRow struct {
 	UpdatedAt time.Time `db:"updated_at"`
 }
 
-// lockConversation locks the row of a conversation of the owner in ctx; ENOTFOUND when
-// there is none.
-func lockConversation(ctx context.Context, tx *sqlx.Tx, convKey string) error {
+// lockConversation locks the row of a conversation of the owner in ctx, reading the
+// transaction's time into tx along; ENOTFOUND when there is none.
+func lockConversation(ctx context.Context, tx *txn, convKey string) error {
 	owner, err := ownerOf(ctx)
 	if err != nil {
 		return err
 	}
-	var id string
-	err = tx.GetContext(ctx, &id, `SELECT id FROM conversations WHERE id = $1 AND owner = $2 FOR UPDATE`, convKey, owner)
+	var now time.Time
+	err = tx.GetContext(ctx, &now, `SELECT transaction_timestamp() FROM conversations WHERE id = $1 AND owner = $2 FOR UPDATE`, convKey, owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return conversationNotFound(parley.ConversationID(convKey))
+	} else if err != nil {
+		return err
 	}
-	return err
+	tx.setNow(now)
+	return nil
 }
 
 // toolCallForResult checks that a result answers a call of the conversation that has no
 // result yet, and returns the call's tool name.
-func toolCallForResult(ctx context.Context, tx *sqlx.Tx, convKey, callID string) (string, error) {
+func toolCallForResult(ctx context.Context, tx *txn, convKey, callID string) (string, error) {
 	var call struct {
 		Name     string         `db:"name"`
 		ResultID sql.NullString `db:"result_id"`
@@ -222,7 +244,7 @@ func toolCallForResult(ctx context.Context, tx *sqlx.Tx, convKey, callID string)
 
 // recordToolCalls indexes a request's call ids; an id already used in the conversation
 // is refused, naming it.
-func recordToolCalls(ctx context.Context, tx *sqlx.Tx, convKey, messageKey string, calls []parley.ToolCall) error {
+func recordToolCalls(ctx context.Context, tx *txn, convKey, messageKey string, calls []parley.ToolCall) error {
 	ids := make([]string, len(calls))
 	names := make([]string, len(calls))
 	for i, c := range calls {
@@ -272,69 +294,25 @@ func (db *DB) SetToolCallApproval(ctx context.Context, messageID, toolCallID str
 	if !ok {
 		return nil, messageNotFound(messageID)
 	}
-	if d.Status != parley.ApprovalApproved && d.Status != parley.ApprovalDenied {
-		return nil, parley.Errorf(parley.EINVALID, "status: %s is not a decision; use APPROVED or DENIED", d.Status)
-	}
-	var err error
-	if d.Reason, err = parley.CleanText("reason", d.Reason); err != nil {
-		return nil, err
-	}
-	if d.DecidedBy, err = parley.CleanText("decidedBy", strings.TrimSpace(d.DecidedBy)); err != nil {
-		return nil, err
-	} else if len(d.DecidedBy) > 200 {
-		return nil, parley.Errorf(parley.EINVALID, "decidedBy: %d bytes, at most 200 allowed", len(d.DecidedBy))
-	}
-	owner, err := ownerOf(ctx)
+	d, err := parley.CleanApprovalDecision(d)
 	if err != nil {
 		return nil, err
 	}
 	var out *parley.ToolRequestMessage
-	err = db.transact(ctx, func(tx *sqlx.Tx) error {
-		var row messageRow
-		err := tx.GetContext(ctx, &row, `SELECT `+messageColumns+` FROM messages WHERE id = $1 AND `+ownedMessage("2")+` FOR UPDATE`, key, owner)
-		if errors.Is(err, sql.ErrNoRows) {
-			return messageNotFound(messageID)
-		} else if err != nil {
-			return err
-		}
-		m, err := decodeMessage(&row, db.log)
+	err = db.transact(ctx, func(tx *txn) error {
+		m, convKey, err := db.lockMessage(ctx, tx, key, messageID)
 		if err != nil {
 			return err
 		}
-		req, ok := m.(*parley.ToolRequestMessage)
-		if !ok {
-			return parley.Errorf(parley.EINVALID, "messageId: message %s is a %s, not a tool request", messageID, m.Kind())
-		}
-		call := req.ToolCall(toolCallID)
-		if call == nil {
-			return parley.Errorf(parley.ENOTFOUND, "toolCallId: message %s has no tool call %q", messageID, toolCallID)
-		}
-		if call.ApprovalStatus != parley.ApprovalPending {
-			return parley.Errorf(parley.ECONFLICT, "tool call %q was already decided: %s", toolCallID, call.ApprovalStatus)
-		}
-		var now time.Time
-		if err := tx.GetContext(ctx, &now, `SELECT now()`); err != nil {
-			return err
-		}
-		d.DecidedAt = now
-		call.ApprovalStatus, call.Decision = d.Status, &d
-		// Rewriting the row also upgrades a version 1 record to version 2.
-		enc, err := encodeMessage(req)
+		req, call, err := parley.DecideToolCall(m, messageID, toolCallID, d, tx.now)
 		if err != nil {
 			return err
 		}
-		calls, _ := json.Marshal(encodeToolCalls(req.ToolCalls))
-		err = tx.GetContext(ctx, &req.UpdatedAt, `UPDATE messages SET schema_version = $2, kind = $3, role = $4,
-			content = $5, tool_calls = $6, payload = $7, updated_at = now() WHERE id = $1 RETURNING updated_at`,
-			key, enc.SchemaVersion, enc.Kind, enc.Role, enc.Content, string(calls), enc.Payload)
-		if err != nil {
-			return err
-		}
-		if _, err := markMessageChanged(ctx, tx, row.ConversationID, key); err != nil {
+		if err := rewriteMessage(ctx, tx, convKey, key, req); err != nil {
 			return err
 		}
 		// After the conversation's lock, as adding a result takes them: one lock order.
-		if err := recordApprovals(ctx, tx, row.ConversationID, []parley.ToolCall{*call}); err != nil {
+		if err := recordApprovals(ctx, tx, convKey, []parley.ToolCall{*call}); err != nil {
 			return err
 		}
 		out = req

@@ -28,7 +28,7 @@ type eventPayload struct {
 // notify queues a message event in tx. Postgres delivers it when tx commits, to every
 // listening replica, and never when tx rolls back. Every write that adds, changes or
 // removes messages calls it (through the helpers below), inside its transaction.
-func notify(ctx context.Context, tx *sqlx.Tx, p eventPayload) error {
+func notify(ctx context.Context, tx *txn, p eventPayload) error {
 	return notifyWith(ctx, tx, nil, p)
 }
 
@@ -36,7 +36,7 @@ func notify(ctx context.Context, tx *sqlx.Tx, p eventPayload) error {
 const notifySQL = `SELECT pg_notify($1, $2)`
 
 // notifyWith is notify running stmt, notifySQL prepared on the pool, when it is not nil.
-func notifyWith(ctx context.Context, tx *sqlx.Tx, stmt *sqlx.Stmt, p eventPayload) error {
+func notifyWith(ctx context.Context, tx *txn, stmt *sqlx.Stmt, p eventPayload) error {
 	b, err := json.Marshal(p)
 	if err != nil {
 		return err
@@ -54,12 +54,12 @@ func notifyWith(ctx context.Context, tx *sqlx.Tx, stmt *sqlx.Stmt, p eventPayloa
 
 // notifyAdded announces a message just inserted at position. Every save does, so it runs
 // prepared (DB.prepare).
-func (db *DB) notifyAdded(ctx context.Context, tx *sqlx.Tx, convKey, msgKey string, position int) error {
+func (db *DB) notifyAdded(ctx context.Context, tx *txn, convKey, msgKey string, position int) error {
 	return notifyWith(ctx, tx, db.stmt(notifySQL), eventPayload{Kind: parley.MessageAdded, ConvKey: convKey, MsgKey: msgKey, Position: position})
 }
 
 // notifyDeleted announces that a conversation is gone, so its subscribers end.
-func notifyDeleted(ctx context.Context, tx *sqlx.Tx, convKey string) error {
+func notifyDeleted(ctx context.Context, tx *txn, convKey string) error {
 	return notify(ctx, tx, eventPayload{Kind: parley.ConversationDeleted, ConvKey: convKey})
 }
 
@@ -69,7 +69,7 @@ func notifyDeleted(ctx context.Context, tx *sqlx.Tx, convKey string) error {
 // (decisions, file resolution, image recognition...), after the change. It takes the
 // conversation's row lock, so numbers are assigned in commit order; lock the message
 // row first, as the callers here do, to keep one lock order.
-func markMessageChanged(ctx context.Context, tx *sqlx.Tx, convKey, msgKey string) (seq int64, err error) {
+func markMessageChanged(ctx context.Context, tx *txn, convKey, msgKey string) (seq int64, err error) {
 	var position int
 	err = tx.QueryRowxContext(ctx, `
 		WITH conv AS (

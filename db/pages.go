@@ -16,11 +16,11 @@ import (
 // conversation), so a list of conversations with their messages costs one round trip.
 // Positions are dense (1..LastPosition), so a page is a range of positions.
 func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation, page parley.PageRequest) ([]*parley.MessagePage, error) {
-	if err := checkPageSizes(&page); err != nil {
+	page, err := parley.CheckPage(page)
+	if err != nil {
 		return nil, err
 	}
 	after, before := 0, 0 // before 0: no upper bound
-	var err error
 	if page.After != nil {
 		if after, err = parley.ParseMessageCursor("after", *page.After); err != nil {
 			return nil, err

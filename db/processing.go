@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"github.com/parley-dev/parley"
@@ -17,50 +16,24 @@ import (
 // transaction after the (slow) step itself ran outside any: the message row is locked,
 // decoded, changed, written back, and announced to messageUpdated subscribers.
 
-// updateMessage locks a stored message, lets change modify it, writes it back (as schema
-// version 2) and marks it changed, all in one transaction. change may return a
-// *parley.Error to refuse.
-func (db *DB) updateMessage(ctx context.Context, messageID string, change func(tx *sqlx.Tx, m parley.Message, now time.Time) error) (parley.Message, error) {
+// updateMessage locks a stored message, lets change modify it at the transaction's
+// time, writes it back and marks it changed, all in one transaction. change may return
+// a *parley.Error to refuse.
+func (db *DB) updateMessage(ctx context.Context, messageID string, change func(m parley.Message, now time.Time) error) (parley.Message, error) {
 	key, ok := parley.ParseMessageID(messageID)
 	if !ok {
 		return nil, messageNotFound(messageID)
 	}
-	owner, err := ownerOf(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var out parley.Message
-	err = db.transact(ctx, func(tx *sqlx.Tx) error {
-		var row messageRow
-		err := tx.GetContext(ctx, &row, `SELECT `+messageColumns+` FROM messages WHERE id = $1 AND `+ownedMessage("2")+` FOR UPDATE`, key, owner)
-		if errors.Is(err, sql.ErrNoRows) {
-			return messageNotFound(messageID)
-		} else if err != nil {
-			return err
-		}
-		m, err := decodeMessage(&row, db.log)
+	err := db.transact(ctx, func(tx *txn) error {
+		m, convKey, err := db.lockMessage(ctx, tx, key, messageID)
 		if err != nil {
 			return err
 		}
-		var now time.Time
-		if err := tx.GetContext(ctx, &now, `SELECT now()`); err != nil {
+		if err := change(m, tx.now); err != nil {
 			return err
 		}
-		if err := change(tx, m, now); err != nil {
-			return err
-		}
-		enc, err := encodeMessage(m)
-		if err != nil {
-			return err
-		}
-		err = tx.GetContext(ctx, &m.Meta().UpdatedAt, `UPDATE messages SET schema_version = $2, kind = $3, role = $4,
-			content = $5, tool_calls = $6, tool_results = $7, payload = $8, updated_at = now()
-			WHERE id = $1 RETURNING updated_at`,
-			key, enc.SchemaVersion, enc.Kind, enc.Role, enc.Content, nullJSON(enc.ToolCalls), nullJSON(enc.ToolResults), enc.Payload)
-		if err != nil {
-			return err
-		}
-		if _, err := markMessageChanged(ctx, tx, row.ConversationID, key); err != nil {
+		if err := rewriteMessage(ctx, tx, convKey, key, m); err != nil {
 			return err
 		}
 		out = m
@@ -72,10 +45,57 @@ func (db *DB) updateMessage(ctx context.Context, messageID string, change func(t
 	return out, nil
 }
 
+// lockMessage reads and locks the stored message key (whose public id is messageID) of
+// the owner in ctx, and returns it with its conversation's key. The same statement
+// reads the transaction's time into tx. ENOTFOUND when there is no such message.
+func (db *DB) lockMessage(ctx context.Context, tx *txn, key, messageID string) (parley.Message, string, error) {
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	var row struct {
+		messageRow
+		Now time.Time `db:"tx_now"`
+	}
+	err = tx.GetContext(ctx, &row, `SELECT `+messageColumns+`, transaction_timestamp() AS tx_now
+		FROM messages WHERE id = $1 AND `+ownedMessage("2")+` FOR UPDATE`, key, owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, "", messageNotFound(messageID)
+	} else if err != nil {
+		return nil, "", err
+	}
+	tx.setNow(row.Now)
+	m, err := decodeMessage(&row.messageRow, db.log)
+	if err != nil {
+		return nil, "", err
+	}
+	return m, row.ConversationID, nil
+}
+
+// rewriteMessage writes m back over its stored row key in the conversation convKey, as
+// the current schema version (which upgrades a version 1 record), sets its updatedAt,
+// and marks it changed (markMessageChanged). The caller holds the message's lock. Every
+// change to a stored message is written by this one statement.
+func rewriteMessage(ctx context.Context, tx *txn, convKey, key string, m parley.Message) error {
+	enc, err := encodeMessage(m)
+	if err != nil {
+		return err
+	}
+	err = tx.GetContext(ctx, &m.Meta().UpdatedAt, `UPDATE messages SET schema_version = $2, kind = $3, role = $4,
+		content = $5, tool_calls = $6, tool_results = $7, payload = $8, updated_at = now()
+		WHERE id = $1 RETURNING updated_at`,
+		key, enc.SchemaVersion, enc.Kind, enc.Role, enc.Content, nullJSON(enc.ToolCalls), nullJSON(enc.ToolResults), enc.Payload)
+	if err != nil {
+		return fmt.Errorf("rewrite message %s: %w", parley.MessageID(key), err)
+	}
+	_, err = markMessageChanged(ctx, tx, convKey, key)
+	return err
+}
+
 // SetFileResolution implements parley.ProcessingStore. The resolution's time is the
 // database's.
 func (db *DB) SetFileResolution(ctx context.Context, messageID string, r parley.FileResolution) (*parley.FileReferenceMessage, error) {
-	m, err := db.updateMessage(ctx, messageID, func(_ *sqlx.Tx, m parley.Message, now time.Time) error {
+	m, err := db.updateMessage(ctx, messageID, func(m parley.Message, now time.Time) error {
 		f, ok := m.(*parley.FileReferenceMessage)
 		if !ok {
 			return parley.Errorf(parley.EINVALID, "messageId: message %s is a %s, not a file reference", messageID, m.Kind())
@@ -93,7 +113,7 @@ func (db *DB) SetFileResolution(ctx context.Context, messageID string, r parley.
 // SetImageRecognition implements parley.ProcessingStore. The recognition's time is the
 // database's.
 func (db *DB) SetImageRecognition(ctx context.Context, messageID string, r parley.ImageRecognition) (*parley.ImageMessage, error) {
-	m, err := db.updateMessage(ctx, messageID, func(_ *sqlx.Tx, m parley.Message, now time.Time) error {
+	m, err := db.updateMessage(ctx, messageID, func(m parley.Message, now time.Time) error {
 		img, ok := m.(*parley.ImageMessage)
 		if !ok {
 			return parley.Errorf(parley.EINVALID, "messageId: message %s is a %s, not an image", messageID, m.Kind())
@@ -117,7 +137,8 @@ func (db *DB) AddCachedMCPResource(ctx context.Context, conversationID, server, 
 		return nil, false, conversationNotFound(conversationID)
 	}
 	var out *parley.MCPResourceMessage
-	err := db.transact(ctx, func(tx *sqlx.Tx) error {
+	err := db.transact(ctx, func(tx *txn) error {
+		out = nil
 		if err := lockConversation(ctx, tx, key); err != nil {
 			return err
 		}
@@ -136,24 +157,10 @@ func (db *DB) AddCachedMCPResource(ctx context.Context, conversationID, server, 
 			return err
 		}
 		cached, ok := m.(*parley.MCPResourceMessage)
-		if !ok {
+		if !ok || !parley.ResourceFresh(cached.RetrievedAt, tx.now, maxAge) {
 			return nil
 		}
-		var fresh bool
-		if err := tx.GetContext(ctx, &fresh, `SELECT $1::timestamptz > now() - $2 * interval '1 microsecond'`,
-			cached.RetrievedAt, maxAge.Microseconds()); err != nil {
-			return err
-		}
-		if !fresh {
-			return nil
-		}
-		// A new message, placed where it was asked for, with the content and retrieval
-		// time of the cached one: retrievedAt before createdAt says it came from cache.
-		cp := &parley.MCPResourceMessage{
-			MessageMeta: parley.MessageMeta{Role: parley.RoleDocument},
-			Body:        cached.Body, ServerName: cached.ServerName, ResourceURI: cached.ResourceURI,
-			MimeType: cached.MimeType, RetrievedAt: cached.RetrievedAt, Truncated: cached.Truncated,
-		}
+		cp := parley.CachedResourceCopy(cached)
 		if err := parley.Prepare(cp, db.limits); err != nil {
 			return err
 		}
@@ -171,13 +178,13 @@ func (db *DB) AddCachedMCPResource(ctx context.Context, conversationID, server, 
 
 // applyToolPolicies decides the calls of a tool request about to be stored, by the
 // configured policies, at the transaction's time.
-func (db *DB) applyToolPolicies(ctx context.Context, tx *sqlx.Tx, m parley.Message) error {
+func (db *DB) applyToolPolicies(ctx context.Context, tx *txn, m parley.Message) error {
 	req, ok := m.(*parley.ToolRequestMessage)
 	if !ok || db.policies == nil {
 		return nil
 	}
-	var now time.Time
-	if err := tx.GetContext(ctx, &now, `SELECT now()`); err != nil {
+	now, err := tx.Now(ctx)
+	if err != nil {
 		return err
 	}
 	db.policies.Apply(req.ToolCalls, now)
@@ -187,7 +194,7 @@ func (db *DB) applyToolPolicies(ctx context.Context, tx *sqlx.Tx, m parley.Messa
 // recordApprovals copies the approval status of calls into the tool_calls index, which
 // the awaiting-result queries read. Callers hold the conversation's lock already, so
 // that every writer takes the conversation's row before tool_calls rows.
-func recordApprovals(ctx context.Context, tx *sqlx.Tx, convKey string, calls []parley.ToolCall) error {
+func recordApprovals(ctx context.Context, tx *txn, convKey string, calls []parley.ToolCall) error {
 	for _, c := range calls {
 		if c.ApprovalStatus == parley.ApprovalPending {
 			continue // the column's default
@@ -295,31 +302,25 @@ func (db *DB) ClaimToolCall(ctx context.Context, c parley.ToolCallClaim) (*parle
 	if !ok {
 		return nil, messageNotFound(c.MessageID)
 	}
-	worker, err := parley.CleanText("worker", c.Worker)
+	c, err := parley.CleanToolCallClaim(c)
 	if err != nil {
 		return nil, err
-	}
-	if worker == "" || len(worker) > 200 {
-		return nil, parley.Errorf(parley.EINVALID, "worker: give a name of 1 to 200 bytes")
-	}
-	if c.Lease <= 0 || c.Lease > 24*time.Hour {
-		return nil, parley.Errorf(parley.EINVALID, "leaseSeconds: must be between 1 and 86400")
 	}
 	owner, err := ownerOf(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []*parley.AwaitingToolCall
-	err = db.transact(ctx, func(tx *sqlx.Tx) error {
+	err = db.transact(ctx, func(tx *txn) error {
 		var st struct {
 			Status         string         `db:"approval_status"`
 			ResultID       sql.NullString `db:"result_id"`
 			ClaimedBy      sql.NullString `db:"claimed_by"`
 			ClaimExpiresAt sql.NullTime   `db:"claim_expires_at"`
-			Expired        bool           `db:"expired"`
+			Now            time.Time      `db:"tx_now"`
 		}
 		err := tx.GetContext(ctx, &st, `SELECT approval_status, result_id, claimed_by, claim_expires_at,
-			coalesce(claim_expires_at <= now(), true) AS expired
+			transaction_timestamp() AS tx_now
 			FROM tool_calls WHERE request_id = $1 AND call_id = $2
 				AND EXISTS (SELECT 1 FROM conversations own WHERE own.id = tool_calls.conversation_id AND own.owner = $3)
 			FOR UPDATE`, key, c.ToolCallID, owner)
@@ -328,18 +329,20 @@ func (db *DB) ClaimToolCall(ctx context.Context, c parley.ToolCallClaim) (*parle
 		} else if err != nil {
 			return err
 		}
-		switch {
-		case st.ResultID.Valid:
-			return parley.Errorf(parley.ECONFLICT, "tool call %q already has a result", c.ToolCallID)
-		case st.Status != string(parley.ApprovalApproved):
-			return parley.Errorf(parley.ECONFLICT, "tool call %q is %s, not APPROVED", c.ToolCallID, st.Status)
-		case st.ClaimedBy.Valid && st.ClaimedBy.String != worker && !st.Expired:
-			return parley.Errorf(parley.ECONFLICT, "tool call %q is claimed by %q until %s", c.ToolCallID,
-				st.ClaimedBy.String, st.ClaimExpiresAt.Time.UTC().Format(time.RFC3339))
+		tx.setNow(st.Now)
+		state := parley.ToolCallState{ApprovalStatus: parley.ApprovalStatus(st.Status), Answered: st.ResultID.Valid}
+		if st.ClaimedBy.Valid {
+			state.ClaimedBy = &st.ClaimedBy.String
+		}
+		if st.ClaimExpiresAt.Valid {
+			state.ClaimExpiresAt = &st.ClaimExpiresAt.Time
+		}
+		if err := parley.CheckClaim(c.ToolCallID, state, c.Worker, tx.now); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE tool_calls SET claimed_by = $3,
 			claim_expires_at = now() + $4 * interval '1 millisecond' WHERE request_id = $1 AND call_id = $2`,
-			key, c.ToolCallID, worker, c.Lease.Milliseconds()); err != nil {
+			key, c.ToolCallID, c.Worker, c.Lease.Milliseconds()); err != nil {
 			return err
 		}
 		var rows []awaitingRow

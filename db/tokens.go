@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/parley-dev/parley"
 )
 
@@ -75,7 +73,7 @@ func (db *DB) CreateToken(ctx context.Context, owner, name string, expiresAt *ti
 	}
 	secret := parley.TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
 	var row tokenRow
-	err = db.transact(ctx, func(tx *sqlx.Tx) error {
+	err = db.transact(ctx, func(tx *txn) error {
 		if expiresAt != nil {
 			var past bool
 			if err := tx.GetContext(ctx, &past, `SELECT $1::timestamptz <= now()`, *expiresAt); err != nil {
@@ -113,7 +111,7 @@ func (db *DB) RevokeToken(ctx context.Context, idOrSecret string) (*parley.APITo
 		return nil, tokenNotFound(idOrSecret)
 	}
 	var row tokenRow
-	err := db.transact(ctx, func(tx *sqlx.Tx) error {
+	err := db.transact(ctx, func(tx *txn) error {
 		err := tx.GetContext(ctx, &row, `UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now())
 			WHERE `+where+` RETURNING `+tokenColumns, arg)
 		if errors.Is(err, sql.ErrNoRows) {

@@ -42,12 +42,13 @@ func (r *mutationResolver) ClaimToolCall(ctx context.Context, messageID string, 
 	if r.ToolWorkService == nil {
 		return nil, errNoProcessing
 	}
-	lease := 300
+	var lease *time.Duration
 	if leaseSeconds != nil {
-		lease = *leaseSeconds
+		d := time.Duration(*leaseSeconds) * time.Second
+		lease = &d
 	}
 	return r.ToolWorkService.ClaimToolCall(ctx, parley.ToolCallClaim{
-		MessageID: messageID, ToolCallID: toolCallID, Worker: worker, Lease: time.Duration(lease) * time.Second,
+		MessageID: messageID, ToolCallID: toolCallID, Worker: worker, Lease: lease,
 	})
 }
 

@@ -1,0 +1,126 @@
+package parley
+
+import (
+	"strings"
+	"time"
+)
+
+// The rules of deciding, claiming and reusing stored things. Each is a pure function of
+// the facts the store read inside its transaction (the stored message, the claim, the
+// transaction's time): the store supplies the facts, applies the rule, and persists
+// what it returns, all in that one transaction.
+
+// maxNameBytes bounds the names people and workers give themselves (decidedBy, worker).
+const maxNameBytes = 200
+
+// CleanApprovalDecision checks a decision on a tool call as a client sends it, before
+// anything is read: the status must be a decision, and the reason and who decided are
+// cleaned as any text is. Returns EINVALID naming the field at fault.
+func CleanApprovalDecision(d ApprovalDecision) (ApprovalDecision, error) {
+	if d.Status != ApprovalApproved && d.Status != ApprovalDenied {
+		return d, Errorf(EINVALID, "status: %s is not a decision; use APPROVED or DENIED", d.Status)
+	}
+	var err error
+	if d.Reason, err = CleanText("reason", d.Reason); err != nil {
+		return d, err
+	}
+	if d.DecidedBy, err = CleanText("decidedBy", strings.TrimSpace(d.DecidedBy)); err != nil {
+		return d, err
+	} else if len(d.DecidedBy) > maxNameBytes {
+		return d, Errorf(EINVALID, "decidedBy: %d bytes, at most %d allowed", len(d.DecidedBy), maxNameBytes)
+	}
+	return d, nil
+}
+
+// DecideToolCall applies a cleaned decision, made at now, to the call toolCallID of the
+// stored message m (whose id is messageID), and returns the request with the call
+// decided, for the store to write back. Returns EINVALID when m is not a tool request,
+// ENOTFOUND when it has no such call, ECONFLICT when the call was already decided.
+func DecideToolCall(m Message, messageID, toolCallID string, d ApprovalDecision, now time.Time) (*ToolRequestMessage, *ToolCall, error) {
+	req, ok := m.(*ToolRequestMessage)
+	if !ok {
+		return nil, nil, Errorf(EINVALID, "messageId: message %s is a %s, not a tool request", messageID, m.Kind())
+	}
+	call := req.ToolCall(toolCallID)
+	if call == nil {
+		return nil, nil, Errorf(ENOTFOUND, "toolCallId: message %s has no tool call %q", messageID, toolCallID)
+	}
+	if call.ApprovalStatus != ApprovalPending {
+		return nil, nil, Errorf(ECONFLICT, "tool call %q was already decided: %s", toolCallID, call.ApprovalStatus)
+	}
+	d.DecidedAt = now
+	call.ApprovalStatus, call.Decision = d.Status, &d
+	return req, call, nil
+}
+
+// DefaultToolCallLease is how long a claim on a tool call lasts when the worker does not
+// say; MaxToolCallLease is the longest it may ask for.
+const (
+	DefaultToolCallLease = 5 * time.Minute
+	MaxToolCallLease     = 24 * time.Hour
+)
+
+// CleanToolCallClaim checks a worker's claim as it sends it: a worker name of 1 to 200
+// bytes, and a lease of whole seconds between 1 s and MaxToolCallLease
+// (DefaultToolCallLease when it gives none). Returns EINVALID naming the field at fault.
+func CleanToolCallClaim(c ToolCallClaim) (ToolCallClaim, error) {
+	worker, err := CleanText("worker", c.Worker)
+	if err != nil {
+		return c, err
+	}
+	if worker == "" || len(worker) > maxNameBytes {
+		return c, Errorf(EINVALID, "worker: give a name of 1 to %d bytes", maxNameBytes)
+	}
+	c.Worker = worker
+	if c.Lease == nil {
+		lease := DefaultToolCallLease
+		c.Lease = &lease
+	}
+	if *c.Lease <= 0 || *c.Lease > MaxToolCallLease {
+		return c, Errorf(EINVALID, "leaseSeconds: must be between 1 and %d", int(MaxToolCallLease/time.Second))
+	}
+	return c, nil
+}
+
+// ToolCallState is what the store knows of a tool call when a worker claims it.
+type ToolCallState struct {
+	ApprovalStatus ApprovalStatus
+	// Answered says the call has a result.
+	Answered bool
+	// ClaimedBy and ClaimExpiresAt are the current claim, if any.
+	ClaimedBy      *string
+	ClaimExpiresAt *time.Time
+}
+
+// CheckClaim decides whether worker may claim (or renew its claim on) the call toolCallID
+// in state st at now: only an approved call without a result, and not while another
+// worker's lease lasts. Returns ECONFLICT saying why not.
+func CheckClaim(toolCallID string, st ToolCallState, worker string, now time.Time) error {
+	switch {
+	case st.Answered:
+		return Errorf(ECONFLICT, "tool call %q already has a result", toolCallID)
+	case st.ApprovalStatus != ApprovalApproved:
+		return Errorf(ECONFLICT, "tool call %q is %s, not APPROVED", toolCallID, st.ApprovalStatus)
+	case st.ClaimedBy != nil && *st.ClaimedBy != worker && st.ClaimExpiresAt != nil && st.ClaimExpiresAt.After(now):
+		return Errorf(ECONFLICT, "tool call %q is claimed by %q until %s", toolCallID,
+			*st.ClaimedBy, st.ClaimExpiresAt.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// ResourceFresh reports whether an MCP resource retrieved at retrievedAt may still be
+// reused at now, when its server's content stays fresh for maxAge.
+func ResourceFresh(retrievedAt, now time.Time, maxAge time.Duration) bool {
+	return retrievedAt.After(now.Add(-maxAge))
+}
+
+// CachedResourceCopy is the message that reuses a cached MCP resource: a new message,
+// placed where it is asked for, with the content and retrieval time of the cached one
+// (retrievedAt before createdAt says it came from the cache).
+func CachedResourceCopy(cached *MCPResourceMessage) *MCPResourceMessage {
+	return &MCPResourceMessage{
+		MessageMeta: MessageMeta{Role: RoleDocument},
+		Body:        cached.Body, ServerName: cached.ServerName, ResourceURI: cached.ResourceURI,
+		MimeType: cached.MimeType, RetrievedAt: cached.RetrievedAt, Truncated: cached.Truncated,
+	}
+}
