@@ -111,7 +111,8 @@ func CheckClaim(toolCallID string, st ToolCallState, worker string, now time.Tim
 // ResourceFresh reports whether an MCP resource retrieved at retrievedAt may still be
 // reused at now, when its server's content stays fresh for maxAge.
 func ResourceFresh(retrievedAt, now time.Time, maxAge time.Duration) bool {
-	return retrievedAt.After(now.Add(-maxAge))
+	// Postgres counted in microseconds, and so does this.
+	return retrievedAt.After(now.Add(-maxAge.Truncate(time.Microsecond)))
 }
 
 // CachedResourceCopy is the message that reuses a cached MCP resource: a new message,

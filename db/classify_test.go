@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -53,6 +54,37 @@ func TestClassify(t *testing.T) {
 	for _, err := range []error{&pq.Error{Code: "57014"}, fmt.Errorf("x: %w", &pq.Error{Code: "57014"})} {
 		if got := classify(err); !errors.Is(got, context.Canceled) || !errors.Is(got, err) {
 			t.Errorf("query cancelled (57014): got %v, want context.Canceled wrapping %v", got, err)
+		}
+	}
+	// Postgres's own text stays out of what a client sees, and in the wrapped error.
+	for _, pe := range []*pq.Error{
+		{Code: "54001", Message: "stack depth limit exceeded", Detail: "secret_table"},
+		{Code: "22P05", Message: "unsupported Unicode escape sequence", Detail: "secret_table"},
+		{Code: "22999", Message: "some data exception", Detail: "secret_table"},
+		{Code: "40001", Message: "could not serialize access"},
+	} {
+		got := classify(fmt.Errorf("insert message: %w", pe))
+		msg := parley.ErrorMessage(got)
+		if parley.ErrorCode(got) == parley.EINTERNAL || strings.Contains(msg, pe.Message) || strings.Contains(msg, "secret") {
+			t.Errorf("%s: got %q (%s), want a classified message without the driver's text", pe.Code, msg, parley.ErrorCode(got))
+		}
+		var wrapped *pq.Error
+		if !errors.As(got, &wrapped) || wrapped != pe {
+			t.Errorf("%s: got %v, want the driver error wrapped, for the log", pe.Code, got)
+		}
+	}
+	for _, tt := range []struct {
+		code pq.ErrorCode
+		want string
+	}{
+		{"54001", "a value is too deeply nested to be stored"},
+		{"54000", "a value is too large to be stored"},
+		{"22P05", "a value could not be stored: a text holds a character Postgres cannot store (such as \\u0000)"},
+		{"22021", "a value could not be stored: a text holds a byte sequence that is not valid UTF-8"},
+		{"22999", "a value could not be stored: it is not valid for its column"},
+	} {
+		if got := parley.ErrorMessage(classify(&pq.Error{Code: tt.code, Message: "driver text"})); got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.code, got, tt.want)
 		}
 	}
 	for _, tt := range tests {

@@ -1,0 +1,235 @@
+package parley_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-dev/parley"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func TestCheckPage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		page        parley.PageRequest
+		first, last *int
+		err         string
+	}{
+		{name: "neither: the default", first: ptr(parley.DefaultPageSize)},
+		{name: "first", page: parley.PageRequest{First: ptr(10)}, first: ptr(10)},
+		{name: "last alone gets no first", page: parley.PageRequest{Last: ptr(3)}, last: ptr(3)},
+		{name: "zero", page: parley.PageRequest{First: ptr(0)}, first: ptr(0)},
+		{name: "the maximum", page: parley.PageRequest{Last: ptr(parley.MaxPageSize)}, last: ptr(parley.MaxPageSize)},
+		{name: "negative first", page: parley.PageRequest{First: ptr(-1)}, err: "first: -1 is negative"},
+		{name: "negative last", page: parley.PageRequest{First: ptr(1), Last: ptr(-2)}, err: "last: -2 is negative"},
+		{name: "too large", page: parley.PageRequest{First: ptr(parley.MaxPageSize + 1)}, err: "first: 1001 is more than the maximum page size 1000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := parley.CheckPage(tt.page)
+			if tt.err != "" {
+				if parley.ErrorCode(err) != parley.EINVALID || parley.ErrorMessage(err) != tt.err {
+					t.Fatalf("got %v, want EINVALID %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !samePtr(got.First, tt.first) || !samePtr(got.Last, tt.last) {
+				t.Errorf("got first %v last %v, want first %v last %v", deref(got.First), deref(got.Last), deref(tt.first), deref(tt.last))
+			}
+		})
+	}
+}
+
+func samePtr(a, b *int) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func deref(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func TestCleanApprovalDecision(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		d    parley.ApprovalDecision
+		want parley.ApprovalDecision
+		err  string
+	}{
+		{"approved", parley.ApprovalDecision{Status: parley.ApprovalApproved, DecidedBy: "  ann ", Reason: "ok"},
+			parley.ApprovalDecision{Status: parley.ApprovalApproved, DecidedBy: "ann", Reason: "ok"}, ""},
+		{"denied", parley.ApprovalDecision{Status: parley.ApprovalDenied}, parley.ApprovalDecision{Status: parley.ApprovalDenied}, ""},
+		{"pending is no decision", parley.ApprovalDecision{Status: parley.ApprovalPending}, parley.ApprovalDecision{},
+			"status: PENDING is not a decision; use APPROVED or DENIED"},
+		{"decidedBy too long", parley.ApprovalDecision{Status: parley.ApprovalDenied, DecidedBy: strings.Repeat("x", 201)},
+			parley.ApprovalDecision{}, "decidedBy: 201 bytes, at most 200 allowed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := parley.CleanApprovalDecision(tt.d)
+			if tt.err != "" {
+				if parley.ErrorMessage(err) != tt.err {
+					t.Fatalf("got %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("got %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecideToolCall(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	request := func() *parley.ToolRequestMessage {
+		return &parley.ToolRequestMessage{ToolCalls: []parley.ToolCall{
+			{ID: "a", Name: "ls", ApprovalStatus: parley.ApprovalPending},
+			{ID: "b", Name: "rm", ApprovalStatus: parley.ApprovalDenied},
+		}}
+	}
+	decision := parley.ApprovalDecision{Status: parley.ApprovalApproved, DecidedBy: "ann"}
+	tests := []struct {
+		name string
+		m    parley.Message
+		call string
+		code string
+	}{
+		{"pending call", request(), "a", ""},
+		{"already decided", request(), "b", parley.ECONFLICT},
+		{"no such call", request(), "c", parley.ENOTFOUND},
+		{"not a tool request", &parley.TextMessage{}, "a", parley.EINVALID},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			req, call, err := parley.DecideToolCall(tt.m, "msg_1", tt.call, decision, now)
+			if got := parley.ErrorCode(err); got != tt.code {
+				t.Fatalf("code: got %q, want %q (%v)", got, tt.code, err)
+			}
+			if err != nil {
+				return
+			}
+			if call != req.ToolCall(tt.call) || call.ApprovalStatus != parley.ApprovalApproved {
+				t.Fatalf("got call %+v, want the request's call %q approved", call, tt.call)
+			}
+			if d := call.Decision; d == nil || !d.DecidedAt.Equal(now) || d.DecidedBy != "ann" {
+				t.Errorf("decision: got %+v, want ann's at %s", d, now)
+			}
+			if other := req.ToolCall("b"); other.ApprovalStatus != parley.ApprovalDenied {
+				t.Errorf("other call: got %s, want it untouched", other.ApprovalStatus)
+			}
+		})
+	}
+}
+
+func TestCleanToolCallClaim(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		claim parley.ToolCallClaim
+		lease time.Duration
+		err   string
+	}{
+		{"default lease", parley.ToolCallClaim{Worker: "w"}, parley.DefaultToolCallLease, ""},
+		{"given lease", parley.ToolCallClaim{Worker: "w", Lease: ptr(time.Minute)}, time.Minute, ""},
+		{"longest lease", parley.ToolCallClaim{Worker: "w", Lease: ptr(24 * time.Hour)}, 24 * time.Hour, ""},
+		{"zero lease", parley.ToolCallClaim{Worker: "w", Lease: ptr(time.Duration(0))}, 0, "leaseSeconds: must be between 1 and 86400"},
+		{"lease too long", parley.ToolCallClaim{Worker: "w", Lease: ptr(24*time.Hour + time.Second)}, 0, "leaseSeconds: must be between 1 and 86400"},
+		{"no worker", parley.ToolCallClaim{}, 0, "worker: give a name of 1 to 200 bytes"},
+		{"worker too long", parley.ToolCallClaim{Worker: strings.Repeat("w", 201)}, 0, "worker: give a name of 1 to 200 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := parley.CleanToolCallClaim(tt.claim)
+			if tt.err != "" {
+				if parley.ErrorCode(err) != parley.EINVALID || parley.ErrorMessage(err) != tt.err {
+					t.Fatalf("got %v, want EINVALID %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Lease == nil || *got.Lease != tt.lease {
+				t.Errorf("lease: got %v, want %s", got.Lease, tt.lease)
+			}
+		})
+	}
+}
+
+func TestCheckClaim(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	approved := parley.ToolCallState{ApprovalStatus: parley.ApprovalApproved}
+	claimed := func(by string, until time.Time) parley.ToolCallState {
+		st := approved
+		st.ClaimedBy, st.ClaimExpiresAt = &by, &until
+		return st
+	}
+	tests := []struct {
+		name string
+		st   parley.ToolCallState
+		err  string
+	}{
+		{"unclaimed", approved, ""},
+		{"own claim renewed", claimed("w", now.Add(time.Minute)), ""},
+		{"another's expired claim", claimed("x", now.Add(-time.Second)), ""},
+		{"another's claim expiring now", claimed("x", now), ""},
+		{"another's live claim", claimed("x", now.Add(time.Microsecond)), `tool call "c" is claimed by "x" until 2026-01-02T03:04:05Z`},
+		{"pending", parley.ToolCallState{ApprovalStatus: parley.ApprovalPending}, `tool call "c" is PENDING, not APPROVED`},
+		{"answered", parley.ToolCallState{ApprovalStatus: parley.ApprovalApproved, Answered: true}, `tool call "c" already has a result`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := parley.CheckClaim("c", tt.st, "w", now)
+			if tt.err == "" {
+				if err != nil {
+					t.Errorf("got %v, want the claim allowed", err)
+				}
+				return
+			}
+			if parley.ErrorCode(err) != parley.ECONFLICT || parley.ErrorMessage(err) != tt.err {
+				t.Errorf("got %v, want ECONFLICT %q", err, tt.err)
+			}
+		})
+	}
+}
+
+func TestResourceFresh(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		name      string
+		retrieved time.Time
+		maxAge    time.Duration
+		want      bool
+	}{
+		{"just now", now, time.Hour, true},
+		{"within the age", now.Add(-59 * time.Minute), time.Hour, true},
+		{"exactly the age", now.Add(-time.Hour), time.Hour, false},
+		{"older", now.Add(-2 * time.Hour), time.Hour, false},
+		{"no caching", now, 0, false},
+		{"sub-microsecond age counts as none", now, time.Nanosecond, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := parley.ResourceFresh(tt.retrieved, now, tt.maxAge); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
