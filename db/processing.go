@@ -256,11 +256,9 @@ func (db *DB) awaitingFromRows(rows []awaitingRow) ([]*parley.AwaitingToolCall, 
 
 // FindAwaitingToolCalls implements parley.ToolWorkService.
 func (db *DB) FindAwaitingToolCalls(ctx context.Context, f parley.AwaitingFilter) ([]*parley.AwaitingToolCall, error) {
-	if f.Limit == 0 {
-		f.Limit = parley.DefaultPageSize
-	}
-	if f.Limit < 0 || f.Limit > parley.MaxPageSize {
-		return nil, parley.Errorf(parley.EINVALID, "first: %d is out of range 1..%d", f.Limit, parley.MaxPageSize)
+	var err error
+	if f.Limit, err = parley.CheckLimit("first", f.Limit); err != nil {
+		return nil, err
 	}
 	convKey := ""
 	if f.ConversationID != "" {

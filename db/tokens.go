@@ -62,29 +62,27 @@ func (db *DB) CreateToken(ctx context.Context, owner, name string, expiresAt *ti
 	if err != nil {
 		return nil, "", err
 	}
-	if name, err = parley.CleanText("name", strings.TrimSpace(name)); err != nil {
+	if name, err = parley.CleanTokenName(name); err != nil {
 		return nil, "", err
-	} else if len(name) > 200 {
-		return nil, "", parley.Errorf(parley.EINVALID, "name: %d bytes, at most 200 allowed", len(name))
 	}
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, "", fmt.Errorf("create token: %w", err)
 	}
 	secret := parley.TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
-	var row tokenRow
+	var row struct {
+		tokenRow
+		Now time.Time `db:"tx_now"`
+	}
 	err = db.transact(ctx, func(tx *txn) error {
-		if expiresAt != nil {
-			var past bool
-			if err := tx.GetContext(ctx, &past, `SELECT $1::timestamptz <= now()`, *expiresAt); err != nil {
-				return err
-			}
-			if past {
-				return parley.Errorf(parley.EINVALID, "expires: %s is in the past", expiresAt.UTC().Format(time.RFC3339))
-			}
+		// The expiry is checked against the insert's own time, read along; a token
+		// already expired is refused and rolled back.
+		if err := tx.GetContext(ctx, &row, `INSERT INTO api_tokens (owner, name, token_sha256, expires_at)
+			VALUES ($1, $2, $3, $4) RETURNING `+tokenColumns+`, transaction_timestamp() AS tx_now`,
+			owner, name, hashToken(secret), expiresAt); err != nil {
+			return err
 		}
-		return tx.GetContext(ctx, &row, `INSERT INTO api_tokens (owner, name, token_sha256, expires_at)
-			VALUES ($1, $2, $3, $4) RETURNING `+tokenColumns, owner, name, hashToken(secret), expiresAt)
+		return parley.CheckTokenExpiry(expiresAt, row.Now)
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("create token for %q: %w", owner, err)
