@@ -1,6 +1,7 @@
 package parley
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -124,4 +125,33 @@ func CachedResourceCopy(cached *MCPResourceMessage) *MCPResourceMessage {
 		Body:        cached.Body, ServerName: cached.ServerName, ResourceURI: cached.ResourceURI,
 		MimeType: cached.MimeType, RetrievedAt: cached.RetrievedAt, Truncated: cached.Truncated,
 	}
+}
+
+// CheckResultCall decides whether a result may answer the call callID of a conversation,
+// from what the store found: whether the conversation has the call, and the id of the
+// result message it already has ("" for none). Returns EINVALID for an unknown call,
+// ECONFLICT for one already answered.
+func CheckResultCall(callID string, found bool, answeredBy string) error {
+	if !found {
+		return Errorf(EINVALID, "toolResult.toolCallId: no tool call %q in this conversation; add the tool request first", callID)
+	}
+	if answeredBy != "" {
+		return Errorf(ECONFLICT, "toolResult.toolCallId: tool call %q already has a result (message %s)", callID, answeredBy)
+	}
+	return nil
+}
+
+// CheckNewToolCalls refuses a request whose calls reuse an id the conversation already
+// has: taken are those of its ids the store found. Returns EINVALID naming the first
+// such call.
+func CheckNewToolCalls(calls []ToolCall, taken []string) error {
+	if len(taken) == 0 {
+		return nil
+	}
+	for i, c := range calls {
+		if slices.Contains(taken, c.ID) {
+			return Errorf(EINVALID, "toolRequest.toolCalls[%d].id: %q is already used in this conversation", i, c.ID)
+		}
+	}
+	return nil
 }

@@ -233,3 +233,55 @@ func TestResourceFresh(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckResultCall(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		found      bool
+		answeredBy string
+		code, msg  string
+	}{
+		{"open call", true, "", "", ""},
+		{"no such call", false, "", parley.EINVALID, `toolResult.toolCallId: no tool call "c" in this conversation; add the tool request first`},
+		{"answered", true, "msg_9", parley.ECONFLICT, `toolResult.toolCallId: tool call "c" already has a result (message msg_9)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := parley.CheckResultCall("c", tt.found, tt.answeredBy)
+			if parley.ErrorCode(err) != tt.code || parley.ErrorMessage(err) != tt.msg {
+				t.Errorf("got %v, want %s %q", err, tt.code, tt.msg)
+			}
+		})
+	}
+}
+
+func TestCheckNewToolCalls(t *testing.T) {
+	t.Parallel()
+	calls := []parley.ToolCall{{ID: "a"}, {ID: "b"}, {ID: "c"}}
+	tests := []struct {
+		name  string
+		taken []string
+		msg   string
+	}{
+		{"none taken", nil, ""},
+		{"one taken", []string{"b"}, `toolRequest.toolCalls[1].id: "b" is already used in this conversation`},
+		{"the first in the request is named", []string{"c", "b"}, `toolRequest.toolCalls[1].id: "b" is already used in this conversation`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := parley.CheckNewToolCalls(calls, tt.taken)
+			if tt.msg == "" {
+				if err != nil {
+					t.Errorf("got %v, want nil", err)
+				}
+				return
+			}
+			if parley.ErrorCode(err) != parley.EINVALID || parley.ErrorMessage(err) != tt.msg {
+				t.Errorf("got %v, want EINVALID %q", err, tt.msg)
+			}
+		})
+	}
+}

@@ -230,14 +230,16 @@ func toolCallForResult(ctx context.Context, tx *txn, convKey, callID string) (st
 	}
 	err := tx.GetContext(ctx, &call, `SELECT name, result_id FROM tool_calls
 		WHERE conversation_id = $1 AND call_id = $2 FOR UPDATE`, convKey, callID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", parley.Errorf(parley.EINVALID, "toolResult.toolCallId: no tool call %q in this conversation; add the tool request first", callID)
-	} else if err != nil {
+	found := !errors.Is(err, sql.ErrNoRows)
+	if found && err != nil {
 		return "", err
 	}
+	answeredBy := ""
 	if call.ResultID.Valid {
-		return "", parley.Errorf(parley.ECONFLICT, "toolResult.toolCallId: tool call %q already has a result (message %s)",
-			callID, parley.MessageID(call.ResultID.String))
+		answeredBy = parley.MessageID(call.ResultID.String)
+	}
+	if err := parley.CheckResultCall(callID, found, answeredBy); err != nil {
+		return "", err
 	}
 	return call.Name, nil
 }
@@ -262,12 +264,8 @@ func recordToolCalls(ctx context.Context, tx *txn, convKey, messageKey string, c
 			WHERE conversation_id = $1 AND call_id = c.call_id LIMIT 1) t`, convKey, pq.Array(ids)); err != nil {
 		return err
 	}
-	if len(taken) > 0 {
-		for i, id := range ids {
-			if id == taken[0] {
-				return parley.Errorf(parley.EINVALID, "toolRequest.toolCalls[%d].id: %q is already used in this conversation", i, id)
-			}
-		}
+	if err := parley.CheckNewToolCalls(calls, taken); err != nil {
+		return err
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO tool_calls (conversation_id, call_id, name, request_id)
 		SELECT $1, unnest($2::text[]), unnest($3::text[]), $4`, convKey, pq.Array(ids), pq.Array(names), messageKey)
