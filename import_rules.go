@@ -142,30 +142,12 @@ func (c *StoredCopies) Has(m Message) bool {
 // new content, keeping its meta (id, position, time) and the decisions on its calls, and
 // the calls it adds; ok is false when stored is to be left as it is.
 func GrowReply(stored, incoming Message) (updated Message, added []ToolCall, ok bool) {
-	var newCalls []ToolCall
-	var body Body
-	switch m := incoming.(type) {
-	case *ToolRequestMessage:
-		newCalls, body = m.ToolCalls, m.Body
-	case *TextMessage:
-		if m.Role != RoleAssistant {
-			return nil, nil, false
-		}
-		body = m.Body
-	default:
+	newCalls, body, ok := replyOf(incoming)
+	if !ok {
 		return nil, nil, false
 	}
-	var oldCalls []ToolCall
-	var oldBody Body
-	switch s := stored.(type) {
-	case *ToolRequestMessage:
-		oldCalls, oldBody = s.ToolCalls, s.Body
-	case *TextMessage:
-		if s.Role != RoleAssistant {
-			return nil, nil, false
-		}
-		oldBody = s.Body
-	default:
+	oldCalls, oldBody, ok := replyOf(stored)
+	if !ok {
 		return nil, nil, false
 	}
 	if len(newCalls) <= len(oldCalls) && len(body.Parts) <= len(oldBody.Parts) {
@@ -194,4 +176,16 @@ func GrowReply(stored, incoming Message) (updated Message, added []ToolCall, ok 
 	}
 	meta.Role = RoleInvocation
 	return &ToolRequestMessage{MessageMeta: meta, Body: body, ToolCalls: calls}, added, true
+}
+
+// replyOf returns the calls and body of an assistant's reply (a tool request, or an
+// assistant's text); ok is false for any other message.
+func replyOf(m Message) ([]ToolCall, Body, bool) {
+	switch m := m.(type) {
+	case *ToolRequestMessage:
+		return m.ToolCalls, m.Body, true
+	case *TextMessage:
+		return nil, m.Body, m.Role == RoleAssistant
+	}
+	return nil, Body{}, false
 }

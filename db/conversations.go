@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/parley-dev/parley"
@@ -193,9 +194,7 @@ func (db *DB) FindConversations(ctx context.Context, page parley.PageRequest) (*
 		rows = rows[:limit]
 	}
 	if backward {
-		for i, j := 0, len(rows)-1; i < j; i, j = i+1, j-1 {
-			rows[i], rows[j] = rows[j], rows[i]
-		}
+		slices.Reverse(rows)
 	}
 	out := &parley.ConversationPage{}
 	if !backward && page.Last != nil && len(rows) > *page.Last {

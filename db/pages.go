@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lib/pq"
@@ -112,9 +113,7 @@ func (db *DB) assemblePage(conv *parley.Conversation, rows []messageRow, page pa
 		rows = rows[:limit]
 	}
 	if backward {
-		for i, j := 0, len(rows)-1; i < j; i, j = i+1, j-1 {
-			rows[i], rows[j] = rows[j], rows[i]
-		}
+		slices.Reverse(rows)
 	} else if page.Last != nil && len(rows) > *page.Last {
 		rows = rows[len(rows)-*page.Last:]
 	}

@@ -71,6 +71,31 @@ func runPair(t *testing.T, d *db.DB, fn func(i int, first bool, tx *sqlx.Tx) err
 	return errs, [2]int32{runs[0].Load(), runs[1].Load()}
 }
 
+// checkRetried checks that both transactions of runPair committed, and that one was run
+// again. The first runs conflict for certain; a retry can meet the other transaction
+// again before it commits, so a second abort is possible too.
+func checkRetried(t *testing.T, errs [2]error, attempts [2]int32) {
+	t.Helper()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("transaction %d: got %v, want it committed after a retry", i, err)
+		}
+	}
+	if got := attempts[0] + attempts[1]; got < 3 {
+		t.Errorf("runs: got %v, want at least 3 (one of the two aborted by the conflict and run again)", attempts)
+	}
+}
+
+// titles returns the titles of the conversations a and b, in order.
+func titles(t *testing.T, d *db.DB, a, b string) []string {
+	t.Helper()
+	var out []string
+	if err := d.SQL().SelectContext(t.Context(), &out, `SELECT title FROM conversations WHERE id IN ($1, $2) ORDER BY title`, a, b); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // TestTransactRetriesDeadlock provokes a real deadlock: two transactions lock the same
 // two rows in opposite orders. Postgres aborts one (40P01); transact runs it again, and
 // both commit.
@@ -99,22 +124,10 @@ func TestTransactRetriesDeadlock(t *testing.T) {
 		}
 		return lock(order[1])
 	})
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("transaction %d: got %v, want it committed after a retry", i, err)
-		}
-	}
-	// The first runs deadlock for certain; a retry can meet the other transaction
-	// again before it commits, so a second abort is possible too.
-	if got := attempts[0] + attempts[1]; got < 3 {
-		t.Errorf("runs: got %v, want at least 3 (one of the two aborted by the deadlock and run again)", attempts)
-	}
-	var titles []string
-	if err := d.SQL().SelectContext(t.Context(), &titles, `SELECT title FROM conversations WHERE id IN ($1, $2) ORDER BY title`, a, b); err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"a..", "b.."}; len(titles) != 2 || titles[0] != want[0] || titles[1] != want[1] {
-		t.Errorf("titles: got %q, want %q (each transaction's update once)", titles, want)
+	checkRetried(t, errs, attempts)
+	got := titles(t, d, a, b)
+	if want := []string{"a..", "b.."}; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("titles: got %q, want %q (each transaction's update once)", got, want)
 	}
 }
 
@@ -147,21 +160,11 @@ func TestTransactRetriesSerializationFailure(t *testing.T) {
 		_, err := tx.ExecContext(t.Context(), `UPDATE conversations SET title = $2 WHERE id = $1`, write, "after "+title)
 		return err
 	})
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("transaction %d: got %v, want it committed after a retry", i, err)
-		}
-	}
-	if got := attempts[0] + attempts[1]; got < 3 {
-		t.Errorf("runs: got %v, want at least 3 (one of the two aborted by the conflict and run again)", attempts)
-	}
-	var titles []string
-	if err := d.SQL().SelectContext(t.Context(), &titles, `SELECT title FROM conversations WHERE id IN ($1, $2) ORDER BY title`, a, b); err != nil {
-		t.Fatal(err)
-	}
+	checkRetried(t, errs, attempts)
+	got := titles(t, d, a, b)
 	// Serializable: as if one ran after the other, so one of them read the other's write.
-	if len(titles) != 2 || !(titles[0] == "after a" && titles[1] == "after after a" || titles[0] == "after after b" && titles[1] == "after b") {
-		t.Errorf("titles: got %q, want the outcome of one order, as SERIALIZABLE promises", titles)
+	if len(got) != 2 || !(got[0] == "after a" && got[1] == "after after a" || got[0] == "after after b" && got[1] == "after b") {
+		t.Errorf("titles: got %q, want the outcome of one order, as SERIALIZABLE promises", got)
 	}
 }
 
