@@ -24,9 +24,7 @@ func TestCleanTokenName(t *testing.T) {
 			t.Parallel()
 			got, err := parley.CleanTokenName(tt.in)
 			if tt.err != "" {
-				if parley.ErrorCode(err) != parley.EINVALID || parley.ErrorMessage(err) != tt.err {
-					t.Fatalf("got %v, want EINVALID %q", err, tt.err)
-				}
+				checkError(t, err, parley.EINVALID, tt.err)
 				return
 			}
 			if err != nil || got != tt.want {
@@ -82,9 +80,7 @@ func TestCheckLimit(t *testing.T) {
 			t.Parallel()
 			got, err := parley.CheckLimit("first", tt.n)
 			if tt.err != "" {
-				if parley.ErrorCode(err) != parley.EINVALID || parley.ErrorMessage(err) != tt.err {
-					t.Fatalf("got %v, want EINVALID %q", err, tt.err)
-				}
+				checkError(t, err, parley.EINVALID, tt.err)
 				return
 			}
 			if err != nil || got != tt.want {

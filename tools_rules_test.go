@@ -32,9 +32,7 @@ func TestCheckPage(t *testing.T) {
 			t.Parallel()
 			got, err := parley.CheckPage(tt.page)
 			if tt.err != "" {
-				if parley.ErrorCode(err) != parley.EINVALID || parley.ErrorMessage(err) != tt.err {
-					t.Fatalf("got %v, want EINVALID %q", err, tt.err)
-				}
+				checkError(t, err, parley.EINVALID, tt.err)
 				return
 			}
 			if err != nil {
@@ -44,6 +42,14 @@ func TestCheckPage(t *testing.T) {
 				t.Errorf("got first %v last %v, want first %v last %v", deref(got.First), deref(got.Last), deref(tt.first), deref(tt.last))
 			}
 		})
+	}
+}
+
+// checkError fails t unless err is a *parley.Error with code and the message msg.
+func checkError(t *testing.T, err error, code, msg string) {
+	t.Helper()
+	if parley.ErrorCode(err) != code || parley.ErrorMessage(err) != msg {
+		t.Fatalf("got %v, want %s %q", err, code, msg)
 	}
 }
 
@@ -154,9 +160,7 @@ func TestCleanToolCallClaim(t *testing.T) {
 			t.Parallel()
 			got, err := parley.CleanToolCallClaim(tt.claim)
 			if tt.err != "" {
-				if parley.ErrorCode(err) != parley.EINVALID || parley.ErrorMessage(err) != tt.err {
-					t.Fatalf("got %v, want EINVALID %q", err, tt.err)
-				}
+				checkError(t, err, parley.EINVALID, tt.err)
 				return
 			}
 			if err != nil {
@@ -201,9 +205,7 @@ func TestCheckClaim(t *testing.T) {
 				}
 				return
 			}
-			if parley.ErrorCode(err) != parley.ECONFLICT || parley.ErrorMessage(err) != tt.err {
-				t.Errorf("got %v, want ECONFLICT %q", err, tt.err)
-			}
+			checkError(t, err, parley.ECONFLICT, tt.err)
 		})
 	}
 }
@@ -279,9 +281,7 @@ func TestCheckNewToolCalls(t *testing.T) {
 				}
 				return
 			}
-			if parley.ErrorCode(err) != parley.EINVALID || parley.ErrorMessage(err) != tt.msg {
-				t.Errorf("got %v, want EINVALID %q", err, tt.msg)
-			}
+			checkError(t, err, parley.EINVALID, tt.msg)
 		})
 	}
 }
