@@ -32,7 +32,7 @@ type Config struct {
 	// Issuer and Audience, when set, must match the JWT's iss and one of its aud.
 	Issuer   string
 	Audience string
-	// Leeway is the clock skew allowed on exp and nbf (default 30s).
+	// Leeway is the clock skew allowed on exp, nbf and iat (default 30s).
 	Leeway time.Duration
 	// Now is the clock (default time.Now): tests move it.
 	Now func() time.Time
@@ -77,9 +77,12 @@ func New(cfg Config) (*Authenticator, error) {
 	if len(methods) == 0 {
 		return a, nil
 	}
+	// WithIssuedAt refuses a token issued in the future (beyond the leeway);
+	// WithJSONNumber keeps exp, nbf and iat numbers as json.Number, so that MapClaims
+	// (see Authenticate) takes them exactly.
 	opts := []jwt.ParserOption{
 		jwt.WithValidMethods(methods), jwt.WithExpirationRequired(), jwt.WithLeeway(cfg.Leeway),
-		jwt.WithTimeFunc(cfg.Now),
+		jwt.WithTimeFunc(cfg.Now), jwt.WithIssuedAt(), jwt.WithJSONNumber(),
 	}
 	if cfg.Issuer != "" {
 		opts = append(opts, jwt.WithIssuer(cfg.Issuer))
@@ -118,17 +121,25 @@ func (a *Authenticator) Authenticate(ctx context.Context, credential string) (*p
 	if a.keys == nil {
 		return nil, parley.Errorf(parley.EUNAUTHORIZED, "The credential is not an API token (%s...), and this server accepts no JWTs.", parley.TokenPrefix)
 	}
-	var claims jwt.RegisteredClaims
-	if _, err := a.parser.ParseWithClaims(credential, &claims, a.keys); err != nil {
+	// MapClaims, not RegisteredClaims: RegisteredClaims's NumericDate also takes a
+	// string of digits ("exp": "99999999999"), where RFC 7519 (section 2, NumericDate)
+	// wants a JSON number; MapClaims refuses any other type, for exp, nbf and iat alike,
+	// and a sub that is not a string.
+	claims := jwt.MapClaims{}
+	if _, err := a.parser.ParseWithClaims(credential, claims, a.keys); err != nil {
 		return nil, parley.Errorf(parley.EUNAUTHORIZED, "The JWT is not valid: %s.", jwtProblem(err))
 	}
-	owner, err := parley.CleanOwner(claims.Subject)
+	sub, err := claims.GetSubject()
+	if err != nil {
+		return nil, parley.Errorf(parley.EUNAUTHORIZED, "The JWT is not valid: %s.", jwtProblem(err))
+	}
+	owner, err := parley.CleanOwner(sub)
 	if err != nil {
 		return nil, parley.Errorf(parley.EUNAUTHORIZED, "The JWT's sub claim does not name an owner: %s.", parley.ErrorMessage(err))
 	}
 	p := &parley.Principal{Owner: owner, Method: "jwt"}
-	if claims.ExpiresAt != nil {
-		p.ExpiresAt = claims.ExpiresAt.Time
+	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
+		p.ExpiresAt = exp.Time
 	}
 	return p, nil
 }
@@ -138,7 +149,11 @@ func jwtProblem(err error) string {
 	switch {
 	case errors.Is(err, jwt.ErrTokenExpired):
 		return "it has expired"
-	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+	case errors.Is(err, jwt.ErrInvalidType):
+		return "its exp, nbf, iat or sub claim has the wrong type (the times must be JSON numbers)"
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return "its iat is in the future"
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
 		return "it is not valid yet"
 	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
 		return "it has no exp claim"
