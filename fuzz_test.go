@@ -124,6 +124,12 @@ func FuzzMessageCursor(f *testing.F) {
 		if position < 0 {
 			return
 		}
+		if position > MaxPosition {
+			if _, err := ParseMessageCursor("after", MessageCursor(position)); ErrorCode(err) != EINVALID {
+				t.Fatalf("MessageCursor(%d), past MaxPosition: got %v, want EINVALID", position, err)
+			}
+			return
+		}
 		if got, err := ParseMessageCursor("after", MessageCursor(position)); err != nil || got != position {
 			t.Fatalf("MessageCursor(%d) parsed back as %d, %v", position, got, err)
 		}
@@ -150,6 +156,12 @@ func FuzzConversationCursor(f *testing.F) {
 		}
 		at := time.UnixMicro(micros).UTC()
 		ts, key, err = ParseConversationCursor("after", ConversationCursor(at, u.String()))
+		if micros < minCursorTime || micros > maxCursorTime {
+			if ErrorCode(err) != EINVALID {
+				t.Fatalf("cursor of %v, outside years 1 to 9999: got %v, want EINVALID", at, err)
+			}
+			return
+		}
 		if err != nil || !ts.Equal(at) || key != u.String() {
 			t.Fatalf("round trip of %v %s: got %v %q %v", at, u, ts, key, err)
 		}

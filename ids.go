@@ -2,6 +2,8 @@ package parley
 
 import (
 	"encoding/base64"
+	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -47,13 +49,23 @@ func MessageCursor(position int) string {
 	return cursorEncoding.EncodeToString([]byte("m:" + strconv.Itoa(position)))
 }
 
-// ParseMessageCursor returns the position a message cursor points at.
+// MaxPosition is the largest message position: positions are stored as Postgres
+// integers.
+const MaxPosition = math.MaxInt32
+
+// ParseMessageCursor returns the position a message cursor points at. A cursor past
+// MaxPosition is refused (EINVALID) here, so that it never reaches the database as a
+// value out of an integer's range.
 func ParseMessageCursor(field, cursor string) (int, error) {
 	raw, err := cursorEncoding.DecodeString(cursor)
 	if err == nil {
 		if rest, ok := strings.CutPrefix(string(raw), "m:"); ok {
-			if n, err := strconv.Atoi(rest); err == nil && n >= 0 {
-				return n, nil
+			n, err := strconv.ParseInt(rest, 10, 64)
+			switch {
+			case err == nil && n >= 0 && n <= MaxPosition:
+				return int(n), nil
+			case err == nil && n > MaxPosition, errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(rest, "-"):
+				return 0, Errorf(EINVALID, "%s: cursor %q points past the largest position, %d", field, truncateForError(cursor), MaxPosition)
 			}
 		}
 	}
@@ -66,6 +78,13 @@ func ConversationCursor(updatedAt time.Time, key string) string {
 	return cursorEncoding.EncodeToString([]byte("c:" + strconv.FormatInt(updatedAt.UnixMicro(), 10) + ":" + key))
 }
 
+// Conversation cursors hold times from year 1 to 9999: outside them a time would not
+// reach the database as a valid timestamp.
+var (
+	minCursorTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
+	maxCursorTime = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC).UnixMicro()
+)
+
 // ParseConversationCursor returns the position a conversation cursor points at.
 func ParseConversationCursor(field, cursor string) (time.Time, string, error) {
 	raw, err := cursorEncoding.DecodeString(cursor)
@@ -73,7 +92,7 @@ func ParseConversationCursor(field, cursor string) (time.Time, string, error) {
 		if rest, ok := strings.CutPrefix(string(raw), "c:"); ok {
 			if ts, key, ok := strings.Cut(rest, ":"); ok {
 				micros, err1 := strconv.ParseInt(ts, 10, 64)
-				if _, err2 := uuid.Parse(key); err1 == nil && err2 == nil {
+				if _, err2 := uuid.Parse(key); err1 == nil && err2 == nil && micros >= minCursorTime && micros <= maxCursorTime {
 					return time.UnixMicro(micros).UTC(), key, nil
 				}
 			}

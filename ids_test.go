@@ -1,6 +1,8 @@
 package parley_test
 
 import (
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +39,20 @@ func TestCursors(t *testing.T) {
 	for _, bad := range []string{"", "!!", "bTp4", "bTotMQ", parley.ConversationCursor(ts, "0afe6979-3156-424a-a237-1f8bc24a5211")} {
 		if _, err := parley.ParseMessageCursor("after", bad); parley.ErrorCode(err) != parley.EINVALID {
 			t.Errorf("ParseMessageCursor(%q): got %v, want EINVALID", bad, err)
+		}
+	}
+	for _, pos := range []int{parley.MaxPosition + 1, 1 << 40, math.MaxInt} {
+		if _, err := parley.ParseMessageCursor("after", parley.MessageCursor(pos)); parley.ErrorCode(err) != parley.EINVALID ||
+			!strings.Contains(parley.ErrorMessage(err), "past the largest position") {
+			t.Errorf("message cursor %d: got %v, want EINVALID saying it is past the largest position", pos, err)
+		}
+	}
+	if got, err := parley.ParseMessageCursor("after", parley.MessageCursor(parley.MaxPosition)); err != nil || got != parley.MaxPosition {
+		t.Errorf("message cursor %d: got %d, %v", parley.MaxPosition, got, err)
+	}
+	for _, at := range []time.Time{time.UnixMicro(math.MaxInt64), time.UnixMicro(math.MinInt64), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		if _, _, err := parley.ParseConversationCursor("after", parley.ConversationCursor(at, "0afe6979-3156-424a-a237-1f8bc24a5211")); parley.ErrorCode(err) != parley.EINVALID {
+			t.Errorf("conversation cursor at %v: got %v, want EINVALID", at, err)
 		}
 	}
 	if _, _, err := parley.ParseConversationCursor("before", parley.MessageCursor(3)); parley.ErrorCode(err) != parley.EINVALID {
