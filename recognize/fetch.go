@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -25,6 +26,8 @@ type Fetcher struct {
 	Timeout  time.Duration
 	// Allow lists networks that may be fetched from although they are not public.
 	Allow []netip.Prefix
+	// Logger receives the causes of failed fetches (default slog.Default()).
+	Logger *slog.Logger
 
 	client *http.Client
 }
@@ -56,6 +59,13 @@ func NewFetcher(maxBytes int64, timeout time.Duration, allow []netip.Prefix) *Fe
 		},
 	}
 	return f
+}
+
+func (f *Fetcher) log() *slog.Logger {
+	if f.Logger != nil {
+		return f.Logger
+	}
+	return slog.Default()
 }
 
 // errRefusedAddress marks a connection refused by control.
@@ -109,11 +119,11 @@ func (f *Fetcher) FetchImage(ctx context.Context, rawURL string) (parley.ImageDa
 		case errors.As(err, &netErr) && netErr.Timeout():
 			return parley.ImageData{}, &parley.ProcessingError{Message: fmt.Sprintf("fetching the image took longer than %s", f.Timeout), Retryable: true}
 		}
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err
-		}
-		return parley.ImageData{}, &parley.ProcessingError{Message: "the image could not be fetched: " + err.Error(), Retryable: true}
+		// The cause (a DNS failure naming this server's resolver, a dial error naming
+		// its addresses) is for the log: the stored failure, which any reader of the
+		// conversation sees, names the URL's host and nothing of the server.
+		f.log().WarnContext(ctx, "image fetch failed", "host", u.Host, "err", err)
+		return parley.ImageData{}, &parley.ProcessingError{Message: fmt.Sprintf("could not fetch the image from %s", u.Host), Retryable: true}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
