@@ -1,0 +1,2 @@
+DROP INDEX IF EXISTS tool_calls_result_idx;
+DROP INDEX IF EXISTS tool_calls_request_idx;
