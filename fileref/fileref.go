@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/parley-dev/parley"
@@ -64,18 +65,21 @@ func (w *Workspace) open(name string) (*os.File, fs.FileInfo, error) {
 		return nil, nil, fmt.Errorf("open workspace root %s: %w", root, err)
 	}
 	defer r.Close()
-	f, err := r.Open(filepath.Clean(rel))
+	f, info, err := openRegular(r, filepath.Clean(rel))
 	if err != nil && strings.Contains(err.Error(), "escapes from parent") {
 		// os.Root refuses absolute symlinks even when they point inside the root:
 		// resolve them, and open the resolved path if it is inside (again through
 		// os.Root, which refuses it should it have changed to lead out since).
 		if real, rerr := filepath.EvalSymlinks(filepath.Join(root, rel)); rerr == nil {
 			if inside, ierr := relInside(root, real); ierr == nil {
-				f, err = r.Open(inside)
+				f, info, err = openRegular(r, inside)
 			}
 		}
 	}
+	var notRegular *notRegularError
 	switch {
+	case errors.As(err, &notRegular):
+		return nil, nil, fail(false, "%s is not a regular file (it is %s); only regular files can be read", name, notRegular.what())
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil, fail(false, "%s: no such file in the workspace", name)
 	case errors.Is(err, fs.ErrPermission):
@@ -89,14 +93,53 @@ func (w *Workspace) open(name string) (*os.File, fs.FileInfo, error) {
 		}
 		return nil, nil, err
 	}
-	info, err := f.Stat()
+	return f, info, nil
+}
+
+// notRegularError is a file that is not a regular file: a directory, a named pipe, a
+// device, a socket.
+type notRegularError struct{ mode fs.FileMode }
+
+func (e *notRegularError) Error() string { return "not a regular file: " + e.mode.String() }
+
+func (e *notRegularError) what() string {
+	switch t := e.mode.Type(); {
+	case t&fs.ModeDir != 0:
+		return "a directory"
+	case t&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	case t&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
+}
+
+// openRegular opens name in r for reading if it is a regular file. Opening a named pipe
+// blocks until a writer comes, forever if none does, holding an OS thread: so the file
+// is looked at first, opened non-blocking (a pipe swapped in after the look opens at
+// once instead of waiting), and looked at again through the open descriptor, which
+// is what will be read.
+func openRegular(r *os.Root, name string) (*os.File, fs.FileInfo, error) {
+	info, err := r.Stat(name)
 	if err != nil {
+		return nil, nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, nil, &notRegularError{info.Mode()}
+	}
+	f, err := r.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if info, err = f.Stat(); err != nil {
 		f.Close()
 		return nil, nil, err
 	}
 	if !info.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, fail(false, "%s is not a regular file", name)
+		return nil, nil, &notRegularError{info.Mode()}
 	}
 	return f, info, nil
 }
@@ -176,6 +219,14 @@ func (w *Workspace) readWhole(name string, f *os.File, size int64) (parley.FileC
 	return out, nil
 }
 
+// lineBuffer is the read buffer of line-range reads: a line longer than this comes in
+// pieces, so memory stays bounded by it and the content limit, however long a line is.
+const lineBuffer = 64 << 10
+
+// readLines reads the lines first to last (-1: to the end), streaming: only the part
+// of the range that fits in MaxBytes is kept, a line longer than that is cut (and the
+// content flagged truncated), and the rest is read only to count its size and check
+// that it is text.
 func (w *Workspace) readLines(ctx context.Context, name string, f *os.File, start, end *int) (parley.FileContent, error) {
 	first, last := 1, -1
 	if start != nil {
@@ -187,35 +238,54 @@ func (w *Workspace) readLines(ctx context.Context, name string, f *os.File, star
 	if first < 1 || (last != -1 && last < first) {
 		return parley.FileContent{}, fail(false, "lines %d-%d: not a range of lines (1-indexed, end not before start)", first, last)
 	}
-	br := bufio.NewReaderSize(f, 64<<10)
-	var lines [][]byte
-	n, size := 0, 0
-	width := 0
-	for {
-		if n%4096 == 0 && ctx.Err() != nil {
+	br := bufio.NewReaderSize(f, lineBuffer)
+	var (
+		lines     [][]byte // the kept lines of the range, at most MaxBytes in all
+		kept      int64
+		n, size   int  // lines seen; bytes of the range's lines, each with its line end
+		inLine    bool // a line's first piece has been read, not its last
+		truncated bool
+		text      utf8Stream
+	)
+	for pieces := 0; ; pieces++ {
+		if pieces%1024 == 0 && ctx.Err() != nil {
 			return parley.FileContent{}, ctx.Err()
 		}
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			n++
-			if bytes.IndexByte(line, 0) >= 0 {
-				return parley.FileContent{}, fail(false, "%s is a binary file (it contains NUL bytes); only text files can be referenced", name)
-			}
-			if n >= first && (last == -1 || n <= last) {
-				if !utf8.Valid(line) {
-					return parley.FileContent{}, fail(false, "%s is not UTF-8 text (line %d); only text files can be referenced", name, n)
-				}
-				line = bytes.TrimRight(line, "\r\n")
-				size += len(line) + 1
-				if int64(size) <= w.MaxBytes*2 { // kept to number below; the rest only counted
-					lines = append(lines, line)
-				}
-			}
-		}
-		if err == io.EOF || (last != -1 && n >= last) {
+		piece, more, err := br.ReadLine()
+		if err == io.EOF {
 			break
 		} else if err != nil {
 			return parley.FileContent{}, fail(true, "%s: read failed: %v", name, err)
+		}
+		if !inLine {
+			n++
+			if n >= first && (last == -1 || n <= last) {
+				lines = append(lines, nil)
+			}
+		}
+		inLine = more
+		if bytes.IndexByte(piece, 0) >= 0 {
+			return parley.FileContent{}, fail(false, "%s is a binary file (it contains NUL bytes); only text files can be referenced", name)
+		}
+		if n >= first && (last == -1 || n <= last) {
+			if !text.write(piece) || (!more && !text.end()) {
+				return parley.FileContent{}, fail(false, "%s is not UTF-8 text (line %d); only text files can be referenced", name, n)
+			}
+			size += len(piece)
+			if !more {
+				size++ // the line end
+			}
+			if room := w.MaxBytes - kept; room > 0 {
+				part := piece[:min(int64(len(piece)), room)]
+				lines[len(lines)-1] = append(lines[len(lines)-1], part...)
+				kept += int64(len(part))
+			}
+			if kept >= w.MaxBytes && len(piece) > 0 {
+				truncated = true
+			}
+		}
+		if !more && last != -1 && n >= last {
+			break
 		}
 	}
 	if first > n {
@@ -227,26 +297,73 @@ func (w *Workspace) readLines(ctx context.Context, name string, f *os.File, star
 	if last == -1 {
 		last = n
 	}
-	width = len(fmt.Sprint(last))
+	width := len(fmt.Sprint(last))
 	var sb strings.Builder
-	out := parley.FileContent{}
+	out := parley.FileContent{Truncated: truncated}
 	for i, line := range lines {
-		numbered := fmt.Sprintf("%*d | %s\n", width, first+i, line)
+		numbered := fmt.Sprintf("%*d | %s\n", width, first+i, wholeRunes(line))
 		if int64(sb.Len()+len(numbered)) > w.MaxBytes {
 			out.Truncated = true
 			if sb.Len() == 0 { // one huge line: keep its head
-				sb.WriteString(string(cut([]byte(numbered), int(w.MaxBytes))))
+				sb.Write(cut([]byte(numbered), int(w.MaxBytes)))
 			}
 			break
 		}
 		sb.WriteString(numbered)
 	}
-	if int64(size) > w.MaxBytes*2 {
-		out.Truncated = true
-	}
 	out.Content = sb.String()
 	out.OriginalSize = size
 	return out, nil
+}
+
+// wholeRunes returns b without a character cut short at its end (a line kept in part).
+func wholeRunes(b []byte) []byte {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return b[:i]
+			}
+			break
+		}
+	}
+	return b
+}
+
+// utf8Stream checks that text given in pieces is valid UTF-8, a character possibly
+// split between pieces.
+type utf8Stream struct {
+	pending [utf8.UTFMax]byte // the start of a character the last piece cut short
+	n       int
+}
+
+// write checks the next piece; false when the text is not UTF-8.
+func (s *utf8Stream) write(p []byte) bool {
+	for s.n > 0 && len(p) > 0 {
+		s.pending[s.n] = p[0]
+		s.n, p = s.n+1, p[1:]
+		if utf8.FullRune(s.pending[:s.n]) {
+			if !utf8.Valid(s.pending[:s.n]) {
+				return false
+			}
+			s.n = 0
+		}
+	}
+	if s.n > 0 {
+		return true // p was all part of the pending character
+	}
+	tail := wholeRunes(p)
+	if !utf8.Valid(tail) {
+		return false
+	}
+	s.n = copy(s.pending[:], p[len(tail):])
+	return true
+}
+
+// end reports whether the text ended on a whole character, and starts again.
+func (s *utf8Stream) end() bool {
+	ok := s.n == 0
+	s.n = 0
+	return ok
 }
 
 func rangeText(first, last int) string {

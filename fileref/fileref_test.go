@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/fileref"
@@ -151,5 +152,40 @@ func TestReadFileLimit(t *testing.T) {
 	var pe *parley.ProcessingError
 	if _, err := ws.ReadFile(context.Background(), "a.png", 49); !errors.As(err, &pe) {
 		t.Fatalf("got %v, want a failure for a file over the limit", err)
+	}
+}
+
+// TestLongLines: a line far longer than the read buffer is read in pieces: kept up to
+// the content limit and cut there (flagged truncated, with the range's full size),
+// characters split between pieces are whole, and invalid UTF-8 or a NUL far into a
+// line is still found.
+func TestLongLines(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	euros := strings.Repeat("€", 100_000) // 3 bytes each: pieces of 64 KiB split some
+	must(t, os.WriteFile(filepath.Join(root, "long.txt"), []byte(euros+"\nshort\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(root, "bad.txt"), []byte(euros+"\xff\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(root, "nul.txt"), []byte("ok\n"+euros+"\x00\n"), 0o644))
+	ws := &fileref.Workspace{Root: root, MaxBytes: 100}
+	got, err := ws.ReadReference(context.Background(), "long.txt", ptr(1), ptr(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Truncated || got.OriginalSize != len(euros)+1+len("short")+1 || len(got.Content) > 100 ||
+		!strings.HasPrefix(got.Content, "1 | €€€") || !utf8.ValidString(got.Content) {
+		t.Errorf("got truncated=%v size=%d content %q, want the head of line 1, cut whole, size %d",
+			got.Truncated, got.OriginalSize, got.Content, len(euros)+len("short")+2)
+	}
+	big := &fileref.Workspace{Root: root, MaxBytes: 1 << 20}
+	if got, err := big.ReadReference(context.Background(), "long.txt", ptr(1), ptr(1)); err != nil ||
+		got.Truncated || got.Content != "1 | "+euros+"\n" {
+		t.Errorf("under the limit: got truncated=%v, %d bytes, %v; want the whole line", got.Truncated, len(got.Content), err)
+	}
+	for _, tt := range []struct{ file, want string }{{"bad.txt", "not UTF-8"}, {"nul.txt", "binary"}} {
+		_, err := ws.ReadReference(context.Background(), tt.file, ptr(1), nil)
+		var pe *parley.ProcessingError
+		if !errors.As(err, &pe) || !strings.Contains(pe.Message, tt.want) {
+			t.Errorf("%s: got %v, want a failure saying %q", tt.file, err, tt.want)
+		}
 	}
 }
