@@ -15,6 +15,13 @@ const (
 	EFORBIDDEN     = "forbidden"      // valid credentials, action not allowed
 	EUNAVAILABLE   = "unavailable"    // a dependency is down; retrying later can help
 	ERESOURCELIMIT = "resource_limit" // a configured limit was exceeded
+
+	// Limits on what one request may store or process, each with its own code so that
+	// a client can tell which it hit (and that trying again will not help).
+	EMESSAGETOOLARGE   = "message_too_large"        // a message's text is over MaxMessageTextBytes
+	ETOOMANYTOOLCALLS  = "too_many_tool_calls"      // a tool request has over MaxToolCallsPerMessage calls
+	EARGUMENTSTOOLARGE = "tool_arguments_too_large" // a tool call's arguments are over MaxToolArgumentsBytes
+	EIMAGETOOLARGE     = "image_too_large"          // an image has more pixels than allowed
 )
 
 // Error is an error meant for the user: a code and a message that says what to fix.

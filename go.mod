@@ -29,6 +29,7 @@ require (
 	go.opentelemetry.io/otel/trace v1.37.0
 	golang.org/x/image v0.30.0
 	golang.org/x/net v0.58.0
+	golang.org/x/sys v0.47.0
 )
 
 require (
@@ -65,7 +66,6 @@ require (
 	golang.org/x/mod v0.40.0 // indirect
 	golang.org/x/oauth2 v0.35.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/time v0.9.0 // indirect
 	golang.org/x/tools v0.49.0 // indirect

@@ -19,12 +19,19 @@ type Limits struct {
 	MaxToolOutputBytes int
 	// MaxImageBytes bounds an inline (base64) image, decoded.
 	MaxImageBytes int
+	// MaxImagePixels bounds the width times the height of an image to recognize, read
+	// from its header before anything decodes it: OCR needs memory in proportion to
+	// the pixels, and a PNG of one colour compresses a thousandfold (a 30000x30000 one
+	// is under 1 MB, and took Tesseract to 1.9 GiB).
+	MaxImagePixels int
 }
 
-// DefaultLimits are the limits when none are configured.
+// DefaultLimits are the limits when none are configured. 50 megapixels holds a
+// 48-megapixel phone photo (8000x6000) and an 8K screenshot (7680x4320, 33 MP).
 var DefaultLimits = Limits{
 	MaxToolOutputBytes: 1 << 20,
 	MaxImageBytes:      20 << 20,
+	MaxImagePixels:     50_000_000,
 }
 
 // MaxTitleLength bounds a conversation title, in characters.

@@ -23,6 +23,11 @@ var extensionCodes = map[string]string{
 	parley.EUNAVAILABLE:   "SERVICE_UNAVAILABLE",
 	parley.ERESOURCELIMIT: "LIMIT_EXCEEDED",
 	parley.EINTERNAL:      "INTERNAL_SERVER_ERROR",
+
+	parley.EMESSAGETOOLARGE:   "MESSAGE_TOO_LARGE",
+	parley.ETOOMANYTOOLCALLS:  "TOO_MANY_TOOL_CALLS",
+	parley.EARGUMENTSTOOLARGE: "TOOL_ARGUMENTS_TOO_LARGE",
+	parley.EIMAGETOOLARGE:     "IMAGE_TOO_LARGE",
 }
 
 // errorPresenter is the one place errors become what a client sees. Domain errors keep

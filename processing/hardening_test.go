@@ -1,7 +1,13 @@
 package processing_test
 
 import (
+	"bytes"
+	"compress/flate"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"hash/crc32"
+	"image/png"
 	"fmt"
 	"net"
 	"os"
@@ -130,5 +136,112 @@ func TestHugeLineMemory(t *testing.T) {
 	// read buffer, the kept MiB and the response's copies of it.
 	if limit := uint64(64 << 20); allocated > limit {
 		t.Errorf("allocated %d MiB for one request, want at most %d MiB", allocated>>20, limit>>20)
+	}
+}
+
+// bombPNG is a valid grey PNG of w x h black pixels: it compresses a thousandfold, so
+// its bytes are few while decoding it takes w*h bytes and Tesseract several times that.
+// Compressing the 900 MB of a 30000x30000 one takes minutes under -race, so the zlib
+// stream is made of one compressed run of rows, repeated: deflate blocks that end on a
+// flush are independent and may follow each other, and the Adler-32 of n zero bytes is
+// n mod 65521 in its high half and 1 in its low.
+func bombPNG(t *testing.T, w, h int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	buf.WriteString("\x89PNG\r\n\x1a\n")
+	chunk := func(typ string, data []byte) {
+		binary.Write(&buf, binary.BigEndian, uint32(len(data)))
+		crc := crc32.NewIEEE()
+		crc.Write([]byte(typ))
+		crc.Write(data)
+		buf.WriteString(typ)
+		buf.Write(data)
+		binary.Write(&buf, binary.BigEndian, crc.Sum32())
+	}
+	ihdr := make([]byte, 13)
+	binary.BigEndian.PutUint32(ihdr[0:], uint32(w))
+	binary.BigEndian.PutUint32(ihdr[4:], uint32(h))
+	ihdr[8] = 8 // bit depth; colour type 0 (grey), deflate, no filter, no interlace
+	chunk("IHDR", ihdr)
+	rows := h
+	if h%100 == 0 {
+		rows = 100
+	}
+	var unit bytes.Buffer
+	fw, err := flate.NewWriter(&unit, flate.BestCompression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.Write(make([]byte, rows*(w+1))) // each row: filter byte 0, then black pixels
+	if err := fw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	idat := []byte{0x78, 0xda}
+	for range h / rows {
+		idat = append(idat, unit.Bytes()...)
+	}
+	idat = append(idat, 0x01, 0x00, 0x00, 0xff, 0xff) // an empty final stored block
+	idat = binary.BigEndian.AppendUint32(idat, uint32(h*(w+1)%65521)<<16|1)
+	chunk("IDAT", idat)
+	chunk("IEND", nil)
+	return buf.Bytes()
+}
+
+// TestImageBomb: an image over the pixel limit (50 megapixels) is refused from its
+// header with IMAGE_TOO_LARGE, fast, without Tesseract ever starting (the configured
+// OCR command records each start), and nothing is stored on the message; an image
+// within the limit is recognized by the same command.
+func TestImageBomb(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	started := filepath.Join(dir, "started")
+	ocr := filepath.Join(dir, "ocr.sh")
+	script := fmt.Sprintf("#!/bin/sh\necho >> %q\nexec tesseract \"$@\"\n", started)
+	if err := os.WriteFile(ocr, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, fmt.Sprintf("ocr: {command: %q}\n", ocr))
+	conv := e.CreateConversation(t, "bombs")
+
+	// The helper's repeated runs of rows make a PNG that decodes.
+	if img, err := png.Decode(bytes.NewReader(bombPNG(t, 3000, 300))); err != nil || img.Bounds().Dx() != 3000 || img.Bounds().Dy() != 300 {
+		t.Fatalf("bombPNG(3000, 300) does not decode as a 3000x300 PNG: %v", err)
+	}
+	bomb := bombPNG(t, 30000, 30000)
+	t.Logf("a 30000x30000 PNG: %d bytes", len(bomb))
+	id := e.AddMessage(t, conv, map[string]any{"image": map[string]any{
+		"base64": base64.StdEncoding.EncodeToString(bomb), "mediaType": "image/png"}}).ID
+	begin := time.Now()
+	r := e.Do(t, recognizeMutation, map[string]any{"m": id, "mode": "OCR"})
+	took := time.Since(begin)
+	if code := r.ErrorCode(t); code != "IMAGE_TOO_LARGE" || !strings.Contains(r.Errors[0].Message, "30000x30000 is 900000000 pixels, more than the 50000000 allowed") {
+		t.Fatalf("got %s %q, want IMAGE_TOO_LARGE naming the size and the limit", code, r.Errors[0].Message)
+	}
+	t.Logf("refused in %s", took)
+	if took > 5*time.Second {
+		t.Errorf("the refusal took %s, want well under 5s", took)
+	}
+	if _, err := os.Stat(started); !os.IsNotExist(err) {
+		t.Errorf("tesseract was started for an image over the limit (%v)", err)
+	}
+	var node struct{ Node struct{ Recognition *recognition } }
+	e.MustDo(t, `query($id: ID!) { node(id: $id) { ... on ImageMessage { recognition { status } } } }`, map[string]any{"id": id}, &node)
+	if node.Node.Recognition != nil {
+		t.Errorf("got recognition %+v stored, want none", node.Node.Recognition)
+	}
+
+	// Within the limit, the same command runs.
+	small := bombPNG(t, 200, 100)
+	id = e.AddMessage(t, conv, map[string]any{"image": map[string]any{
+		"base64": base64.StdEncoding.EncodeToString(small), "mediaType": "image/png"}}).ID
+	var out struct {
+		RecognizeImage struct{ Recognition *recognition }
+	}
+	e.MustDo(t, recognizeMutation, map[string]any{"m": id, "mode": "OCR"}, &out)
+	if rec := out.RecognizeImage.Recognition; rec == nil || rec.Status != "COMPLETED" {
+		t.Errorf("an image within the limit: got %+v, want it recognized", rec)
+	}
+	if _, err := os.Stat(started); err != nil {
+		t.Errorf("tesseract did not start for an image within the limit: %v", err)
 	}
 }

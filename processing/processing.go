@@ -6,13 +6,20 @@
 package processing
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"image"
+	_ "image/gif" // the formats whose headers loadImage reads
+	_ "image/jpeg"
+	_ "image/png"
 	"log/slog"
 	"net/http"
 	"slices"
 	"time"
+
+	_ "golang.org/x/image/webp"
 
 	"github.com/parley-dev/parley"
 )
@@ -29,6 +36,9 @@ type Config struct {
 	Resources   parley.ResourceReader
 	// MaxImageBytes bounds an image read from a file (default parley.DefaultLimits).
 	MaxImageBytes int64
+	// MaxImagePixels bounds an image's width times height, checked on its header
+	// before it is recognized (default parley.DefaultLimits).
+	MaxImagePixels int64
 	// Events wakes awaiting-call subscriptions when messages change (the realtime
 	// hub); nil leaves them to PollInterval.
 	Events parley.EventWatcher
@@ -56,6 +66,9 @@ func New(cfg Config) *Service {
 	}
 	if cfg.MaxImageBytes == 0 {
 		cfg.MaxImageBytes = int64(parley.DefaultLimits.MaxImageBytes)
+	}
+	if cfg.MaxImagePixels == 0 {
+		cfg.MaxImagePixels = int64(parley.DefaultLimits.MaxImagePixels)
 	}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 5 * time.Second
@@ -237,6 +250,15 @@ func (s *Service) loadImage(ctx context.Context, img *parley.ImageMessage) (parl
 	data.MediaType = http.DetectContentType(data.Bytes)
 	if !slices.Contains(imageTypes, data.MediaType) {
 		return data, &parley.ProcessingError{Message: fmt.Sprintf("the image data is %s, not PNG, JPEG, GIF or WebP", data.MediaType)}
+	}
+	// The header only: decoding the pixels of an image bomb is the cost to avoid.
+	header, _, err := image.DecodeConfig(bytes.NewReader(data.Bytes))
+	if err != nil {
+		return data, &parley.ProcessingError{Message: fmt.Sprintf("the image's %s header cannot be read: it is damaged", data.MediaType)}
+	}
+	if px := int64(header.Width) * int64(header.Height); px > s.cfg.MaxImagePixels {
+		return data, parley.Errorf(parley.EIMAGETOOLARGE, "image: %dx%d is %d pixels, more than the %d allowed",
+			header.Width, header.Height, px, s.cfg.MaxImagePixels)
 	}
 	return data, nil
 }

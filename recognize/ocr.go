@@ -14,7 +14,9 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/parley-dev/parley"
@@ -31,6 +33,37 @@ type Tesseract struct {
 	Languages string
 	// Timeout bounds one recognition (default 60s).
 	Timeout time.Duration
+	// MaxConcurrent bounds the tesseract processes running at once (default: the
+	// number of CPUs); further recognitions wait for a slot, as long as their context
+	// lets them.
+	MaxConcurrent int
+	// MaxMemory bounds each tesseract process's address space, on Linux (default
+	// 1 GiB; an image within the pixel limit needs a few hundred MiB at most). The
+	// pixel limit, checked before OCR runs, is the bound; this is the backstop.
+	MaxMemory uint64
+
+	slotsOnce sync.Once
+	slots     chan struct{}
+}
+
+// DefaultOCRMemory is Tesseract.MaxMemory's default.
+const DefaultOCRMemory = 1 << 30
+
+// acquire waits for a slot to run tesseract in; release gives it back.
+func (t *Tesseract) acquire(ctx context.Context) (release func(), err error) {
+	t.slotsOnce.Do(func() {
+		n := t.MaxConcurrent
+		if n <= 0 {
+			n = runtime.NumCPU()
+		}
+		t.slots = make(chan struct{}, n)
+	})
+	select {
+	case t.slots <- struct{}{}:
+		return func() { <-t.slots }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 var _ parley.OCR = (*Tesseract)(nil)
@@ -77,13 +110,30 @@ func (t *Tesseract) run(ctx context.Context, img []byte, args ...string) ([]byte
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	release, err := t.acquire(ctx) // waiting for a slot counts against the timeout
+	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, &parley.ProcessingError{Message: fmt.Sprintf("OCR was busy for longer than %s", timeout), Retryable: true}
+		}
+		return nil, err
+	}
+	defer release()
 	cmd := exec.CommandContext(ctx, t.command(), append([]string{"stdin", "stdout"}, args...)...)
 	cmd.Stdin = bytes.NewReader(img)
 	// One thread: the server runs several recognitions side by side on few cores.
 	cmd.Env = append(os.Environ(), "OMP_THREAD_LIMIT=1")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	if err = cmd.Start(); err == nil {
+		maxMemory := t.MaxMemory
+		if maxMemory == 0 {
+			maxMemory = DefaultOCRMemory
+		}
+		// Set at once after the start, before tesseract has read its input: best
+		// effort (where it fails, the pixel limit still holds).
+		_ = limitMemory(cmd.Process.Pid, maxMemory)
+		err = cmd.Wait()
+	}
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
 		return nil, &parley.ProcessingError{Message: fmt.Sprintf("OCR took longer than %s", timeout), Retryable: true}
