@@ -6,9 +6,9 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"hash/crc32"
 	"image/png"
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -224,7 +224,9 @@ func TestImageBomb(t *testing.T) {
 	if _, err := os.Stat(started); !os.IsNotExist(err) {
 		t.Errorf("tesseract was started for an image over the limit (%v)", err)
 	}
-	var node struct{ Node struct{ Recognition *recognition } }
+	var node struct {
+		Node struct{ Recognition *recognition }
+	}
 	e.MustDo(t, `query($id: ID!) { node(id: $id) { ... on ImageMessage { recognition { status } } } }`, map[string]any{"id": id}, &node)
 	if node.Node.Recognition != nil {
 		t.Errorf("got recognition %+v stored, want none", node.Node.Recognition)
