@@ -24,14 +24,53 @@ type Limits struct {
 	// the pixels, and a PNG of one colour compresses a thousandfold (a 30000x30000 one
 	// is under 1 MB, and took Tesseract to 1.9 GiB).
 	MaxImagePixels int
+	// MaxMessageTextBytes bounds the text of a message, all its parts (text, thinking,
+	// signatures) together; over it a message is refused with EMESSAGETOOLARGE. Tool
+	// results are truncated at MaxToolOutputBytes instead.
+	MaxMessageTextBytes int
+	// MaxToolCallsPerMessage bounds the calls of one tool request (ETOOMANYTOOLCALLS).
+	MaxToolCallsPerMessage int
+	// MaxToolArgumentsBytes bounds one tool call's arguments, as JSON
+	// (EARGUMENTSTOOLARGE).
+	MaxToolArgumentsBytes int
 }
 
 // DefaultLimits are the limits when none are configured. 50 megapixels holds a
 // 48-megapixel phone photo (8000x6000) and an 8K screenshot (7680x4320, 33 MP).
+//
+// A message's text is capped at 1 MiB, about 250,000 tokens: more than Claude's
+// standard 200,000-token context window holds in all, and the same as every other
+// text Parley stores (tool outputs, workspace files, MCP resources). A tool request
+// may make 128 calls, OpenAI's limit on the tools one request may offer (agents make
+// a few in parallel, rarely dozens), and a call's arguments may be 1 MiB of JSON,
+// enough for a file written whole by a Write or Edit tool.
 var DefaultLimits = Limits{
-	MaxToolOutputBytes: 1 << 20,
-	MaxImageBytes:      20 << 20,
-	MaxImagePixels:     50_000_000,
+	MaxToolOutputBytes:     1 << 20,
+	MaxImageBytes:          20 << 20,
+	MaxImagePixels:         50_000_000,
+	MaxMessageTextBytes:    1 << 20,
+	MaxToolCallsPerMessage: 128,
+	MaxToolArgumentsBytes:  1 << 20,
+}
+
+// orDefaults returns lim with its zero fields taken from DefaultLimits.
+func (lim Limits) orDefaults() Limits {
+	for _, f := range []struct {
+		v *int
+		d int
+	}{
+		{&lim.MaxToolOutputBytes, DefaultLimits.MaxToolOutputBytes},
+		{&lim.MaxImageBytes, DefaultLimits.MaxImageBytes},
+		{&lim.MaxImagePixels, DefaultLimits.MaxImagePixels},
+		{&lim.MaxMessageTextBytes, DefaultLimits.MaxMessageTextBytes},
+		{&lim.MaxToolCallsPerMessage, DefaultLimits.MaxToolCallsPerMessage},
+		{&lim.MaxToolArgumentsBytes, DefaultLimits.MaxToolArgumentsBytes},
+	} {
+		if *f.v == 0 {
+			*f.v = f.d
+		}
+	}
+	return lim
 }
 
 // MaxTitleLength bounds a conversation title, in characters.
@@ -53,25 +92,28 @@ func CleanTitle(title string) (string, error) {
 // Prepare cleans and validates m before it is stored, in place: free text is cleaned
 // (CleanText), defaults are filled in, and every rule of the variant is checked. Its
 // errors are EINVALID and name the offending input field, as in the API's MessageInput.
-// Rules that need the stored history (tool call ids) are the store's to check.
+// Rules that need the stored history (tool call ids) are the store's to check. Sizes
+// over lim (zero fields: DefaultLimits) are refused with their own codes:
+// EMESSAGETOOLARGE, ETOOMANYTOOLCALLS, EARGUMENTSTOOLARGE.
 func Prepare(m Message, lim Limits) error {
+	lim = lim.orDefaults()
 	switch m := m.(type) {
 	case *TextMessage:
-		return m.prepare()
+		return m.prepare(lim)
 	case *ImageMessage:
 		return m.prepare(lim)
 	case *FileReferenceMessage:
 		return m.prepare()
 	case *ToolRequestMessage:
-		return m.prepare()
+		return m.prepare(lim)
 	case *ToolResultMessage:
 		return m.prepare(lim)
 	case *SystemControlMessage:
 		return m.prepare()
 	case *MCPResourceMessage:
-		return m.prepare()
+		return m.prepare(lim)
 	case *UnknownMessage:
-		return m.prepare()
+		return m.prepare(lim)
 	case nil:
 		return Errorf(EINVALID, "input: no message given")
 	}
@@ -87,6 +129,19 @@ func requireRole(field string, got Role, allowed ...Role) error {
 		names[i] = r.String()
 	}
 	return Errorf(EINVALID, "%s: role %s is not allowed here; use %s", field, got, strings.Join(names, " or "))
+}
+
+// checkSize refuses a body whose parts are over max bytes in all, before any of it is
+// cleaned.
+func (b *Body) checkSize(field string, max int) error {
+	size := 0
+	for _, p := range b.Parts {
+		size += len(p.Text) + len(p.Signature)
+	}
+	if size > max {
+		return Errorf(EMESSAGETOOLARGE, "%s: the text is %d bytes, more than the %d allowed in one message", field, size, max)
+	}
+	return nil
 }
 
 func (b *Body) prepare(field string) error {
@@ -108,8 +163,11 @@ func (b *Body) prepare(field string) error {
 	return nil
 }
 
-func (m *TextMessage) prepare() error {
+func (m *TextMessage) prepare(lim Limits) error {
 	if err := requireRole("text.role", m.Role, RoleUser, RoleAssistant, RoleSupervisor); err != nil {
+		return err
+	}
+	if err := m.Body.checkSize("text", lim.MaxMessageTextBytes); err != nil {
 		return err
 	}
 	if err := m.Body.prepare("text"); err != nil {
@@ -250,13 +308,19 @@ func checkToolCallID(field, id string) error {
 	return nil
 }
 
-func (m *ToolRequestMessage) prepare() error {
+func (m *ToolRequestMessage) prepare(lim Limits) error {
 	m.Role = RoleInvocation
+	if err := m.Body.checkSize("toolRequest", lim.MaxMessageTextBytes); err != nil {
+		return err
+	}
 	if err := m.Body.prepare("toolRequest"); err != nil {
 		return err
 	}
 	if len(m.ToolCalls) == 0 {
 		return Errorf(EINVALID, "toolRequest.toolCalls: at least one tool call is required")
+	}
+	if len(m.ToolCalls) > lim.MaxToolCallsPerMessage {
+		return Errorf(ETOOMANYTOOLCALLS, "toolRequest.toolCalls: %d calls, at most %d allowed in one message", len(m.ToolCalls), lim.MaxToolCallsPerMessage)
 	}
 	seen := make(map[string]int, len(m.ToolCalls))
 	for i := range m.ToolCalls {
@@ -271,6 +335,9 @@ func (m *ToolRequestMessage) prepare() error {
 		seen[c.ID] = i
 		if !toolNamePattern.MatchString(c.Name) {
 			return Errorf(EINVALID, "%s.name: %q is not a valid tool name (letters, digits, _ . : -, at most 128)", f, truncateForError(c.Name))
+		}
+		if len(c.Arguments) > lim.MaxToolArgumentsBytes {
+			return Errorf(EARGUMENTSTOOLARGE, "%s.arguments: %d bytes, at most %d allowed", f, len(c.Arguments), lim.MaxToolArgumentsBytes)
 		}
 		if err := checkJSON(f+".arguments", c.Arguments); err != nil {
 			return err
@@ -388,8 +455,11 @@ func (m *SystemControlMessage) prepare() error {
 
 var mimeTypePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*(\s*;.*)?$`)
 
-func (m *MCPResourceMessage) prepare() error {
+func (m *MCPResourceMessage) prepare(lim Limits) error {
 	m.Role = RoleDocument
+	if err := m.Body.checkSize("mcpResource", lim.MaxMessageTextBytes); err != nil {
+		return err
+	}
 	var err error
 	if m.ServerName, err = CleanText("mcpResource.serverName", m.ServerName); err != nil {
 		return err
@@ -406,7 +476,10 @@ func (m *MCPResourceMessage) prepare() error {
 	return m.Body.prepare("mcpResource")
 }
 
-func (m *UnknownMessage) prepare() error {
+func (m *UnknownMessage) prepare(lim Limits) error {
+	if len(m.Raw) > lim.MaxMessageTextBytes {
+		return Errorf(EMESSAGETOOLARGE, "message: %d bytes, more than the %d allowed in one message", len(m.Raw), lim.MaxMessageTextBytes)
+	}
 	if !m.Role.Valid() {
 		return Errorf(EINVALID, "role: %q is not a role", m.Role)
 	}
