@@ -96,7 +96,8 @@ func (o outcome) clearError() bool {
 	}
 	for _, c := range o.codes {
 		switch c {
-		case "BAD_USER_INPUT", "LIMIT_EXCEEDED", "GRAPHQL_PARSE_FAILED", "GRAPHQL_VALIDATION_FAILED", "NOT_FOUND":
+		case "BAD_USER_INPUT", "LIMIT_EXCEEDED", "GRAPHQL_PARSE_FAILED", "GRAPHQL_VALIDATION_FAILED", "NOT_FOUND",
+			"MESSAGE_TOO_LARGE", "TOO_MANY_TOOL_CALLS", "TOOL_ARGUMENTS_TOO_LARGE":
 		default:
 			return false
 		}
@@ -135,7 +136,10 @@ func TestMalformedInput(t *testing.T) {
 	}
 	mega := strings.Repeat("é", 1<<19) // 1 MiB
 	megaJSON, _ := json.Marshal(mega)
-	nearLimit := strings.Repeat("x", limit-4<<10)
+	// Near the body limit, within every message limit: three calls of almost 1 MiB of
+	// arguments each.
+	nearArgs, _ := json.Marshal(map[string]string{"a": strings.Repeat("x", (limit-4<<10)/3)})
+	nearLimit := fmt.Sprintf(`{"toolRequest":{"toolCalls":[{"id":"n1","name":"f","arguments":%[1]s},{"id":"n2","name":"f","arguments":%[1]s},{"id":"n3","name":"f","arguments":%[1]s}]}}`, nearArgs)
 	overLimit := strings.Repeat("x", limit+1)
 	importData := func(data string) string {
 		return `{"query":"mutation($d: String!) { importConversation(format: OPENAI_CHAT, data: $d) { added } }","variables":{"d":` + rawJSONString(data) + `}}`
@@ -178,7 +182,8 @@ func TestMalformedInput(t *testing.T) {
 		{name: "1 MiB tool call id", body: addMessage(`{"toolRequest":{"toolCalls":[{"id":` + string(megaJSON) + `,"name":"f","arguments":{}}]}}`)},
 		{name: "1 MiB id", body: inline(`{ conversation(id: "` + mega + `") { title } }`)},
 		{name: "1 MiB cursor", body: inline(`{ conversations(first: 1, after: "` + mega + `") { totalCount } }`)},
-		{name: "body near the limit", body: addMessage(`{"text":{"role":"USER","content":"` + nearLimit + `"}}`), stored: true},
+		{name: "body near the limit", body: addMessage(nearLimit), stored: true},
+		{name: "text over the message limit", body: addMessage(`{"text":{"role":"USER","content":"` + strings.Repeat("x", 1<<20+1) + `"}}`)},
 		{name: "body over the limit", body: addMessage(`{"text":{"role":"USER","content":"` + overLimit + `"}}`), want: http.StatusRequestEntityTooLarge},
 		// Deep JSON.
 		{name: "arguments 129 deep", body: addMessage(`{"toolRequest":{"toolCalls":[{"id":"d1","name":"f","arguments":{"a":` + deep(128, false) + `}}]}}`)},
