@@ -213,11 +213,13 @@ func newProcessing(cfg config.Config, store parley.ProcessingStore, events parle
 			Timeout: cfg.Vision.Timeout.Std(), MaxTokens: cfg.Vision.MaxTokens, Detail: cfg.Vision.Detail,
 		}),
 	}
+	fetcher := recognize.NewFetcher(cfg.Fetch.MaxBytes, cfg.Fetch.Timeout.Std(), allow)
+	fetcher.Logger = log // the causes of failed fetches, which the stored failures leave out
 	p.Service = processing.New(processing.Config{
 		Store:         store,
 		Permissions:   cfg.AgentPermissions(),
 		Files:         &fileref.Workspace{Root: cfg.Workspace.Root, MaxBytes: cfg.Workspace.MaxFileBytes},
-		Fetcher:       recognize.NewFetcher(cfg.Fetch.MaxBytes, cfg.Fetch.Timeout.Std(), allow),
+		Fetcher:       fetcher,
 		OCR:           p.OCR,
 		Vision:        p.Vision,
 		Resources:     p.MCP,
