@@ -49,3 +49,25 @@ func TestPrepareSizeLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestToolResultTextBudget: a tool result's parts share one truncation budget, so many
+// parts of the maximum size each are cut to the maximum in all, and flagged.
+func TestToolResultTextBudget(t *testing.T) {
+	t.Parallel()
+	parts := make([]parley.Part, 30)
+	for i := range parts {
+		parts[i] = parley.Part{Kind: parley.PartText, Text: strings.Repeat("x", 1<<20)}
+	}
+	m := &parley.ToolResultMessage{ToolCallID: "c", Status: parley.ToolSuccess, Body: parley.Body{Parts: parts}}
+	if err := parley.Prepare(m, parley.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	size := 0
+	for _, p := range m.Parts {
+		size += len(p.Text)
+	}
+	if size != 1<<20 || len(m.Parts) != 1 || !m.Truncated || m.OriginalSize == nil || *m.OriginalSize != 30<<20 {
+		t.Errorf("got %d parts of %d bytes in all, truncated %v, original size %v; want 1 MiB in 1 part, truncated, from 30 MiB",
+			len(m.Parts), size, m.Truncated, m.OriginalSize)
+	}
+}

@@ -388,11 +388,19 @@ func (m *ToolResultMessage) prepare(lim Limits) error {
 	if m.DurationMs != nil && *m.DurationMs < 0 {
 		return Errorf(EINVALID, "toolResult.durationMs: %d is negative", *m.DurationMs)
 	}
+	signatures := 0
+	for _, p := range m.Parts {
+		signatures += len(p.Signature)
+	}
+	if signatures > lim.MaxMessageTextBytes {
+		return Errorf(EMESSAGETOOLARGE, "toolResult: the signatures are %d bytes, more than the %d allowed in one message", signatures, lim.MaxMessageTextBytes)
+	}
 	m.truncate(lim.MaxToolOutputBytes)
 	return nil
 }
 
-// truncate cuts the output and text to max bytes each, at a character boundary. An
+// truncate cuts the output and the text (all parts together) to max bytes each, at a
+// character boundary. An
 // output cut short is no longer JSON, so it is kept as a JSON string of its first bytes.
 func (m *ToolResultMessage) truncate(max int) {
 	if max <= 0 {
@@ -407,10 +415,18 @@ func (m *ToolResultMessage) truncate(max int) {
 		m.Output = JSON(mustQuoteJSON(cutUTF8(string(m.Output), max)))
 		cut = true
 	}
+	// The parts share one budget: many parts of max bytes each are no smaller than
+	// one part of all of them. Parts left with nothing are dropped.
+	left := max
 	for i := range m.Parts {
-		if len(m.Parts[i].Text) > max {
-			m.Parts[i].Text = cutUTF8(m.Parts[i].Text, max)
+		if len(m.Parts[i].Text) > left {
+			m.Parts[i].Text = cutUTF8(m.Parts[i].Text, left)
 			cut = true
+		}
+		left -= len(m.Parts[i].Text)
+		if left == 0 && i+1 < len(m.Parts) {
+			m.Parts, cut = m.Parts[:i+1], true
+			break
 		}
 	}
 	// A result that arrives already cut (an imported Parley export) keeps its original
