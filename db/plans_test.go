@@ -83,7 +83,7 @@ var operations = []operation{
 		}
 	}},
 	{"claim a call", func(ctx context.Context, t *testing.T, s *db.DB, f *fixture) {
-		_, err := s.ClaimToolCall(ctx, parley.ToolCallClaim{MessageID: f.request.Meta().ID, ToolCallID: "new", Worker: "w", Lease: time.Minute})
+		_, err := s.ClaimToolCall(ctx, parley.ToolCallClaim{MessageID: f.request.Meta().ID, ToolCallID: "new", Worker: "w"}) // the default lease
 		must(t, err)
 	}},
 	{"add a tool result", func(ctx context.Context, t *testing.T, s *db.DB, f *fixture) {
