@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/parley-dev/parley/internal/selection"
 )
 
 // The workloads. Each is done the same way against the three targets: Parley over HTTP,
@@ -137,35 +139,9 @@ func rawHistory(db *sqlx.DB, convKey string, want int) op {
 	}
 }
 
-// messageFields selects every field of every message variant (as Parley's tests do).
-const messageFields = `
-	__typename
-	... on MessageBase { id conversationId role position createdAt updatedAt label sourceId }
-	... on TextMessage { parts { kind content text html signature } content text html thinking }
-	... on ImageMessage {
-		source { kind url base64 mediaType filePath }
-		recognitionMode
-		recognition { status modeUsed recognizedText visionAnalysis confidence language notice error { message retryable } processedAt }
-	}
-	... on FileReferenceMessage {
-		path startLine endLine
-		resolution { status content truncated originalSize error { message retryable } resolvedAt }
-	}
-	... on ToolRequestMessage {
-		parts { kind text signature } content text html thinking
-		toolCalls { id name arguments approvalStatus decision { status decidedBy reason decidedAt } }
-	}
-	... on ToolResultMessage {
-		toolCallId toolName status output parts { kind text } content text html
-		error { message stackTrace recoverable } durationMs executedAt truncated originalSize
-	}
-	... on SystemControlMessage { kind from to params }
-	... on MCPResourceMessage { serverName resourceUri content text html mimeType retrievedAt truncated }
-	... on UnknownMessage { type raw }`
-
 // parleyHistoryQuery reads the first 100 messages of a conversation, every field.
 const parleyHistoryQuery = `query History($c: ID!) { conversation(id: $c) { messages(first: 100) {
-	edges { cursor node {` + messageFields + `} } } } }`
+	edges { cursor node {` + selection.MessageFields + `} } } } }`
 
 const parleySaveQuery = `mutation Save($c: ID!, $i: MessageInput!) {
 	addMessage(conversationId: $c, input: $i) { cursor node { ... on MessageBase { id position } } } }`

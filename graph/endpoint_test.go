@@ -19,6 +19,7 @@ import (
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/graph/transport"
+	"github.com/parley-dev/parley/internal/selection"
 )
 
 // postHandlers returns the same server with gqlgen's POST transport and with Parley's
@@ -46,7 +47,7 @@ func TestPostAnswersAsGqlgen(t *testing.T) {
 	t.Parallel()
 	gqlgenPOST, ours := postHandlers(everyMessage())
 	page := `{"query":"query($c: ID!) { conversation(id: $c) { messages { edges { cursor node {` +
-		strings.ReplaceAll(strings.ReplaceAll(everyField, "\n", " "), "\t", " ") + `} } } } }","variables":{"c":"conv_x"}}`
+		strings.ReplaceAll(strings.ReplaceAll(selection.MessageFields, "\n", " "), "\t", " ") + `} } } } }","variables":{"c":"conv_x"}}`
 	tests := []struct {
 		name, contentType, accept, body string
 		// status is the spec's status for a request error, 0 for an executed operation.

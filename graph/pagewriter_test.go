@@ -16,6 +16,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/internal/selection"
 )
 
 // fakeConversations serves one conversation holding msgs; fakeMessages pages it. Methods
@@ -129,39 +130,13 @@ func everyMessage() []parley.Message {
 	}
 }
 
-// everyField selects every field of every variant (as the history benchmark does).
-const everyField = `
-	__typename
-	... on MessageBase { id conversationId role position createdAt updatedAt label sourceId }
-	... on TextMessage { parts { kind content text html signature } content text html thinking }
-	... on ImageMessage {
-		source { kind url base64 mediaType filePath }
-		recognitionMode
-		recognition { status modeUsed recognizedText visionAnalysis confidence language script notice error { message retryable } processedAt }
-	}
-	... on FileReferenceMessage {
-		path startLine endLine
-		resolution { status content truncated originalSize error { message retryable } resolvedAt }
-	}
-	... on ToolRequestMessage {
-		parts { kind text signature } content text html thinking
-		toolCalls { id name arguments approvalStatus decision { status decidedBy reason decidedAt } }
-	}
-	... on ToolResultMessage {
-		toolCallId toolName status output parts { kind text } content text html
-		error { message stackTrace recoverable } durationMs executedAt truncated originalSize
-	}
-	... on SystemControlMessage { kind from to params }
-	... on MCPResourceMessage { serverName resourceUri content text html mimeType retrievedAt truncated }
-	... on UnknownMessage { type raw }`
-
 // pageQueries are selections the writer must write as gqlgen does.
 var pageQueries = []struct {
 	name  string
 	query string
 	vars  map[string]any
 }{
-	{"every field", `query($c: ID!) { conversation(id: $c) { messages(first: 100) { totalCount pageInfo { hasNextPage endCursor } edges { cursor node {` + everyField + `} } } } }`, nil},
+	{"every field", `query($c: ID!) { conversation(id: $c) { messages(first: 100) { totalCount pageInfo { hasNextPage endCursor } edges { cursor node {` + selection.MessageFields + `} } } } }`, nil},
 	{"typenames and aliases", `query($c: ID!) { conversation(id: $c) { messages { edges { __typename c: cursor cursor n: node { __typename t: __typename
 		... on Node { nid: id } ... on MessageBase { id p: position } ... on TextBearing { text h: html } } } } } }`, nil},
 	{"fragments merged", `query($c: ID!) { conversation(id: $c) { messages { edges { node { ...A ...B ... on TextMessage { parts { text } } } } } } }

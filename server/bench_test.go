@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parley-dev/parley/internal/selection"
 	"github.com/parley-dev/parley/internal/testserver"
 )
 
@@ -77,7 +78,7 @@ func BenchmarkAddMessageRawSQL(b *testing.B) {
 }
 
 // historyQuery reads 100 messages selecting every variant's fields.
-const historyQuery = `query($c: ID!) { conversation(id: $c) { messages(first: 100) { edges { cursor node {` + messageFields + `} } } } }`
+const historyQuery = `query($c: ID!) { conversation(id: $c) { messages(first: 100) { edges { cursor node {` + selection.MessageFields + `} } } } }`
 
 func seedHistory(b *testing.B, srv *testserver.Server, n int) string {
 	conv := srv.CreateConversation(b, "history")

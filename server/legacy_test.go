@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parley-dev/parley/internal/selection"
 	"github.com/parley-dev/parley/internal/testserver"
 )
 
@@ -60,7 +61,7 @@ func TestV1RowsReadAsVariants(t *testing.T) {
 		t.Errorf("schema_version after a decision: got %d, want 2", version)
 	}
 	var again struct{ Node node }
-	srv.MustDo(t, `query($id: ID!) { node(id: $id) {`+messageFields+`} }`, map[string]any{"id": reqID}, &again)
+	srv.MustDo(t, `query($id: ID!) { node(id: $id) {`+selection.MessageFields+`} }`, map[string]any{"id": reqID}, &again)
 	assertFields(t, "upgraded request", again.Node, node{"text": "Let me read it.", "role": "INVOCATION"})
 	calls := again.Node["toolCalls"].([]any)
 	if calls[0].(map[string]any)["approvalStatus"] != "APPROVED" {

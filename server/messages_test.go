@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/parley-dev/parley/internal/selection"
 	"github.com/parley-dev/parley/internal/testserver"
 )
 
@@ -249,7 +250,7 @@ func TestVariantsRoundTrip(t *testing.T) {
 			t.Errorf("%s: read back differs from what addMessage returned:\n got %v\nwant %v", tt.name, n, added[i])
 		}
 		var byID struct{ Node node }
-		srv.MustDo(t, `query($id: ID!) { node(id: $id) {`+messageFields+`} }`, map[string]any{"id": n["id"]}, &byID)
+		srv.MustDo(t, `query($id: ID!) { node(id: $id) {`+selection.MessageFields+`} }`, map[string]any{"id": n["id"]}, &byID)
 		if !reflect.DeepEqual(byID.Node, added[i]) {
 			t.Errorf("%s: node(id) differs:\n got %v\nwant %v", tt.name, byID.Node, added[i])
 		}

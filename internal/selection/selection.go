@@ -1,0 +1,32 @@
+// Package selection holds GraphQL selections that tests and the benchmark share, so that
+// they ask for the same thing and a field added to the schema is added in one place.
+package selection
+
+// MessageFields selects every field of every message variant: the widest read a client
+// can make of a message, which the tests check field by field and the history benchmark
+// measures. TestMessageFieldsSelectsEveryField fails when the schema gains a field this
+// misses.
+const MessageFields = `
+	__typename
+	... on MessageBase { id conversationId role position createdAt updatedAt label sourceId }
+	... on TextMessage { parts { kind content text html signature } content text html thinking }
+	... on ImageMessage {
+		source { kind url base64 mediaType filePath }
+		recognitionMode
+		recognition { status modeUsed recognizedText visionAnalysis confidence language script notice error { message retryable } processedAt }
+	}
+	... on FileReferenceMessage {
+		path startLine endLine
+		resolution { status content truncated originalSize error { message retryable } resolvedAt }
+	}
+	... on ToolRequestMessage {
+		parts { kind content text html signature } content text html thinking
+		toolCalls { id name arguments approvalStatus decision { status decidedBy reason decidedAt } }
+	}
+	... on ToolResultMessage {
+		toolCallId toolName status output parts { kind content text html signature } content text html
+		error { message stackTrace recoverable } durationMs executedAt truncated originalSize
+	}
+	... on SystemControlMessage { kind from to params }
+	... on MCPResourceMessage { serverName resourceUri content text html mimeType retrievedAt truncated }
+	... on UnknownMessage { type raw }`
