@@ -3,9 +3,7 @@ package parley
 import (
 	"database/sql/driver"
 	"fmt"
-	"io"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -54,20 +52,6 @@ func (r Role) Label() string {
 	return strings.ToUpper(string(r[:1])) + string(r[1:])
 }
 
-// MarshalGQL writes the API spelling.
-func (r Role) MarshalGQL(w io.Writer) { io.WriteString(w, strconv.Quote(r.String())) }
-
-// UnmarshalGQL reads the API spelling.
-func (r *Role) UnmarshalGQL(v any) error {
-	s, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("role must be a string, got %T", v)
-	}
-	role, err := ParseRole(s)
-	*r = role
-	return err
-}
-
 // Value stores the role as its lower-case word.
 func (r Role) Value() (driver.Value, error) { return string(r), nil }
 
@@ -84,25 +68,6 @@ func (r *Role) Scan(src any) error {
 	return nil
 }
 
-// enum is the shape shared by the API's other enums, whose Go value is the API spelling.
-type enum interface {
-	~string
-}
-
-func marshalEnum[T enum](w io.Writer, v T) { io.WriteString(w, strconv.Quote(string(v))) }
-
-func unmarshalEnum[T enum](dst *T, v any, name string, values []T) error {
-	s, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("%s must be a string, got %T", name, v)
-	}
-	if !slices.Contains(values, T(s)) {
-		return fmt.Errorf("%q is not a %s", s, name)
-	}
-	*dst = T(s)
-	return nil
-}
-
 // PartKind tells a text part meant for the reader from the model's reasoning.
 type PartKind string
 
@@ -114,12 +79,6 @@ const (
 
 // PartKinds lists every part kind.
 var PartKinds = []PartKind{PartText, PartThinking}
-
-// MarshalGQL implements graphql.Marshaler.
-func (k PartKind) MarshalGQL(w io.Writer) { marshalEnum(w, k) }
-
-// UnmarshalGQL implements graphql.Unmarshaler.
-func (k *PartKind) UnmarshalGQL(v any) error { return unmarshalEnum(k, v, "PartKind", PartKinds) }
 
 // ImageSourceKind says where an image's bytes are.
 type ImageSourceKind string
@@ -133,14 +92,6 @@ const (
 
 // ImageSourceKinds lists every image source kind.
 var ImageSourceKinds = []ImageSourceKind{ImageURL, ImageBase64, ImageFilePath}
-
-// MarshalGQL implements graphql.Marshaler.
-func (k ImageSourceKind) MarshalGQL(w io.Writer) { marshalEnum(w, k) }
-
-// UnmarshalGQL implements graphql.Unmarshaler.
-func (k *ImageSourceKind) UnmarshalGQL(v any) error {
-	return unmarshalEnum(k, v, "ImageSourceKind", ImageSourceKinds)
-}
 
 // RecognitionMode says how an image is to be read: by a vision model, by OCR, or by
 // vision with OCR as the fallback.
@@ -156,14 +107,6 @@ const (
 // RecognitionModes lists every recognition mode.
 var RecognitionModes = []RecognitionMode{RecognitionVision, RecognitionOCR, RecognitionAuto}
 
-// MarshalGQL implements graphql.Marshaler.
-func (m RecognitionMode) MarshalGQL(w io.Writer) { marshalEnum(w, m) }
-
-// UnmarshalGQL implements graphql.Unmarshaler.
-func (m *RecognitionMode) UnmarshalGQL(v any) error {
-	return unmarshalEnum(m, v, "RecognitionMode", RecognitionModes)
-}
-
 // ProcessingStatus is the outcome of a processing step stored on a message.
 type ProcessingStatus string
 
@@ -175,14 +118,6 @@ const (
 
 // ProcessingStatuses lists every processing status.
 var ProcessingStatuses = []ProcessingStatus{ProcessingCompleted, ProcessingFailed}
-
-// MarshalGQL implements graphql.Marshaler.
-func (s ProcessingStatus) MarshalGQL(w io.Writer) { marshalEnum(w, s) }
-
-// UnmarshalGQL implements graphql.Unmarshaler.
-func (s *ProcessingStatus) UnmarshalGQL(v any) error {
-	return unmarshalEnum(s, v, "ProcessingStatus", ProcessingStatuses)
-}
 
 // ApprovalStatus is where a tool call stands in the approval flow.
 type ApprovalStatus string
@@ -197,14 +132,6 @@ const (
 // ApprovalStatuses lists every approval status.
 var ApprovalStatuses = []ApprovalStatus{ApprovalPending, ApprovalApproved, ApprovalDenied}
 
-// MarshalGQL implements graphql.Marshaler.
-func (s ApprovalStatus) MarshalGQL(w io.Writer) { marshalEnum(w, s) }
-
-// UnmarshalGQL implements graphql.Unmarshaler.
-func (s *ApprovalStatus) UnmarshalGQL(v any) error {
-	return unmarshalEnum(s, v, "ApprovalStatus", ApprovalStatuses)
-}
-
 // ToolResultStatus says whether a tool ran successfully.
 type ToolResultStatus string
 
@@ -217,14 +144,6 @@ const (
 // ToolResultStatuses lists every tool result status.
 var ToolResultStatuses = []ToolResultStatus{ToolSuccess, ToolError}
 
-// MarshalGQL implements graphql.Marshaler.
-func (s ToolResultStatus) MarshalGQL(w io.Writer) { marshalEnum(w, s) }
-
-// UnmarshalGQL implements graphql.Unmarshaler.
-func (s *ToolResultStatus) UnmarshalGQL(v any) error {
-	return unmarshalEnum(s, v, "ToolResultStatus", ToolResultStatuses)
-}
-
 // ControlKind is the kind of a system control event.
 type ControlKind string
 
@@ -236,11 +155,3 @@ const (
 
 // ControlKinds lists every control kind.
 var ControlKinds = []ControlKind{ControlModeChange, ControlBranchSwitch}
-
-// MarshalGQL implements graphql.Marshaler.
-func (k ControlKind) MarshalGQL(w io.Writer) { marshalEnum(w, k) }
-
-// UnmarshalGQL implements graphql.Unmarshaler.
-func (k *ControlKind) UnmarshalGQL(v any) error {
-	return unmarshalEnum(k, v, "ControlKind", ControlKinds)
-}

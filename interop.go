@@ -36,14 +36,6 @@ func ParseImportFormat(s string) (ImportFormat, error) {
 	return f, nil
 }
 
-// MarshalGQL implements graphql.Marshaler.
-func (f ImportFormat) MarshalGQL(w io.Writer) { marshalEnum(w, f) }
-
-// UnmarshalGQL implements graphql.Unmarshaler.
-func (f *ImportFormat) UnmarshalGQL(v any) error {
-	return unmarshalEnum(f, v, "ImportFormat", ImportFormats)
-}
-
 // TranscriptFormat names a shape that a conversation's history is exported in.
 type TranscriptFormat string
 
@@ -80,14 +72,6 @@ func ParseTranscriptFormat(s string) (TranscriptFormat, error) {
 // continue from, rather than a record for people or for Parley.
 func (f TranscriptFormat) ForLLM() bool {
 	return f == TranscriptOpenAIChat || f == TranscriptOpenAIResponses || f == TranscriptAnthropicMessages
-}
-
-// MarshalGQL implements graphql.Marshaler.
-func (f TranscriptFormat) MarshalGQL(w io.Writer) { marshalEnum(w, f) }
-
-// UnmarshalGQL implements graphql.Unmarshaler.
-func (f *TranscriptFormat) UnmarshalGQL(v any) error {
-	return unmarshalEnum(f, v, "TranscriptFormat", TranscriptFormats)
 }
 
 func joinFormats[T ~string](fs []T) string {

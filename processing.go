@@ -3,7 +3,6 @@ package parley
 import (
 	"context"
 	"fmt"
-	"io"
 	"path"
 	"slices"
 	"strings"
@@ -29,12 +28,6 @@ const (
 
 // AgentRoles lists every agent role.
 var AgentRoles = []AgentRole{AgentPlanner, AgentExecutor, AgentReviewer}
-
-// MarshalGQL implements graphql.Marshaler.
-func (r AgentRole) MarshalGQL(w io.Writer) { marshalEnum(w, r) }
-
-// UnmarshalGQL implements graphql.Unmarshaler.
-func (r *AgentRole) UnmarshalGQL(v any) error { return unmarshalEnum(r, v, "AgentRole", AgentRoles) }
 
 // Permission is something an agent role may be allowed to do.
 type Permission string

@@ -14071,14 +14071,34 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 // region    ***************************** type.gotpl *****************************
 
 func (ec *executionContext) unmarshalNApprovalStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐApprovalStatus(ctx context.Context, v any) (parley.ApprovalStatus, error) {
-	var res parley.ApprovalStatus
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNApprovalStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐApprovalStatus[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNApprovalStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐApprovalStatus(ctx context.Context, sel ast.SelectionSet, v parley.ApprovalStatus) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNApprovalStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐApprovalStatus[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
 }
+
+var (
+	unmarshalNApprovalStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐApprovalStatus = map[string]parley.ApprovalStatus{
+		"PENDING":  parley.ApprovalPending,
+		"APPROVED": parley.ApprovalApproved,
+		"DENIED":   parley.ApprovalDenied,
+	}
+	marshalNApprovalStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐApprovalStatus = map[parley.ApprovalStatus]string{
+		parley.ApprovalPending:  "PENDING",
+		parley.ApprovalApproved: "APPROVED",
+		parley.ApprovalDenied:   "DENIED",
+	}
+)
 
 func (ec *executionContext) marshalNAwaitingToolCall2ᚕᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐAwaitingToolCallᚄ(ctx context.Context, sel ast.SelectionSet, v []*parley.AwaitingToolCall) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
@@ -14123,14 +14143,32 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 }
 
 func (ec *executionContext) unmarshalNControlKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐControlKind(ctx context.Context, v any) (parley.ControlKind, error) {
-	var res parley.ControlKind
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNControlKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐControlKind[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNControlKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐControlKind(ctx context.Context, sel ast.SelectionSet, v parley.ControlKind) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNControlKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐControlKind[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
 }
+
+var (
+	unmarshalNControlKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐControlKind = map[string]parley.ControlKind{
+		"MODE_CHANGE":   parley.ControlModeChange,
+		"BRANCH_SWITCH": parley.ControlBranchSwitch,
+	}
+	marshalNControlKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐControlKind = map[parley.ControlKind]string{
+		parley.ControlModeChange:   "MODE_CHANGE",
+		parley.ControlBranchSwitch: "BRANCH_SWITCH",
+	}
+)
 
 func (ec *executionContext) marshalNConversation2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐConversation(ctx context.Context, sel ast.SelectionSet, v *parley.Conversation) graphql.Marshaler {
 	if v == nil {
@@ -14248,24 +14286,66 @@ func (ec *executionContext) marshalNImageSource2githubᚗcomᚋparleyᚑdevᚋpa
 }
 
 func (ec *executionContext) unmarshalNImageSourceKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐImageSourceKind(ctx context.Context, v any) (parley.ImageSourceKind, error) {
-	var res parley.ImageSourceKind
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNImageSourceKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐImageSourceKind[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNImageSourceKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐImageSourceKind(ctx context.Context, sel ast.SelectionSet, v parley.ImageSourceKind) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNImageSourceKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐImageSourceKind[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
 }
 
+var (
+	unmarshalNImageSourceKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐImageSourceKind = map[string]parley.ImageSourceKind{
+		"URL":       parley.ImageURL,
+		"BASE64":    parley.ImageBase64,
+		"FILE_PATH": parley.ImageFilePath,
+	}
+	marshalNImageSourceKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐImageSourceKind = map[parley.ImageSourceKind]string{
+		parley.ImageURL:      "URL",
+		parley.ImageBase64:   "BASE64",
+		parley.ImageFilePath: "FILE_PATH",
+	}
+)
+
 func (ec *executionContext) unmarshalNImportFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐImportFormat(ctx context.Context, v any) (parley.ImportFormat, error) {
-	var res parley.ImportFormat
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNImportFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐImportFormat[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNImportFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐImportFormat(ctx context.Context, sel ast.SelectionSet, v parley.ImportFormat) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNImportFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐImportFormat[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
 }
+
+var (
+	unmarshalNImportFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐImportFormat = map[string]parley.ImportFormat{
+		"CLAUDE_CODE_JSONL":  parley.ImportClaudeCode,
+		"OPENAI_CHAT":        parley.ImportOpenAIChat,
+		"ANTHROPIC_MESSAGES": parley.ImportAnthropicMessages,
+		"PARLEY_JSON":        parley.ImportParleyJSON,
+	}
+	marshalNImportFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐImportFormat = map[parley.ImportFormat]string{
+		parley.ImportClaudeCode:        "CLAUDE_CODE_JSONL",
+		parley.ImportOpenAIChat:        "OPENAI_CHAT",
+		parley.ImportAnthropicMessages: "ANTHROPIC_MESSAGES",
+		parley.ImportParleyJSON:        "PARLEY_JSON",
+	}
+)
 
 func (ec *executionContext) marshalNImportReport2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImportReport(ctx context.Context, sel ast.SelectionSet, v *parley.ImportReport) graphql.Marshaler {
 	if v == nil {
@@ -14406,44 +14486,126 @@ func (ec *executionContext) unmarshalNPartInput2ᚖgithubᚗcomᚋparleyᚑdev�
 }
 
 func (ec *executionContext) unmarshalNPartKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐPartKind(ctx context.Context, v any) (parley.PartKind, error) {
-	var res parley.PartKind
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNPartKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐPartKind[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNPartKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐPartKind(ctx context.Context, sel ast.SelectionSet, v parley.PartKind) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNPartKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐPartKind[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
 }
 
+var (
+	unmarshalNPartKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐPartKind = map[string]parley.PartKind{
+		"TEXT":     parley.PartText,
+		"THINKING": parley.PartThinking,
+	}
+	marshalNPartKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐPartKind = map[parley.PartKind]string{
+		parley.PartText:     "TEXT",
+		parley.PartThinking: "THINKING",
+	}
+)
+
 func (ec *executionContext) unmarshalNProcessingStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐProcessingStatus(ctx context.Context, v any) (parley.ProcessingStatus, error) {
-	var res parley.ProcessingStatus
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNProcessingStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐProcessingStatus[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNProcessingStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐProcessingStatus(ctx context.Context, sel ast.SelectionSet, v parley.ProcessingStatus) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNProcessingStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐProcessingStatus[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
 }
 
+var (
+	unmarshalNProcessingStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐProcessingStatus = map[string]parley.ProcessingStatus{
+		"COMPLETED": parley.ProcessingCompleted,
+		"FAILED":    parley.ProcessingFailed,
+	}
+	marshalNProcessingStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐProcessingStatus = map[parley.ProcessingStatus]string{
+		parley.ProcessingCompleted: "COMPLETED",
+		parley.ProcessingFailed:    "FAILED",
+	}
+)
+
 func (ec *executionContext) unmarshalNRecognitionMode2githubᚗcomᚋparleyᚑdevᚋparleyᚐRecognitionMode(ctx context.Context, v any) (parley.RecognitionMode, error) {
-	var res parley.RecognitionMode
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNRecognitionMode2githubᚗcomᚋparleyᚑdevᚋparleyᚐRecognitionMode[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNRecognitionMode2githubᚗcomᚋparleyᚑdevᚋparleyᚐRecognitionMode(ctx context.Context, sel ast.SelectionSet, v parley.RecognitionMode) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNRecognitionMode2githubᚗcomᚋparleyᚑdevᚋparleyᚐRecognitionMode[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
 }
 
+var (
+	unmarshalNRecognitionMode2githubᚗcomᚋparleyᚑdevᚋparleyᚐRecognitionMode = map[string]parley.RecognitionMode{
+		"VISION": parley.RecognitionVision,
+		"OCR":    parley.RecognitionOCR,
+		"AUTO":   parley.RecognitionAuto,
+	}
+	marshalNRecognitionMode2githubᚗcomᚋparleyᚑdevᚋparleyᚐRecognitionMode = map[parley.RecognitionMode]string{
+		parley.RecognitionVision: "VISION",
+		parley.RecognitionOCR:    "OCR",
+		parley.RecognitionAuto:   "AUTO",
+	}
+)
+
 func (ec *executionContext) unmarshalNRole2githubᚗcomᚋparleyᚑdevᚋparleyᚐRole(ctx context.Context, v any) (parley.Role, error) {
-	var res parley.Role
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNRole2githubᚗcomᚋparleyᚑdevᚋparleyᚐRole[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNRole2githubᚗcomᚋparleyᚑdevᚋparleyᚐRole(ctx context.Context, sel ast.SelectionSet, v parley.Role) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNRole2githubᚗcomᚋparleyᚑdevᚋparleyᚐRole[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
 }
+
+var (
+	unmarshalNRole2githubᚗcomᚋparleyᚑdevᚋparleyᚐRole = map[string]parley.Role{
+		"USER":       parley.RoleUser,
+		"ASSISTANT":  parley.RoleAssistant,
+		"SUPERVISOR": parley.RoleSupervisor,
+		"DOCUMENT":   parley.RoleDocument,
+		"INVOCATION": parley.RoleInvocation,
+		"RESULT":     parley.RoleResult,
+	}
+	marshalNRole2githubᚗcomᚋparleyᚑdevᚋparleyᚐRole = map[parley.Role]string{
+		parley.RoleUser:       "USER",
+		parley.RoleAssistant:  "ASSISTANT",
+		parley.RoleSupervisor: "SUPERVISOR",
+		parley.RoleDocument:   "DOCUMENT",
+		parley.RoleInvocation: "INVOCATION",
+		parley.RoleResult:     "RESULT",
+	}
+)
 
 func (ec *executionContext) marshalNSkippedRecords2githubᚗcomᚋparleyᚑdevᚋparleyᚐSkippedRecords(ctx context.Context, sel ast.SelectionSet, v parley.SkippedRecords) graphql.Marshaler {
 	return ec._SkippedRecords(ctx, sel, &v)
@@ -14576,14 +14738,32 @@ func (ec *executionContext) marshalNToolRequestMessage2ᚖgithubᚗcomᚋparley�
 }
 
 func (ec *executionContext) unmarshalNToolResultStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐToolResultStatus(ctx context.Context, v any) (parley.ToolResultStatus, error) {
-	var res parley.ToolResultStatus
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNToolResultStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐToolResultStatus[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNToolResultStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐToolResultStatus(ctx context.Context, sel ast.SelectionSet, v parley.ToolResultStatus) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNToolResultStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐToolResultStatus[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
 }
+
+var (
+	unmarshalNToolResultStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐToolResultStatus = map[string]parley.ToolResultStatus{
+		"SUCCESS": parley.ToolSuccess,
+		"ERROR":   parley.ToolError,
+	}
+	marshalNToolResultStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐToolResultStatus = map[parley.ToolResultStatus]string{
+		parley.ToolSuccess: "SUCCESS",
+		parley.ToolError:   "ERROR",
+	}
+)
 
 func (ec *executionContext) marshalNTranscriptDrop2githubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptDrop(ctx context.Context, sel ast.SelectionSet, v parley.TranscriptDrop) graphql.Marshaler {
 	return ec._TranscriptDrop(ctx, sel, &v)
@@ -14606,14 +14786,38 @@ func (ec *executionContext) marshalNTranscriptDrop2ᚕgithubᚗcomᚋparleyᚑde
 }
 
 func (ec *executionContext) unmarshalNTranscriptFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptFormat(ctx context.Context, v any) (parley.TranscriptFormat, error) {
-	var res parley.TranscriptFormat
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNTranscriptFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptFormat[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNTranscriptFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptFormat(ctx context.Context, sel ast.SelectionSet, v parley.TranscriptFormat) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNTranscriptFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptFormat[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
 }
+
+var (
+	unmarshalNTranscriptFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptFormat = map[string]parley.TranscriptFormat{
+		"OPENAI_CHAT":        parley.TranscriptOpenAIChat,
+		"OPENAI_RESPONSES":   parley.TranscriptOpenAIResponses,
+		"ANTHROPIC_MESSAGES": parley.TranscriptAnthropicMessages,
+		"MARKDOWN":           parley.TranscriptMarkdown,
+		"PARLEY_JSON":        parley.TranscriptParleyJSON,
+	}
+	marshalNTranscriptFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptFormat = map[parley.TranscriptFormat]string{
+		parley.TranscriptOpenAIChat:        "OPENAI_CHAT",
+		parley.TranscriptOpenAIResponses:   "OPENAI_RESPONSES",
+		parley.TranscriptAnthropicMessages: "ANTHROPIC_MESSAGES",
+		parley.TranscriptMarkdown:          "MARKDOWN",
+		parley.TranscriptParleyJSON:        "PARLEY_JSON",
+	}
+)
 
 func (ec *executionContext) marshalNTranscriptReport2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptReport(ctx context.Context, sel ast.SelectionSet, v *parley.TranscriptReport) graphql.Marshaler {
 	if v == nil {
@@ -14789,17 +14993,33 @@ func (ec *executionContext) unmarshalOAgentRole2ᚖgithubᚗcomᚋparleyᚑdev�
 	if v == nil {
 		return nil, nil
 	}
-	var res = new(parley.AgentRole)
-	err := res.UnmarshalGQL(v)
-	return res, graphql.ErrorOnPath(ctx, err)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalOAgentRole2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐAgentRole[tmp]
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalOAgentRole2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐAgentRole(ctx context.Context, sel ast.SelectionSet, v *parley.AgentRole) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
-	return v
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(marshalOAgentRole2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐAgentRole[*v])
+	return res
 }
+
+var (
+	unmarshalOAgentRole2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐAgentRole = map[string]parley.AgentRole{
+		"PLANNER":  parley.AgentPlanner,
+		"EXECUTOR": parley.AgentExecutor,
+		"REVIEWER": parley.AgentReviewer,
+	}
+	marshalOAgentRole2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐAgentRole = map[parley.AgentRole]string{
+		parley.AgentPlanner:  "PLANNER",
+		parley.AgentExecutor: "EXECUTOR",
+		parley.AgentReviewer: "REVIEWER",
+	}
+)
 
 func (ec *executionContext) marshalOApprovalDecision2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐApprovalDecision(ctx context.Context, sel ast.SelectionSet, v *parley.ApprovalDecision) graphql.Marshaler {
 	if v == nil {
@@ -14994,33 +15214,71 @@ func (ec *executionContext) unmarshalORecognitionMode2ᚖgithubᚗcomᚋparley�
 	if v == nil {
 		return nil, nil
 	}
-	var res = new(parley.RecognitionMode)
-	err := res.UnmarshalGQL(v)
-	return res, graphql.ErrorOnPath(ctx, err)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalORecognitionMode2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐRecognitionMode[tmp]
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalORecognitionMode2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐRecognitionMode(ctx context.Context, sel ast.SelectionSet, v *parley.RecognitionMode) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
-	return v
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(marshalORecognitionMode2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐRecognitionMode[*v])
+	return res
 }
+
+var (
+	unmarshalORecognitionMode2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐRecognitionMode = map[string]parley.RecognitionMode{
+		"VISION": parley.RecognitionVision,
+		"OCR":    parley.RecognitionOCR,
+		"AUTO":   parley.RecognitionAuto,
+	}
+	marshalORecognitionMode2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐRecognitionMode = map[parley.RecognitionMode]string{
+		parley.RecognitionVision: "VISION",
+		parley.RecognitionOCR:    "OCR",
+		parley.RecognitionAuto:   "AUTO",
+	}
+)
 
 func (ec *executionContext) unmarshalORole2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐRole(ctx context.Context, v any) (*parley.Role, error) {
 	if v == nil {
 		return nil, nil
 	}
-	var res = new(parley.Role)
-	err := res.UnmarshalGQL(v)
-	return res, graphql.ErrorOnPath(ctx, err)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalORole2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐRole[tmp]
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalORole2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐRole(ctx context.Context, sel ast.SelectionSet, v *parley.Role) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
-	return v
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(marshalORole2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐRole[*v])
+	return res
 }
+
+var (
+	unmarshalORole2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐRole = map[string]parley.Role{
+		"USER":       parley.RoleUser,
+		"ASSISTANT":  parley.RoleAssistant,
+		"SUPERVISOR": parley.RoleSupervisor,
+		"DOCUMENT":   parley.RoleDocument,
+		"INVOCATION": parley.RoleInvocation,
+		"RESULT":     parley.RoleResult,
+	}
+	marshalORole2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐRole = map[parley.Role]string{
+		parley.RoleUser:       "USER",
+		parley.RoleAssistant:  "ASSISTANT",
+		parley.RoleSupervisor: "SUPERVISOR",
+		parley.RoleDocument:   "DOCUMENT",
+		parley.RoleInvocation: "INVOCATION",
+		parley.RoleResult:     "RESULT",
+	}
+)
 
 func (ec *executionContext) unmarshalOString2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalString(v)

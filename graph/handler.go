@@ -107,6 +107,7 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 		srv.Use(extension.Introspection{})
 	}
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](100)})
+	srv.Use(&strictEnums{}) // enums.go: enum variables spelled exactly
 	srv.Use(&limitsExtension{limits: cfg.Limits, introspection: cfg.Introspection})
 	srv.AroundResponses(withLoaders(r.MessageService))
 	srv.AroundFields(writeMessagePages) // pagewriter.go: message pages written straight to JSON

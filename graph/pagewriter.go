@@ -304,9 +304,10 @@ func timestamp[T any](get func(T) time.Time) fieldCompiler[T] {
 	return scalar(func(w *jsonWriter, v T) bool { return w.time(get(v)) })
 }
 
-// enum writes a non-null enum with its own MarshalGQL, as gqlgen does.
-func enum[T any, E graphql.Marshaler](get func(T) E) fieldCompiler[T] {
-	return scalar(func(w *jsonWriter, v T) bool { get(v).MarshalGQL(w); return true })
+// enum writes a non-null enum whose Go value is its API spelling, as gqlgen's
+// enum_values binding does (a string).
+func enum[T any, E ~string](get func(T) E) fieldCompiler[T] {
+	return scalar(func(w *jsonWriter, v T) bool { w.str(string(get(v))); return true })
 }
 
 // object is a non-null object field.
@@ -434,7 +435,7 @@ func messageFields[T parley.Message](more map[string]fieldCompiler[T]) map[strin
 	fs := map[string]fieldCompiler[T]{
 		"id":             str(func(m T) string { return m.Meta().ID }),
 		"conversationId": str(func(m T) string { return m.Meta().ConversationID }),
-		"role":           enum(func(m T) parley.Role { return m.Meta().Role }),
+		"role":           scalar(func(w *jsonWriter, m T) bool { w.str(m.Meta().Role.String()); return true }),
 		"position":       integer(func(m T) int { return m.Meta().Position }),
 		"createdAt":      timestamp(func(m T) time.Time { return m.Meta().CreatedAt }),
 		"updatedAt":      timestamp(func(m T) time.Time { return m.Meta().UpdatedAt }),
@@ -564,7 +565,7 @@ var (
 				if r.ModeUsed == nil {
 					w.null()
 				} else {
-					r.ModeUsed.MarshalGQL(w)
+					w.str(string(*r.ModeUsed))
 				}
 				return true
 			}),

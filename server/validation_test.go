@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/base64"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -91,18 +92,85 @@ func TestValidationRejects(t *testing.T) {
 	}
 	assertStored(t, srv, 1, 1)
 
-	// Enum and type errors are caught before any resolver runs.
-	for _, input := range []map[string]any{
-		testserver.Text("ROBOT", "x"),
-		{"toolResult": map[string]any{"toolCallId": "taken", "status": "MAYBE"}},
-		{"text": map[string]any{"content": "no role"}},
-	} {
-		r := srv.Do(t, addMessageMutation, map[string]any{"c": conv, "i": input})
-		if len(r.Errors) == 0 {
-			t.Errorf("input %v accepted", input)
-		}
+	// Enum and type errors are caught by GraphQL validation before any resolver runs.
+	r := srv.Do(t, addMessageMutation, map[string]any{"c": conv, "i": map[string]any{"text": map[string]any{"content": "no role"}}})
+	if code := r.ErrorCode(t); code != "GRAPHQL_VALIDATION_FAILED" || !strings.Contains(r.Errors[0].Message, "must be defined") {
+		t.Errorf("no role: got %s %q, want GRAPHQL_VALIDATION_FAILED saying role must be defined", code, r.Errors[0].Message)
 	}
 	assertStored(t, srv, 1, 1)
+}
+
+// TestEnumVariablesRejected: an enum value in the variables that is not one of the
+// enum's names, to the letter, is refused as GraphQL validation refuses an unknown one
+// (gqlparser alone would let "user" through as a Role, and gqlgen's enum_values binding
+// would turn it into the zero value), naming the value, the enum and where it is. Nothing
+// is written.
+func TestEnumVariablesRejected(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	conv := srv.CreateConversation(t, "enums")
+	req := srv.AddMessage(t, conv, map[string]any{"toolRequest": map[string]any{"toolCalls": []any{
+		map[string]any{"id": "c1", "name": "ls", "arguments": map[string]any{}}}}})
+	img := srv.AddMessage(t, conv, map[string]any{"image": map[string]any{"role": "USER", "url": "https://a.b/c.png"}})
+	add := func(input map[string]any) map[string]any { return map[string]any{"c": conv, "i": input} }
+	const (
+		transcript = `query($c: ID!, $f: TranscriptFormat!) { conversation(id: $c) { transcript(format: $f) } }`
+		importConv = `mutation($f: ImportFormat!) { importConversation(format: $f, data: "[]") { conversation { id } } }`
+		approval   = `mutation($m: ID!, $s: ApprovalStatus!) { setToolCallApproval(messageId: $m, toolCallId: "c1", status: $s) { id } }`
+		recognize  = `mutation($m: ID!, $mode: RecognitionMode, $a: AgentRole) { recognizeImage(messageId: $m, mode: $mode, agent: $a) { id } }`
+	)
+	tests := []struct {
+		name, query string
+		vars        map[string]any
+		path, msg   string
+	}{
+		{"unknown role", addMessageMutation, add(testserver.Text("ROBOT", "x")), "variable.i.text.role", "ROBOT is not a valid Role"},
+		{"role as stored", addMessageMutation, add(testserver.Text("user", "x")), "variable.i.text.role", "user is not a valid Role"},
+		{"role mixed case", addMessageMutation, add(testserver.Text("User", "x")), "variable.i.text.role", "User is not a valid Role"},
+		{"unknown status", addMessageMutation, add(map[string]any{"toolResult": map[string]any{"toolCallId": "c1", "status": "MAYBE"}}),
+			"variable.i.toolResult.status", "MAYBE is not a valid ToolResultStatus"},
+		{"status lower case", addMessageMutation, add(map[string]any{"toolResult": map[string]any{"toolCallId": "c1", "status": "success", "content": "ok"}}),
+			"variable.i.toolResult.status", "success is not a valid ToolResultStatus"},
+		{"part kind lower case", addMessageMutation, add(map[string]any{"text": map[string]any{"role": "USER", "parts": []any{
+			map[string]any{"kind": "TEXT", "text": "a"}, map[string]any{"kind": "thinking", "text": "b"}}}}),
+			"variable.i.text.parts.1.kind", "thinking is not a valid PartKind"},
+		{"control kind lower case", addMessageMutation, add(map[string]any{"systemControl": map[string]any{"kind": "mode_change", "from": "a", "to": "b"}}),
+			"variable.i.systemControl.kind", "mode_change is not a valid ControlKind"},
+		{"recognition mode lower case", addMessageMutation, add(map[string]any{"image": map[string]any{"role": "USER", "url": "https://a.b/c.png", "recognitionMode": "ocr"}}),
+			"variable.i.image.recognitionMode", "ocr is not a valid RecognitionMode"},
+		{"transcript format lower case", transcript, map[string]any{"c": conv, "f": "markdown"}, "variable.f", "markdown is not a valid TranscriptFormat"},
+		{"import format lower case", importConv, map[string]any{"f": "openai_chat"}, "variable.f", "openai_chat is not a valid ImportFormat"},
+		{"approval lower case", approval, map[string]any{"m": req.ID, "s": "approved"}, "variable.s", "approved is not a valid ApprovalStatus"},
+		{"mode lower case", recognize, map[string]any{"m": img.ID, "mode": "Vision"}, "variable.mode", "Vision is not a valid RecognitionMode"},
+		{"agent lower case", recognize, map[string]any{"m": img.ID, "a": "planner"}, "variable.a", "planner is not a valid AgentRole"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := srv.Do(t, tt.query, tt.vars)
+			if code := r.ErrorCode(t); code != "GRAPHQL_VALIDATION_FAILED" {
+				t.Fatalf("code: got %s, want GRAPHQL_VALIDATION_FAILED (%s)", code, r.Errors[0].Message)
+			}
+			if r.Status != 400 || len(r.Data) != 0 && string(r.Data) != "null" {
+				t.Errorf("got status %d, data %s; want 400 and no data", r.Status, r.Data)
+			}
+			if msg := r.Errors[0].Message; msg != tt.msg {
+				t.Errorf("message: got %q, want %q", msg, tt.msg)
+			}
+			var path []string
+			for _, p := range r.Errors[0].Path {
+				path = append(path, fmt.Sprint(p))
+			}
+			if got := strings.Join(path, "."); got != tt.path {
+				t.Errorf("path: got %s, want %s", got, tt.path)
+			}
+		})
+	}
+	assertStored(t, srv, 2, 1)
+	// The same values spelled exactly are accepted.
+	srv.AddMessage(t, conv, map[string]any{"text": map[string]any{"role": "USER", "parts": []any{
+		map[string]any{"kind": "TEXT", "text": "a"}, map[string]any{"kind": "THINKING", "text": "b"}}}})
+	srv.MustDo(t, approval, map[string]any{"m": req.ID, "s": "APPROVED"}, nil)
+	assertStored(t, srv, 3, 1)
 }
 
 // TestAddMessageToMissingConversation: NOT_FOUND, and nothing written.
