@@ -65,9 +65,6 @@ type Part struct {
 // Content is the part's text as stored: HTML-escaped, safe for innerHTML.
 func (p Part) Content() string { return EscapeHTML(p.Text) }
 
-// HTML is the part's text rendered as Markdown and sanitized.
-func (p Part) HTML() string { return RenderHTML(p.Text) }
-
 // Body is the text of a message, in parts.
 type Body struct {
 	Parts []Part
@@ -103,9 +100,6 @@ func (b Body) Text() string {
 
 // Content is the text as stored: HTML-escaped, safe to put in innerHTML.
 func (b Body) Content() string { return EscapeHTML(b.Text()) }
-
-// HTML is the text rendered as Markdown and sanitized, for rich display.
-func (b Body) HTML() string { return RenderHTML(b.Text()) }
 
 // Thinking is the THINKING parts joined, unescaped.
 func (b Body) Thinking() string {
@@ -311,9 +305,9 @@ func (m *UnknownMessage) Kind() MessageKind { return MessageKind(m.TypeTag) }
 // Label implements Message.
 func (*UnknownMessage) Label() string { return "Unknown" }
 
-// TextBearing is a message with text: its content as stored, as written, and rendered.
+// TextBearing is a message with text: its content as stored and as written. (The API's
+// html, the text rendered, is the GraphQL adapter's: see package render.)
 type TextBearing interface {
 	Content() string
 	Text() string
-	HTML() string
 }

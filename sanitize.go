@@ -1,15 +1,10 @@
 package parley
 
 import (
-	"bytes"
 	"html"
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/microcosm-cc/bluemonday"
-	"github.com/yuin/goldmark"
-	"github.com/yuin/goldmark/extension"
 )
 
 // CleanText applies seed 001's rules to free text before it is stored: invalid UTF-8 is
@@ -59,24 +54,4 @@ func UnescapeHTML(s string) string {
 		return s
 	}
 	return html.UnescapeString(s)
-}
-
-var (
-	markdown = goldmark.New(goldmark.WithExtensions(extension.GFM))
-	// htmlPolicy allows what user-generated Markdown renders to, and nothing that runs.
-	htmlPolicy = bluemonday.UGCPolicy()
-)
-
-// renderHTML renders text as Markdown (CommonMark with GitHub's extensions; raw HTML in
-// the text is dropped by the renderer) and sanitizes the result. RenderHTML
-// (htmlcache.go) calls it for texts it has not rendered lately.
-func renderHTML(text string) string {
-	if text == "" {
-		return ""
-	}
-	var buf bytes.Buffer
-	if err := markdown.Convert([]byte(text), &buf); err != nil {
-		return "<p>" + html.EscapeString(text) + "</p>"
-	}
-	return htmlPolicy.Sanitize(buf.String())
 }

@@ -320,7 +320,7 @@ var profileSpots = map[string][][2]string{
 		{"db.decodeMessage", "· decoding the JSON payloads"},
 		{"db.(*DB).FindConversationByID", "reading the conversation"},
 		{"graph.writeEdges", "writing the page as JSON (graph/pagewriter.go)"},
-		{"parley.RenderHTML", "· Markdown to sanitized HTML (cached)"},
+		{"render.(*Renderer).HTML", "· Markdown to sanitized HTML (cached)"},
 		{"transport.appendData", "writing the response body (graph/transport/data.go)"},
 	},
 	"save": {

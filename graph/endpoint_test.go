@@ -20,18 +20,20 @@ import (
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/graph/transport"
 	"github.com/parley-dev/parley/internal/selection"
+	"github.com/parley-dev/parley/render"
 )
 
 // postHandlers returns the same server with gqlgen's POST transport and with Parley's
 // transports.
 func postHandlers(msgs []parley.Message) (gqlgenPOST, ours http.Handler) {
+	renderer := render.New(render.Config{})
 	mk := func() *handler.Server {
-		r := &Resolver{ConversationService: fakeConversations{msgs: msgs}, MessageService: fakeMessages{msgs: msgs}}
+		r := &Resolver{ConversationService: fakeConversations{msgs: msgs}, MessageService: fakeMessages{msgs: msgs}, Renderer: renderer}
 		srv := handler.New(NewExecutableSchema(Config{Resolvers: r}))
 		srv.SetQueryCache(lru.New[*ast.QueryDocument](100))
 		srv.Use(extension.Introspection{})
 		srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](100)})
-		srv.AroundFields(writeMessagePages)
+		srv.AroundFields(writeMessagePages(renderer))
 		return srv
 	}
 	plain := mk()

@@ -33,9 +33,14 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 type ResolverRoot interface {
 	Conversation() ConversationResolver
 	ConversationConnection() ConversationConnectionResolver
+	MCPResourceMessage() MCPResourceMessageResolver
 	Mutation() MutationResolver
+	Part() PartResolver
 	Query() QueryResolver
 	Subscription() SubscriptionResolver
+	TextMessage() TextMessageResolver
+	ToolRequestMessage() ToolRequestMessageResolver
+	ToolResultMessage() ToolResultMessageResolver
 }
 
 type DirectiveRoot struct {
@@ -367,6 +372,9 @@ type ConversationResolver interface {
 type ConversationConnectionResolver interface {
 	TotalCount(ctx context.Context, obj *model.ConversationConnection) (int, error)
 }
+type MCPResourceMessageResolver interface {
+	HTML(ctx context.Context, obj *parley.MCPResourceMessage) (string, error)
+}
 type MutationResolver interface {
 	CreateConversation(ctx context.Context, title *string) (*parley.Conversation, error)
 	RenameConversation(ctx context.Context, id string, title string) (*parley.Conversation, error)
@@ -378,6 +386,9 @@ type MutationResolver interface {
 	RecognizeImage(ctx context.Context, messageID string, mode *parley.RecognitionMode, agent *parley.AgentRole) (*parley.ImageMessage, error)
 	InjectMCPResource(ctx context.Context, conversationID string, server string, uri string, agent *parley.AgentRole) (*model.MessageEdge, error)
 	ClaimToolCall(ctx context.Context, messageID string, toolCallID string, worker string, leaseSeconds *int) (*parley.AwaitingToolCall, error)
+}
+type PartResolver interface {
+	HTML(ctx context.Context, obj *parley.Part) (string, error)
 }
 type QueryResolver interface {
 	Node(ctx context.Context, id string) (parley.Node, error)
@@ -391,6 +402,15 @@ type SubscriptionResolver interface {
 	MessageAdded(ctx context.Context, conversationID string, after *string) (<-chan *model.MessageEdge, error)
 	MessageUpdated(ctx context.Context, conversationID string) (<-chan *model.MessageEdge, error)
 	ToolCallAwaitingResult(ctx context.Context, conversationID *string, names []string) (<-chan *parley.AwaitingToolCall, error)
+}
+type TextMessageResolver interface {
+	HTML(ctx context.Context, obj *parley.TextMessage) (string, error)
+}
+type ToolRequestMessageResolver interface {
+	HTML(ctx context.Context, obj *parley.ToolRequestMessage) (string, error)
+}
+type ToolResultMessageResolver interface {
+	HTML(ctx context.Context, obj *parley.ToolResultMessage) (string, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -5835,7 +5855,7 @@ func (ec *executionContext) _MCPResourceMessage_html(ctx context.Context, field 
 			return ec.fieldContext_MCPResourceMessage_html(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.HTML(), nil
+			return ec.Resolvers.MCPResourceMessage().HTML(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -5846,7 +5866,7 @@ func (ec *executionContext) _MCPResourceMessage_html(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_MCPResourceMessage_html(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("MCPResourceMessage", field, true, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("MCPResourceMessage", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _MCPResourceMessage_mimeType(ctx context.Context, field graphql.CollectedField, obj *parley.MCPResourceMessage) (ret graphql.Marshaler) {
@@ -6661,7 +6681,7 @@ func (ec *executionContext) _Part_html(ctx context.Context, field graphql.Collec
 			return ec.fieldContext_Part_html(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.HTML(), nil
+			return ec.Resolvers.Part().HTML(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -6672,7 +6692,7 @@ func (ec *executionContext) _Part_html(ctx context.Context, field graphql.Collec
 	)
 }
 func (ec *executionContext) fieldContext_Part_html(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Part", field, true, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Part", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Part_signature(ctx context.Context, field graphql.CollectedField, obj *parley.Part) (ret graphql.Marshaler) {
@@ -7832,7 +7852,7 @@ func (ec *executionContext) _TextMessage_html(ctx context.Context, field graphql
 			return ec.fieldContext_TextMessage_html(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.HTML(), nil
+			return ec.Resolvers.TextMessage().HTML(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -7843,7 +7863,7 @@ func (ec *executionContext) _TextMessage_html(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_TextMessage_html(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TextMessage", field, true, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("TextMessage", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _TextMessage_thinking(ctx context.Context, field graphql.CollectedField, obj *parley.TextMessage) (ret graphql.Marshaler) {
@@ -8333,7 +8353,7 @@ func (ec *executionContext) _ToolRequestMessage_html(ctx context.Context, field 
 			return ec.fieldContext_ToolRequestMessage_html(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.HTML(), nil
+			return ec.Resolvers.ToolRequestMessage().HTML(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -8344,7 +8364,7 @@ func (ec *executionContext) _ToolRequestMessage_html(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_ToolRequestMessage_html(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ToolRequestMessage", field, true, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ToolRequestMessage", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ToolRequestMessage_thinking(ctx context.Context, field graphql.CollectedField, obj *parley.ToolRequestMessage) (ret graphql.Marshaler) {
@@ -8765,7 +8785,7 @@ func (ec *executionContext) _ToolResultMessage_html(ctx context.Context, field g
 			return ec.fieldContext_ToolResultMessage_html(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.HTML(), nil
+			return ec.Resolvers.ToolResultMessage().HTML(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -8776,7 +8796,7 @@ func (ec *executionContext) _ToolResultMessage_html(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_ToolResultMessage_html(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ToolResultMessage", field, true, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ToolResultMessage", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ToolResultMessage_error(ctx context.Context, field graphql.CollectedField, obj *parley.ToolResultMessage) (ret graphql.Marshaler) {
@@ -12180,82 +12200,115 @@ func (ec *executionContext) _MCPResourceMessage(ctx context.Context, sel ast.Sel
 		case "id":
 			out.Values[i] = ec._MCPResourceMessage_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "conversationId":
 			out.Values[i] = ec._MCPResourceMessage_conversationId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "role":
 			out.Values[i] = ec._MCPResourceMessage_role(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "position":
 			out.Values[i] = ec._MCPResourceMessage_position(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
 			out.Values[i] = ec._MCPResourceMessage_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "updatedAt":
 			out.Values[i] = ec._MCPResourceMessage_updatedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "label":
 			out.Values[i] = ec._MCPResourceMessage_label(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "sourceId":
 			out.Values[i] = ec._MCPResourceMessage_sourceId(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "serverName":
 			out.Values[i] = ec._MCPResourceMessage_serverName(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "resourceUri":
 			out.Values[i] = ec._MCPResourceMessage_resourceUri(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "content":
 			out.Values[i] = ec._MCPResourceMessage_content(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "text":
 			out.Values[i] = ec._MCPResourceMessage_text(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "html":
-			out.Values[i] = ec._MCPResourceMessage_html(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._MCPResourceMessage_html(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "mimeType":
 			out.Values[i] = ec._MCPResourceMessage_mimeType(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "retrievedAt":
 			out.Values[i] = ec._MCPResourceMessage_retrievedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "truncated":
 			out.Values[i] = ec._MCPResourceMessage_truncated(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -12548,27 +12601,60 @@ func (ec *executionContext) _Part(ctx context.Context, sel ast.SelectionSet, obj
 		case "kind":
 			out.Values[i] = ec._Part_kind(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "content":
 			out.Values[i] = ec._Part_content(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "text":
 			out.Values[i] = ec._Part_text(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "html":
-			out.Values[i] = ec._Part_html(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Part_html(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "signature":
 			out.Values[i] = ec._Part_signature(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -13001,67 +13087,100 @@ func (ec *executionContext) _TextMessage(ctx context.Context, sel ast.SelectionS
 		case "id":
 			out.Values[i] = ec._TextMessage_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "conversationId":
 			out.Values[i] = ec._TextMessage_conversationId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "role":
 			out.Values[i] = ec._TextMessage_role(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "position":
 			out.Values[i] = ec._TextMessage_position(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
 			out.Values[i] = ec._TextMessage_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "updatedAt":
 			out.Values[i] = ec._TextMessage_updatedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "label":
 			out.Values[i] = ec._TextMessage_label(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "sourceId":
 			out.Values[i] = ec._TextMessage_sourceId(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "parts":
 			out.Values[i] = ec._TextMessage_parts(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "content":
 			out.Values[i] = ec._TextMessage_content(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "text":
 			out.Values[i] = ec._TextMessage_text(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "html":
-			out.Values[i] = ec._TextMessage_html(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._TextMessage_html(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "thinking":
 			out.Values[i] = ec._TextMessage_thinking(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -13205,72 +13324,105 @@ func (ec *executionContext) _ToolRequestMessage(ctx context.Context, sel ast.Sel
 		case "id":
 			out.Values[i] = ec._ToolRequestMessage_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "conversationId":
 			out.Values[i] = ec._ToolRequestMessage_conversationId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "role":
 			out.Values[i] = ec._ToolRequestMessage_role(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "position":
 			out.Values[i] = ec._ToolRequestMessage_position(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
 			out.Values[i] = ec._ToolRequestMessage_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "updatedAt":
 			out.Values[i] = ec._ToolRequestMessage_updatedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "label":
 			out.Values[i] = ec._ToolRequestMessage_label(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "sourceId":
 			out.Values[i] = ec._ToolRequestMessage_sourceId(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "parts":
 			out.Values[i] = ec._ToolRequestMessage_parts(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "content":
 			out.Values[i] = ec._ToolRequestMessage_content(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "text":
 			out.Values[i] = ec._ToolRequestMessage_text(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "html":
-			out.Values[i] = ec._ToolRequestMessage_html(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._ToolRequestMessage_html(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "thinking":
 			out.Values[i] = ec._ToolRequestMessage_thinking(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "toolCalls":
 			out.Values[i] = ec._ToolRequestMessage_toolCalls(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -13308,107 +13460,140 @@ func (ec *executionContext) _ToolResultMessage(ctx context.Context, sel ast.Sele
 		case "id":
 			out.Values[i] = ec._ToolResultMessage_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "conversationId":
 			out.Values[i] = ec._ToolResultMessage_conversationId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "role":
 			out.Values[i] = ec._ToolResultMessage_role(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "position":
 			out.Values[i] = ec._ToolResultMessage_position(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
 			out.Values[i] = ec._ToolResultMessage_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "updatedAt":
 			out.Values[i] = ec._ToolResultMessage_updatedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "label":
 			out.Values[i] = ec._ToolResultMessage_label(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "sourceId":
 			out.Values[i] = ec._ToolResultMessage_sourceId(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "toolCallId":
 			out.Values[i] = ec._ToolResultMessage_toolCallId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "toolName":
 			out.Values[i] = ec._ToolResultMessage_toolName(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "status":
 			out.Values[i] = ec._ToolResultMessage_status(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "output":
 			out.Values[i] = ec._ToolResultMessage_output(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "parts":
 			out.Values[i] = ec._ToolResultMessage_parts(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "content":
 			out.Values[i] = ec._ToolResultMessage_content(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "text":
 			out.Values[i] = ec._ToolResultMessage_text(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "html":
-			out.Values[i] = ec._ToolResultMessage_html(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._ToolResultMessage_html(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "error":
 			out.Values[i] = ec._ToolResultMessage_error(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "durationMs":
 			out.Values[i] = ec._ToolResultMessage_durationMs(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "executedAt":
 			out.Values[i] = ec._ToolResultMessage_executedAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "truncated":
 			out.Values[i] = ec._ToolResultMessage_truncated(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "originalSize":
 			out.Values[i] = ec._ToolResultMessage_originalSize(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))

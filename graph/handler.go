@@ -110,7 +110,7 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 	srv.Use(&strictEnums{}) // enums.go: enum variables spelled exactly
 	srv.Use(&limitsExtension{limits: cfg.Limits, introspection: cfg.Introspection})
 	srv.AroundResponses(withLoaders(r.MessageService))
-	srv.AroundFields(writeMessagePages) // pagewriter.go: message pages written straight to JSON
+	srv.AroundFields(writeMessagePages(r.Renderer)) // pagewriter.go: message pages written straight to JSON
 	present := errorPresenter(cfg.Logger)
 	srv.SetErrorPresenter(present)
 	srv.SetRecoverFunc(recoverFunc(cfg.Logger))

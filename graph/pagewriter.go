@@ -15,6 +15,7 @@ import (
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/graph/model"
 	"github.com/parley-dev/parley/internal/bufpool"
+	"github.com/parley-dev/parley/render"
 )
 
 // The history read's hot path.
@@ -32,26 +33,29 @@ import (
 // pagewriter_test.go checks that both write the same bytes, and that every field of
 // the message types is known here.
 
-// writeMessagePages is a field middleware (handler.Server.AroundFields).
-func writeMessagePages(ctx context.Context, next graphql.Resolver) (any, error) {
-	fc := graphql.GetFieldContext(ctx)
-	if fc == nil || fc.Object != "MessageConnection" || fc.Field.Field == nil || fc.Field.Name != "edges" {
-		return next(ctx)
+// writeMessagePages returns a field middleware (handler.Server.AroundFields) that writes
+// the html fields with renderer, as the resolvers do.
+func writeMessagePages(renderer *render.Renderer) graphql.FieldMiddleware {
+	return func(ctx context.Context, next graphql.Resolver) (any, error) {
+		fc := graphql.GetFieldContext(ctx)
+		if fc == nil || fc.Object != "MessageConnection" || fc.Field.Field == nil || fc.Field.Name != "edges" {
+			return next(ctx)
+		}
+		res, err := next(ctx)
+		if err != nil {
+			return res, err
+		}
+		edges, ok := res.([]*model.MessageEdge)
+		if !ok {
+			return res, err
+		}
+		if out, ok := writeEdges(graphql.GetOperationContext(ctx), fc.Field.Selections, edges, renderer); ok {
+			pagesWritten.Add(1)
+			return out, nil
+		}
+		leftToGqlgen.Add(1)
+		return res, nil
 	}
-	res, err := next(ctx)
-	if err != nil {
-		return res, err
-	}
-	edges, ok := res.([]*model.MessageEdge)
-	if !ok {
-		return res, err
-	}
-	if out, ok := writeEdges(graphql.GetOperationContext(ctx), fc.Field.Selections, edges); ok {
-		pagesWritten.Add(1)
-		return out, nil
-	}
-	leftToGqlgen.Add(1)
-	return res, nil
 }
 
 // pagesWritten and leftToGqlgen count the pages written here and those left to gqlgen.
@@ -59,12 +63,12 @@ var pagesWritten, leftToGqlgen atomic.Int64
 
 // writeEdges writes a [MessageEdge!]! selection for edges, or reports false when it
 // cannot write it exactly as gqlgen would.
-func writeEdges(oc *graphql.OperationContext, sel ast.SelectionSet, edges []*model.MessageEdge) (graphql.Marshaler, bool) {
+func writeEdges(oc *graphql.OperationContext, sel ast.SelectionSet, edges []*model.MessageEdge, renderer *render.Renderer) (graphql.Marshaler, bool) {
 	write, ok := compileEdge(oc, sel)
 	if !ok {
 		return nil, false
 	}
-	w := &jsonWriter{b: bufpool.Get()}
+	w := &jsonWriter{b: bufpool.Get(), html: renderer}
 	w.b = append(w.b, '[')
 	for i, e := range edges {
 		if e == nil {
@@ -94,7 +98,12 @@ func writeEdges(oc *graphql.OperationContext, sel ast.SelectionSet, edges []*mod
 }
 
 // jsonWriter appends JSON to b. It is an io.Writer, for the domain's MarshalGQL methods.
-type jsonWriter struct{ b []byte }
+// html renders the html fields: the page's one dependency, carried with the buffer so
+// that the field writers stay plain functions.
+type jsonWriter struct {
+	b    []byte
+	html *render.Renderer
+}
 
 func (w *jsonWriter) Write(p []byte) (int, error) {
 	w.b = append(w.b, p...)
@@ -456,7 +465,7 @@ func textFields[T interface {
 	fs := map[string]fieldCompiler[T]{
 		"content": str(func(m T) string { return m.Content() }),
 		"text":    str(func(m T) string { return m.Text() }),
-		"html":    str(func(m T) string { return m.HTML() }),
+		"html":    scalar(func(w *jsonWriter, m T) bool { w.str(w.html.HTML(m.Text())); return true }),
 	}
 	for k, v := range more {
 		fs[k] = v
@@ -545,7 +554,7 @@ var (
 			"kind":      enum(func(p *parley.Part) parley.PartKind { return p.Kind }),
 			"content":   str(func(p *parley.Part) string { return p.Content() }),
 			"text":      str(func(p *parley.Part) string { return p.Text }),
-			"html":      str(func(p *parley.Part) string { return p.HTML() }),
+			"html":      scalar(func(w *jsonWriter, p *parley.Part) bool { w.str(w.html.HTML(p.Text)); return true }),
 			"signature": str(func(p *parley.Part) string { return p.Signature }),
 		}}
 

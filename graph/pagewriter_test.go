@@ -17,6 +17,7 @@ import (
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/internal/selection"
+	"github.com/parley-dev/parley/render"
 )
 
 // fakeConversations serves one conversation holding msgs; fakeMessages pages it. Methods
@@ -54,12 +55,13 @@ var testTime = time.Date(2025, 3, 4, 5, 6, 7, 890123000, time.FixedZone("", 2*36
 // pageHandlers returns gqlgen's handler for a conversation of msgs, and the same with the
 // page writer.
 func pageHandlers(msgs []parley.Message) (plain, direct http.Handler) {
+	renderer := render.New(render.Config{})
 	mk := func(withWriter bool) http.Handler {
-		r := &Resolver{ConversationService: fakeConversations{msgs: msgs}, MessageService: fakeMessages{msgs: msgs}}
+		r := &Resolver{ConversationService: fakeConversations{msgs: msgs}, MessageService: fakeMessages{msgs: msgs}, Renderer: renderer}
 		srv := handler.New(NewExecutableSchema(Config{Resolvers: r}))
 		srv.AddTransport(transport.POST{})
 		if withWriter {
-			srv.AroundFields(writeMessagePages)
+			srv.AroundFields(writeMessagePages(renderer))
 		}
 		return srv
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/render"
 )
 
 // Resolver holds the services the resolvers call.
@@ -21,5 +22,7 @@ type Resolver struct {
 	// InteropService imports and exports histories; without it importConversation and
 	// transcripts answer SERVICE_UNAVAILABLE.
 	InteropService parley.InteropService
-	Logger         *slog.Logger
+	// Renderer renders the html fields (Markdown to sanitized HTML). Required.
+	Renderer *render.Renderer
+	Logger   *slog.Logger
 }

@@ -24,6 +24,10 @@ func (r *conversationConnectionResolver) TotalCount(ctx context.Context, obj *mo
 	return r.ConversationService.CountConversations(ctx)
 }
 
+func (r *mCPResourceMessageResolver) HTML(ctx context.Context, obj *parley.MCPResourceMessage) (string, error) {
+	return r.Renderer.HTML(obj.Text()), nil
+}
+
 func (r *mutationResolver) CreateConversation(ctx context.Context, title *string) (*parley.Conversation, error) {
 	return r.ConversationService.CreateConversation(ctx, deref(title))
 }
@@ -52,6 +56,10 @@ func (r *mutationResolver) AddMessage(ctx context.Context, conversationID string
 
 func (r *mutationResolver) SetToolCallApproval(ctx context.Context, messageID string, toolCallID string, status parley.ApprovalStatus, reason *string, decidedBy *string) (*parley.ToolRequestMessage, error) {
 	return r.MessageService.SetToolCallApproval(ctx, messageID, toolCallID, parley.ApprovalDecision{Status: status, Reason: deref(reason), DecidedBy: deref(decidedBy)})
+}
+
+func (r *partResolver) HTML(ctx context.Context, obj *parley.Part) (string, error) {
+	return r.Renderer.HTML(obj.Text), nil
 }
 
 func (r *queryResolver) Node(ctx context.Context, id string) (parley.Node, error) {
@@ -86,19 +94,52 @@ func (r *queryResolver) Conversations(ctx context.Context, first *int, after *st
 	return conversationConnection(page), nil
 }
 
+func (r *textMessageResolver) HTML(ctx context.Context, obj *parley.TextMessage) (string, error) {
+	return r.Renderer.HTML(obj.Text()), nil
+}
+
+func (r *toolRequestMessageResolver) HTML(ctx context.Context, obj *parley.ToolRequestMessage) (string, error) {
+	return r.Renderer.HTML(obj.Text()), nil
+}
+
+func (r *toolResultMessageResolver) HTML(ctx context.Context, obj *parley.ToolResultMessage) (string, error) {
+	return r.Renderer.HTML(obj.Text()), nil
+}
+
 func (r *Resolver) Conversation() ConversationResolver { return &conversationResolver{r} }
 
 func (r *Resolver) ConversationConnection() ConversationConnectionResolver {
 	return &conversationConnectionResolver{r}
 }
 
+func (r *Resolver) MCPResourceMessage() MCPResourceMessageResolver {
+	return &mCPResourceMessageResolver{r}
+}
+
 func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
 
+func (r *Resolver) Part() PartResolver { return &partResolver{r} }
+
 func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
+
+func (r *Resolver) TextMessage() TextMessageResolver { return &textMessageResolver{r} }
+
+func (r *Resolver) ToolRequestMessage() ToolRequestMessageResolver {
+	return &toolRequestMessageResolver{r}
+}
+
+func (r *Resolver) ToolResultMessage() ToolResultMessageResolver {
+	return &toolResultMessageResolver{r}
+}
 
 type (
 	conversationResolver           struct{ *Resolver }
 	conversationConnectionResolver struct{ *Resolver }
+	mCPResourceMessageResolver     struct{ *Resolver }
 	mutationResolver               struct{ *Resolver }
+	partResolver                   struct{ *Resolver }
 	queryResolver                  struct{ *Resolver }
+	textMessageResolver            struct{ *Resolver }
+	toolRequestMessageResolver     struct{ *Resolver }
+	toolResultMessageResolver      struct{ *Resolver }
 )

@@ -21,6 +21,7 @@ import (
 	"github.com/parley-dev/parley/graph/transport"
 	"github.com/parley-dev/parley/metrics"
 	"github.com/parley-dev/parley/playground"
+	"github.com/parley-dev/parley/render"
 	"github.com/parley-dev/parley/tracing"
 )
 
@@ -58,6 +59,8 @@ type Config struct {
 	// TracerProvider traces GraphQL operations (see package tracing); nil traces
 	// nothing.
 	TracerProvider trace.TracerProvider
+	// Renderer renders messages' html fields; nil is render.New with the defaults.
+	Renderer *render.Renderer
 }
 
 // New returns the server's handler: the playground at /, GraphQL at /graphql, and
@@ -65,6 +68,9 @@ type Config struct {
 func New(cfg Config) http.Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Renderer == nil {
+		cfg.Renderer = render.New(render.Config{})
 	}
 	gqlCfg := cfg.GraphQL
 	gqlCfg.Logger, gqlCfg.Introspection = cfg.Logger, cfg.Introspection
@@ -75,6 +81,7 @@ func New(cfg Config) http.Handler {
 		ProcessingService:   cfg.Processing,
 		ToolWorkService:     cfg.ToolWork,
 		InteropService:      cfg.Interop,
+		Renderer:            cfg.Renderer,
 		Logger:              cfg.Logger,
 	}
 	gqlCfg.WebsocketAuth = websocketAuth(cfg.Auth)

@@ -1,4 +1,4 @@
-package parley
+package render
 
 import (
 	"fmt"
@@ -6,23 +6,43 @@ import (
 	"testing"
 )
 
-func TestRenderHTMLCachedIsRendered(t *testing.T) {
+func TestHTMLCachedIsRendered(t *testing.T) {
+	t.Parallel()
+	r := New(Config{})
 	tests := []struct{ name, text string }{
 		{"empty", ""},
 		{"markdown", "**bold** and <script>x</script>"},
-		{"long", strings.Repeat("word ", htmlCacheMaxText/4)},
+		{"long", strings.Repeat("word ", DefaultMaxCachedText/4)},
 	}
 	for _, tc := range tests {
-		want := renderHTML(tc.text)
+		want := r.render(tc.text)
 		for i := range 2 { // rendered, then from the cache
-			if got := RenderHTML(tc.text); got != want {
+			if got := r.HTML(tc.text); got != want {
 				t.Errorf("%s, call %d: got %q, want %q", tc.name, i+1, got, want)
 			}
 		}
 	}
+	if _, ok := r.cache.get("**bold** and <script>x</script>"); !ok {
+		t.Errorf("a short text's rendering was not kept")
+	}
+	if _, ok := r.cache.get(tests[2].text); ok {
+		t.Errorf("a text over MaxCachedText was kept")
+	}
+}
+
+func TestHTMLWithoutCache(t *testing.T) {
+	t.Parallel()
+	r := New(Config{CacheBytes: -1})
+	if got, want := r.HTML("**bold**"), New(Config{}).HTML("**bold**"); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if r.cache != nil {
+		t.Errorf("CacheBytes -1 made a cache")
+	}
 }
 
 func TestHTMLCacheBoundedByBytes(t *testing.T) {
+	t.Parallel()
 	c := newHTMLCache(10 * entrySize("text-00", "html-00"))
 	for i := range 50 {
 		c.add(fmt.Sprintf("text-%02d", i), fmt.Sprintf("html-%02d", i))
@@ -69,9 +89,10 @@ func pageTexts() []string {
 // the first time, or after the renderings were evicted.
 func BenchmarkRenderPageCold(b *testing.B) {
 	texts := pageTexts()
+	r := New(Config{})
 	for b.Loop() {
 		for _, t := range texts {
-			renderHTML(t)
+			r.render(t)
 		}
 	}
 }
@@ -79,9 +100,10 @@ func BenchmarkRenderPageCold(b *testing.B) {
 // BenchmarkRenderPageCached is the same once the renderings are cached.
 func BenchmarkRenderPageCached(b *testing.B) {
 	texts := pageTexts()
+	r := New(Config{})
 	for b.Loop() {
 		for _, t := range texts {
-			RenderHTML(t)
+			r.HTML(t)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package parley
+package render
 
 import (
 	"sync"
@@ -8,17 +8,10 @@ import (
 
 // Rendering Markdown and sanitizing the result is the dearest part of reading a message
 // with its html; and histories are read again and again (a frontend paging back and
-// forth, an LLM backend re-reading the conversation every turn). So RenderHTML keeps
+// forth, an LLM backend re-reading the conversation every turn). So a Renderer keeps
 // what it rendered, by text, in a cache bounded by bytes: the output depends on nothing
 // but the text and this code, so an entry is never stale, and a restart (a new renderer
 // or sanitizer policy) starts empty.
-
-// htmlCacheBytes bounds the texts and renderings kept.
-const htmlCacheBytes = 32 << 20
-
-// htmlCacheMaxText is the longest text cached: longer ones are rare, dear to keep and
-// cheap relative to their size to render again.
-const htmlCacheMaxText = 64 << 10
 
 // htmlCache is an LRU cache of renderings, bounded by bytes.
 type htmlCache struct {
@@ -59,21 +52,4 @@ func (c *htmlCache) add(text, html string) {
 	for c.bytes > c.max {
 		c.lru.RemoveOldest()
 	}
-}
-
-var renderedHTML = newHTMLCache(htmlCacheBytes)
-
-// RenderHTML renders text as Markdown (CommonMark with GitHub's extensions; raw HTML in
-// the text is dropped by the renderer) and sanitizes the result, for rich display.
-// Renderings of recent texts are kept, so rendering a text again costs a lookup.
-func RenderHTML(text string) string {
-	if text == "" || len(text) > htmlCacheMaxText {
-		return renderHTML(text)
-	}
-	if html, ok := renderedHTML.get(text); ok {
-		return html
-	}
-	html := renderHTML(text)
-	renderedHTML.add(text, html)
-	return html
 }
