@@ -9,31 +9,8 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/packages/param"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/interop/internal/notes"
 )
-
-// notes collects what the format could not carry, counted by kind.
-type notes struct {
-	order  []string
-	counts map[string]int
-}
-
-func (n *notes) add(what string) {
-	if n.counts == nil {
-		n.counts = make(map[string]int)
-	}
-	if n.counts[what] == 0 {
-		n.order = append(n.order, what)
-	}
-	n.counts[what]++
-}
-
-func (n *notes) list() []string {
-	out := make([]string, len(n.order))
-	for i, what := range n.order {
-		out[i] = fmt.Sprintf("%s (%d)", what, n.counts[what])
-	}
-	return out
-}
 
 const (
 	noteUnsigned     = "thinking without a signature left out: the API refuses it"
@@ -52,7 +29,7 @@ type turn struct {
 type builder struct {
 	system []sdk.TextBlockParam
 	turns  []*turn
-	notes  notes
+	notes  notes.Notes
 }
 
 // current returns the turn to add to for role: the last one when it has that role, as
@@ -82,7 +59,7 @@ func (b *builder) body(role sdk.MessageParamRole, body parley.Body) {
 			continue
 		}
 		if p.Signature == "" {
-			b.notes.add(noteUnsigned)
+			b.notes.Add(noteUnsigned)
 			continue
 		}
 		thinking = append(thinking, sdk.NewThinkingBlock(p.Signature, p.Text))
@@ -124,7 +101,7 @@ func Export(msgs []parley.Message, system string) (parley.JSON, []string, error)
 				role = sdk.MessageParamRoleAssistant
 			}
 			if !asImage {
-				b.notes.add(noteImageAsText)
+				b.notes.Add(noteImageAsText)
 				b.text(role, text)
 				continue
 			}
@@ -173,11 +150,11 @@ func Export(msgs []parley.Message, system string) (parley.JSON, []string, error)
 		out.Messages = append(out.Messages, sdk.MessageParam{Role: t.role, Content: content})
 	}
 	if len(out.Messages) > 0 && out.Messages[0].Role == sdk.MessageParamRoleAssistant {
-		b.notes.add(noteStartsWithAI)
+		b.notes.Add(noteStartsWithAI)
 	}
 	raw, err := json.Marshal(out)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode messages: %w", err)
 	}
-	return raw, b.notes.list(), nil
+	return raw, b.notes.List(), nil
 }

@@ -8,9 +8,7 @@ package anthropic
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/interop/internal/jsonerr"
+	"github.com/parley-dev/parley/interop/internal/sourceid"
 )
 
 // MaxInputBytes bounds what Parse reads.
@@ -70,7 +69,7 @@ func Parse(r io.Reader) (*parley.Import, error) {
 	if !json.Valid(t) {
 		return nil, parley.Errorf(parley.EINVALID, "input: not valid JSON (%s)", jsonerr.SyntaxProblem(t, "input"))
 	}
-	p := &parser{imp: &parley.Import{}, calls: make(map[string]string), answered: make(map[string]string)}
+	p := &parser{imp: &parley.Import{}, chain: sourceid.NewChain("anthropic"), calls: make(map[string]string), answered: make(map[string]string)}
 	msgs := t
 	if t[0] == '{' {
 		var body struct {
@@ -105,7 +104,7 @@ func Parse(r io.Reader) (*parley.Import, error) {
 
 type parser struct {
 	imp      *parley.Import
-	chain    string
+	chain    *sourceid.Chain
 	calls    map[string]string
 	answered map[string]string
 	warned   map[string]bool
@@ -176,34 +175,6 @@ func decodeBlocks(where string, raw json.RawMessage) (blocks []block, text strin
 	return blocks, "", false, nil
 }
 
-// out gives the messages one input message yields their source ids, chained over the
-// input so far.
-type out struct {
-	p     *parser
-	where string
-	id    string
-	n     int
-}
-
-func (p *parser) start(where string, raw json.RawMessage) *out {
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, raw); err != nil {
-		compact.Write(raw)
-	}
-	sum := sha256.Sum256([]byte(p.chain + "\n" + compact.String()))
-	p.chain = hex.EncodeToString(sum[:])
-	return &out{p: p, where: where, id: "anthropic:" + p.chain[:32]}
-}
-
-func (o *out) emit(m parley.Message) {
-	m.Meta().SourceID = o.id
-	if o.n > 0 {
-		m.Meta().SourceID = fmt.Sprintf("%s#%d", o.id, o.n)
-	}
-	o.n++
-	o.p.imp.Add(m, o.where)
-}
-
 func (p *parser) message(i int, raw json.RawMessage) error {
 	where := fmt.Sprintf("messages[%d]", i)
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
@@ -234,7 +205,7 @@ func (p *parser) message(i int, raw json.RawMessage) error {
 }
 
 func (p *parser) user(where string, raw json.RawMessage, blocks []block) error {
-	o := p.start(where, raw)
+	o := p.chain.Start(p.imp, where, raw)
 	// The API puts a turn's tool results first; each becomes its own message, and the
 	// turn's text and images follow as user messages.
 	for i, b := range blocks {
@@ -287,15 +258,15 @@ func (p *parser) user(where string, raw json.RawMessage, blocks []block) error {
 			}
 			res.Error = &parley.ToolErrorDetail{Message: msg, Recoverable: true}
 		}
-		o.emit(res)
+		o.Add(res)
 		for _, img := range images {
-			o.emit(img)
+			o.Add(img)
 		}
 	}
 	var parts []parley.Part
 	flush := func() {
 		if len(parts) > 0 {
-			o.emit(&parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser}, Body: parley.Body{Parts: parts}})
+			o.Add(&parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser}, Body: parley.Body{Parts: parts}})
 			parts = nil
 		}
 	}
@@ -313,7 +284,7 @@ func (p *parser) user(where string, raw json.RawMessage, blocks []block) error {
 				return err
 			}
 			flush()
-			o.emit(img)
+			o.Add(img)
 		case "tool_use":
 			return invalid(field, ".type: tool_use blocks belong in assistant messages")
 		default:
@@ -321,7 +292,7 @@ func (p *parser) user(where string, raw json.RawMessage, blocks []block) error {
 		}
 	}
 	flush()
-	if o.n == 0 {
+	if o.Len() == 0 {
 		p.imp.Skip("message with no content", where)
 	}
 	return nil
@@ -372,21 +343,21 @@ func (p *parser) assistant(where string, raw json.RawMessage, blocks []block) er
 			p.drop(field, b.Type)
 		}
 	}
-	o := p.start(where, raw)
+	o := p.chain.Start(p.imp, where, raw)
 	meta := parley.MessageMeta{Role: parley.RoleAssistant}
 	switch {
 	case len(calls) > 0:
 		meta.Role = parley.RoleInvocation
-		o.emit(&parley.ToolRequestMessage{MessageMeta: meta, Body: parley.Body{Parts: parts}, ToolCalls: calls})
+		o.Add(&parley.ToolRequestMessage{MessageMeta: meta, Body: parley.Body{Parts: parts}, ToolCalls: calls})
 	case strings.TrimSpace(parley.Body{Parts: parts}.Text()) != "":
-		o.emit(&parley.TextMessage{MessageMeta: meta, Body: parley.Body{Parts: parts}})
+		o.Add(&parley.TextMessage{MessageMeta: meta, Body: parley.Body{Parts: parts}})
 	case len(parts) > 0:
 		p.imp.Skip("assistant message with only thinking (no text or tool call)", where)
 	case len(images) == 0:
 		p.imp.Skip("message with no content", where)
 	}
 	for _, img := range images {
-		o.emit(img)
+		o.Add(img)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/interop/internal/notes"
 )
 
 // The exporters take a history that is ready to send: every tool call answered by the
@@ -20,30 +21,6 @@ import (
 // MCP resources are user messages with a header naming their source, tool requests and
 // results are the API's tool-call shapes, linked by call id.
 
-// notes collects what a format could not carry, counted by kind.
-type notes struct {
-	order  []string
-	counts map[string]int
-}
-
-func (n *notes) add(what string) {
-	if n.counts == nil {
-		n.counts = make(map[string]int)
-	}
-	if n.counts[what] == 0 {
-		n.order = append(n.order, what)
-	}
-	n.counts[what]++
-}
-
-func (n *notes) list() []string {
-	out := make([]string, len(n.order))
-	for i, what := range n.order {
-		out[i] = fmt.Sprintf("%s (%d)", what, n.counts[what])
-	}
-	return out
-}
-
 const (
 	noteThinking    = "thinking left out: the API takes no reasoning text back"
 	noteImageAsText = "image sent as its recognized text"
@@ -52,7 +29,7 @@ const (
 
 // ExportChat writes msgs as a Chat Completions messages array, system first.
 func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, error) {
-	var n notes
+	var n notes.Notes
 	out := make([]sdk.ChatCompletionMessageParamUnion, 0, len(msgs)+1)
 	if strings.TrimSpace(system) != "" {
 		out = append(out, sdk.SystemMessage(system))
@@ -61,7 +38,7 @@ func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, er
 		switch m := m.(type) {
 		case *parley.TextMessage:
 			if m.Thinking() != "" {
-				n.add(noteThinking)
+				n.Add(noteThinking)
 			}
 			switch m.Role {
 			case parley.RoleUser:
@@ -79,10 +56,10 @@ func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, er
 					sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: m.Source.DataURL()}),
 				}))
 			case m.Role == parley.RoleAssistant:
-				n.add(noteImageAsText)
+				n.Add(noteImageAsText)
 				out = append(out, sdk.AssistantMessage(text))
 			default:
-				n.add(noteImageAsText)
+				n.Add(noteImageAsText)
 				out = append(out, sdk.UserMessage(text))
 			}
 		case *parley.FileReferenceMessage, *parley.MCPResourceMessage:
@@ -90,7 +67,7 @@ func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, er
 			out = append(out, sdk.UserMessage(text))
 		case *parley.ToolRequestMessage:
 			if m.Thinking() != "" {
-				n.add(noteThinking)
+				n.Add(noteThinking)
 			}
 			a := sdk.ChatCompletionAssistantMessageParam{}
 			if t := m.Text(); strings.TrimSpace(t) != "" {
@@ -108,7 +85,7 @@ func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, er
 		case *parley.ToolResultMessage:
 			text := m.ResultText()
 			if strings.TrimSpace(text) == "" {
-				n.add(noteNoOutput)
+				n.Add(noteNoOutput)
 				text = "(no output)"
 			}
 			out = append(out, sdk.ToolMessage(text, m.ToolCallID))
@@ -120,14 +97,14 @@ func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode chat messages: %w", err)
 	}
-	return b, n.list(), nil
+	return b, n.List(), nil
 }
 
 // ExportResponses writes msgs as Responses API input items: messages (the system
 // prompt and SUPERVISOR text as developer messages), function_call and
 // function_call_output items.
 func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []string, error) {
-	var n notes
+	var n notes.Notes
 	out := make([]responses.ResponseInputItemUnionParam, 0, len(msgs)+1)
 	// Items carry their type, "message" included, so that they say what they are.
 	message := func(text string, role responses.EasyInputMessageRole) {
@@ -142,7 +119,7 @@ func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []strin
 		switch m := m.(type) {
 		case *parley.TextMessage:
 			if m.Thinking() != "" {
-				n.add(noteThinking)
+				n.Add(noteThinking)
 			}
 			switch m.Role {
 			case parley.RoleUser:
@@ -164,10 +141,10 @@ func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []strin
 				item.OfMessage.Type = responses.EasyInputMessageTypeMessage
 				out = append(out, item)
 			case m.Role == parley.RoleAssistant:
-				n.add(noteImageAsText)
+				n.Add(noteImageAsText)
 				message(text, responses.EasyInputMessageRoleAssistant)
 			default:
-				n.add(noteImageAsText)
+				n.Add(noteImageAsText)
 				message(text, responses.EasyInputMessageRoleUser)
 			}
 		case *parley.FileReferenceMessage, *parley.MCPResourceMessage:
@@ -175,7 +152,7 @@ func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []strin
 			message(text, responses.EasyInputMessageRoleUser)
 		case *parley.ToolRequestMessage:
 			if m.Thinking() != "" {
-				n.add(noteThinking)
+				n.Add(noteThinking)
 			}
 			if t := m.Text(); strings.TrimSpace(t) != "" {
 				message(t, responses.EasyInputMessageRoleAssistant)
@@ -186,7 +163,7 @@ func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []strin
 		case *parley.ToolResultMessage:
 			text := m.ResultText()
 			if strings.TrimSpace(text) == "" {
-				n.add(noteNoOutput)
+				n.Add(noteNoOutput)
 				text = "(no output)"
 			}
 			out = append(out, responses.ResponseInputItemParamOfFunctionCallOutput(m.ToolCallID, text))
@@ -198,7 +175,7 @@ func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []strin
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode response input items: %w", err)
 	}
-	return b, n.list(), nil
+	return b, n.List(), nil
 }
 
 // arguments is a call's arguments as the JSON string the APIs want.

@@ -8,9 +8,7 @@ package openai
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/interop/internal/jsonerr"
+	"github.com/parley-dev/parley/interop/internal/sourceid"
 )
 
 // MaxInputBytes bounds what ParseChat reads.
@@ -69,7 +68,7 @@ func ParseChat(r io.Reader) (*parley.Import, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &chatParser{imp: &parley.Import{}, calls: make(map[string]string), answered: make(map[string]string)}
+	p := &chatParser{imp: &parley.Import{}, chain: sourceid.NewChain("openai-chat"), calls: make(map[string]string), answered: make(map[string]string)}
 	for i, e := range elems {
 		if err := p.message(i, e); err != nil {
 			return nil, err
@@ -111,7 +110,7 @@ func messagesArray(raw []byte) ([]json.RawMessage, error) {
 
 type chatParser struct {
 	imp      *parley.Import
-	chain    string            // digest of the stored messages so far
+	chain    *sourceid.Chain   // source ids of the input messages so far
 	calls    map[string]string // tool call id -> where it was made
 	answered map[string]string // tool call id -> where it was answered
 }
@@ -155,44 +154,16 @@ func (p *chatParser) message(i int, raw json.RawMessage) error {
 	return invalid(where, ".role: %q is not system, developer, user, assistant or tool", jsonerr.Truncate(m.Role))
 }
 
-// out gives the messages one input message yields their source ids, chained over the
-// input so far.
-type out struct {
-	p     *chatParser
-	where string
-	id    string
-	n     int
-}
-
-func (p *chatParser) start(where string, raw json.RawMessage) *out {
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, raw); err != nil {
-		compact.Write(raw)
-	}
-	sum := sha256.Sum256([]byte(p.chain + "\n" + compact.String()))
-	p.chain = hex.EncodeToString(sum[:])
-	return &out{p: p, where: where, id: "openai-chat:" + p.chain[:32]}
-}
-
-func (o *out) emit(m parley.Message) {
-	m.Meta().SourceID = o.id
-	if o.n > 0 {
-		m.Meta().SourceID = fmt.Sprintf("%s#%d", o.id, o.n)
-	}
-	o.n++
-	o.p.imp.Add(m, o.where)
-}
-
 func (p *chatParser) user(where string, raw, content json.RawMessage) error {
 	parts, err := decodeParts(where, content)
 	if err != nil {
 		return err
 	}
-	o := p.start(where, raw)
+	o := p.chain.Start(p.imp, where, raw)
 	var text []parley.Part
 	flush := func() {
 		if len(text) > 0 {
-			o.emit(&parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser}, Body: parley.Body{Parts: text}})
+			o.Add(&parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser}, Body: parley.Body{Parts: text}})
 			text = nil
 		}
 	}
@@ -212,13 +183,13 @@ func (p *chatParser) user(where string, raw, content json.RawMessage) error {
 				return err
 			}
 			flush()
-			o.emit(&parley.ImageMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser}, Source: src})
+			o.Add(&parley.ImageMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser}, Source: src})
 		default:
 			p.imp.Warn("%s: %q content parts are not kept", field, jsonerr.Truncate(part.Type))
 		}
 	}
 	flush()
-	if o.n == 0 {
+	if o.Len() == 0 {
 		p.imp.Skip("message with no content", where)
 	}
 	return nil
@@ -293,12 +264,12 @@ func (p *chatParser) assistant(where string, raw json.RawMessage, m *chatMessage
 		p.calls[c.ID] = field
 		calls = append(calls, parley.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: args})
 	}
-	o := p.start(where, raw)
+	o := p.chain.Start(p.imp, where, raw)
 	switch {
 	case len(calls) > 0:
-		o.emit(&parley.ToolRequestMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleInvocation}, Body: parley.Body{Parts: body}, ToolCalls: calls})
+		o.Add(&parley.ToolRequestMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleInvocation}, Body: parley.Body{Parts: body}, ToolCalls: calls})
 	case len(body) > 0:
-		o.emit(&parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleAssistant}, Body: parley.Body{Parts: body}})
+		o.Add(&parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleAssistant}, Body: parley.Body{Parts: body}})
 	default:
 		p.imp.Skip("message with no content", where)
 	}
@@ -321,8 +292,8 @@ func (p *chatParser) tool(where string, raw json.RawMessage, m *chatMessage) err
 	if err != nil {
 		return err
 	}
-	o := p.start(where, raw)
-	o.emit(&parley.ToolResultMessage{
+	o := p.chain.Start(p.imp, where, raw)
+	o.Add(&parley.ToolResultMessage{
 		MessageMeta: parley.MessageMeta{Role: parley.RoleResult},
 		ToolCallID:  id, Status: parley.ToolSuccess, Body: parley.TextBody(text),
 	})
