@@ -8,14 +8,14 @@ package anthropic
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/interop/internal/contentblock"
+	"github.com/parley-dev/parley/interop/internal/input"
 	"github.com/parley-dev/parley/interop/internal/jsonerr"
 	"github.com/parley-dev/parley/interop/internal/sourceid"
 )
@@ -28,24 +28,8 @@ type message struct {
 	Content json.RawMessage `json:"content"`
 }
 
-type block struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	Thinking  string          `json:"thinking"`
-	Signature string          `json:"signature"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	ToolUseID string          `json:"tool_use_id"`
-	Content   json.RawMessage `json:"content"`
-	IsError   *bool           `json:"is_error"`
-	Source    *struct {
-		Type      string `json:"type"`
-		MediaType string `json:"media_type"`
-		Data      string `json:"data"`
-		URL       string `json:"url"`
-	} `json:"source"`
-}
+// block is a Messages API content block of any type.
+type block = contentblock.Block
 
 // Parse reads a Messages API history: an object with messages (and system, as in a
 // request body) or a bare messages array. The system prompt is reported, not stored.
@@ -55,12 +39,9 @@ type block struct {
 // same history again adds nothing, a longer copy adds only what is new. Errors are
 // EINVALID and name the index (messages[2].content[1]) and what is wrong.
 func Parse(r io.Reader) (*parley.Import, error) {
-	raw, err := io.ReadAll(io.LimitReader(r, MaxInputBytes+1))
+	raw, err := input.Read(r, MaxInputBytes)
 	if err != nil {
-		return nil, fmt.Errorf("read input: %w", err)
-	}
-	if len(raw) > MaxInputBytes {
-		return nil, parley.Errorf(parley.EINVALID, "input: larger than %d bytes", MaxInputBytes)
+		return nil, err
 	}
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 {
@@ -246,19 +227,7 @@ func (p *parser) user(where string, raw json.RawMessage, blocks []block) error {
 			}
 			text = strings.Join(texts, "\n\n")
 		}
-		res := &parley.ToolResultMessage{
-			MessageMeta: parley.MessageMeta{Role: parley.RoleResult},
-			ToolCallID:  b.ToolUseID, Status: parley.ToolSuccess, Body: parley.TextBody(text),
-		}
-		if b.IsError != nil && *b.IsError {
-			res.Status = parley.ToolError
-			msg := strings.TrimSpace(text)
-			if msg == "" {
-				msg = "The tool reported an error."
-			}
-			res.Error = &parley.ToolErrorDetail{Message: msg, Recoverable: true}
-		}
-		o.Add(res)
+		o.Add(contentblock.ToolResult(parley.MessageMeta{Role: parley.RoleResult}, b, text))
 		for _, img := range images {
 			o.Add(img)
 		}
@@ -363,26 +332,12 @@ func (p *parser) assistant(where string, raw json.RawMessage, blocks []block) er
 }
 
 func (p *parser) image(field string, b block, role parley.Role) (*parley.ImageMessage, error) {
-	if b.Source == nil {
-		return nil, invalid(field, ".source: an image needs a source")
+	m, sniffed, problem := contentblock.Image(b.Source, role)
+	if problem != nil {
+		return nil, invalid(field, "%s: %s", problem.Field, problem.Message)
 	}
-	m := &parley.ImageMessage{MessageMeta: parley.MessageMeta{Role: role}}
-	switch b.Source.Type {
-	case "base64":
-		raw, err := base64.StdEncoding.DecodeString(b.Source.Data)
-		if err != nil {
-			return nil, invalid(field, ".source.data: not valid base64")
-		}
-		media := b.Source.MediaType
-		if sniffed := http.DetectContentType(raw); strings.HasPrefix(sniffed, "image/") && sniffed != media {
-			p.imp.Warn("%s: the image is %s, not the %s it claims; kept as %s", field, sniffed, media, sniffed)
-			media = sniffed
-		}
-		m.Source = parley.ImageSource{Data: b.Source.Data, MediaType: media}
-	case "url":
-		m.Source = parley.ImageSource{URL: b.Source.URL}
-	default:
-		return nil, invalid(field, ".source.type: %q is not base64 or url", jsonerr.Truncate(b.Source.Type))
+	if sniffed != "" {
+		p.imp.Warn("%s: the image is %s, not the %s it claims; kept as %s", field, sniffed, b.Source.MediaType, sniffed)
 	}
 	return m, nil
 }

@@ -40,19 +40,18 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/interop/internal/contentblock"
 	"github.com/parley-dev/parley/interop/internal/jsonerr"
 )
 
@@ -120,27 +119,8 @@ type apiMessage struct {
 	Content json.RawMessage `json:"content"`
 }
 
-// block is a content block of any type.
-type block struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	Thinking  string          `json:"thinking"`
-	Signature string          `json:"signature"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	ToolUseID string          `json:"tool_use_id"`
-	Content   json.RawMessage `json:"content"`
-	IsError   *bool           `json:"is_error"`
-	Source    *imageSource    `json:"source"`
-}
-
-type imageSource struct {
-	Type      string `json:"type"`
-	MediaType string `json:"media_type"`
-	Data      string `json:"data"`
-	URL       string `json:"url"`
-}
+// block is a Messages API content block of any type.
+type block = contentblock.Block
 
 // reply is an assistant reply being assembled from its lines.
 type reply struct {
@@ -452,15 +432,7 @@ func (p *parser) toolResults(n int, out *emitter, blocks []block) error {
 			if err != nil {
 				return err
 			}
-			res := &parley.ToolResultMessage{ToolCallID: b.ToolUseID, Status: parley.ToolSuccess, Body: parley.TextBody(text)}
-			if b.IsError != nil && *b.IsError {
-				res.Status = parley.ToolError
-				msg := strings.TrimSpace(text)
-				if msg == "" {
-					msg = "The tool reported an error."
-				}
-				res.Error = &parley.ToolErrorDetail{Message: msg, Recoverable: true}
-			}
+			res := contentblock.ToolResult(parley.MessageMeta{}, b, text)
 			out.emit(res)
 			last = res
 			images = append(images, imgs...)
@@ -602,28 +574,13 @@ func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Tim
 }
 
 // image reads an image block's source into an image message.
-func (p *parser) image(n int, field string, src *imageSource, role parley.Role) (*parley.ImageMessage, error) {
-	if src == nil {
-		return nil, invalid(n, "%s.source: an image needs a source", field)
+func (p *parser) image(n int, field string, src *contentblock.ImageSource, role parley.Role) (*parley.ImageMessage, error) {
+	m, sniffed, problem := contentblock.Image(src, role)
+	if problem != nil {
+		return nil, invalid(n, "%s%s: %s", field, problem.Field, problem.Message)
 	}
-	m := &parley.ImageMessage{MessageMeta: parley.MessageMeta{Role: role}}
-	switch src.Type {
-	case "base64":
-		raw, err := base64.StdEncoding.DecodeString(src.Data)
-		if err != nil {
-			return nil, invalid(n, "%s.source.data: not valid base64", field)
-		}
-		media := src.MediaType
-		// Screenshots are at times labelled with the wrong type; providers check.
-		if sniffed := http.DetectContentType(raw); strings.HasPrefix(sniffed, "image/") && sniffed != media {
-			p.imp.Warn("line %d: %s is %s, not the %s it claims; kept as %s", n, field, sniffed, media, sniffed)
-			media = sniffed
-		}
-		m.Source = parley.ImageSource{Data: src.Data, MediaType: media}
-	case "url":
-		m.Source = parley.ImageSource{URL: src.URL}
-	default:
-		return nil, invalid(n, "%s.source.type: %q is not base64 or url", field, jsonerr.Truncate(src.Type))
+	if sniffed != "" {
+		p.imp.Warn("line %d: %s is %s, not the %s it claims; kept as %s", n, field, sniffed, src.MediaType, sniffed)
 	}
 	return m, nil
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/interop/internal/input"
 	"github.com/parley-dev/parley/interop/internal/jsonerr"
 	"github.com/parley-dev/parley/interop/internal/sourceid"
 )
@@ -57,12 +58,9 @@ type contentPart struct {
 // adds nothing, and a longer copy adds only what is new. Errors are EINVALID and name the
 // index (messages[3]) and what is wrong.
 func ParseChat(r io.Reader) (*parley.Import, error) {
-	raw, err := io.ReadAll(io.LimitReader(r, MaxInputBytes+1))
+	raw, err := input.Read(r, MaxInputBytes)
 	if err != nil {
-		return nil, fmt.Errorf("read input: %w", err)
-	}
-	if len(raw) > MaxInputBytes {
-		return nil, parley.Errorf(parley.EINVALID, "input: larger than %d bytes", MaxInputBytes)
+		return nil, err
 	}
 	elems, err := messagesArray(raw)
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/interop/internal/input"
 	"github.com/parley-dev/parley/interop/internal/jsonerr"
 )
 
@@ -283,12 +284,9 @@ func (m message) MarshalJSON() ([]byte, error) {
 // one, so that importing the same export twice adds nothing. Errors are EINVALID and
 // name the message (messages[3].toolCalls[0].id) and what is wrong.
 func Parse(r io.Reader) (*parley.Import, error) {
-	raw, err := io.ReadAll(io.LimitReader(r, MaxInputBytes+1))
+	raw, err := input.Read(r, MaxInputBytes)
 	if err != nil {
-		return nil, fmt.Errorf("read input: %w", err)
-	}
-	if len(raw) > MaxInputBytes {
-		return nil, parley.Errorf(parley.EINVALID, "input: larger than %d bytes", MaxInputBytes)
+		return nil, err
 	}
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || !json.Valid(t) {

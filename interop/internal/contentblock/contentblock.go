@@ -1,0 +1,87 @@
+// Package contentblock holds what the two readers of Anthropic Messages API content share
+// (interop/anthropic, and interop/claudecode, whose records carry such messages): the
+// content block and the reading of an image block's source.
+package contentblock
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/interop/internal/jsonerr"
+)
+
+// Block is a content block of any type.
+type Block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   *bool           `json:"is_error"`
+	Source    *ImageSource    `json:"source"`
+}
+
+// ImageSource is an image block's source: base64 data or a URL.
+type ImageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+	URL       string `json:"url"`
+}
+
+// Problem is what is wrong with an image block: Field is below the block
+// (".source.data"), Message says what.
+type Problem struct {
+	Field, Message string
+}
+
+// Image reads an image block's source into an image message of role. Base64 data whose
+// bytes are an image of another type than the one claimed (screenshots are at times
+// labelled wrongly; providers check) is kept with the type its bytes have, and sniffed
+// says which (else it is "").
+func Image(src *ImageSource, role parley.Role) (m *parley.ImageMessage, sniffed string, p *Problem) {
+	if src == nil {
+		return nil, "", &Problem{".source", "an image needs a source"}
+	}
+	m = &parley.ImageMessage{MessageMeta: parley.MessageMeta{Role: role}}
+	switch src.Type {
+	case "base64":
+		raw, err := base64.StdEncoding.DecodeString(src.Data)
+		if err != nil {
+			return nil, "", &Problem{".source.data", "not valid base64"}
+		}
+		media := src.MediaType
+		if s := http.DetectContentType(raw); strings.HasPrefix(s, "image/") && s != media {
+			sniffed, media = s, s
+		}
+		m.Source = parley.ImageSource{Data: src.Data, MediaType: media}
+	case "url":
+		m.Source = parley.ImageSource{URL: src.URL}
+	default:
+		return nil, "", &Problem{".source.type", fmt.Sprintf("%q is not base64 or url", jsonerr.Truncate(src.Type))}
+	}
+	return m, sniffed, nil
+}
+
+// ToolResult is the tool result message a tool_result block b answers with, its content
+// read as text: an error result (is_error) carries the text as its error's message.
+func ToolResult(meta parley.MessageMeta, b Block, text string) *parley.ToolResultMessage {
+	res := &parley.ToolResultMessage{MessageMeta: meta, ToolCallID: b.ToolUseID, Status: parley.ToolSuccess, Body: parley.TextBody(text)}
+	if b.IsError != nil && *b.IsError {
+		res.Status = parley.ToolError
+		msg := strings.TrimSpace(text)
+		if msg == "" {
+			msg = "The tool reported an error."
+		}
+		res.Error = &parley.ToolErrorDetail{Message: msg, Recoverable: true}
+	}
+	return res
+}
