@@ -28,7 +28,12 @@ const clockTick = 10 * time.Millisecond
 type procStat struct {
 	pid, ppid int
 	comm      string
-	cpu       time.Duration // utime + stime
+	// cpu is the process's own CPU (utime + stime) plus that of its children that have
+	// exited and been waited for (cutime + cstime). Without the latter a Postgres backend
+	// that exits during a measurement (a pool closing an idle connection, an autovacuum
+	// worker finishing) takes its CPU with it: the tree's sum goes down, and a sample can
+	// come out negative. Its parent's cumulative times carry it on instead.
+	cpu time.Duration
 }
 
 // readProcs reads the stat of every process.
@@ -48,13 +53,16 @@ func readProcs() []procStat {
 		}
 		pid, _ := strconv.Atoi(strings.TrimSpace(s[:open]))
 		f := strings.Fields(s[close+1:])
-		if len(f) < 13 {
+		if len(f) < 15 {
 			continue
 		}
 		ppid, _ := strconv.Atoi(f[1])
-		ut, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
-		out = append(out, procStat{pid: pid, ppid: ppid, comm: s[open+1 : close], cpu: time.Duration(ut+st) * clockTick})
+		var ticks int64
+		for _, field := range f[11:15] { // utime, stime, cutime, cstime
+			n, _ := strconv.ParseInt(field, 10, 64)
+			ticks += n
+		}
+		out = append(out, procStat{pid: pid, ppid: ppid, comm: s[open+1 : close], cpu: time.Duration(ticks) * clockTick})
 	}
 	return out
 }
