@@ -13,3 +13,6 @@ func (db *DB) Transact(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 
 // MaxAttempts is maxAttempts, for tests.
 const MaxAttempts = maxAttempts
+
+// PageSQL is pageSQL (forward: false, backward: true), for the plan tests.
+var PageSQL = pageSQL

@@ -84,18 +84,37 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 }
 
 // pageSQL reads the same page of several conversations, forward (pageSQL[false]: up
-// from $2) or backward (pageSQL[true]: down from $3), one row more than the page ($4) to
-// tell whether there are more. Only the owner's ($5) conversations are read: another's
-// come back as empty pages, as they would if they had been deleted since they were
-// read. Both run prepared (DB.prepare).
-var pageSQL = map[bool]string{false: pageQuery("ASC"), true: pageQuery("DESC")}
+// from $2) or backward (pageSQL[true]: down from $3, or from the end when $3 is 0), one
+// row more than the page ($4) to tell whether there are more. Only the owner's ($5)
+// conversations are read: another's come back as empty pages, as they would if they had
+// been deleted since they were read. Both run prepared (DB.prepare).
+//
+// Positions are dense (1..last_position), so a page is a known range of positions, and
+// both bounds of that range are index conditions on (conversation_id, position): the
+// plan is an index range scan of at most $4 entries per conversation whatever the
+// statistics say and whether Postgres plans the statement for its arguments or once for
+// all (its plan cache switches a prepared statement to a generic plan after five runs).
+// An optional bound written as "($3 = 0 OR position < $3)" is not an index condition in
+// a generic plan: there the backward page filtered every row of the conversation. The
+// backward page's end comes from the conversation's own row, already joined for the owner.
+var pageSQL = map[bool]string{false: pageQuery(false), true: pageQuery(true)}
 
-func pageQuery(order string) string {
+// noBound stands for "no upper bound" in the forward page's range: larger than any
+// position (an integer column).
+const noBound = "2147483647"
+
+func pageQuery(backward bool) string {
+	rng, order := `position > $2 AND position <= $2 + $4 AND position < COALESCE(NULLIF($3, 0), `+noBound+`)`, "ASC"
+	if backward {
+		// The end: before ($3), or just past the conversation's last position.
+		end := `COALESCE(NULLIF($3, 0), own.last_position + 1)`
+		rng, order = `position < `+end+` AND position >= `+end+` - $4 AND position > $2`, "DESC"
+	}
 	return fmt.Sprintf(`SELECT m.* FROM unnest($1::uuid[]) AS c(id)
 		JOIN conversations own ON own.id = c.id AND own.owner = $5
 		CROSS JOIN LATERAL (
-		SELECT %s FROM messages WHERE conversation_id = c.id AND position > $2 AND ($3 = 0 OR position < $3)
-		ORDER BY position %s LIMIT $4) m`, pageColumns, order)
+		SELECT %s FROM messages WHERE conversation_id = own.id AND %s
+		ORDER BY position %s LIMIT $4) m`, pageColumns, rng, order)
 }
 
 // pageColumns are messageColumns with the ids as text: lib/pq reads a uuid in binary
