@@ -215,6 +215,10 @@ func (db *DB) FindConversations(ctx context.Context, page parley.PageRequest) (*
 	return out, nil
 }
 
+// countConversationsSQL reads the owner's count, which triggers on conversations keep
+// (migration 000006): one index lookup however many conversations there are.
+const countConversationsSQL = `SELECT COALESCE((SELECT conversations FROM conversation_counts WHERE owner = $1), 0)`
+
 // CountConversations returns how many conversations the owner has.
 func (db *DB) CountConversations(ctx context.Context) (int, error) {
 	owner, err := ownerOf(ctx)
@@ -222,7 +226,7 @@ func (db *DB) CountConversations(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	var n int
-	if err := db.db.GetContext(ctx, &n, `SELECT count(*) FROM conversations WHERE owner = $1`, owner); err != nil {
+	if err := db.db.GetContext(ctx, &n, countConversationsSQL, owner); err != nil {
 		return 0, classify(fmt.Errorf("count conversations: %w", err))
 	}
 	return n, nil
