@@ -167,7 +167,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 				if err := e.checkAlive(); err != nil {
 					return err
 				}
-				s, err := measure(ctx, m.clients, cfg.warmup, cfg.duration, m.op, e.cpuOf(m.key))
+				var s sample
+				if m.run != nil {
+					s, err = m.run(ctx, m.clients, cfg.warmup, cfg.duration)
+				} else {
+					s, err = measure(ctx, m.clients, cfg.warmup, cfg.duration, m.op, e.cpuOf(m.key))
+				}
 				if err != nil {
 					return fmt.Errorf("%s: %w", m.key, err)
 				}
@@ -240,6 +245,8 @@ type measurement struct {
 	key     string // workload/clients/target
 	clients int
 	op      op
+	// run, when not nil, measures instead of op: a load generator of its own (pgbench).
+	run func(ctx context.Context, clients int, warmup, d time.Duration) (sample, error)
 }
 
 func keyOf(workload string, clients int, target string) string {
@@ -262,8 +269,16 @@ func (e *env) plan(cfg *config) [][]measurement {
 			if workload == "save" {
 				group = append(group, measurement{key: keyOf(workload, clients, "raw+notify"), clients: clients, op: e.op(workload, "raw+notify")})
 			}
+			group = append(group, measurement{key: keyOf(workload, clients, "pgbench"), clients: clients,
+				run: func(ctx context.Context, clients int, warmup, d time.Duration) (sample, error) {
+					return e.pgbench.measure(ctx, workload, clients, warmup, d)
+				}})
 			plan = append(plan, group)
 		}
+	}
+	// The transport's floor: one round trip through Parley that does nothing else.
+	for _, clients := range []int{1, cfg.clients} {
+		plan = append(plan, []measurement{{key: keyOf("typename", clients, "parley"), clients: clients, op: parleyTypename(e.parleyClient)}})
 	}
 	plan = append(plan, []measurement{{key: keyOf("save-mixed", 1, "parley"), clients: 1,
 		op: parleySaveMixed(e.parleyClient, e.mixedConvIDs)}})
@@ -333,6 +348,7 @@ type env struct {
 	pg           *proc
 	pgURL        string
 	pgClient     *gqlClient
+	pgbench      *pgbench
 
 	historyID, historyKey string              // the 100-message conversation read
 	saveIDs, saveKeys     map[string][]string // per target, one conversation per client
@@ -415,6 +431,22 @@ func setUp(ctx context.Context, cfg *config, logf func(string, ...any)) (*env, e
 	if err := e.seed(ctx, cfg, logf); err != nil {
 		return e, err
 	}
+	pgbenchBin, err := findPgbench(e.cluster.BinDir())
+	if err != nil {
+		return e, err
+	}
+	if _, err := e.sql.ExecContext(ctx, pgbenchSetupSQL(cfg.clients)); err != nil {
+		return e, fmt.Errorf("create pgbench's conversations: %w", err)
+	}
+	pgCPU := e.cpuOf(keyOf("save", 1, "raw"))
+	e.pgbench = &pgbench{bin: pgbenchBin, work: e.work, cpu: pgCPU,
+		conn:   []string{"-h", e.cluster.SocketDir(), "-p", dsnPort(dsn), "-U", localpg.Superuser, "parley"},
+		script: map[string]string{"save": pgbenchSaveScript, "history": pgbenchHistoryScript},
+		vars: map[string][]string{
+			"save":    {"-D", "content=" + saveContent, "-D", "payload=" + savePayload},
+			"history": {"-D", "conv=" + e.historyKey},
+		}}
+	e.versions["pgbench"] = commandVersion(`\(PostgreSQL\) (\S+)`, pgbenchBin, "--version")
 
 	if _, err := e.sql.ExecContext(ctx, postgraphileSetupSQL); err != nil {
 		return e, fmt.Errorf("create bench.add_message: %w", err)

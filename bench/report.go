@@ -37,7 +37,28 @@ type goal struct {
 }
 
 var targetNames = map[string]string{"raw": "raw SQL", "parley": "Parley", "postgraphile": "PostGraphile",
-	"raw+notify": "raw SQL + NOTIFY"}
+	"raw+notify": "raw SQL + NOTIFY", "pgbench": "pgbench (raw SQL, prepared)"}
+
+// floorRatios is the median over runs (and the range) of Parley's p50 of workload at
+// clients divided by its floor measured in the same run: pgbench's p50 of the same SQL
+// (what Postgres needs) plus Parley's p50 of { __typename } (what the transport needs).
+func (r *results) floorRatios(workload string, clients int) (med, lo, hi float64, floor time.Duration, ok bool) {
+	ps, gs, ts := r.Samples[keyOf(workload, clients, "parley")], r.Samples[keyOf(workload, clients, "pgbench")], r.Samples[keyOf("typename", clients, "parley")]
+	n := min(len(ps), len(gs), len(ts))
+	var rs []float64
+	var floors []time.Duration
+	for i := range n {
+		f := gs[i].P50 + ts[i].P50
+		if f > 0 {
+			rs = append(rs, float64(ps[i].P50)/float64(f))
+			floors = append(floors, f)
+		}
+	}
+	if len(rs) == 0 {
+		return 0, 0, 0, 0, false
+	}
+	return median(rs), slices.Min(rs), slices.Max(rs), median(floors), true
+}
 
 func (rep *report) fig(workload string, clients int, target string) (figure, bool) {
 	return rep.r.figure(keyOf(workload, clients, target))
@@ -90,6 +111,22 @@ func (rep *report) goals() []goal {
 	}
 	latency("save", "Save", 2, 50*time.Millisecond)
 	latency("history", "History read", 4, 100*time.Millisecond)
+	floor := func(workload, what, sql string, maxRatio float64) {
+		g := goal{name: fmt.Sprintf("%s p50 (1 client) within %s× of its floor (%s + one round trip)", what, trimFloat(maxRatio), sql),
+			want: "≤ " + trimFloat(maxRatio) + "×"}
+		x, lo, hi, f, ok := rep.r.floorRatios(workload, 1)
+		if g.known = ok; ok {
+			p, _ := rep.fig(workload, 1, "parley")
+			g.measured = fmt.Sprintf("%.2f× (runs %.2f–%.2f×; %s vs %s)", x, lo, hi, ms(p.P50), ms(f))
+			g.met = x <= maxRatio
+			if !g.met {
+				g.miss = fmt.Sprintf("%.2f× its floor where the goal is %s×: %.0f%% over", x, trimFloat(maxRatio), (x/maxRatio-1)*100)
+			}
+		}
+		gs = append(gs, g)
+	}
+	floor("save", "Save", "pgbench's raw SQL + NOTIFY", 1.5)
+	floor("history", "History read", "pgbench's raw SQL", 2)
 	throughput := func(workload, what, other string, min float64, pct bool) {
 		p, ok1 := rep.fig(workload, n, "parley")
 		o, ok2 := rep.fig(workload, n, other)
@@ -182,9 +219,9 @@ func (rep *report) markdown(chartFile string) string {
 		{"history", "History read", "`conversation.messages(first: 100)`, every field of every variant, of a 100-message conversation of mixed variants"},
 	} {
 		w("### %s\n\n%s.\n\n", wl.title, wl.what)
-		w("| clients | target | p50 | p99 | throughput | p50 vs raw SQL | throughput vs PostGraphile |\n|---|---|---|---|---|---|---|\n")
+		w("| clients | target | p50 | p99 | throughput | p50 vs raw SQL | throughput vs PostGraphile | p50 vs floor |\n|---|---|---|---|---|---|---|---|\n")
 		for _, c := range []int{1, r.Clients} {
-			for _, t := range append(slices.Clone(targets), "raw+notify") {
+			for _, t := range append(slices.Clone(targets), "raw+notify", "pgbench") {
 				f, ok := rep.fig(wl.key, c, t)
 				if !ok {
 					continue
@@ -196,11 +233,24 @@ func (rep *report) markdown(chartFile string) string {
 				if x, ok := r.pairedRatio(keyOf(wl.key, c, t), keyOf(wl.key, c, "postgraphile"), sampleThroughput); ok && t != "postgraphile" {
 					vsPG = fmt.Sprintf("%.2f×", x)
 				}
-				w("| %d | %s | %s | %s | %.0f req/s | %s | %s |\n", c, targetNames[t], ms(f.P50), ms(f.P99), f.Throughput, vsRaw, vsPG)
+				vsFloor := ""
+				if x, _, _, _, ok := r.floorRatios(wl.key, c); ok && t == "parley" {
+					vsFloor = fmt.Sprintf("%.2f×", x)
+				}
+				w("| %d | %s | %s | %s | %.0f req/s | %s | %s | %s |\n", c, targetNames[t], ms(f.P50), ms(f.P99), f.Throughput, vsRaw, vsPG, vsFloor)
 			}
 		}
 		w("\n")
 		rep.cpuTable(&b, wl.key)
+	}
+	if f1, ok := rep.fig("typename", 1, "parley"); ok {
+		fN, _ := rep.fig("typename", r.Clients, "parley")
+		w("### Floors\n\n")
+		w("An operation's floor is what Postgres needs for its SQL plus what the transport needs, both measured in this run: ")
+		w("**pgbench** running the raw SQL with prepared statements (`-M prepared`; the save is raw SQL + NOTIFY in a transaction, each client writing to a conversation of its own; the read selects every column of the same 100 rows), ")
+		w("and **one HTTP round trip of `{ __typename }` through Parley** (its middleware, gqlgen, the response; no database): p50 %s at 1 client, %s and %.0f req/s at %d clients. ",
+			ms(f1.P50), ms(fN.P50), fN.Throughput, r.Clients)
+		w("\"p50 vs floor\" is Parley's p50 over the sum of the two p50s, run by run.\n\n")
 	}
 	if f, ok := rep.fig("save-mixed", 1, "parley"); ok {
 		w("Parley saving the seven variants in turn (text, tool call, its result, file reference, MCP resource, mode change, image; 1 client): p50 %s, p99 %s, %.0f req/s.\n\n",
@@ -267,7 +317,7 @@ func (rep *report) markdown(chartFile string) string {
 func (rep *report) cpuTable(b *strings.Builder, workload string) {
 	r := rep.r
 	var rows []string
-	for _, t := range append(slices.Clone(targets), "raw+notify") {
+	for _, t := range append(slices.Clone(targets), "raw+notify", "pgbench") {
 		c, ok := r.cpuPerRequest(keyOf(workload, r.Clients, t))
 		if !ok {
 			continue

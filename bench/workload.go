@@ -215,6 +215,16 @@ func parleySaveMixed(c *gqlClient, convIDs []string) op {
 	}
 }
 
+// parleyTypename is the transport's floor: one HTTP round trip of { __typename }
+// through Parley (its middleware, gqlgen, the response), no database.
+func parleyTypename(c *gqlClient) op {
+	body := request(`{ __typename }`, nil)
+	return func(ctx context.Context, client int) error {
+		_, err := c.post(ctx, client, body)
+		return err
+	}
+}
+
 func parleyHistory(c *gqlClient, convID string) op {
 	body := request(parleyHistoryQuery, map[string]any{"c": convID})
 	return func(ctx context.Context, client int) error {

@@ -132,6 +132,10 @@ func (c *Cluster) DataDir() string { return c.dataDir }
 // take a host directory rather than DSN (libpq's host=, node-postgres's ?host=).
 func (c *Cluster) SocketDir() string { return c.socketDir }
 
+// BinDir returns the directory of the PostgreSQL programs the cluster runs, where the
+// client programs of the same version (pgbench, psql) are too.
+func (c *Cluster) BinDir() string { return c.binDir }
+
 // DSN returns a lib/pq key=value connection string for database dbname, as the
 // superuser over the cluster's Unix socket. It stays valid across Restart.
 func (c *Cluster) DSN(dbname string) string {
