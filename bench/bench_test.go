@@ -7,7 +7,10 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -130,6 +133,9 @@ func TestReport(t *testing.T) {
 	add("save/1/pgbench", 400*time.Microsecond, 2500)
 	add("history/1/pgbench", 500*time.Microsecond, 2000)
 	add("typename/1/parley", 200*time.Microsecond, 5000) // floors 0.6 ms and 0.7 ms
+	add("scale-first/1/small-100", time.Millisecond, 1000)
+	add("scale-first/1/large-100", 1100*time.Microsecond, 900)
+	add("scale-first/1/large-100000", 1300*time.Microsecond, 800) // 1.3x: missed
 	rep := buildReport(r, nil)
 	md := rep.markdown("report.svg")
 	for _, want := range []string{
@@ -142,6 +148,8 @@ func TestReport(t *testing.T) {
 		"| History read p50 (1 client) within 2× of its floor (pgbench's raw SQL + one round trip) | 2.86× (runs 2.86–2.86×; 2.00 ms vs 0.70 ms) | ≤ 2× | **missed** |",
 		"2.86× its floor where the goal is 2×: 43% over",
 		"| 1 | Parley | 0.90 ms | 1.80 ms | 1100 req/s | 1.80× | 2.20× | 1.50× |",
+		"| first page (`messages(first: 50)`), 100000 messages | 1.00 ms | 1.30 ms | 2.60 ms | 1.30× (1.30–1.30×) | **missed** |",
+		"| worst 1.30× (first page (`messages(first: 50)`), 100000 messages; 2 rows) | ≤ 1.2× | **missed** |",
 		"**TODO**",
 	} {
 		if !strings.Contains(md, want) {
@@ -177,5 +185,50 @@ func TestTreeCPUKeepsExitedChildren(t *testing.T) {
 	// The loop costs well over 100 ms of CPU in any shell; the parent alone costs none.
 	if after-before < 100*time.Millisecond {
 		t.Errorf("got %s of CPU across the child's life, want at least 100ms: the exited child's CPU was lost", after-before)
+	}
+}
+
+func TestLargeSizes(t *testing.T) {
+	t.Parallel()
+	sizes, err := largeSizes(100000, 1000000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0
+	for _, n := range sizes {
+		sum += n
+	}
+	if len(sizes) != 100000 || sum != 1000000 || sizes[0] != 100000 || sizes[1] != 10000 || sizes[2] != 100 {
+		t.Errorf("got %d conversations, %d messages, first %v; want 100000, 1000000, [100000 10000 100]", len(sizes), sum, sizes[:3])
+	}
+	if _, err := largeSizes(100, 100000); err == nil {
+		t.Error("got no error for a database too small for its 100,000-message conversation")
+	}
+}
+
+func TestReadPgbenchLogs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"tx.123":   "0 1 512 0 1700000000 100\n0 2 1024 0 1700000000 200\n",
+		"tx.123.1": "1 1 2048 0 1700000000 300\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lat, err := readPgbenchLogs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(lat)
+	if want := []time.Duration{512 * time.Microsecond, 1024 * time.Microsecond, 2048 * time.Microsecond}; !slices.Equal(lat, want) {
+		t.Errorf("got %v, want %v", lat, want)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tx.9"), []byte("garbage\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readPgbenchLogs(dir); err == nil {
+		t.Error("got no error for a malformed log line")
 	}
 }

@@ -68,6 +68,8 @@ type config struct {
 	fanout       string
 	fanoutArgs   string
 	importMsgs   int
+	scaleMsgs    int
+	scaleConvs   int
 	importRuns   int
 	from         string
 	commandLine  string
@@ -97,8 +99,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.fanoutArgs, "fanout-args", "-messages 100", "arguments for the fan-out benchmark, besides -parley")
 	fs.IntVar(&cfg.importMsgs, "import-messages", 100000, "messages of the generated Claude Code session imported with parley import")
 	fs.IntVar(&cfg.importRuns, "import-runs", 2, "imports of it to time (0: none)")
+	fs.IntVar(&cfg.scaleMsgs, "scale-messages", 1000000, "messages of the large database of the scale rows (0: no scale rows)")
+	fs.IntVar(&cfg.scaleConvs, "scale-conversations", 100000, "conversations of the large database of the scale rows")
 	fs.StringVar(&cfg.from, "from", "", "measure nothing: write the report and chart again from these results (JSON of an earlier run)")
-	fs.StringVar(&cfg.only, "only", "", "measure only these workloads (comma-separated: save, history, save-mixed), for a quick look")
+	fs.StringVar(&cfg.only, "only", "", "measure only these workloads (comma-separated: save, history, save-mixed, typename, scale or one scale-* row), for a quick look")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -149,11 +153,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		Postgres:   "localpg, fsync=off synchronous_commit=off full_page_writes=off (durability off: the figures measure software, not the disk)",
 		PGWorkers:  cfg.pgWorkers,
 	}
+	if e.scaleSetUp {
+		res.ScaleDatabase = fmt.Sprintf("%d messages in %d conversations (generated in SQL with generate_series, then VACUUM ANALYZE)", cfg.scaleMsgs, cfg.scaleConvs)
+	}
 
 	plan := e.plan(cfg)
 	if cfg.only != "" {
 		plan = slices.DeleteFunc(plan, func(g []measurement) bool {
-			return !slices.Contains(strings.Split(cfg.only, ","), strings.Split(g[0].key, "/")[0])
+			w := strings.Split(g[0].key, "/")[0]
+			return !slices.ContainsFunc(strings.Split(cfg.only, ","), func(o string) bool { return w == o || strings.HasPrefix(w, o+"-") })
 		})
 	}
 	for r := range cfg.runs {
@@ -282,7 +290,7 @@ func (e *env) plan(cfg *config) [][]measurement {
 	}
 	plan = append(plan, []measurement{{key: keyOf("save-mixed", 1, "parley"), clients: 1,
 		op: parleySaveMixed(e.parleyClient, e.mixedConvIDs)}})
-	return plan
+	return append(plan, e.scalePlan()...)
 }
 
 func (e *env) byKey(plan [][]measurement, key string) (measurement, bool) {
@@ -349,6 +357,9 @@ type env struct {
 	pgURL        string
 	pgClient     *gqlClient
 	pgbench      *pgbench
+
+	scale      []*scaleDB // the small and the large database of the scale rows
+	scaleSetUp bool
 
 	historyID, historyKey string              // the 100-message conversation read
 	saveIDs, saveKeys     map[string][]string // per target, one conversation per client
@@ -473,7 +484,15 @@ func setUp(ctx context.Context, cfg *config, logf func(string, ...any)) (*env, e
 	e.versions["Node.js"] = commandVersion(`v(\S+)`, cfg.node, "--version")
 	e.versions["PostGraphile"] = commandVersion(`(\d+\.\d+\.\d+)`, cfg.node, cfg.postgraphile, "--version")
 
-	return e, e.check(ctx)
+	if err := e.check(ctx); err != nil {
+		return e, err
+	}
+	if cfg.scaleMsgs > 0 {
+		if err := e.setUpScale(ctx, cfg, logf); err != nil {
+			return e, fmt.Errorf("scale rows: %w", err)
+		}
+	}
+	return e, nil
 }
 
 // seed creates the history that is read (100 messages of mixed variants, through
@@ -609,12 +628,18 @@ func (e *env) checkAlive() error {
 	if err := e.parley.alive(); err != nil {
 		return err
 	}
+	for _, s := range e.scale {
+		if err := s.parley.alive(); err != nil {
+			return err
+		}
+	}
 	return e.pg.alive()
 }
 
 func (e *env) tearDown(logf func(string, ...any)) {
 	e.pg.stop()
 	e.parley.stop()
+	e.stopScale()
 	if e.sql != nil {
 		e.sql.Close()
 	}

@@ -127,6 +127,26 @@ func (rep *report) goals() []goal {
 	}
 	floor("save", "Save", "pgbench's raw SQL + NOTIFY", 1.5)
 	floor("history", "History read", "pgbench's raw SQL", 2)
+	if rows := rep.r.scaleRows(); len(rows) > 0 {
+		g := goal{name: "Every scale row (1M-message database) within 1.2× of the same operation on a 100-message conversation in a small database",
+			want: "≤ 1.2×", known: true, met: true}
+		worst := rows[0]
+		var over []string
+		for _, row := range rows {
+			if row.ratio > worst.ratio {
+				worst = row
+			}
+			if row.ratio > scaleGoal {
+				g.met = false
+				over = append(over, fmt.Sprintf("%s %.2f×", row.name, row.ratio))
+			}
+		}
+		g.measured = fmt.Sprintf("worst %.2f× (%s; %d rows)", worst.ratio, worst.name, len(rows))
+		if !g.met {
+			g.miss = fmt.Sprintf("over 1.2×: %s (the scale table below)", strings.Join(over, ", "))
+		}
+		gs = append(gs, g)
+	}
 	throughput := func(workload, what, other string, min float64, pct bool) {
 		p, ok1 := rep.fig(workload, n, "parley")
 		o, ok2 := rep.fig(workload, n, other)
@@ -252,6 +272,7 @@ func (rep *report) markdown(chartFile string) string {
 			ms(f1.P50), ms(fN.P50), fN.Throughput, r.Clients)
 		w("\"p50 vs floor\" is Parley's p50 over the sum of the two p50s, run by run.\n\n")
 	}
+	rep.scaleTable(&b)
 	if f, ok := rep.fig("save-mixed", 1, "parley"); ok {
 		w("Parley saving the seven variants in turn (text, tool call, its result, file reference, MCP resource, mode change, image; 1 client): p50 %s, p99 %s, %.0f req/s.\n\n",
 			ms(f.P50), ms(f.P99), f.Throughput)
@@ -542,4 +563,62 @@ func seriesName(s string) string {
 		return "Parley before optimizing"
 	}
 	return targetNames[s]
+}
+
+// scaleGoal is the bound on each scale row's ratio to the small database's.
+const scaleGoal = 1.2
+
+// scaleRow is one operation in the large database beside the same in the small one.
+type scaleRow struct {
+	name, workload, target string
+	small, large           figure
+	ratio, lo, hi          float64
+}
+
+// scaleRows pairs every large-database measurement of the scale operations with the
+// small database's measurement of the same operation.
+func (r *results) scaleRows() []scaleRow {
+	var rows []scaleRow
+	for _, o := range scaleOps {
+		smallKey := keyOf(o.workload, 1, scaleTarget("small", min(o.sizes[0], scaleSizes[0])))
+		small, ok := r.figure(smallKey)
+		if !ok {
+			continue
+		}
+		for _, n := range o.sizes {
+			key := keyOf(o.workload, 1, scaleTarget("large", n))
+			large, ok := r.figure(key)
+			if !ok {
+				continue
+			}
+			x, lo, hi, _ := r.pairedRatios(key, smallKey, p50)
+			name := o.title
+			if n > 0 {
+				name = fmt.Sprintf("%s, %d messages", o.title, n)
+			}
+			rows = append(rows, scaleRow{name: name, workload: o.workload, target: scaleTarget("large", n), small: small, large: large, ratio: x, lo: lo, hi: hi})
+		}
+	}
+	return rows
+}
+
+// scaleTable shows the scale rows.
+func (rep *report) scaleTable(b *strings.Builder) {
+	rows := rep.r.scaleRows()
+	if len(rows) == 0 {
+		return
+	}
+	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	w("### Cost in history length and database size\n\n")
+	w("Each operation on conversations of 100, 10,000 and 100,000 messages in a database of %s, beside the same operation on a 100-message conversation in a small database (61 conversations, 220 messages), each served by a Parley of its own, measured back to back in every run (1 client; every field of every message; pages of 50). The goal is 1.2× at most.\n\n",
+		rep.r.ScaleDatabase)
+	w("| operation | small database p50 | large database p50 | p99 | ratio (runs) | |\n|---|---|---|---|---|---|\n")
+	for _, row := range rows {
+		mark := "met"
+		if row.ratio > scaleGoal {
+			mark = "**missed**"
+		}
+		w("| %s | %s | %s | %s | %.2f× (%.2f–%.2f×) | %s |\n", row.name, ms(row.small.P50), ms(row.large.P50), ms(row.large.P99), row.ratio, row.lo, row.hi, mark)
+	}
+	w("\n")
 }

@@ -29,6 +29,8 @@ type results struct {
 	Breakdowns    map[string][]string `json:"breakdowns,omitempty"`
 	ProfileFiles  []string            `json:"profileFiles,omitempty"`
 	Extra         []extraFigure       `json:"extra,omitempty"`
+	// ScaleDatabase describes the large database of the scale rows.
+	ScaleDatabase string `json:"scaleDatabase,omitempty"`
 	// Fanout is the realtime fan-out benchmark's own Markdown report.
 	Fanout string `json:"fanout,omitempty"`
 }
