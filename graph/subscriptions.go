@@ -22,13 +22,21 @@ var errNoEvents = &parley.Error{Code: parley.EUNAVAILABLE, Message: "Subscriptio
 func (r *Resolver) forward(ctx context.Context, s parley.MessageStream) <-chan *model.MessageEdge {
 	if target := transport.PushTargetFrom(ctx); target != nil {
 		ch := make(chan *model.MessageEdge, 1)
-		wake := target.Attach(func(ctx context.Context) (bool, error) {
+		var next parley.Message // polled, not yet pushed; only the operation's drain touches it
+		wake := target.Attach(func(ctx context.Context) (any, bool, error) {
 			m, err := s.Poll(ctx)
 			if m == nil || err != nil {
-				return false, err
+				return nil, false, err
 			}
-			ch <- messageEdge(m) // the operation takes it before it polls again
-			return true, nil
+			next = m
+			// Subscribers at the tail of a conversation share the stream's read, and so the
+			// very message: its identity says "the same event" to the transport, which then
+			// encodes it once for all the operations alike. (Meta is a pointer into the
+			// message whatever its variant, and comparable.)
+			return m.Meta(), true, nil
+		}, func() {
+			ch <- messageEdge(next) // the operation takes it before it polls again
+			next = nil
 		})
 		s.OnWake(wake)
 		return ch

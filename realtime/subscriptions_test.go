@@ -80,3 +80,54 @@ func positions(events []event) []int {
 	}
 	return out
 }
+
+// Subscribers of one event share its encoded result only with operations alike: the
+// same document and variables get the same event, another selection or another
+// conversation gets its own, over both protocols.
+func TestSharedResultsKeepEachOperationsOwn(t *testing.T) {
+	t.Parallel()
+	a := newReplica(t, "", replicaOptions{})
+	conv := a.CreateConversation(t, "shared")
+	other := a.CreateConversation(t, "other")
+	const narrow = `subscription($c: ID!) { messageAdded(conversationId: $c) { cursor node { ... on MessageBase { position } } } }`
+	ws, legacy := dial(t, a.URL, transportWS), dial(t, a.URL, legacyWS)
+	subs := map[string]*sub{
+		"same 1":             ws.subscribe(t, addedQuery(false), map[string]any{"c": conv}),
+		"same 2":             ws.subscribe(t, addedQuery(false), map[string]any{"c": conv}),
+		"same, legacy":       legacy.subscribe(t, addedQuery(false), map[string]any{"c": conv}),
+		"narrow selection":   ws.subscribe(t, narrow, map[string]any{"c": conv}),
+		"other conversation": ws.subscribe(t, addedQuery(false), map[string]any{"c": other}),
+	}
+	pollUntil(t, "the subscriptions to register", func() bool { return a.Hub.Stats().Subscribers == len(subs) })
+	const n = 5
+	var ids []string
+	for range n {
+		ids = append(ids, a.AddMessage(t, conv, testserver.Text("USER", "to all")).ID)
+	}
+	otherID := a.AddMessage(t, other, testserver.Text("USER", "elsewhere")).ID
+	for name, s := range subs {
+		want := n
+		if name == "other conversation" {
+			want = 1
+		}
+		events := s.waitCount(t, want)
+		if len(events) != want {
+			t.Errorf("%s: got %d events, want %d", name, len(events), want)
+			continue
+		}
+		for i, e := range events {
+			wantID, wantPos := "", i+1
+			switch name {
+			case "narrow selection": // no id selected
+			case "other conversation":
+				wantID = otherID
+			default:
+				wantID = ids[i]
+			}
+			if e.Node.ID != wantID || e.Node.Position != wantPos || e.Cursor != parley.MessageCursor(wantPos) ||
+				(name == "narrow selection") != (e.Node.Typename == "") {
+				t.Errorf("%s: event %d is %+v, want id %q at position %d", name, i, e, wantID, wantPos)
+			}
+		}
+	}
+}

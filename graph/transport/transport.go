@@ -57,6 +57,7 @@ func New(srv *handler.Server, cfg Config) http.Handler {
 		present:      cfg.Present,
 		readLimit:    cfg.MaxWebsocketMessageBytes,
 		auth:         cfg.WebsocketAuth,
+		shared:       newSharedResults(),
 	})
 	// The comment lines keep proxies from closing a quiet stream.
 	srv.AddTransport(sseTransport{

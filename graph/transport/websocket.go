@@ -51,6 +51,8 @@ type wsTransport struct {
 	readLimit    int64 // bytes a client message may have; more closes with 1009
 	// auth checks connection_init's payload; nil accepts every connection as it is.
 	auth WebsocketAuthFunc
+	// shared lets subscribers of one event share its encoded result.
+	shared *sharedResults
 }
 
 var _ graphql.Transport = wsTransport{}
@@ -481,20 +483,30 @@ func (c *wsConn) sendResponseID(id string, idJSON []byte, resp *graphql.Response
 	if c.legacy {
 		typ = "data"
 	}
-	if len(resp.Errors) > 0 || len(resp.Extensions) > 0 || len(resp.Data) == 0 || resp.Label != "" || resp.Path != nil || resp.HasNext != nil {
+	if !plainData(resp) {
 		p, err := json.Marshal(resp)
 		if err != nil {
 			return err
 		}
 		return c.send(wsMessage{ID: id, Type: typ, Payload: p})
 	}
-	b := make([]byte, 0, len(resp.Data)+len(idJSON)+48)
+	return c.sendData(idJSON, resp.Data)
+}
+
+// sendData frames a result that is data alone, by hand: json.Marshal would re-validate
+// and compact the data gqlgen has just written, for every subscriber.
+func (c *wsConn) sendData(idJSON, data []byte) error {
+	typ := "next"
+	if c.legacy {
+		typ = "data"
+	}
+	b := make([]byte, 0, len(data)+len(idJSON)+48)
 	b = append(b, `{"id":`...)
 	b = append(b, idJSON...)
 	b = append(b, `,"type":"`...)
 	b = append(b, typ...)
 	b = append(b, `","payload":{"data":`...)
-	b = append(b, resp.Data...)
+	b = append(b, data...)
 	b = append(b, "}}"...)
 	return c.write(b)
 }
@@ -510,11 +522,13 @@ type wsOp struct {
 	// Set by start before the first wake-up.
 	responses graphql.ResponseHandler
 	rctx      context.Context
+	shareKey  string // what its results depend on besides the event (see sharedResults)
 
 	mu      sync.Mutex
-	poll    func(context.Context) (bool, error) // set by a subscription resolver: see Attach
-	running bool                                // a drain is under way
-	again   bool                                // woken during the drain
+	poll    func(context.Context) (any, bool, error) // set by a subscription resolver: see Attach
+	push    func()
+	running bool // a drain is under way
+	again   bool // woken during the drain
 	ended   bool
 }
 
@@ -541,6 +555,9 @@ func (op *wsOp) start(params *graphql.RawParams) {
 	responses, rctx := c.exec.DispatchOperation(ctx, rc)
 	op.mu.Lock()
 	op.responses, op.rctx = responses, rctx
+	if op.poll != nil && c.t.shared != nil {
+		op.shareKey = shareKey(ctx, rc)
+	}
 	pushed := op.poll != nil
 	op.mu.Unlock()
 	if pushed {
@@ -565,11 +582,15 @@ type pushTargetKey struct{}
 // PushTarget is what a subscription resolver attaches its stream to, to be driven by
 // wake-ups instead of a goroutine of its own.
 type PushTarget interface {
-	// Attach gives the operation poll, which puts the next event into the channel the
-	// resolver returned (buffered, so it does not block) and reports true, or reports
-	// false when there is none yet; an error ends the subscription (ENOTFOUND completes
-	// it). It returns the function to call whenever poll may have something new.
-	Attach(poll func(context.Context) (bool, error)) (wake func())
+	// Attach gives the operation poll, which takes the next event and reports true, or
+	// reports false when there is none yet (an error ends the subscription; ENOTFOUND
+	// completes it), and push, which puts the event poll took into the channel the
+	// resolver returned (buffered, so it does not block). Poll also returns the event's
+	// identity, comparable, or nil: operations alike given events of the same identity
+	// have the same result, which is then executed once and shared, and push is not
+	// called for those that share it. It returns the function to call whenever poll may
+	// have something new.
+	Attach(poll func(context.Context) (event any, ok bool, err error), push func()) (wake func())
 }
 
 // PushTargetFrom returns the websocket operation a subscription resolver runs for, or
@@ -582,9 +603,9 @@ func PushTargetFrom(ctx context.Context) PushTarget {
 	return op
 }
 
-func (op *wsOp) Attach(poll func(context.Context) (bool, error)) func() {
+func (op *wsOp) Attach(poll func(context.Context) (any, bool, error), push func()) func() {
 	op.mu.Lock()
-	op.poll = poll
+	op.poll, op.push = poll, push
 	op.mu.Unlock()
 	return op.wake
 }
@@ -612,7 +633,7 @@ func (op *wsOp) wake() {
 func (op *wsOp) drain() {
 	c := op.c
 	for {
-		ready, err := op.poll(op.rctx)
+		event, ready, err := op.poll(op.rctx)
 		if err != nil {
 			if op.ctx.Err() == nil && parley.ErrorCode(err) != parley.ENOTFOUND {
 				c.sendErrors(op.id, gqlerror.List{c.t.present(op.rctx, err)})
@@ -633,12 +654,26 @@ func (op *wsOp) drain() {
 			op.mu.Unlock()
 			return
 		}
-		resp := op.responses(op.rctx)
-		if resp == nil {
+		execute := func() *graphql.Response {
+			op.push()
+			return op.responses(op.rctx)
+		}
+		var data []byte
+		var resp *graphql.Response
+		if event != nil && op.shareKey != "" {
+			data, resp = c.t.shared.result(op.shareKey, event, execute)
+		} else {
+			resp = execute()
+		}
+		if data != nil {
+			err = c.sendData(op.idJSON, data)
+		} else if resp == nil {
 			op.end(true)
 			return
+		} else {
+			err = c.sendResponseID(op.id, op.idJSON, resp)
 		}
-		if c.sendResponseID(op.id, op.idJSON, resp) != nil {
+		if err != nil {
 			return
 		}
 	}
