@@ -232,3 +232,27 @@ func TestReadPgbenchLogs(t *testing.T) {
 		t.Error("got no error for a malformed log line")
 	}
 }
+
+func TestMeasureInterleavedTakesTurns(t *testing.T) {
+	t.Parallel()
+	var order []int
+	ops := make([]op, 3)
+	for i := range ops {
+		ops[i] = func(ctx context.Context, client int) error {
+			order = append(order, i)
+			return nil
+		}
+	}
+	ss, err := measureInterleaved(context.Background(), 0, 30*time.Millisecond, ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range order {
+		if o != i%3 {
+			t.Fatalf("request %d went to op %d, want %d: %v", i, o, i%3, order)
+		}
+	}
+	if n := len(order) / 3; len(ss) != 3 || ss[0].Requests != n || ss[1].Requests != n || ss[2].Requests != n || n == 0 {
+		t.Errorf("got samples %+v of %d requests, want %d each", ss, len(order), n)
+	}
+}

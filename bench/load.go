@@ -174,3 +174,43 @@ func (g *gqlClient) post(ctx context.Context, client int, body []byte) ([]byte, 
 	}
 	return b, nil
 }
+
+// measureInterleaved measures ops with one client that does one of each in turn (in
+// the order given) for warmup (not recorded), then for d, and returns each op's sample.
+// Each op's requests are spread over the same stretch as the others', so a burst of
+// load from elsewhere on a shared machine slows all of them alike: their ratios hold
+// where measurements one after another would each meet different weather.
+func measureInterleaved(ctx context.Context, warmup, d time.Duration, ops []op) ([]sample, error) {
+	run := func(d time.Duration, record bool) ([][]time.Duration, time.Duration, error) {
+		lat := make([][]time.Duration, len(ops))
+		start := time.Now()
+		for time.Since(start) < d {
+			for i, do := range ops {
+				t0 := time.Now()
+				if err := do(ctx, 0); err != nil {
+					return nil, 0, err
+				}
+				if record {
+					lat[i] = append(lat[i], time.Since(t0))
+				}
+			}
+		}
+		return lat, time.Since(start), nil
+	}
+	if warmup > 0 {
+		if _, _, err := run(warmup, false); err != nil {
+			return nil, fmt.Errorf("warming up: %w", err)
+		}
+	}
+	lat, elapsed, err := run(d, true)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]sample, len(ops))
+	for i, l := range lat {
+		slices.Sort(l)
+		out[i] = sample{Clients: 1, Requests: len(l), Elapsed: elapsed, P50: percentile(l, 50), P99: percentile(l, 99),
+			Throughput: float64(len(l)) / elapsed.Seconds()}
+	}
+	return out, nil
+}

@@ -167,6 +167,24 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	for r := range cfg.runs {
 		logf("run %d of %d", r+1, cfg.runs)
 		for _, group := range plan {
+			if group[0].interleave {
+				if err := e.checkAlive(); err != nil {
+					return err
+				}
+				ops := make([]op, len(group))
+				for i, m := range group {
+					ops[i] = m.op
+				}
+				ss, err := measureInterleaved(ctx, cfg.warmup, cfg.duration, ops)
+				if err != nil {
+					return fmt.Errorf("%s: %w", group[0].key, err)
+				}
+				for i, m := range group {
+					logf("  %-28s p50 %8s  p99 %8s  %8.0f req/s", m.key, fmtDur(ss[i].P50), fmtDur(ss[i].P99), ss[i].Throughput)
+					res.Samples[m.key] = append(res.Samples[m.key], ss[i])
+				}
+				continue
+			}
 			// Rotate the targets of each group from run to run, so that none is always
 			// measured first (or right after the heaviest).
 			n := len(group)
@@ -255,6 +273,9 @@ type measurement struct {
 	op      op
 	// run, when not nil, measures instead of op: a load generator of its own (pgbench).
 	run func(ctx context.Context, clients int, warmup, d time.Duration) (sample, error)
+	// interleave, in a group's first measurement, measures the group's ops together with
+	// one client doing each in turn (measureInterleaved).
+	interleave bool
 }
 
 func keyOf(workload string, clients int, target string) string {

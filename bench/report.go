@@ -610,7 +610,7 @@ func (rep *report) scaleTable(b *strings.Builder) {
 	}
 	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	w("### Cost in history length and database size\n\n")
-	w("Each operation on conversations of 100, 10,000 and 100,000 messages in a database of %s, beside the same operation on a 100-message conversation in a small database (61 conversations, 220 messages), each served by a Parley of its own, measured back to back in every run (1 client; every field of every message; pages of 50). The goal is 1.2× at most.\n\n",
+	w("Each operation on conversations of 100, 10,000 and 100,000 messages in a database of %s, beside the same operation on a 100-message conversation in a small database (61 conversations, 220 messages), each served by a Parley of its own, measured together in every run: one client sending one request to each in turn, so that load from elsewhere on the machine falls on all of them alike (every field of every message; pages of 50). The goal is 1.2× at most.\n\n",
 		rep.r.ScaleDatabase)
 	w("| operation | small database p50 | large database p50 | p99 | ratio (runs) | |\n|---|---|---|---|---|---|\n")
 	for _, row := range rows {

@@ -221,7 +221,7 @@ func (e *env) scalePlan() [][]measurement {
 				}
 				body := o.body(s.convs[n], n)
 				c := s.client
-				group = append(group, measurement{key: keyOf(o.workload, 1, scaleTarget(s.name, n)), clients: 1,
+				group = append(group, measurement{key: keyOf(o.workload, 1, scaleTarget(s.name, n)), clients: 1, interleave: true,
 					op: func(ctx context.Context, client int) error {
 						_, err := c.post(ctx, client, body)
 						return err
