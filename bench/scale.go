@@ -11,6 +11,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/internal/selection"
 )
 
 // The scale rows: whether an operation costs the same in a conversation of 100,000
@@ -194,7 +195,7 @@ var scaleOps = []struct {
 // scalePageQuery reads a page of a conversation, every field of every message.
 const scalePageQuery = `query($c: ID!, $first: Int, $after: String, $last: Int, $before: String) { conversation(id: $c) {
 	messages(first: $first, after: $after, last: $last, before: $before) {
-		edges { cursor node {` + messageFields + `} } pageInfo { hasNextPage hasPreviousPage } } } }`
+		edges { cursor node {` + selection.MessageFields + `} } pageInfo { hasNextPage hasPreviousPage } } } }`
 
 // scaleTarget names a measurement of the scale rows: the database and the size of the
 // conversation.
