@@ -53,7 +53,7 @@ generate:
 	$(GO) generate ./...
 
 # bench: Parley beside raw SQL and PostGraphile, written to bench/report.md and
-# bench/report.svg (about 8 minutes; BENCH_ARGS="-runs 3 -duration 2s" for a quick look).
+# bench/report.svg (about 15 minutes; BENCH_ARGS="-runs 3 -duration 2s -scale-messages 0" for a quick look).
 bench: deps
 	@bash scripts/bench.sh $(BENCH_ARGS)
 
