@@ -53,16 +53,25 @@ func TestMedian(t *testing.T) {
 
 func TestMeasureCountsEveryClient(t *testing.T) {
 	var n atomic.Int64
+	var per [4]atomic.Int64
 	s, err := measure(context.Background(), 4, 0, 50*time.Millisecond, func(ctx context.Context, client int) error {
 		n.Add(1)
+		per[client].Add(1)
 		time.Sleep(time.Millisecond)
 		return nil
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if int64(s.Requests) != n.Load() || s.Requests < 40 {
-		t.Errorf("got %d requests recorded of %d done, want all and at least 40", s.Requests, n.Load())
+	// How many fit in 50 ms depends on the machine's load; that every one is recorded and
+	// every client ran does not.
+	if int64(s.Requests) != n.Load() {
+		t.Errorf("got %d requests recorded of %d done, want all", s.Requests, n.Load())
+	}
+	for c := range per {
+		if per[c].Load() == 0 {
+			t.Errorf("client %d did no request", c)
+		}
 	}
 	if s.P50 < time.Millisecond || s.P99 < s.P50 {
 		t.Errorf("got p50 %s, p99 %s: want p50 >= 1ms and p99 >= p50", s.P50, s.P99)
