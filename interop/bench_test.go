@@ -56,6 +56,7 @@ func genSession(n int) []byte {
 //
 //	go test -run '^$' -bench ImportClaudeCode -benchtime 3x ./interop/
 func BenchmarkImportClaudeCode(b *testing.B) {
+	ctx := parley.WithOwner(context.Background(), parley.LocalOwner)
 	data := genSession(1000)
 	b.Run("parse", func(b *testing.B) {
 		b.SetBytes(int64(len(data)))
@@ -68,7 +69,7 @@ func BenchmarkImportClaudeCode(b *testing.B) {
 		b.ReportMetric(float64(5000*b.N)/b.Elapsed().Seconds(), "msgs/s")
 	})
 	b.Run("store", func(b *testing.B) {
-		store, err := db.Open(context.Background(), pgtest.NewDatabase(b), db.Config{})
+		store, err := db.Open(ctx, pgtest.NewDatabase(b), db.Config{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -76,7 +77,7 @@ func BenchmarkImportClaudeCode(b *testing.B) {
 		svc := interop.New(store, store, store)
 		b.SetBytes(int64(len(data)))
 		for b.Loop() {
-			rep, err := svc.ImportConversation(context.Background(), parley.ImportClaudeCode, bytes.NewReader(data), parley.ImportTarget{})
+			rep, err := svc.ImportConversation(ctx, parley.ImportClaudeCode, bytes.NewReader(data), parley.ImportTarget{})
 			if err != nil || rep.Added != 5000 {
 				b.Fatalf("got %+v, %v", rep, err)
 			}
@@ -84,20 +85,20 @@ func BenchmarkImportClaudeCode(b *testing.B) {
 		b.ReportMetric(float64(5000*b.N)/b.Elapsed().Seconds(), "msgs/s")
 	})
 	b.Run("export", func(b *testing.B) {
-		store, err := db.Open(context.Background(), pgtest.NewDatabase(b), db.Config{})
+		store, err := db.Open(ctx, pgtest.NewDatabase(b), db.Config{})
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer store.Close()
 		svc := interop.New(store, store, store)
-		rep, err := svc.ImportConversation(context.Background(), parley.ImportClaudeCode, bytes.NewReader(data), parley.ImportTarget{})
+		rep, err := svc.ImportConversation(ctx, parley.ImportClaudeCode, bytes.NewReader(data), parley.ImportTarget{})
 		if err != nil {
 			b.Fatal(err)
 		}
 		for _, f := range []parley.TranscriptFormat{parley.TranscriptOpenAIChat, parley.TranscriptAnthropicMessages, parley.TranscriptMarkdown} {
 			b.Run(string(f), func(b *testing.B) {
 				for b.Loop() {
-					if _, err := svc.Transcript(context.Background(), rep.Conversation.ID, f, parley.TranscriptOptions{}); err != nil {
+					if _, err := svc.Transcript(ctx, rep.Conversation.ID, f, parley.TranscriptOptions{}); err != nil {
 						b.Fatal(err)
 					}
 				}
