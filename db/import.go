@@ -38,6 +38,7 @@ func (db *DB) ImportMessages(ctx context.Context, target parley.ImportTarget, im
 	if err != nil {
 		return nil, err
 	}
+	callIDs := importCallIDs(imp.Messages)
 	restore := make([]func(), len(imp.Messages))
 	for i, im := range imp.Messages {
 		restore[i] = restorer(im.Message)
@@ -70,11 +71,14 @@ func (db *DB) ImportMessages(ctx context.Context, target parley.ImportTarget, im
 				return err
 			}
 		}
-		// The conversation's row is this transaction's (created or locked): the messages
-		// are numbered here and the conversation bumped once, at the end (see
-		// insertMessageAt).
+		// The conversation's row is this transaction's (created or locked): the writer
+		// numbers the messages and bumps the conversation once, at the end.
 		var last int
 		if err := tx.GetContext(ctx, &last, `SELECT last_position FROM conversations WHERE id = $1`, convKey); err != nil {
+			return err
+		}
+		w, err := newBulkWriter(ctx, tx, convKey, last, callIDs, report.Created)
+		if err != nil {
 			return err
 		}
 		for _, im := range imp.Messages {
@@ -83,7 +87,7 @@ func (db *DB) ImportMessages(ctx context.Context, target parley.ImportTarget, im
 				continue
 			}
 			if id := im.Message.Meta().SourceID; id != "" && present[id] {
-				grew, err := db.growReply(ctx, tx, convKey, id, im.Message)
+				grew, err := db.growReply(ctx, tx, convKey, id, im.Message, w)
 				if err != nil {
 					return parley.WithOrigin(im.Origin, err)
 				}
@@ -94,17 +98,13 @@ func (db *DB) ImportMessages(ctx context.Context, target parley.ImportTarget, im
 				report.AlreadyPresent++
 				continue
 			}
-			if err := db.insertMessageAt(ctx, tx, convKey, im.Message, last+1); err != nil {
+			if err := w.add(ctx, tx, im.Message); err != nil {
 				return parley.WithOrigin(im.Origin, err)
 			}
-			last++
 			added = append(added, im.Message)
 		}
-		if len(added) > 0 {
-			if _, err := tx.ExecContext(ctx, `UPDATE conversations SET last_position = $2,
-				message_count = message_count + $3, updated_at = now() WHERE id = $1`, convKey, last, len(added)); err != nil {
-				return fmt.Errorf("bump conversation: %w", err)
-			}
+		if err := w.finish(ctx, db, tx); err != nil {
+			return err
 		}
 		var row conversationRow
 		if err := tx.GetContext(ctx, &row, `SELECT `+conversationColumns+` FROM conversations WHERE id = $1`, convKey); err != nil {
@@ -123,6 +123,23 @@ func (db *DB) ImportMessages(ctx context.Context, target parley.ImportTarget, im
 	report.Added = len(added)
 	report.AddedByVariant = parley.CountVariants(added)
 	return report, nil
+}
+
+// importCallIDs lists the tool call ids msgs make or answer: those whose stored rows the
+// import must know.
+func importCallIDs(msgs []parley.ImportedMessage) []string {
+	var ids []string
+	for _, im := range msgs {
+		switch m := im.Message.(type) {
+		case *parley.ToolRequestMessage:
+			for _, c := range m.ToolCalls {
+				ids = append(ids, c.ID)
+			}
+		case *parley.ToolResultMessage:
+			ids = append(ids, m.ToolCallID)
+		}
+	}
+	return ids
 }
 
 // findCopies reads into c the stored messages that incoming messages could be copies of
@@ -166,7 +183,7 @@ func findCopies(ctx context.Context, tx *txn, convKey string, msgs []parley.Impo
 // growReply reads the message imported before under sourceID and, when parley.GrowReply
 // says the incoming one m is a longer copy of it, writes the longer one over it, keeping
 // its id, position, time and the decisions on its calls. It reports whether it did.
-func (db *DB) growReply(ctx context.Context, tx *txn, convKey, sourceID string, m parley.Message) (bool, error) {
+func (db *DB) growReply(ctx context.Context, tx *txn, convKey, sourceID string, m parley.Message, w *bulkWriter) (bool, error) {
 	switch m := m.(type) {
 	case *parley.ToolRequestMessage:
 	case *parley.TextMessage:
@@ -197,6 +214,7 @@ func (db *DB) growReply(ctx context.Context, tx *txn, convKey, sourceID string, 
 		if err := recordToolCalls(ctx, tx, convKey, row.ID, added); err != nil {
 			return false, err
 		}
+		w.noteStoredCalls(row.ID, added)
 	}
 	return true, nil
 }

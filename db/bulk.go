@@ -1,0 +1,235 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/lib/pq"
+
+	"github.com/parley-dev/parley"
+)
+
+// bulkWriter stores an import's new messages and their tool-call index rows with COPY,
+// a batch at a time, instead of three statements a message: the import of a long agent
+// session was bound by round trips (300,000 of them for 100,000 messages). It numbers
+// the messages itself (the import holds the conversation's row lock), gives them ids
+// made here, so that results can name their calls' rows before anything is sent, and
+// applies the tool-call rules (parley.CheckNewToolCalls, CheckResultCall) in memory,
+// against the calls the conversation had (read once) and those of the import so far.
+type bulkWriter struct {
+	convKey string
+	now     time.Time
+	last    int // the position of the last message numbered
+	calls   map[string]*bulkCall
+	dirty   []string // calls whose row is to be copied in or given its result at the next flush
+
+	rows     [][]any // messages not yet sent
+	rowBytes int
+	added    int
+	lastKey  string // the key of the last message numbered, for the notification
+}
+
+// bulkCall is a tool call of the conversation as the import sees it.
+type bulkCall struct {
+	name       string
+	requestKey string
+	resultKey  string // the message answering it, "" while unanswered
+	// stored says its row is in tool_calls already (stored before the import, or added
+	// by a reply that grew); a result for it then updates the row, else the row is
+	// copied in with its result.
+	stored    bool
+	resultNew bool // the result is the import's
+}
+
+// flushRows and flushBytes bound a batch: memory, not round trips, sets them.
+const (
+	flushRows  = 5000
+	flushBytes = 16 << 20
+)
+
+var messageCopyColumns = []string{"id", "conversation_id", "position", "schema_version", "kind", "role", "content",
+	"tool_calls", "tool_results", "payload", "source_id", "created_at", "updated_at"}
+
+// newBulkWriter starts writing after position last of the conversation, whose stored
+// tool calls among callIDs it reads first.
+func newBulkWriter(ctx context.Context, tx *txn, convKey string, last int, callIDs []string, created bool) (*bulkWriter, error) {
+	now, err := tx.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w := &bulkWriter{convKey: convKey, now: now, last: last, calls: make(map[string]*bulkCall)}
+	if created || len(callIDs) == 0 {
+		return w, nil // a new conversation has no calls
+	}
+	// One index lookup per id (see recordToolCalls for why not call_id = ANY).
+	var rows []struct {
+		CallID   string  `db:"call_id"`
+		Name     string  `db:"name"`
+		Request  string  `db:"request_id"`
+		ResultID *string `db:"result_id"`
+	}
+	if err := tx.SelectContext(ctx, &rows, `SELECT t.call_id, t.name, t.request_id, t.result_id
+		FROM unnest($2::text[]) AS c(call_id)
+		CROSS JOIN LATERAL (SELECT call_id, name, request_id, result_id FROM tool_calls
+			WHERE conversation_id = $1 AND call_id = c.call_id LIMIT 1) t`, convKey, pq.Array(callIDs)); err != nil {
+		return nil, fmt.Errorf("find stored tool calls: %w", err)
+	}
+	for _, r := range rows {
+		c := &bulkCall{name: r.Name, requestKey: r.Request, stored: true}
+		if r.ResultID != nil {
+			c.resultKey = *r.ResultID
+		}
+		w.calls[r.CallID] = c
+	}
+	return w, nil
+}
+
+// noteStoredCalls records calls whose rows a statement of the import wrote (a reply
+// that grew), so that results later in the import update them.
+func (w *bulkWriter) noteStoredCalls(requestKey string, calls []parley.ToolCall) {
+	for _, c := range calls {
+		w.calls[c.ID] = &bulkCall{name: c.Name, requestKey: requestKey, stored: true}
+	}
+}
+
+// add numbers m as the conversation's next message, checks its calls or the call it
+// answers, fills in its meta and queues its row; it flushes a full batch.
+func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message) error {
+	key := uuid.NewString()
+	switch m := m.(type) {
+	case *parley.ToolRequestMessage:
+		var taken []string
+		for _, c := range m.ToolCalls {
+			if _, ok := w.calls[c.ID]; ok {
+				taken = append(taken, c.ID)
+			}
+		}
+		if err := parley.CheckNewToolCalls(m.ToolCalls, taken); err != nil {
+			return err
+		}
+		for _, c := range m.ToolCalls {
+			w.calls[c.ID] = &bulkCall{name: c.Name, requestKey: key}
+			w.dirty = append(w.dirty, c.ID)
+		}
+	case *parley.ToolResultMessage:
+		c, found := w.calls[m.ToolCallID]
+		answeredBy := ""
+		if found && c.resultKey != "" {
+			answeredBy = parley.MessageID(c.resultKey)
+		}
+		if err := parley.CheckResultCall(m.ToolCallID, found, answeredBy); err != nil {
+			return err
+		}
+		if c.stored {
+			w.dirty = append(w.dirty, m.ToolCallID)
+		}
+		c.resultKey, c.resultNew = key, true
+		m.ToolName = c.name
+	case *parley.MCPResourceMessage:
+		if m.RetrievedAt.IsZero() {
+			m.RetrievedAt = w.now // retrieved now: the transaction's time, also its createdAt
+		}
+	}
+	meta := m.Meta()
+	created := w.now
+	if !meta.CreatedAt.IsZero() {
+		created = meta.CreatedAt.Round(time.Microsecond) // what Postgres keeps
+	}
+	row, err := encodeMessage(m)
+	if err != nil {
+		return err
+	}
+	w.last++
+	w.added++
+	w.lastKey = key
+	meta.ID = parley.MessageID(key)
+	meta.ConversationID = parley.ConversationID(w.convKey)
+	meta.Position = w.last
+	meta.CreatedAt, meta.UpdatedAt = created, w.now
+	w.rows = append(w.rows, []any{key, w.convKey, w.last, row.SchemaVersion, row.Kind, row.Role, row.Content,
+		nullJSON(row.ToolCalls), nullJSON(row.ToolResults), string(row.Payload), row.SourceID, created, w.now})
+	w.rowBytes += len(row.Content) + len(row.ToolCalls) + len(row.ToolResults) + len(row.Payload)
+	if len(w.rows) >= flushRows || w.rowBytes >= flushBytes {
+		return w.flush(ctx, tx)
+	}
+	return nil
+}
+
+// flush sends the queued messages with one COPY, then the tool-call rows whose request
+// and (when answered) result are now stored: new calls copied in, stored calls that the
+// import answered updated with one statement.
+func (w *bulkWriter) flush(ctx context.Context, tx *txn) error {
+	if len(w.rows) > 0 {
+		if err := copyIn(ctx, tx, "messages", messageCopyColumns, w.rows); err != nil {
+			return fmt.Errorf("copy messages into %s: %w", parley.ConversationID(w.convKey), err)
+		}
+		clear(w.rows)
+		w.rows, w.rowBytes = w.rows[:0], 0
+	}
+	var calls [][]any
+	var storedIDs, storedResults []string
+	for _, id := range w.dirty {
+		c := w.calls[id]
+		switch {
+		case !c.stored:
+			var result any
+			if c.resultKey != "" {
+				result = c.resultKey
+			}
+			calls = append(calls, []any{w.convKey, id, c.name, c.requestKey, result})
+			c.stored, c.resultNew = true, false
+		case c.resultNew:
+			storedIDs, storedResults = append(storedIDs, id), append(storedResults, c.resultKey)
+			c.resultNew = false
+		}
+	}
+	if len(calls) > 0 {
+		if err := copyIn(ctx, tx, "tool_calls", []string{"conversation_id", "call_id", "name", "request_id", "result_id"}, calls); err != nil {
+			return fmt.Errorf("copy tool calls into %s: %w", parley.ConversationID(w.convKey), err)
+		}
+	}
+	if len(storedIDs) > 0 {
+		if _, err := tx.ExecContext(ctx, `UPDATE tool_calls t SET result_id = r.result_id::uuid
+			FROM unnest($2::text[], $3::text[]) AS r(call_id, result_id)
+			WHERE t.conversation_id = $1 AND t.call_id = r.call_id`, w.convKey, pq.Array(storedIDs), pq.Array(storedResults)); err != nil {
+			return fmt.Errorf("record results of stored tool calls: %w", err)
+		}
+	}
+	w.dirty = w.dirty[:0]
+	return nil
+}
+
+// finish flushes what is queued and, when the import added messages, moves the
+// conversation's head past them and announces the last one: a subscriber woken by it
+// reads everything after what it has, so one notification serves them all.
+func (w *bulkWriter) finish(ctx context.Context, db *DB, tx *txn) error {
+	if err := w.flush(ctx, tx); err != nil {
+		return err
+	}
+	if w.added == 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET last_position = $2,
+		message_count = message_count + $3, updated_at = now() WHERE id = $1`, w.convKey, w.last, w.added); err != nil {
+		return fmt.Errorf("bump conversation: %w", err)
+	}
+	return db.notifyAdded(ctx, tx, w.convKey, w.lastKey, w.last)
+}
+
+// copyIn copies rows into table's columns with COPY FROM STDIN (lib/pq's CopyIn).
+func copyIn(ctx context.Context, tx *txn, table string, columns []string, rows [][]any) error {
+	stmt, err := tx.PrepareContext(ctx, pq.CopyIn(table, columns...))
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, r := range rows {
+		if _, err := stmt.ExecContext(ctx, r...); err != nil {
+			return err
+		}
+	}
+	_, err = stmt.ExecContext(ctx)
+	return err
+}
