@@ -101,13 +101,7 @@ func (c *Cluster) prepareDirs() error {
 	if !fi.IsDir() {
 		return fmt.Errorf("data directory %s is not a directory", c.dataDir)
 	}
-	c.socketDir = filepath.Join(c.dataDir, "sock")
-	if len(c.socketDir)+len(socketName()) > maxSocketPath {
-		// The socket must live somewhere short. A name derived from DataDir keeps DSNs
-		// stable across restarts; makeSocketDir checks nobody else prepared it for us.
-		sum := sha256.Sum256([]byte(c.dataDir))
-		c.socketDir = filepath.Join("/tmp", "parley-"+hex.EncodeToString(sum[:6]))
-	}
+	c.socketDir = socketDirFor(c.dataDir)
 	if c.runAs == nil {
 		return nil
 	}
@@ -172,3 +166,16 @@ func (c *Cluster) makeSocketDir() error {
 }
 
 func socketName() string { return "/.s.PGSQL." + strconv.Itoa(port) }
+
+// socketDirFor is the socket directory of the cluster in dataDir (absolute):
+// dataDir/sock, or, when that path is too long for a Unix socket, somewhere short named
+// after dataDir, which keeps DSNs stable across restarts (makeSocketDir checks nobody
+// else prepared it for us).
+func socketDirFor(dataDir string) string {
+	dir := filepath.Join(dataDir, "sock")
+	if len(dir)+len(socketName()) > maxSocketPath {
+		sum := sha256.Sum256([]byte(dataDir))
+		dir = filepath.Join("/tmp", "parley-"+hex.EncodeToString(sum[:6]))
+	}
+	return dir
+}

@@ -58,6 +58,10 @@ type Config struct {
 	// Fast trades durability for speed (fsync, synchronous_commit and full_page_writes
 	// off): for tests, whose clusters are thrown away, never for data anyone keeps.
 	Fast bool
+	// Shared lets other processes use the cluster while this one runs it (Attach):
+	// parley serve's cluster, which the CLI's commands work beside. The lock file
+	// (DataDir/localpg.lock) then says so, with this process's pid.
+	Shared bool
 }
 
 // Cluster is a running (or stopped) private PostgreSQL cluster. Its methods are safe
@@ -68,6 +72,7 @@ type Cluster struct {
 	socketDir string
 	binDir    string
 	fast      bool
+	shared    bool
 	log       *slog.Logger
 	runAs     *runAs // nil unless we are root and postgres must run as another user
 
@@ -102,6 +107,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		dataDir: dataDir,
 		pgdata:  filepath.Join(dataDir, "pgdata"),
 		fast:    cfg.Fast,
+		shared:  cfg.Shared,
 		log:     logger.With("component", "localpg", "data_dir", dataDir),
 	}
 	c.binDir, err = findBinDir(cfg.BinDir, c.pgdata)
@@ -348,7 +354,70 @@ func (c *Cluster) lockDataDir() (*os.File, error) {
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
+	mode := "private"
+	if c.shared {
+		mode = sharedMode
+	}
+	// Who holds it, for Attach and for the error another process reports.
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(fmt.Sprintf("%d %s\n", os.Getpid(), mode)), 0)
+	}
 	return f, nil
+}
+
+// sharedMode marks the lock file of a shared cluster (Config.Shared).
+const sharedMode = "shared"
+
+// ErrNotShared is returned by Attach when the process running the cluster does not
+// share it (a parley command rather than a server), or nothing runs it.
+var ErrNotShared = errors.New("no shared postgres is running on this data directory")
+
+// Attach returns the cluster that another process runs on cfg.DataDir and shares
+// (Config.Shared: a parley serve), to connect to over its socket instead of starting
+// a second postgres, which the data directory's lock forbids. Its Stop does nothing: the
+// cluster stays its owner's. Only DataDir is read from cfg. It fails with ErrNotShared
+// (saying what holds the directory) when no live process shares a cluster there.
+func Attach(cfg Config) (*Cluster, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("localpg: Config.DataDir is empty")
+	}
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("localpg: data directory %q: %w", cfg.DataDir, err)
+	}
+	path := filepath.Join(dataDir, "localpg.lock")
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s has no cluster running", ErrNotShared, dataDir)
+	} else if err != nil {
+		return nil, fmt.Errorf("localpg: %w", err)
+	}
+	defer f.Close()
+	// A shared lock we can take means no process holds the exclusive one: nothing runs.
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err == nil {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		return nil, fmt.Errorf("%w: %s has no cluster running", ErrNotShared, dataDir)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 256))
+	if err != nil {
+		return nil, fmt.Errorf("localpg: read %s: %w", path, err)
+	}
+	var pid int
+	var mode string
+	if _, err := fmt.Sscanf(string(b), "%d %s", &pid, &mode); err != nil || mode != sharedMode {
+		holder := "another parley command"
+		if pid > 0 {
+			holder = fmt.Sprintf("%s (pid %d)", holder, pid)
+		}
+		return nil, fmt.Errorf("%w: %s is in use by %s, which does not share its postgres; wait for it to finish",
+			ErrNotShared, dataDir, holder)
+	}
+	c := &Cluster{dataDir: dataDir, pgdata: filepath.Join(dataDir, "pgdata"), log: slog.New(slog.DiscardHandler)}
+	c.socketDir = socketDirFor(dataDir)
+	if _, err := os.Stat(filepath.Join(c.socketDir, socketName())); err != nil {
+		return nil, fmt.Errorf("%w: the server using %s (pid %d) has no socket in %s yet", ErrNotShared, dataDir, pid, c.socketDir)
+	}
+	return c, nil
 }
 
 // openLog opens a fresh DataDir/postgres.log for this run, keeping the previous run's

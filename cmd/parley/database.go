@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,8 +16,10 @@ import (
 )
 
 // openDatabase returns the DSN of the database cfg selects and a function that releases
-// what it started: the embedded cluster when no URL is given.
-func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) (dsn string, release func(), err error) {
+// what it started: the embedded cluster when no URL is given. A server (serving) shares
+// its embedded cluster; any other command, finding the data directory held by a
+// running server, uses that server's cluster over its socket instead of starting one.
+func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger, serving bool) (dsn string, release func(), err error) {
 	if url := cfg.Process.DatabaseURL; url != "" {
 		return url, func() {}, nil
 	}
@@ -27,7 +30,15 @@ func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) (dsn
 		}
 	}
 	log.Info("starting embedded Postgres", "dataDir", dir)
-	cluster, err := localpg.Start(ctx, localpg.Config{DataDir: dir, Logger: log})
+	cluster, err := localpg.Start(ctx, localpg.Config{DataDir: dir, Logger: log, Shared: serving})
+	if errors.Is(err, localpg.ErrAlreadyRunning) && !serving {
+		shared, aerr := localpg.Attach(localpg.Config{DataDir: dir})
+		if aerr != nil {
+			return "", nil, fmt.Errorf("embedded Postgres: %w\n(or give --database-url to use another database)", aerr)
+		}
+		log.Info("using the Postgres of the parley serve running on the data directory", "dataDir", dir)
+		return shared.DSN("parley"), func() {}, nil
+	}
 	if err != nil {
 		return "", nil, fmt.Errorf("embedded Postgres: %w", err)
 	}
@@ -49,8 +60,8 @@ func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) (dsn
 }
 
 // openMigrated opens the database cfg selects (openDatabase) and migrates it.
-func openMigrated(ctx context.Context, cfg config.Config, log *slog.Logger) (dsn string, release func(), err error) {
-	if dsn, release, err = openDatabase(ctx, cfg, log); err != nil {
+func openMigrated(ctx context.Context, cfg config.Config, log *slog.Logger, serving bool) (dsn string, release func(), err error) {
+	if dsn, release, err = openDatabase(ctx, cfg, log, serving); err != nil {
 		return "", nil, err
 	}
 	if err := db.Migrate(ctx, dsn); err != nil {
@@ -72,7 +83,7 @@ func withDatabase(ctx context.Context, cmd *cli.Command, stderr io.Writer, fn fu
 	if err != nil {
 		return err
 	}
-	dsn, release, err := openMigrated(ctx, cfg, log)
+	dsn, release, err := openMigrated(ctx, cfg, log, false)
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer)
 		return err
 	}
 	defer obs.stop()
-	dsn, release, err := openMigrated(ctx, cfg, log)
+	dsn, release, err := openMigrated(ctx, cfg, log, true)
 	if err != nil {
 		return err
 	}
