@@ -163,8 +163,10 @@ func importedMessages(out []byte) (int, error) {
 	if err := json.Unmarshal([]byte(s), &rep); err != nil {
 		return 0, fmt.Errorf("read the import report: %w: %.500s", err, out)
 	}
-	if v, ok := rep["Added"].(float64); ok {
-		return int(v), nil
+	for _, k := range []string{"added", "Added"} { // camelCase since the CLI speaks the API's names
+		if v, ok := rep[k].(float64); ok {
+			return int(v), nil
+		}
 	}
 	return 0, fmt.Errorf("the import report says nothing of messages imported: %.500s", out)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -32,7 +31,7 @@ func importCommand(stdout, stderr io.Writer) *cli.Command {
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Required: true, Usage: "CLAUDE_CODE_JSONL, OPENAI_CHAT, ANTHROPIC_MESSAGES or PARLEY_JSON"},
 			&cli.StringFlag{Name: "conversation", Aliases: []string{"c"}, Usage: "import into this conversation (its id) instead of a new one"},
 			&cli.StringFlag{Name: "title", Aliases: []string{"t"}, Usage: "title of the new conversation (default: the source's title, else its first prompt)"},
-			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
+			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON, in the API's field names (importConversation's ImportReport)"},
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			format, err := parley.ParseImportFormat(cmd.String("format"))
@@ -65,9 +64,7 @@ func importCommand(stdout, stderr io.Writer) *cli.Command {
 					return userError(err)
 				}
 				if cmd.Bool("json") {
-					enc := json.NewEncoder(stdout)
-					enc.SetIndent("", "  ")
-					return enc.Encode(rep)
+					return writeJSON(stdout, importReportView(rep, ownerName(ctx)))
 				}
 				printImportReport(stdout, rep)
 				return nil

@@ -38,7 +38,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			serveCommand(stdout, stderr),
 			migrateCommand(stdout, stderr),
 			importCommand(stdout, stderr), exportCommand(stdout, stderr),
-			tokenCommand(stdout, stderr),
+			conversationsCommand(stdout, stderr), tokenCommand(stdout, stderr),
 		},
 	}
 	return app.Run(ctx, args)

@@ -15,3 +15,9 @@ func withOwner(ctx context.Context, cfg config.Config) (context.Context, error) 
 	}
 	return parley.WithOwner(ctx, owner), nil
 }
+
+// ownerName is the owner ctx acts for (withOwner), for output.
+func ownerName(ctx context.Context) string {
+	owner, _ := parley.OwnerFrom(ctx)
+	return owner
+}
