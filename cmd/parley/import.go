@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v3"
@@ -45,14 +46,20 @@ func importCommand(stdout, stderr io.Writer) *cli.Command {
 				return fmt.Errorf("give --conversation or --title, not both")
 			}
 			var in io.Reader = stdin
+			size, name := int64(-1), "standard input"
 			if path := cmd.Args().First(); path != "-" {
 				f, err := os.Open(path)
 				if err != nil {
 					return err
 				}
 				defer f.Close()
-				in = f
+				in, name = f, filepath.Base(path)
+				if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+					size = fi.Size()
+				}
 			}
+			prog := newProgress(stderr, size, "importing "+name)
+			in = io.TeeReader(in, prog)
 			return withStore(ctx, cmd, stderr, func(cfg config.Config, store *db.DB) error {
 				ctx, err := withOwner(ctx, cfg)
 				if err != nil {
@@ -60,6 +67,7 @@ func importCommand(stdout, stderr io.Writer) *cli.Command {
 				}
 				rep, err := interop.New(store, store, store).ImportConversation(ctx, format, in,
 					parley.ImportTarget{ConversationID: cmd.String("conversation"), Title: cmd.String("title")})
+				prog.Finish()
 				if err != nil {
 					return userError(err)
 				}
