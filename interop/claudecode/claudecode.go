@@ -131,7 +131,7 @@ type reply struct {
 	createdAt time.Time
 	parts     []parley.Part
 	calls     []parley.ToolCall
-	seen      map[string]bool // fingerprints of blocks already read
+	seen      map[[16]byte]bool // digests of blocks already read: not the blocks, which can be large
 }
 
 // item is one entry of the output, in file order: a finished message or a reply.
@@ -508,7 +508,7 @@ func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Tim
 	r := p.replies[key]
 	continued := r != nil
 	if r == nil {
-		r = &reply{line: n, sourceID: key, createdAt: created, seen: make(map[string]bool)}
+		r = &reply{line: n, sourceID: key, createdAt: created, seen: make(map[[16]byte]bool)}
 		p.replies[key] = r
 		p.items = append(p.items, item{reply: r, origin: where})
 		p.turns++
@@ -519,10 +519,12 @@ func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Tim
 		if b.Type == "image" && b.Source != nil {
 			fp += b.Source.Data + b.Source.URL
 		}
-		if r.seen[fp] {
+		sum := sha256.Sum256([]byte(fp))
+		digest := [16]byte(sum[:16])
+		if r.seen[digest] {
 			continue
 		}
-		r.seen[fp] = true
+		r.seen[digest] = true
 		added++
 		field := fmt.Sprintf("message.content[%d]", i)
 		switch b.Type {
