@@ -1,0 +1,70 @@
+package interop_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/parley-dev/parley/internal/testserver"
+)
+
+// chatWithCalls is an OpenAI chat of n exchanges (a prompt, a call of Read, its result);
+// answered says whether the last call has its result.
+func chatWithCalls(n int, answered bool) string {
+	var msgs []obj
+	for i := range n {
+		call := fmt.Sprintf("call_%d", i)
+		msgs = append(msgs,
+			obj{"role": "user", "content": fmt.Sprintf("step %d", i)},
+			obj{"role": "assistant", "content": nil, "tool_calls": []obj{{"id": call, "type": "function",
+				"function": obj{"name": "Read", "arguments": fmt.Sprintf(`{"path":"f%d.go"}`, i)}}}})
+		if i < n-1 || answered {
+			msgs = append(msgs, obj{"role": "tool", "tool_call_id": call, "content": fmt.Sprintf("package f%d", i)})
+		}
+	}
+	b, _ := json.Marshal(msgs)
+	return string(b)
+}
+
+// TestImportBatchesLinkCalls imports a history longer than one COPY batch (5,000
+// messages), where a call at the end of the first batch is answered in the second, into
+// a conversation holding an earlier import whose last call had no result yet: every
+// result names its tool, and every call counts as answered (a second result for it is
+// refused), whether its row was stored before, copied in an earlier batch or in the
+// same one.
+func TestImportBatchesLinkCalls(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	const n = 1700 // 5,100 messages; the call of exchange 1666 is message 5,000
+	first := importData(t, srv, "OPENAI_CHAT", chatWithCalls(10, false), "", "calls")
+	if first.Added != 29 {
+		t.Fatalf("the first import: got %d messages, want 29", first.Added)
+	}
+	rep := importData(t, srv, "OPENAI_CHAT", chatWithCalls(n, true), first.Conversation.ID, "")
+	if rep.AlreadyPresent != 29 || rep.Added != 3*n-29 || rep.Conversation.MessageCount != 3*n {
+		t.Fatalf("the longer copy: got alreadyPresent %d, added %d, messageCount %d; want 29, %d, %d",
+			rep.AlreadyPresent, rep.Added, rep.Conversation.MessageCount, 3*n-29, 3*n)
+	}
+	msgs := fetchMessages(t, srv, first.Conversation.ID)
+	for i, m := range msgs {
+		if int(m["position"].(float64)) != i+1 {
+			t.Fatalf("message %d has position %v", i, m["position"])
+		}
+		if m["__typename"] == "ToolResultMessage" && m["toolName"] != "Read" {
+			t.Errorf("the result at position %d: toolName %v, want Read", i+1, m["toolName"])
+		}
+	}
+	for _, call := range []string{"call_9", "call_1666", "call_1667", "call_1699"} {
+		r := srv.Do(t, `mutation($c: ID!, $i: MessageInput!) { addMessage(conversationId: $c, input: $i) { cursor } }`,
+			map[string]any{"c": first.Conversation.ID, "i": obj{"toolResult": obj{"toolCallId": call, "status": "SUCCESS", "content": "again"}}})
+		if got := r.ErrorCode(t); got != "CONFLICT" {
+			t.Errorf("a second result for %s: got %s, want CONFLICT (the import's result is recorded)", call, got)
+		}
+	}
+	// A result for a call no import made is refused, so the index has only real calls.
+	r := srv.Do(t, `mutation($c: ID!, $i: MessageInput!) { addMessage(conversationId: $c, input: $i) { cursor } }`,
+		map[string]any{"c": first.Conversation.ID, "i": obj{"toolResult": obj{"toolCallId": "call_x", "status": "SUCCESS", "content": "?"}}})
+	if got := r.ErrorCode(t); got != "BAD_USER_INPUT" {
+		t.Errorf("a result for an unknown call: got %s, want BAD_USER_INPUT", got)
+	}
+}
