@@ -20,21 +20,44 @@ import (
 // no two carry the same source id, before the database is touched: most bad imports
 // fail here. It returns the source ids, in order. Errors name the message's origin.
 func PrepareImport(imp *Import, lim Limits) ([]string, error) {
-	seen := make(map[string]string, len(imp.Messages))
+	c := NewImportChecker(lim)
 	ids := make([]string, 0, len(imp.Messages))
 	for _, im := range imp.Messages {
-		if err := Prepare(im.Message, lim); err != nil {
-			return nil, WithOrigin(im.Origin, err)
+		if err := c.Check(im); err != nil {
+			return nil, err
 		}
 		if id := im.Message.Meta().SourceID; id != "" {
-			if prev, dup := seen[id]; dup {
-				return nil, Errorf(EINVALID, "%s: source id %q is also the id of %s", im.Origin, id, prev)
-			}
-			seen[id] = im.Origin
 			ids = append(ids, id)
 		}
 	}
 	return ids, nil
+}
+
+// ImportChecker applies PrepareImport's rules one message at a time, for an import read
+// as a stream.
+type ImportChecker struct {
+	lim  Limits
+	seen map[string]string // source id -> origin
+}
+
+// NewImportChecker returns a checker for one import.
+func NewImportChecker(lim Limits) *ImportChecker {
+	return &ImportChecker{lim: lim, seen: make(map[string]string)}
+}
+
+// Check validates and sanitizes im's message (Prepare) and checks that no earlier
+// message of the import carries its source id. Errors name the message's origin.
+func (c *ImportChecker) Check(im ImportedMessage) error {
+	if err := Prepare(im.Message, c.lim); err != nil {
+		return WithOrigin(im.Origin, err)
+	}
+	if id := im.Message.Meta().SourceID; id != "" {
+		if prev, dup := c.seen[id]; dup {
+			return Errorf(EINVALID, "%s: source id %q is also the id of %s", im.Origin, id, prev)
+		}
+		c.seen[id] = im.Origin
+	}
+	return nil
 }
 
 // WithOrigin puts where a message came from (an ImportedMessage's Origin) in front of a

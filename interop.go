@@ -198,13 +198,25 @@ var variantOrder = []string{
 
 // CountVariants counts msgs per variant, in the API's variant order, leaving out zeros.
 func CountVariants(msgs []Message) []VariantCount {
-	counts := make(map[string]int)
+	counts := make(VariantCounter)
 	for _, m := range msgs {
-		counts[VariantName(m)]++
+		counts.Add(m)
 	}
+	return counts.Counts()
+}
+
+// VariantCounter counts messages per variant as they go by (a streamed import keeps
+// the counts, not the messages).
+type VariantCounter map[string]int
+
+// Add counts m.
+func (c VariantCounter) Add(m Message) { c[VariantName(m)]++ }
+
+// Counts returns the counts in the API's variant order, leaving out zeros.
+func (c VariantCounter) Counts() []VariantCount {
 	var out []VariantCount
 	for _, v := range variantOrder {
-		if n := counts[v]; n > 0 {
+		if n := c[v]; n > 0 {
 			out = append(out, VariantCount{Variant: v, Count: n})
 		}
 	}
@@ -224,7 +236,42 @@ type ImportService interface {
 	// missing conversation and EINVALID for an unusable title or a message that breaks a
 	// rule, the message naming the message's origin.
 	ImportMessages(ctx context.Context, target ImportTarget, imp *Import) (*ImportReport, error)
+	// ImportStream is ImportMessages reading the messages from src one at a time, so
+	// that a long history is never all in memory: they are checked and stored in
+	// batches, still in one transaction (all or nothing), and the title is settled at
+	// the end, from what src found. Unlike ImportMessages it is not run again when a
+	// concurrent transaction aborts it: src cannot be read twice.
+	ImportStream(ctx context.Context, target ImportTarget, src ImportSource) (*ImportReport, error)
 }
+
+// ImportSource yields an import's messages one at a time, in order.
+type ImportSource interface {
+	// Next returns the next message, or io.EOF after the last; EINVALID errors name
+	// the line or index of the input at fault.
+	Next() (ImportedMessage, error)
+	// Import is what was found besides the messages (title, system prompt, skipped
+	// records, warnings), complete once Next has returned io.EOF. Its Messages are
+	// not used.
+	Import() *Import
+}
+
+// SliceSource is an ImportSource over the messages of an import read whole.
+func SliceSource(imp *Import) ImportSource { return &sliceSource{imp: imp} }
+
+type sliceSource struct {
+	imp  *Import
+	next int
+}
+
+func (s *sliceSource) Next() (ImportedMessage, error) {
+	if s.next == len(s.imp.Messages) {
+		return ImportedMessage{}, io.EOF
+	}
+	s.next++
+	return s.imp.Messages[s.next-1], nil
+}
+
+func (s *sliceSource) Import() *Import { return s.imp }
 
 // TranscriptOptions tune an export for an LLM.
 type TranscriptOptions struct {

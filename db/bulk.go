@@ -52,16 +52,26 @@ const (
 var messageCopyColumns = []string{"id", "conversation_id", "position", "schema_version", "kind", "role", "content",
 	"tool_calls", "tool_results", "payload", "source_id", "created_at", "updated_at"}
 
-// newBulkWriter starts writing after position last of the conversation, whose stored
-// tool calls among callIDs it reads first.
-func newBulkWriter(ctx context.Context, tx *txn, convKey string, last int, callIDs []string, created bool) (*bulkWriter, error) {
+// newBulkWriter starts writing after position last of the conversation.
+func newBulkWriter(ctx context.Context, tx *txn, convKey string, last int) (*bulkWriter, error) {
 	now, err := tx.Now(ctx)
 	if err != nil {
 		return nil, err
 	}
-	w := &bulkWriter{convKey: convKey, now: now, last: last, calls: make(map[string]*bulkCall)}
-	if created || len(callIDs) == 0 {
-		return w, nil // a new conversation has no calls
+	return &bulkWriter{convKey: convKey, now: now, last: last, calls: make(map[string]*bulkCall)}, nil
+}
+
+// loadCalls reads the stored rows of those of callIDs the writer does not know yet:
+// calls the conversation had before the import.
+func (w *bulkWriter) loadCalls(ctx context.Context, tx *txn, callIDs []string) error {
+	var unknown []string
+	for _, id := range callIDs {
+		if _, ok := w.calls[id]; !ok {
+			unknown = append(unknown, id)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
 	}
 	// One index lookup per id (see recordToolCalls for why not call_id = ANY).
 	var rows []struct {
@@ -73,8 +83,8 @@ func newBulkWriter(ctx context.Context, tx *txn, convKey string, last int, callI
 	if err := tx.SelectContext(ctx, &rows, `SELECT t.call_id, t.name, t.request_id, t.result_id
 		FROM unnest($2::text[]) AS c(call_id)
 		CROSS JOIN LATERAL (SELECT call_id, name, request_id, result_id FROM tool_calls
-			WHERE conversation_id = $1 AND call_id = c.call_id LIMIT 1) t`, convKey, pq.Array(callIDs)); err != nil {
-		return nil, fmt.Errorf("find stored tool calls: %w", err)
+			WHERE conversation_id = $1 AND call_id = c.call_id LIMIT 1) t`, w.convKey, pq.Array(unknown)); err != nil {
+		return fmt.Errorf("find stored tool calls: %w", err)
 	}
 	for _, r := range rows {
 		c := &bulkCall{name: r.Name, requestKey: r.Request, stored: true}
@@ -83,7 +93,7 @@ func newBulkWriter(ctx context.Context, tx *txn, convKey string, last int, callI
 		}
 		w.calls[r.CallID] = c
 	}
-	return w, nil
+	return nil
 }
 
 // noteStoredCalls records calls whose rows a statement of the import wrote (a reply

@@ -170,7 +170,13 @@ const maxAttempts = 4
 // it back whole, and running it again is what it asks for. fn must therefore start
 // from the same state on every call: it may set what it returns, but must not build on
 // what an earlier call left behind.
-func (db *DB) transact(ctx context.Context, fn func(tx *txn) error) (err error) {
+func (db *DB) transact(ctx context.Context, fn func(tx *txn) error) error {
+	return db.transactN(ctx, maxAttempts, fn)
+}
+
+// transactN is transact running fn at most attempts times: once for a transaction that
+// cannot start over (a streamed import, whose input is read as it goes).
+func (db *DB) transactN(ctx context.Context, attempts int, fn func(tx *txn) error) (err error) {
 	ctx, span := db.tracer.Start(ctx, "db.transaction", trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("db.system", "postgresql")))
 	attempt := 1
@@ -188,7 +194,7 @@ func (db *DB) transact(ctx context.Context, fn func(tx *txn) error) (err error) 
 		if err == nil {
 			return nil
 		}
-		if attempt == maxAttempts || !retryable(err) {
+		if attempt >= attempts || !retryable(err) {
 			break
 		}
 		db.log.DebugContext(ctx, "transaction aborted by a concurrent one; retrying", "attempt", attempt, "err", err)

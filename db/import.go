@@ -2,7 +2,9 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -16,8 +18,47 @@ var _ parley.ImportService = (*DB)(nil)
 // ImportMessages implements parley.ImportService: one transaction for the whole import,
 // so that a failure anywhere leaves the database as it was. What is a copy, what grows
 // and what is refused are the domain's rules (parley.PrepareImport, StoredCopies,
-// GrowReply); this reads the facts they need and writes what they decide.
+// GrowReply); this reads the facts they need and writes what they decide. The messages
+// are all in memory, so most bad imports are refused before the database is touched,
+// and a transaction aborted by a concurrent one is run again.
 func (db *DB) ImportMessages(ctx context.Context, target parley.ImportTarget, imp *parley.Import) (*parley.ImportReport, error) {
+	if _, err := parley.PrepareImport(imp, db.limits); err != nil {
+		return nil, err
+	}
+	restore := make([]func(), len(imp.Messages))
+	for i, im := range imp.Messages {
+		restore[i] = restorer(im.Message)
+	}
+	return db.importFrom(ctx, target, maxAttempts, true, func() parley.ImportSource {
+		// Each run starts afresh: a run aborted by a conflict left nothing behind.
+		for _, r := range restore {
+			r()
+		}
+		return parley.SliceSource(imp)
+	})
+}
+
+// ImportStream implements parley.ImportService. It runs once: src cannot be read again.
+func (db *DB) ImportStream(ctx context.Context, target parley.ImportTarget, src parley.ImportSource) (*parley.ImportReport, error) {
+	used := false
+	return db.importFrom(ctx, target, 1, false, func() parley.ImportSource {
+		if used {
+			panic("db: a streamed import run twice")
+		}
+		used = true
+		return src
+	})
+}
+
+// importBatch bounds how many messages an import reads before it stores them: one
+// batch's messages are in memory at a time (and the bulk writer's rows, flushed at
+// flushRows or flushBytes).
+const importBatch = flushRows
+
+// importFrom stores the messages of the source open returns, in one transaction run up
+// to attempts times, reading and storing them a batch at a time; prepared says they
+// went through parley.PrepareImport already.
+func (db *DB) importFrom(ctx context.Context, target parley.ImportTarget, attempts int, prepared bool, open func() parley.ImportSource) (*parley.ImportReport, error) {
 	var targetKey string
 	if target.ConversationID != "" {
 		key, ok := parley.ParseConversationID(target.ConversationID)
@@ -30,46 +71,23 @@ func (db *DB) ImportMessages(ctx context.Context, target parley.ImportTarget, im
 	if err != nil {
 		return nil, err
 	}
-	title, err := parley.ImportTitle(target, imp)
-	if err != nil {
+	// The title asked for is checked before anything is read; the source's is known
+	// at its end.
+	if _, err := parley.ImportTitle(target, &parley.Import{}); err != nil {
 		return nil, err
-	}
-	ids, err := parley.PrepareImport(imp, db.limits)
-	if err != nil {
-		return nil, err
-	}
-	callIDs := importCallIDs(imp.Messages)
-	restore := make([]func(), len(imp.Messages))
-	for i, im := range imp.Messages {
-		restore[i] = restorer(im.Message)
 	}
 	var report *parley.ImportReport
-	var added []parley.Message
-	err = db.transact(ctx, func(tx *txn) error {
-		// Each run starts afresh: a run aborted by a conflict left nothing behind.
-		for _, r := range restore {
-			r()
-		}
-		report = &parley.ImportReport{Created: targetKey == "", Skipped: imp.Skipped,
-			Warnings: append([]string(nil), imp.Warnings...)}
-		added = added[:0]
+	var src parley.ImportSource
+	err = db.transactN(ctx, attempts, func(tx *txn) error {
+		src = open()
+		report = &parley.ImportReport{Created: targetKey == ""}
 		convKey := targetKey
 		if convKey == "" {
-			if err := tx.GetContext(ctx, &convKey, `INSERT INTO conversations (title, owner) VALUES ($1, $2) RETURNING id`, title, owner); err != nil {
+			if err := tx.GetContext(ctx, &convKey, `INSERT INTO conversations (title, owner) VALUES ('', $1) RETURNING id`, owner); err != nil {
 				return fmt.Errorf("create conversation: %w", err)
 			}
 		} else if err := lockConversation(ctx, tx, convKey); err != nil {
 			return err
-		}
-		present, err := presentSourceIDs(ctx, tx, convKey, ids)
-		if err != nil {
-			return err
-		}
-		stored := parley.NewStoredCopies()
-		if !report.Created { // a new conversation has nothing
-			if err := findCopies(ctx, tx, convKey, imp.Messages, stored); err != nil {
-				return err
-			}
 		}
 		// The conversation's row is this transaction's (created or locked): the writer
 		// numbers the messages and bumps the conversation once, at the end.
@@ -77,35 +95,92 @@ func (db *DB) ImportMessages(ctx context.Context, target parley.ImportTarget, im
 		if err := tx.GetContext(ctx, &last, `SELECT last_position FROM conversations WHERE id = $1`, convKey); err != nil {
 			return err
 		}
-		w, err := newBulkWriter(ctx, tx, convKey, last, callIDs, report.Created)
+		w, err := newBulkWriter(ctx, tx, convKey, last)
 		if err != nil {
 			return err
 		}
-		for _, im := range imp.Messages {
-			if stored.Has(im.Message) {
-				report.AlreadyPresent++
-				continue
+		var check *parley.ImportChecker
+		if !prepared {
+			check = parley.NewImportChecker(db.limits)
+		}
+		stored := parley.NewStoredCopies()
+		userTurnsRead := report.Created // a new conversation has nothing
+		counts := make(parley.VariantCounter)
+		batch := make([]parley.ImportedMessage, 0, importBatch)
+		for done := false; !done; {
+			batch = batch[:0]
+			for len(batch) < importBatch {
+				im, err := src.Next()
+				if errors.Is(err, io.EOF) {
+					done = true
+					break
+				} else if err != nil {
+					return err
+				}
+				if check != nil {
+					if err := check.Check(im); err != nil {
+						return err
+					}
+				}
+				batch = append(batch, im)
 			}
-			if id := im.Message.Meta().SourceID; id != "" && present[id] {
-				grew, err := db.growReply(ctx, tx, convKey, id, im.Message, w)
-				if err != nil {
+			if len(batch) == 0 {
+				break
+			}
+			present, err := presentSourceIDs(ctx, tx, convKey, sourceIDs(batch))
+			if err != nil {
+				return err
+			}
+			if !report.Created {
+				if err := findCopies(ctx, tx, convKey, batch, stored, !userTurnsRead); err != nil {
+					return err
+				}
+				userTurnsRead = userTurnsRead || needsUserTurns(batch)
+				if err := w.loadCalls(ctx, tx, importCallIDs(batch)); err != nil {
+					return err
+				}
+			}
+			for _, im := range batch {
+				if stored.Has(im.Message) {
+					report.AlreadyPresent++
+					continue
+				}
+				if id := im.Message.Meta().SourceID; id != "" && present[id] {
+					grew, err := db.growReply(ctx, tx, convKey, id, im.Message, w)
+					if err != nil {
+						return parley.WithOrigin(im.Origin, err)
+					}
+					if grew {
+						report.Warnings = append(report.Warnings, fmt.Sprintf(
+							"%s: the reply %s was imported before it was complete; it is updated with what it has now", im.Origin, id))
+					}
+					report.AlreadyPresent++
+					continue
+				}
+				if err := w.add(ctx, tx, im.Message); err != nil {
 					return parley.WithOrigin(im.Origin, err)
 				}
-				if grew {
-					report.Warnings = append(report.Warnings, fmt.Sprintf(
-						"%s: the reply %s was imported before it was complete; it is updated with what it has now", im.Origin, id))
-				}
-				report.AlreadyPresent++
-				continue
+				counts.Add(im.Message)
 			}
-			if err := w.add(ctx, tx, im.Message); err != nil {
-				return parley.WithOrigin(im.Origin, err)
-			}
-			added = append(added, im.Message)
+			clear(batch) // let the stored messages go
 		}
 		if err := w.finish(ctx, db, tx); err != nil {
 			return err
 		}
+		imp := src.Import()
+		if report.Created {
+			title, err := parley.ImportTitle(target, imp)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE conversations SET title = $2 WHERE id = $1`, convKey, title); err != nil {
+				return fmt.Errorf("title the conversation: %w", err)
+			}
+		}
+		report.Skipped = imp.Skipped
+		report.Warnings = append(append([]string(nil), imp.Warnings...), report.Warnings...)
+		report.Added = w.added
+		report.AddedByVariant = counts.Counts()
 		var row conversationRow
 		if err := tx.GetContext(ctx, &row, `SELECT `+conversationColumns+` FROM conversations WHERE id = $1`, convKey); err != nil {
 			return err
@@ -116,13 +191,25 @@ func (db *DB) ImportMessages(ctx context.Context, target parley.ImportTarget, im
 	if err != nil {
 		return nil, fmt.Errorf("import into %s: %w", describeTarget(target), err)
 	}
-	if strings.TrimSpace(imp.SystemPrompt) != "" {
-		sp := imp.SystemPrompt
+	if sp := src.Import().SystemPrompt; strings.TrimSpace(sp) != "" {
 		report.SystemPrompt = &sp
 	}
-	report.Added = len(added)
-	report.AddedByVariant = parley.CountVariants(added)
 	return report, nil
+}
+
+func sourceIDs(msgs []parley.ImportedMessage) []string {
+	var ids []string
+	for _, im := range msgs {
+		if id := im.Message.Meta().SourceID; id != "" {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+func needsUserTurns(msgs []parley.ImportedMessage) bool {
+	userTurns, _ := parley.CopyFacts(msgs)
+	return userTurns
 }
 
 // importCallIDs lists the tool call ids msgs make or answer: those whose stored rows the
@@ -144,9 +231,9 @@ func importCallIDs(msgs []parley.ImportedMessage) []string {
 
 // findCopies reads into c the stored messages that incoming messages could be copies of
 // (parley.CopyFacts says which).
-func findCopies(ctx context.Context, tx *txn, convKey string, msgs []parley.ImportedMessage, c *parley.StoredCopies) error {
+func findCopies(ctx context.Context, tx *txn, convKey string, msgs []parley.ImportedMessage, c *parley.StoredCopies, readUserTurns bool) error {
 	userTurns, callIDs := parley.CopyFacts(msgs)
-	if userTurns {
+	if userTurns && readUserTurns { // once an import: they are the conversation's, not the batch's
 		// Images are told apart by a digest of their bytes or URL, not the bytes: the
 		// same as parley.ImageTurnContent.
 		var rows []struct {

@@ -57,39 +57,65 @@ func (s *Service) ImportConversation(ctx context.Context, format parley.ImportFo
 	if target.ConversationID != "" && target.Title != "" {
 		return nil, parley.Errorf(parley.EINVALID, "title: give a conversation to import into or a title for a new one, not both")
 	}
+	untitled := target.ConversationID == "" && target.Title == ""
+	if format == parley.ImportClaudeCode {
+		// Sessions of agents run to hundreds of megabytes: stored as they are read.
+		return s.imports.ImportStream(ctx, target, &titledSource{ImportSource: claudecode.Stream(data), untitled: untitled})
+	}
 	imp, err := Parse(format, data)
 	if err != nil {
 		return nil, err
 	}
-	if target.ConversationID == "" && target.Title == "" && strings.TrimSpace(imp.Title) == "" {
-		imp.Title = titleFromFirstPrompt(imp.Messages)
+	if untitled && strings.TrimSpace(imp.Title) == "" {
+		for _, im := range imp.Messages {
+			if imp.Title = promptTitle(im.Message); imp.Title != "" {
+				break
+			}
+		}
 	}
 	return s.imports.ImportMessages(ctx, target, imp)
 }
 
-// titleFromFirstPrompt names a new conversation after its first user prompt, as chat
-// tools do, when the source has no title.
-func titleFromFirstPrompt(msgs []parley.ImportedMessage) string {
-	const max = 80
-	for _, im := range msgs {
-		t, ok := im.Message.(*parley.TextMessage)
-		if !ok || t.Role != parley.RoleUser {
-			continue
-		}
-		line := strings.Join(strings.Fields(t.Text()), " ")
-		if line == "" {
-			continue
-		}
-		if utf8.RuneCountInString(line) > max {
-			cut := string([]rune(line)[:max-1])
-			if i := strings.LastIndexByte(cut, ' '); i > len(cut)/2 {
-				cut = cut[:i] // at a word's end, unless that loses half of it
-			}
-			line = strings.TrimRight(cut, " ,.;:") + "…"
-		}
-		return line
+// titledSource names a new conversation after its first user prompt, as chat tools do,
+// when the source has no title.
+type titledSource struct {
+	parley.ImportSource
+	untitled bool
+	prompt   string
+}
+
+func (s *titledSource) Next() (parley.ImportedMessage, error) {
+	im, err := s.ImportSource.Next()
+	if err == nil && s.untitled && s.prompt == "" {
+		s.prompt = promptTitle(im.Message)
 	}
-	return ""
+	return im, err
+}
+
+func (s *titledSource) Import() *parley.Import {
+	imp := s.ImportSource.Import()
+	if s.untitled && strings.TrimSpace(imp.Title) == "" {
+		imp.Title = s.prompt
+	}
+	return imp
+}
+
+// promptTitle is a title made of m when it is a user's prompt, else "".
+func promptTitle(m parley.Message) string {
+	const max = 80
+	t, ok := m.(*parley.TextMessage)
+	if !ok || t.Role != parley.RoleUser {
+		return ""
+	}
+	line := strings.Join(strings.Fields(t.Text()), " ")
+	if utf8.RuneCountInString(line) > max {
+		cut := string([]rune(line)[:max-1])
+		if i := strings.LastIndexByte(cut, ' '); i > len(cut)/2 {
+			cut = cut[:i] // at a word's end, unless that loses half of it
+		}
+		line = strings.TrimRight(cut, " ,.;:") + "…"
+	}
+	return line
 }
 
 // pageSize is how many messages Transcript reads at a time.

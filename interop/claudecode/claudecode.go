@@ -132,6 +132,9 @@ type reply struct {
 	parts     []parley.Part
 	calls     []parley.ToolCall
 	seen      map[[16]byte]bool // digests of blocks already read: not the blocks, which can be large
+	// emitted says the reply was handed out (a later reply began): blocks of it that
+	// come later still cannot be added.
+	emitted bool
 }
 
 // item is one entry of the output, in file order: a finished message or a reply.
@@ -165,10 +168,87 @@ type summaryRecord struct {
 	text, leaf string
 }
 
-// Parse reads a session file. Errors are *parley.Error with code EINVALID, naming the
-// line and what is wrong with it.
+// Parse reads a session file whole. Errors are *parley.Error with code EINVALID, naming
+// the line and what is wrong with it.
 func Parse(r io.Reader) (*parley.Import, error) {
-	p := &parser{
+	src := Stream(r)
+	var msgs []parley.ImportedMessage
+	for {
+		im, err := src.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, im)
+	}
+	imp := src.Import()
+	imp.Messages = msgs
+	return imp, nil
+}
+
+// Stream reads a session file a line at a time, handing out each message once it is
+// complete, so that a session of any length takes the memory of a turn, not of the
+// file: a reply is complete when the next reply begins (its lines, not necessarily
+// adjacent, end there), and what follows it waits for it. What stays for the whole
+// file is small and fixed per record: digests of the blocks, turns and results seen
+// (to recognize a resumed session's copies), call ids and record uuids.
+func Stream(r io.Reader) parley.ImportSource {
+	return &stream{p: newParser(), br: bufio.NewReaderSize(r, 256<<10)}
+}
+
+type stream struct {
+	p    *parser
+	br   *bufio.Reader
+	n    int // the last line read
+	done bool
+	err  error
+}
+
+// Next implements parley.ImportSource.
+func (s *stream) Next() (parley.ImportedMessage, error) {
+	for len(s.p.imp.Messages) == 0 {
+		if s.err != nil {
+			return parley.ImportedMessage{}, s.err
+		}
+		if s.done {
+			return parley.ImportedMessage{}, io.EOF
+		}
+		s.err = s.readLine()
+	}
+	im := s.p.imp.Messages[0]
+	s.p.imp.Messages[0] = parley.ImportedMessage{}
+	s.p.imp.Messages = s.p.imp.Messages[1:]
+	return im, nil
+}
+
+// readLine reads and parses the next line, finishing at the end of the input.
+func (s *stream) readLine() error {
+	s.n++
+	line, err := readLine(s.br)
+	if len(line) > MaxLineBytes {
+		return parley.Errorf(parley.EINVALID, "line %d: longer than %d bytes", s.n, MaxLineBytes)
+	}
+	if len(bytes.TrimSpace(line)) > 0 {
+		if perr := s.p.line(s.n, line); perr != nil {
+			return perr
+		}
+	}
+	if errors.Is(err, io.EOF) {
+		s.p.finish()
+		s.done = true
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("read line %d: %w", s.n, err)
+	}
+	return nil
+}
+
+// Import implements parley.ImportSource.
+func (s *stream) Import() *parley.Import { return s.p.imp }
+
+func newParser() *parser {
+	return &parser{
 		imp:        &parley.Import{},
 		replies:    make(map[string]*reply),
 		calls:      make(map[string]int),
@@ -178,25 +258,6 @@ func Parse(r io.Reader) (*parley.Import, error) {
 		unfamiliar: make(map[string]bool),
 		dropped:    make(map[string]bool),
 	}
-	br := bufio.NewReaderSize(r, 256<<10)
-	for n := 1; ; n++ {
-		line, err := readLine(br)
-		if len(line) > MaxLineBytes {
-			return nil, parley.Errorf(parley.EINVALID, "line %d: longer than %d bytes", n, MaxLineBytes)
-		}
-		if len(bytes.TrimSpace(line)) > 0 {
-			if perr := p.line(n, line); perr != nil {
-				return nil, perr
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return nil, fmt.Errorf("read line %d: %w", n, err)
-		}
-	}
-	p.finish()
-	return p.imp, nil
 }
 
 // readLine reads one line without its newline, however long, stopping early past
@@ -508,6 +569,7 @@ func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Tim
 	r := p.replies[key]
 	continued := r != nil
 	if r == nil {
+		p.release() // every reply before this one is complete
 		r = &reply{line: n, sourceID: key, createdAt: created, seen: make(map[[16]byte]bool)}
 		p.replies[key] = r
 		p.items = append(p.items, item{reply: r, origin: where})
@@ -525,6 +587,10 @@ func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Tim
 			continue
 		}
 		r.seen[digest] = true
+		if r.emitted {
+			p.imp.Warn("line %d: a block of the reply %s (line %d) after a later reply began was left out", n, jsonerr.Truncate(key), r.line)
+			continue
+		}
 		added++
 		field := fmt.Sprintf("message.content[%d]", i)
 		switch b.Type {
@@ -620,27 +686,42 @@ func (e *emitter) emit(m parley.Message) {
 	e.p.items = append(e.p.items, item{msg: m, origin: fmt.Sprintf("line %d", e.line)})
 }
 
-// finish turns the replies into messages, in file order, and picks the title.
-func (p *parser) finish() {
-	for _, it := range p.items {
-		if it.reply == nil {
-			p.imp.Add(it.msg, it.origin)
-			continue
-		}
-		r := it.reply
-		meta := parley.MessageMeta{Role: parley.RoleAssistant, CreatedAt: r.createdAt, SourceID: clip(r.sourceID)}
-		switch {
-		case len(r.calls) > 0:
-			meta.Role = parley.RoleInvocation
-			p.imp.Add(&parley.ToolRequestMessage{MessageMeta: meta, Body: parley.Body{Parts: r.parts}, ToolCalls: r.calls}, it.origin)
-		case strings.TrimSpace(parley.Body{Parts: r.parts}.Text()) != "":
-			p.imp.Add(&parley.TextMessage{MessageMeta: meta, Body: parley.Body{Parts: r.parts}}, it.origin)
-		case len(r.parts) > 0:
-			p.imp.Skip(reasonThinkOnly, it.origin)
-		default:
-			p.imp.Skip(reasonEmpty, it.origin)
-		}
+// release hands out every item read so far, in file order, the replies among them
+// made messages.
+func (p *parser) release() {
+	for i, it := range p.items {
+		p.add(it)
+		p.items[i] = item{}
 	}
+	p.items = p.items[:0]
+}
+
+func (p *parser) add(it item) {
+	if it.reply == nil {
+		p.imp.Add(it.msg, it.origin)
+		return
+	}
+	r := it.reply
+	r.emitted = true
+	parts, calls := r.parts, r.calls
+	r.parts, r.calls = nil, nil // the message has them now
+	meta := parley.MessageMeta{Role: parley.RoleAssistant, CreatedAt: r.createdAt, SourceID: clip(r.sourceID)}
+	switch {
+	case len(calls) > 0:
+		meta.Role = parley.RoleInvocation
+		p.imp.Add(&parley.ToolRequestMessage{MessageMeta: meta, Body: parley.Body{Parts: parts}, ToolCalls: calls}, it.origin)
+	case strings.TrimSpace(parley.Body{Parts: parts}.Text()) != "":
+		p.imp.Add(&parley.TextMessage{MessageMeta: meta, Body: parley.Body{Parts: parts}}, it.origin)
+	case len(parts) > 0:
+		p.imp.Skip(reasonThinkOnly, it.origin)
+	default:
+		p.imp.Skip(reasonEmpty, it.origin)
+	}
+}
+
+// finish hands out what is left and picks the title.
+func (p *parser) finish() {
+	p.release()
 	switch {
 	case p.custom != "":
 		p.imp.Title = p.custom
