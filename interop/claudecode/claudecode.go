@@ -131,7 +131,9 @@ type reply struct {
 	createdAt time.Time
 	parts     []parley.Part
 	calls     []parley.ToolCall
-	seen      map[[16]byte]bool // digests of blocks already read: not the blocks, which can be large
+	// seen holds digests of the blocks already read, not the blocks, which can be
+	// large: a reply has a few, so a slice searched in order is smaller than a map.
+	seen [][16]byte
 	// emitted says the reply was handed out (a later reply began): blocks of it that
 	// come later still cannot be added.
 	emitted bool
@@ -570,7 +572,7 @@ func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Tim
 	continued := r != nil
 	if r == nil {
 		p.release() // every reply before this one is complete
-		r = &reply{line: n, sourceID: key, createdAt: created, seen: make(map[[16]byte]bool)}
+		r = &reply{line: n, sourceID: key, createdAt: created}
 		p.replies[key] = r
 		p.items = append(p.items, item{reply: r, origin: where})
 		p.turns++
@@ -583,10 +585,10 @@ func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Tim
 		}
 		sum := sha256.Sum256([]byte(fp))
 		digest := [16]byte(sum[:16])
-		if r.seen[digest] {
+		if slices.Contains(r.seen, digest) {
 			continue
 		}
-		r.seen[digest] = true
+		r.seen = append(r.seen, digest)
 		if r.emitted {
 			p.imp.Warn("line %d: a block of the reply %s (line %d) after a later reply began was left out", n, jsonerr.Truncate(key), r.line)
 			continue
