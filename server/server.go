@@ -11,6 +11,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -91,14 +92,18 @@ func New(cfg Config) http.Handler {
 	if cfg.Metrics != nil {
 		gqlCfg.Extensions = append([]graphql.HandlerExtension{cfg.Metrics.GraphQL()}, gqlCfg.Extensions...)
 	}
+	// A page on a trusted origin may also open websockets: that origin may already do
+	// more with fetch.
+	gqlCfg.WebsocketOrigins = append(slices.Clip(gqlCfg.WebsocketOrigins), cfg.TrustedOrigins...)
 	endpoint := withOrigins(gqlCfg.WebsocketOrigins, withAuth(cfg.Auth, graph.NewHandler(resolver, gqlCfg)))
 	endpoint, err := withCSRF(cfg.TrustedOrigins, endpoint)
 	if err != nil {
 		panic("server: " + err.Error()) // checked with the configuration
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", transport.Classify(withShutdown(gqlCfg.Shutdown, endpoint)))
-	mux.Handle("/", playground.Handler("Parley", "/graphql", "/playground/assets/"))
+	mux.Handle("/graphql", transport.Classify(withShutdown(gqlCfg.Shutdown,
+		withCompression(withCORS(cfg.TrustedOrigins, endpoint)))))
+	mux.Handle("/", withCompression(playground.Handler("Parley", "/graphql", "/playground/assets/")))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
