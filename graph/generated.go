@@ -31,6 +31,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	AwaitingToolCall() AwaitingToolCallResolver
 	Conversation() ConversationResolver
 	ConversationConnection() ConversationConnectionResolver
 	MCPResourceMessage() MCPResourceMessageResolver
@@ -55,11 +56,11 @@ type ComplexityRoot struct {
 	}
 
 	AwaitingToolCall struct {
-		Call           func(childComplexity int) int
 		ClaimExpiresAt func(childComplexity int) int
 		ClaimedBy      func(childComplexity int) int
 		ConversationID func(childComplexity int) int
 		Message        func(childComplexity int) int
+		ToolCall       func(childComplexity int) int
 	}
 
 	Conversation struct {
@@ -272,6 +273,7 @@ type ComplexityRoot struct {
 	ToolCall struct {
 		ApprovalStatus func(childComplexity int) int
 		Arguments      func(childComplexity int) int
+		CallID         func(childComplexity int) int
 		Decision       func(childComplexity int) int
 		ID             func(childComplexity int) int
 		Name           func(childComplexity int) int
@@ -364,6 +366,9 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type AwaitingToolCallResolver interface {
+	ToolCall(ctx context.Context, obj *parley.AwaitingToolCall) (*model.ToolCall, error)
+}
 type ConversationResolver interface {
 	Messages(ctx context.Context, obj *parley.Conversation, first *int, after *string, last *int, before *string) (*model.MessageConnection, error)
 	Transcript(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) (parley.JSON, error)
@@ -408,6 +413,8 @@ type TextMessageResolver interface {
 }
 type ToolRequestMessageResolver interface {
 	HTML(ctx context.Context, obj *parley.ToolRequestMessage) (string, error)
+
+	ToolCalls(ctx context.Context, obj *parley.ToolRequestMessage) ([]*model.ToolCall, error)
 }
 type ToolResultMessageResolver interface {
 	HTML(ctx context.Context, obj *parley.ToolResultMessage) (string, error)
@@ -456,12 +463,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ApprovalDecision.Status(childComplexity), true
 
-	case "AwaitingToolCall.toolCall":
-		if e.ComplexityRoot.AwaitingToolCall.Call == nil {
-			break
-		}
-
-		return e.ComplexityRoot.AwaitingToolCall.Call(childComplexity), true
 	case "AwaitingToolCall.claimExpiresAt":
 		if e.ComplexityRoot.AwaitingToolCall.ClaimExpiresAt == nil {
 			break
@@ -486,6 +487,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AwaitingToolCall.Message(childComplexity), true
+	case "AwaitingToolCall.toolCall":
+		if e.ComplexityRoot.AwaitingToolCall.ToolCall == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AwaitingToolCall.ToolCall(childComplexity), true
 
 	case "Conversation.createdAt":
 		if e.ComplexityRoot.Conversation.CreatedAt == nil {
@@ -1495,6 +1502,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolCall.Arguments(childComplexity), true
+	case "ToolCall.callId":
+		if e.ComplexityRoot.ToolCall.CallID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolCall.CallID(childComplexity), true
 	case "ToolCall.decision":
 		if e.ComplexityRoot.ToolCall.Decision == nil {
 			break
@@ -2222,7 +2235,17 @@ type ApprovalDecision {
 
 "One call of a tool."
 type ToolCall {
-  id: String!
+  """
+  Globally unique, so that normalized caches (Apollo, urql, Relay) never mix the calls
+  of two conversations. Before 2026-11 this was the provider's id, which is now ` + "`" + `callId` + "`" + `.
+  """
+  id: ID!
+  """
+  The id the provider gave the call (OpenAI's ` + "`" + `call_…` + "`" + `, Anthropic's ` + "`" + `toolu_…` + "`" + `), unique
+  within its conversation: what a tool result's ` + "`" + `toolCallId` + "`" + `, ` + "`" + `setToolCallApproval` + "`" + ` and
+  ` + "`" + `claimToolCall` + "`" + ` take.
+  """
+  callId: String!
   name: String!
   "A JSON object."
   arguments: JSON!
@@ -2808,6 +2831,8 @@ func (ec *executionContext) childFields_ToolCall(ctx context.Context, field grap
 	switch field.Name {
 	case "id":
 		return ec.fieldContext_ToolCall_id(ctx, field)
+	case "callId":
+		return ec.fieldContext_ToolCall_callId(ctx, field)
 	case "name":
 		return ec.fieldContext_ToolCall_name(ctx, field)
 	case "arguments":
@@ -3844,11 +3869,11 @@ func (ec *executionContext) _AwaitingToolCall_toolCall(ctx context.Context, fiel
 			return ec.fieldContext_AwaitingToolCall_toolCall(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Call, nil
+			return ec.Resolvers.AwaitingToolCall().ToolCall(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v parley.ToolCall) graphql.Marshaler {
-			return ec.marshalNToolCall2githubᚗcomᚋparleyᚑdevᚋparleyᚐToolCall(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ToolCall) graphql.Marshaler {
+			return ec.marshalNToolCall2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐToolCall(ctx, selections, v)
 		},
 		true,
 		true,
@@ -3858,8 +3883,8 @@ func (ec *executionContext) fieldContext_AwaitingToolCall_toolCall(_ context.Con
 	fc = &graphql.FieldContext{
 		Object:     "AwaitingToolCall",
 		Field:      field,
-		IsMethod:   false,
-		IsResolver: false,
+		IsMethod:   true,
+		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_ToolCall(ctx, field)
 		},
@@ -7889,7 +7914,7 @@ func (ec *executionContext) fieldContext_TextMessage_thinking(_ context.Context,
 	return graphql.NewScalarFieldContext("TextMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _ToolCall_id(ctx context.Context, field graphql.CollectedField, obj *parley.ToolCall) (ret graphql.Marshaler) {
+func (ec *executionContext) _ToolCall_id(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7898,7 +7923,30 @@ func (ec *executionContext) _ToolCall_id(ctx context.Context, field graphql.Coll
 			return ec.fieldContext_ToolCall_id(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ID, nil
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolCall_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _ToolCall_callId(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolCall_callId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CallID(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -7908,11 +7956,11 @@ func (ec *executionContext) _ToolCall_id(ctx context.Context, field graphql.Coll
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_ToolCall_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ToolCall", field, false, false, errors.New("field of type String does not have child fields"))
+func (ec *executionContext) fieldContext_ToolCall_callId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _ToolCall_name(ctx context.Context, field graphql.CollectedField, obj *parley.ToolCall) (ret graphql.Marshaler) {
+func (ec *executionContext) _ToolCall_name(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7921,7 +7969,7 @@ func (ec *executionContext) _ToolCall_name(ctx context.Context, field graphql.Co
 			return ec.fieldContext_ToolCall_name(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Name, nil
+			return obj.Name(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -7932,10 +7980,10 @@ func (ec *executionContext) _ToolCall_name(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_ToolCall_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ToolCall", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _ToolCall_arguments(ctx context.Context, field graphql.CollectedField, obj *parley.ToolCall) (ret graphql.Marshaler) {
+func (ec *executionContext) _ToolCall_arguments(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7944,7 +7992,7 @@ func (ec *executionContext) _ToolCall_arguments(ctx context.Context, field graph
 			return ec.fieldContext_ToolCall_arguments(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Arguments, nil
+			return obj.Arguments(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v parley.JSON) graphql.Marshaler {
@@ -7955,10 +8003,10 @@ func (ec *executionContext) _ToolCall_arguments(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_ToolCall_arguments(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ToolCall", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type JSON does not have child fields"))
 }
 
-func (ec *executionContext) _ToolCall_approvalStatus(ctx context.Context, field graphql.CollectedField, obj *parley.ToolCall) (ret graphql.Marshaler) {
+func (ec *executionContext) _ToolCall_approvalStatus(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7967,7 +8015,7 @@ func (ec *executionContext) _ToolCall_approvalStatus(ctx context.Context, field 
 			return ec.fieldContext_ToolCall_approvalStatus(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ApprovalStatus, nil
+			return obj.ApprovalStatus(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v parley.ApprovalStatus) graphql.Marshaler {
@@ -7978,10 +8026,10 @@ func (ec *executionContext) _ToolCall_approvalStatus(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_ToolCall_approvalStatus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ToolCall", field, false, false, errors.New("field of type ApprovalStatus does not have child fields"))
+	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type ApprovalStatus does not have child fields"))
 }
 
-func (ec *executionContext) _ToolCall_decision(ctx context.Context, field graphql.CollectedField, obj *parley.ToolCall) (ret graphql.Marshaler) {
+func (ec *executionContext) _ToolCall_decision(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7990,7 +8038,7 @@ func (ec *executionContext) _ToolCall_decision(ctx context.Context, field graphq
 			return ec.fieldContext_ToolCall_decision(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Decision, nil
+			return obj.Decision(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *parley.ApprovalDecision) graphql.Marshaler {
@@ -8004,7 +8052,7 @@ func (ec *executionContext) fieldContext_ToolCall_decision(_ context.Context, fi
 	fc = &graphql.FieldContext{
 		Object:     "ToolCall",
 		Field:      field,
-		IsMethod:   false,
+		IsMethod:   true,
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_ApprovalDecision(ctx, field)
@@ -8399,11 +8447,11 @@ func (ec *executionContext) _ToolRequestMessage_toolCalls(ctx context.Context, f
 			return ec.fieldContext_ToolRequestMessage_toolCalls(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ToolCalls, nil
+			return ec.Resolvers.ToolRequestMessage().ToolCalls(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []parley.ToolCall) graphql.Marshaler {
-			return ec.marshalNToolCall2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐToolCallᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.ToolCall) graphql.Marshaler {
+			return ec.marshalNToolCall2ᚕᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐToolCallᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8413,8 +8461,8 @@ func (ec *executionContext) fieldContext_ToolRequestMessage_toolCalls(_ context.
 	fc = &graphql.FieldContext{
 		Object:     "ToolRequestMessage",
 		Field:      field,
-		IsMethod:   false,
-		IsResolver: false,
+		IsMethod:   true,
+		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_ToolCall(ctx, field)
 		},
@@ -11388,27 +11436,60 @@ func (ec *executionContext) _AwaitingToolCall(ctx context.Context, sel ast.Selec
 		case "conversationId":
 			out.Values[i] = ec._AwaitingToolCall_conversationId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "message":
 			out.Values[i] = ec._AwaitingToolCall_message(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "toolCall":
-			out.Values[i] = ec._AwaitingToolCall_toolCall(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._AwaitingToolCall_toolCall(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "claimedBy":
 			out.Values[i] = ec._AwaitingToolCall_claimedBy(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "claimExpiresAt":
 			out.Values[i] = ec._AwaitingToolCall_claimExpiresAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -13205,7 +13286,7 @@ func (ec *executionContext) _TextMessage(ctx context.Context, sel ast.SelectionS
 
 var toolCallImplementors = []string{"ToolCall"}
 
-func (ec *executionContext) _ToolCall(ctx context.Context, sel ast.SelectionSet, obj *parley.ToolCall) graphql.Marshaler {
+func (ec *executionContext) _ToolCall(ctx context.Context, sel ast.SelectionSet, obj *model.ToolCall) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, toolCallImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -13217,6 +13298,11 @@ func (ec *executionContext) _ToolCall(ctx context.Context, sel ast.SelectionSet,
 			out.Values[i] = graphql.MarshalString("ToolCall")
 		case "id":
 			out.Values[i] = ec._ToolCall_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "callId":
+			out.Values[i] = ec._ToolCall_callId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -13420,10 +13506,43 @@ func (ec *executionContext) _ToolRequestMessage(ctx context.Context, sel ast.Sel
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "toolCalls":
-			out.Values[i] = ec._ToolRequestMessage_toolCalls(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._ToolRequestMessage_toolCalls(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -14873,15 +14992,11 @@ func (ec *executionContext) marshalNTime2timeᚐTime(ctx context.Context, sel as
 	return res
 }
 
-func (ec *executionContext) marshalNToolCall2githubᚗcomᚋparleyᚑdevᚋparleyᚐToolCall(ctx context.Context, sel ast.SelectionSet, v parley.ToolCall) graphql.Marshaler {
-	return ec._ToolCall(ctx, sel, &v)
-}
-
-func (ec *executionContext) marshalNToolCall2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐToolCallᚄ(ctx context.Context, sel ast.SelectionSet, v []parley.ToolCall) graphql.Marshaler {
+func (ec *executionContext) marshalNToolCall2ᚕᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐToolCallᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ToolCall) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNToolCall2githubᚗcomᚋparleyᚑdevᚋparleyᚐToolCall(ctx, sel, v[i])
+		return ec.marshalNToolCall2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐToolCall(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -14891,6 +15006,16 @@ func (ec *executionContext) marshalNToolCall2ᚕgithubᚗcomᚋparleyᚑdevᚋpa
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalNToolCall2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐToolCall(ctx context.Context, sel ast.SelectionSet, v *model.ToolCall) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ToolCall(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNToolCallInput2ᚕᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐToolCallInputᚄ(ctx context.Context, v any) ([]*model.ToolCallInput, error) {

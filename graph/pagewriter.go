@@ -510,7 +510,13 @@ var (
 
 	toolRequestMessageType = &objectType[*parley.ToolRequestMessage]{name: "ToolRequestMessage", implementors: toolRequestMessageImplementors,
 		fields: bodyFields(func(m *parley.ToolRequestMessage) *parley.Body { return &m.Body }, map[string]fieldCompiler[*parley.ToolRequestMessage]{
-			"toolCalls": list(toolCallType, func(m *parley.ToolRequestMessage) []parley.ToolCall { return m.ToolCalls }),
+			"toolCalls": list(toolCallType, func(m *parley.ToolRequestMessage) []model.ToolCall {
+				out := make([]model.ToolCall, len(m.ToolCalls))
+				for i := range m.ToolCalls {
+					out[i] = model.ToolCall{Call: &m.ToolCalls[i], MessageID: m.ID}
+				}
+				return out
+			}),
 		})}
 
 	toolResultMessageType = &objectType[*parley.ToolResultMessage]{name: "ToolResultMessage", implementors: toolResultMessageImplementors,
@@ -604,13 +610,14 @@ var (
 			"resolvedAt":   timestamp(func(r *parley.FileResolution) time.Time { return r.ResolvedAt }),
 		}}
 
-	toolCallType = &objectType[*parley.ToolCall]{name: "ToolCall", implementors: toolCallImplementors,
-		fields: map[string]fieldCompiler[*parley.ToolCall]{
-			"id":             str(func(c *parley.ToolCall) string { return c.ID }),
-			"name":           str(func(c *parley.ToolCall) string { return c.Name }),
-			"arguments":      scalar(func(w *jsonWriter, c *parley.ToolCall) bool { return w.json(c.Arguments) }),
-			"approvalStatus": enum(func(c *parley.ToolCall) parley.ApprovalStatus { return c.ApprovalStatus }),
-			"decision":       optObject(approvalDecisionType, func(c *parley.ToolCall) *parley.ApprovalDecision { return c.Decision }),
+	toolCallType = &objectType[*model.ToolCall]{name: "ToolCall", implementors: toolCallImplementors,
+		fields: map[string]fieldCompiler[*model.ToolCall]{
+			"id":             str(func(c *model.ToolCall) string { return c.ID() }),
+			"callId":         str(func(c *model.ToolCall) string { return c.CallID() }),
+			"name":           str(func(c *model.ToolCall) string { return c.Name() }),
+			"arguments":      scalar(func(w *jsonWriter, c *model.ToolCall) bool { return w.json(c.Call.Arguments) }),
+			"approvalStatus": enum(func(c *model.ToolCall) parley.ApprovalStatus { return c.ApprovalStatus() }),
+			"decision":       optObject(approvalDecisionType, func(c *model.ToolCall) *parley.ApprovalDecision { return c.Decision() }),
 		}}
 
 	approvalDecisionType = &objectType[*parley.ApprovalDecision]{name: "ApprovalDecision", implementors: approvalDecisionImplementors,

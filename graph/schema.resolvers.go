@@ -102,6 +102,10 @@ func (r *toolRequestMessageResolver) HTML(ctx context.Context, obj *parley.ToolR
 	return r.Renderer.HTML(obj.Text()), nil
 }
 
+func (r *toolRequestMessageResolver) ToolCalls(ctx context.Context, obj *parley.ToolRequestMessage) ([]*model.ToolCall, error) {
+	return model.ToolCalls(obj), nil
+}
+
 func (r *toolResultMessageResolver) HTML(ctx context.Context, obj *parley.ToolResultMessage) (string, error) {
 	return r.Renderer.HTML(obj.Text()), nil
 }
