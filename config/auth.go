@@ -111,6 +111,11 @@ func (c *Config) validateAuthAndLimits() error {
 			return keyError(fmt.Sprintf("http.trusted_origins[%d]", i), fmt.Sprintf("%q is not an origin like https://app.example.com", o))
 		}
 	}
+	for i, h := range c.Render.ImageHosts {
+		if h = strings.TrimSpace(h); h == "" || strings.ContainsAny(h, "/:") {
+			return keyError(fmt.Sprintf("render.image_hosts[%d]", i), fmt.Sprintf("%q is not a host name or pattern like images.example.com, *.example.com or *", h))
+		}
+	}
 	for i, p := range c.HTTP.WebsocketOrigins {
 		if strings.TrimSpace(p) == "" {
 			return keyError(fmt.Sprintf("http.websocket_origins[%d]", i), "is empty")

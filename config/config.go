@@ -34,6 +34,7 @@ type Config struct {
 	Auth      Auth                                     `yaml:"auth"`
 	Limits    Limits                                   `yaml:"limits"`
 	HTTP      HTTP                                     `yaml:"http"`
+	Render    Render                                   `yaml:"render"`
 	// Process is what only flags and the environment set: it is not in the file.
 	Process Process `yaml:"-"`
 }
@@ -85,6 +86,15 @@ type MCP struct {
 	Servers map[string]MCPServer `yaml:"servers"`
 	// MaxResourceBytes is the size above which a resource's text is truncated.
 	MaxResourceBytes int `yaml:"max_resource_bytes"`
+}
+
+// Render is how messages' html fields are rendered.
+type Render struct {
+	// ImageHosts are host patterns ("images.example.com", "*.example.com", "*" for
+	// all) that images in message text may load from by themselves; images elsewhere
+	// are rendered as links. None by default: an image in model output that loads by
+	// itself can carry data out to whoever chose its URL.
+	ImageHosts []string `yaml:"image_hosts"`
 }
 
 // MCPServer is one MCP server: a command speaking stdio, or a streamable HTTP URL.

@@ -114,6 +114,8 @@ var Settings = []Setting{
 		Field: func(c *Config) any { return &c.HTTP.WebsocketOrigins }},
 	{Flag: "trusted-origin", Env: "PARLEY_TRUSTED_ORIGINS", Key: "http.trusted_origins", Usage: "an origin whose pages may POST cross-origin, e.g. https://app.example.com; repeatable", Scope: Serve,
 		Field: func(c *Config) any { return &c.HTTP.TrustedOrigins }},
+	{Flag: "image-host", Env: "PARLEY_IMAGE_HOSTS", Key: "render.image_hosts", Usage: "a host images in messages may load from in html fields, e.g. images.example.com, *.example.com or * for all (others are rendered as links); repeatable", Scope: Serve,
+		Field: func(c *Config) any { return &c.Render.ImageHosts }},
 
 	{Flag: "owner", Env: "PARLEY_OWNER", Usage: "act on this owner's conversations (the local owner is the one a server without authentication serves)", Scope: Owner,
 		Field: func(c *Config) any { return &c.Process.Owner }},

@@ -2085,6 +2085,16 @@ sanitized, for rich display).
 interface TextBearing {
   content: String!
   text: String!
+  """
+  The text rendered as Markdown (CommonMark, GitHub's tables, task lists, strikethrough
+  and autolinks, and footnotes) and sanitized with bluemonday, safe in innerHTML. It
+  keeps what the author wrote and loads nothing by itself: raw HTML in the text is shown
+  as text (` + "`" + `<details>` + "`" + ` stays ` + "`" + `&lt;details&gt;` + "`" + `); fenced code keeps its language as
+  ` + "`" + `class="language-go"` + "`" + ` for highlighters; task lists are disabled checkboxes. Images
+  load only from the hosts the server allows (` + "`" + `render.image_hosts` + "`" + `, none by default):
+  any other image is a link to it with its alt text, since an image in model output
+  that loads by itself sends a request to whoever chose its URL.
+  """
   html: String!
 }
 

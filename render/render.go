@@ -11,10 +11,15 @@ package render
 import (
 	"bytes"
 	"html"
+	"regexp"
+	"strings"
 
 	"github.com/microcosm-cc/bluemonday"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/renderer"
+	gmhtml "github.com/yuin/goldmark/renderer/html"
+	"github.com/yuin/goldmark/util"
 )
 
 // Config configures a Renderer. The zero value is the defaults.
@@ -25,6 +30,10 @@ type Config struct {
 	// MaxCachedText is the longest text whose rendering is kept: DefaultMaxCachedText
 	// when 0.
 	MaxCachedText int
+	// ImageHosts are the hosts images in the text may load from by themselves, as
+	// patterns ("images.example.com", "*.example.com"; "*" for every host). Images
+	// elsewhere are rendered as links to them (see markdown.go). None by default.
+	ImageHosts []string
 }
 
 // The defaults.
@@ -54,8 +63,8 @@ func New(cfg Config) *Renderer {
 		cfg.MaxCachedText = DefaultMaxCachedText
 	}
 	r := &Renderer{
-		markdown:      goldmark.New(goldmark.WithExtensions(extension.GFM)),
-		policy:        bluemonday.UGCPolicy(),
+		markdown:      newMarkdown(cfg.ImageHosts),
+		policy:        newPolicy(),
 		maxCachedText: cfg.MaxCachedText,
 	}
 	if cfg.CacheBytes > 0 {
@@ -64,8 +73,9 @@ func New(cfg Config) *Renderer {
 	return r
 }
 
-// HTML renders text as Markdown (CommonMark with GitHub's extensions; raw HTML in the
-// text is dropped by the renderer) and sanitizes the result, for rich display.
+// HTML renders text as Markdown (CommonMark with GitHub's extensions and footnotes; raw
+// HTML in the text shown as text; images from hosts not allowed as links) and sanitizes
+// the result, for rich display.
 // Renderings of recent texts are kept, so rendering a text again costs a lookup.
 func (r *Renderer) HTML(text string) string {
 	if text == "" || r.cache == nil || len(text) > r.maxCachedText {
@@ -77,6 +87,34 @@ func (r *Renderer) HTML(text string) string {
 	html := r.render(text)
 	r.cache.add(text, html)
 	return html
+}
+
+// newMarkdown returns the Markdown converter: GitHub's extensions (tables, task lists,
+// strikethrough, autolinks), footnotes, and the overrides of markdown.go.
+func newMarkdown(imageHosts []string) goldmark.Markdown {
+	hosts := make([]string, len(imageHosts))
+	for i, h := range imageHosts {
+		hosts[i] = strings.ToLower(strings.TrimSpace(h))
+	}
+	o := &markdownOverrides{Config: gmhtml.NewConfig(), imageHosts: hosts}
+	return goldmark.New(
+		goldmark.WithExtensions(extension.GFM, extension.Footnote),
+		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(o, overridePriority))),
+	)
+}
+
+// newPolicy returns the sanitizer: bluemonday's policy for user-generated content, plus
+// what the Markdown renders that a frontend needs and that cannot run: a fenced code
+// block's language (class="language-go", for highlighters), task list checkboxes
+// (disabled), and footnotes' classes and roles.
+func newPolicy() *bluemonday.Policy {
+	p := bluemonday.UGCPolicy()
+	p.AllowAttrs("class").Matching(regexp.MustCompile(`^language-[\w.+#-]{1,40}$`)).OnElements("code")
+	p.AllowAttrs("type").Matching(regexp.MustCompile(`^checkbox$`)).OnElements("input")
+	p.AllowAttrs("checked", "disabled").Matching(regexp.MustCompile(`^$`)).OnElements("input")
+	p.AllowAttrs("class").Matching(regexp.MustCompile(`^(footnote-ref|footnote-backref|footnotes)$`)).OnElements("a", "div")
+	p.AllowAttrs("role").Matching(regexp.MustCompile(`^doc-(noteref|endnotes|backlink)$`)).OnElements("a", "div")
+	return p
 }
 
 // render renders and sanitizes text, without the cache.

@@ -27,6 +27,7 @@ import (
 	"github.com/parley-dev/parley/processing"
 	"github.com/parley-dev/parley/realtime"
 	"github.com/parley-dev/parley/recognize"
+	"github.com/parley-dev/parley/render"
 	"github.com/parley-dev/parley/server"
 )
 
@@ -133,7 +134,8 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		ToolWork:       s.Store,
 		Interop:        interop.New(s.Store, s.Store, s.Store),
 		Metrics:        cfg.Metrics, ServeMetrics: cfg.ServeMetrics, TracerProvider: cfg.TracerProvider,
-		GraphQL: gql,
+		GraphQL:  gql,
+		Renderer: render.New(render.Config{ImageHosts: cfg.Config.Render.ImageHosts}),
 	}
 	if cfg.Configure != nil {
 		cfg.Configure(&sc)
