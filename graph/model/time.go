@@ -17,11 +17,10 @@ import (
 // MarshalTime writes the Time scalar as gqlgen's graphql.MarshalTime does: RFC 3339
 // with nanoseconds, the zero time as null.
 func MarshalTime(t time.Time) graphql.ContextMarshaler {
+	if t.IsZero() {
+		return graphql.Null // for a Time!, gqlgen's "null which the schema does not allow"
+	}
 	return graphql.ContextWriterFunc(func(_ context.Context, w io.Writer) error {
-		if t.IsZero() {
-			_, err := io.WriteString(w, "null")
-			return err
-		}
 		_, err := io.WriteString(w, strconv.Quote(t.Format(time.RFC3339Nano)))
 		return err
 	})
