@@ -2529,7 +2529,9 @@ input MCPResourceInput {
 }
 
 type Mutation {
+  "A title is at most 500 characters (BAD_USER_INPUT beyond); without one the conversation is untitled."
   createConversation(title: String): Conversation!
+  "A title is at most 500 characters (BAD_USER_INPUT beyond)."
   renameConversation(id: ID!, title: String!): Conversation!
   "Deletes the conversation and all its messages; returns its id."
   deleteConversation(id: ID!): ID!
