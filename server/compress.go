@@ -8,7 +8,8 @@ import (
 	"github.com/parley-dev/parley/graph/transport"
 )
 
-// withCompression gzips answers for clients that accept it: a page of 1,000 messages shrinks about sixteen times. It uses
+// withCompression gzips answers for clients that accept it: pages of messages are
+// JSON that compresses many times over. It uses
 // klauspost/compress's gzhttp, which negotiates Accept-Encoding, sets Vary, skips small
 // bodies and types that do not compress, and leaves ranges and already-encoded bodies
 // alone. Streams are never wrapped (transport.Kind): an SSE event must reach the client
