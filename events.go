@@ -12,6 +12,9 @@ const (
 	// MessageUpdated: a stored message changed (a tool call decided, a file resolved, an
 	// image recognized).
 	MessageUpdated MessageEventKind = "updated"
+	// MessageDelta: an append to a streaming message was acknowledged (Seq is its
+	// number). Only live subscribers wake for it.
+	MessageDelta MessageEventKind = "delta"
 	// ConversationDeleted: the conversation and all its messages are gone.
 	ConversationDeleted MessageEventKind = "deleted"
 )

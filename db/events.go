@@ -63,7 +63,7 @@ func (db *DB) MessagesAfter(ctx context.Context, conversationID string, after, l
 			return nil, err
 		}
 	}
-	return out, nil
+	return out, db.foldLive(ctx, db.db, out)
 }
 
 // MessagesChangedAfter returns up to limit messages of a conversation whose latest
@@ -97,6 +97,9 @@ func (db *DB) MessagesChangedAfter(ctx context.Context, conversationID string, a
 		if out[i], err = decodeMessage(&rows[i].messageRow, db.log); err != nil {
 			return nil, after, err
 		}
+	}
+	if err := db.foldLive(ctx, db.db, out); err != nil {
+		return nil, after, err
 	}
 	return out, rows[len(rows)-1].ChangeSeq, nil
 }

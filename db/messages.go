@@ -34,7 +34,11 @@ func (db *DB) FindMessageByID(ctx context.Context, id string) (parley.Message, e
 	} else if err != nil {
 		return nil, classify(fmt.Errorf("find message %s: %w", id, err))
 	}
-	return decodeMessage(&row, db.log)
+	m, err := decodeMessage(&row, db.log)
+	if err != nil {
+		return nil, err
+	}
+	return db.foldOne(ctx, db.db, m)
 }
 
 // FindMessages implements parley.MessageService.
@@ -55,12 +59,42 @@ func (db *DB) AddMessage(ctx context.Context, conversationID string, m parley.Me
 	if _, err := ownerOf(ctx); err != nil {
 		return nil, err
 	}
+	live := m.Meta().Live
+	if err := parley.CheckClientMessageID(live.ClientID); err != nil {
+		return nil, err
+	}
+	if err := parley.CheckProvenance(live.Provenance); err != nil {
+		return nil, err
+	}
 	if err := parley.Prepare(m, db.limits); err != nil {
 		return nil, err
 	}
+	var want []byte
+	if live.ClientID != "" {
+		// A retry is the same message as prepared: compare digests, not inputs.
+		row, err := encodeMessage(m)
+		if err != nil {
+			return nil, err
+		}
+		want = rowDigest(row, encodeProvenance(live.Provenance))
+	}
 	restore := restorer(m)
+	var stored parley.Message
 	err := db.transact(ctx, func(tx *txn) error {
 		restore()
+		stored = nil
+		if want != nil {
+			// Under the conversation's lock, a concurrent retry waits for this one and
+			// then finds what it stored.
+			if err := lockConversation(ctx, tx, key); err != nil {
+				return err
+			}
+			var err error
+			if stored, err = db.findByClientID(ctx, tx, key, live.ClientID, want); stored != nil || err != nil {
+				return err
+			}
+			m.Meta().Live.ClientID = live.ClientID
+		}
 		if err := db.applyToolPolicies(ctx, tx, m); err != nil {
 			return err
 		}
@@ -74,6 +108,9 @@ func (db *DB) AddMessage(ctx context.Context, conversationID string, m parley.Me
 	})
 	if err != nil {
 		return nil, err
+	}
+	if stored != nil {
+		return stored, nil
 	}
 	return m, nil
 }
@@ -140,10 +177,15 @@ func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m pa
 		return err
 	}
 	var created createdRow
+	var digestCol []byte
+	if meta.Live.ClientID != "" {
+		digestCol = rowDigest(row, encodeProvenance(meta.Live.Provenance))
+	}
 	query, args := insertMessageSQL, []any{convKey, row.SchemaVersion, row.Kind, row.Role, row.Content,
-		nullJSON(row.ToolCalls), nullJSON(row.ToolResults), row.Payload, row.SourceID, nullTime(meta.CreatedAt), owner}
+		nullJSON(row.ToolCalls), nullJSON(row.ToolResults), row.Payload, row.SourceID, nullTime(meta.CreatedAt), owner,
+		sql.NullString{String: meta.Live.ClientID, Valid: meta.Live.ClientID != ""}, digestCol, encodeProvenance(meta.Live.Provenance)}
 	if position > 0 {
-		query, args[len(args)-1] = insertMessageAtSQL, position
+		query, args[10] = insertMessageAtSQL, position
 	}
 	if s := db.stmt(query); s != nil {
 		err = tx.StmtxContext(ctx, s).GetContext(ctx, &created, args...)
@@ -184,16 +226,16 @@ const insertMessageSQL = `
 		RETURNING id, last_position
 	)
 	INSERT INTO messages (conversation_id, position, schema_version, kind, role, content,
-		tool_calls, tool_results, payload, source_id, created_at)
-	SELECT conv.id, conv.last_position, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now())
+		tool_calls, tool_results, payload, source_id, created_at, client_message_id, body_digest, provenance)
+	SELECT conv.id, conv.last_position, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now()), $12, $13, $14
 	FROM conv
 	RETURNING id, position, created_at, updated_at`
 
 // insertMessageAtSQL inserts the row at the position $11 (insertMessageAt).
 const insertMessageAtSQL = `
 	INSERT INTO messages (conversation_id, position, schema_version, kind, role, content,
-		tool_calls, tool_results, payload, source_id, created_at)
-	VALUES ($1, $11, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now()))
+		tool_calls, tool_results, payload, source_id, created_at, client_message_id, body_digest, provenance)
+	VALUES ($1, $11, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now()), $12, $13, $14)
 	RETURNING id, position, created_at, updated_at`
 
 type createdRow struct {

@@ -24,5 +24,8 @@ type Resolver struct {
 	InteropService parley.InteropService
 	// Renderer renders the html fields (Markdown to sanitized HTML). Required.
 	Renderer *render.Renderer
-	Logger   *slog.Logger
+	// LiveMessageService writes messages while they stream; without it those mutations
+	// answer SERVICE_UNAVAILABLE.
+	LiveMessageService parley.LiveMessageService
+	Logger             *slog.Logger
 }

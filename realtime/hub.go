@@ -173,7 +173,7 @@ func (f *Hub) Publish(ev parley.MessageEvent) {
 func (t *topic) publish(kind parley.MessageEventKind) {
 	t.epoch.Add(1)
 	for w, k := range t.watchers {
-		if k == "" || k == kind || kind == parley.ConversationDeleted {
+		if k == kind || kind == parley.ConversationDeleted || k == liveKind || (k == "" && kind != parley.MessageDelta) {
 			w.wake()
 		}
 	}
@@ -532,3 +532,7 @@ func (t *topic) shared(key readKey, epoch int64, fn func(context.Context) (any, 
 	}()
 	return r
 }
+
+// liveKind registers a live subscriber (messageStream): it wakes for every event of its
+// conversation, deltas included.
+const liveKind parley.MessageEventKind = "live"

@@ -38,6 +38,8 @@ type Config struct {
 	// Interop imports and exports histories (an interop.Service); nil turns those
 	// requests away.
 	Interop parley.InteropService
+	// Live writes messages while they stream; nil turns those mutations off.
+	Live parley.LiveMessageService
 	// Ready reports whether the server can serve requests (the database answers).
 	Ready  func(ctx context.Context) error
 	Logger *slog.Logger
@@ -82,6 +84,7 @@ func New(cfg Config) http.Handler {
 		ToolWorkService:     cfg.ToolWork,
 		InteropService:      cfg.Interop,
 		Renderer:            cfg.Renderer,
+		LiveMessageService:  cfg.Live,
 		Logger:              cfg.Logger,
 	}
 	gqlCfg.WebsocketAuth = websocketAuth(cfg.Auth)

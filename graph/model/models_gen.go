@@ -3,10 +3,30 @@
 package model
 
 import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
 	"time"
 
 	"github.com/parley-dev/parley"
 )
+
+// An acknowledged append: durable once returned.
+type AppendAck struct {
+	MessageID string `json:"messageId"`
+	// The number of the last append acknowledged.
+	Seq int `json:"seq"`
+	// When the message is closed as INTERRUPTED unless its writer appends or beats first.
+	LeaseUntil time.Time `json:"leaseUntil"`
+}
+
+type CompleteMessageInput struct {
+	FinishReason *string     `json:"finishReason,omitempty"`
+	ResponseID   *string     `json:"responseId,omitempty"`
+	Model        *string     `json:"model,omitempty"`
+	Usage        *UsageInput `json:"usage,omitempty"`
+}
 
 type ConversationEdge struct {
 	Cursor string               `json:"cursor"`
@@ -47,6 +67,32 @@ type MessageConnection struct {
 	TotalCount int `json:"totalCount"`
 }
 
+// One piece of a streaming message, as delivered.
+type MessageDelta struct {
+	Kind       DeltaKind `json:"kind"`
+	Index      int       `json:"index"`
+	Text       string    `json:"text"`
+	ToolCallID *string   `json:"toolCallId,omitempty"`
+	ToolName   *string   `json:"toolName,omitempty"`
+}
+
+// One acknowledged append of a streaming message.
+type MessageDeltaEvent struct {
+	MessageID string          `json:"messageId"`
+	Position  int             `json:"position"`
+	Seq       int             `json:"seq"`
+	Deltas    []*MessageDelta `json:"deltas"`
+}
+
+// One piece of a streaming message. `index` is the part's (or, for TOOL_ARGUMENTS, the tool call's) number from 0; one past the last opens a new one.
+type MessageDeltaInput struct {
+	Kind       DeltaKind `json:"kind"`
+	Index      int       `json:"index"`
+	Text       string    `json:"text"`
+	ToolCallID *string   `json:"toolCallId,omitempty"`
+	ToolName   *string   `json:"toolName,omitempty"`
+}
+
 type MessageEdge struct {
 	Cursor string         `json:"cursor"`
 	Node   parley.Message `json:"node"`
@@ -61,6 +107,15 @@ type MessageInput struct {
 	ToolResult    *ToolResultInput    `json:"toolResult,omitempty"`
 	SystemControl *SystemControlInput `json:"systemControl,omitempty"`
 	McpResource   *MCPResourceInput   `json:"mcpResource,omitempty"`
+}
+
+// One event of messageStream: a whole message (when it is added, when the subscriber
+// catches up with a streaming one, when one ends) or one append of a streaming message.
+type MessageStreamEvent struct {
+	// Resume here: subscribe again with it as `after`.
+	Cursor  string             `json:"cursor"`
+	Message parley.Message     `json:"message,omitempty"`
+	Delta   *MessageDeltaEvent `json:"delta,omitempty"`
 }
 
 type Mutation struct {
@@ -79,7 +134,28 @@ type PartInput struct {
 	Signature *string         `json:"signature,omitempty"`
 }
 
+type ProvenanceInput struct {
+	Provider           *string     `json:"provider,omitempty"`
+	Model              *string     `json:"model,omitempty"`
+	ResponseID         *string     `json:"responseId,omitempty"`
+	FinishReason       *string     `json:"finishReason,omitempty"`
+	Usage              *UsageInput `json:"usage,omitempty"`
+	TimeToFirstTokenMs *int        `json:"timeToFirstTokenMs,omitempty"`
+	DurationMs         *int        `json:"durationMs,omitempty"`
+}
+
 type Query struct {
+}
+
+type StartMessageInput struct {
+	// ASSISTANT (the default) or USER.
+	Role *parley.Role `json:"role,omitempty"`
+	// Makes starting safe to retry: the same id again in the conversation returns the stored message.
+	ClientMessageID *string `json:"clientMessageId,omitempty"`
+	Provider        *string `json:"provider,omitempty"`
+	Model           *string `json:"model,omitempty"`
+	// How long the message waits for the next append or heartbeat before it is closed as INTERRUPTED: 1 to 600, 30 by default.
+	LeaseSeconds *int `json:"leaseSeconds,omitempty"`
 }
 
 type Subscription struct {
@@ -133,4 +209,134 @@ type ToolResultInput struct {
 	Error      *ToolErrorInput `json:"error,omitempty"`
 	DurationMs *int            `json:"durationMs,omitempty"`
 	ExecutedAt *time.Time      `json:"executedAt,omitempty"`
+}
+
+type UsageInput struct {
+	InputTokens              *int `json:"inputTokens,omitempty"`
+	OutputTokens             *int `json:"outputTokens,omitempty"`
+	CachedInputTokens        *int `json:"cachedInputTokens,omitempty"`
+	CacheCreationInputTokens *int `json:"cacheCreationInputTokens,omitempty"`
+	ReasoningTokens          *int `json:"reasoningTokens,omitempty"`
+}
+
+// What a delta extends.
+type DeltaKind string
+
+const (
+	// The text of a TEXT part.
+	DeltaKindText DeltaKind = "TEXT"
+	// The text of a THINKING part.
+	DeltaKindThinking DeltaKind = "THINKING"
+	// The signature of a THINKING part.
+	DeltaKindSignature DeltaKind = "SIGNATURE"
+	// The arguments of a tool call (JSON once complete); the first delta of a call opens it, with its toolCallId and toolName.
+	DeltaKindToolArguments DeltaKind = "TOOL_ARGUMENTS"
+)
+
+var AllDeltaKind = []DeltaKind{
+	DeltaKindText,
+	DeltaKindThinking,
+	DeltaKindSignature,
+	DeltaKindToolArguments,
+}
+
+func (e DeltaKind) IsValid() bool {
+	switch e {
+	case DeltaKindText, DeltaKindThinking, DeltaKindSignature, DeltaKindToolArguments:
+		return true
+	}
+	return false
+}
+
+func (e DeltaKind) String() string {
+	return string(e)
+}
+
+func (e *DeltaKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = DeltaKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid DeltaKind", str)
+	}
+	return nil
+}
+
+func (e DeltaKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *DeltaKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e DeltaKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// A provider's stream format, read with its official SDK's accumulator.
+type ProviderStreamFormat string
+
+const (
+	// OpenAI Chat Completions chunks (stream: true), each the data of one server-sent event.
+	ProviderStreamFormatOpenaiChat ProviderStreamFormat = "OPENAI_CHAT"
+	// Anthropic Messages stream events, each the data of one server-sent event.
+	ProviderStreamFormatAnthropicMessages ProviderStreamFormat = "ANTHROPIC_MESSAGES"
+)
+
+var AllProviderStreamFormat = []ProviderStreamFormat{
+	ProviderStreamFormatOpenaiChat,
+	ProviderStreamFormatAnthropicMessages,
+}
+
+func (e ProviderStreamFormat) IsValid() bool {
+	switch e {
+	case ProviderStreamFormatOpenaiChat, ProviderStreamFormatAnthropicMessages:
+		return true
+	}
+	return false
+}
+
+func (e ProviderStreamFormat) String() string {
+	return string(e)
+}
+
+func (e *ProviderStreamFormat) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ProviderStreamFormat(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ProviderStreamFormat", str)
+	}
+	return nil
+}
+
+func (e ProviderStreamFormat) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ProviderStreamFormat) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ProviderStreamFormat) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }
