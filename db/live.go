@@ -176,7 +176,7 @@ func (db *DB) StartMessage(ctx context.Context, conversationID string, s parley.
 			)
 			INSERT INTO messages (conversation_id, position, schema_version, kind, role, payload, status,
 				client_message_id, body_digest, provenance, lease_seconds, lease_until)
-			SELECT conv.id, conv.last_position, 2, 'text', $3, '{}', 'streaming', $4, $5, $6, $7, now() + make_interval(secs => $7)
+			SELECT conv.id, conv.last_position, 2, 'text', $3, '{}', 'streaming', $4, $5, $6::jsonb, $7::int, now() + make_interval(secs => $7::int)
 			FROM conv
 			RETURNING `+messageColumns, key, owner, s.Role, sql.NullString{String: s.ClientID, Valid: s.ClientID != ""}, want, provCol, lease)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -587,8 +587,11 @@ func (db *DB) endLocked(ctx context.Context, tx *txn, key, messageID, owner stri
 			return nil, fmt.Errorf("complete message %s: %w", messageID, err)
 		}
 		// A message cut short keeps what it had even where a finished one could not
-		// be so (arguments that stop mid-JSON): see keepPartial.
+		// be so (arguments that stop mid-JSON, no content at all): see keepPartial.
 		keepPartial(m)
+		if err := parley.Prepare(m, db.limits); err != nil {
+			db.log.DebugContext(ctx, "a message cut short is kept as it is", "message", messageID, "err", err)
+		}
 	}
 	if req, ok := m.(*parley.ToolRequestMessage); ok {
 		if err := db.applyToolPolicies(ctx, tx, m); err != nil {
@@ -633,6 +636,9 @@ func keepPartial(m parley.Message) {
 	for i, c := range req.ToolCalls {
 		if !json.Valid(c.Arguments) {
 			req.ToolCalls[i].Arguments = parley.JSON(strconv.Quote(string(c.Arguments)))
+		}
+		if c.ApprovalStatus == "" {
+			req.ToolCalls[i].ApprovalStatus = parley.ApprovalPending
 		}
 	}
 }
