@@ -387,3 +387,152 @@ type LiveMessageService interface {
 	// ConversationUsage sums the usage of a conversation's messages.
 	ConversationUsage(ctx context.Context, conversationID string) (Usage, error)
 }
+
+// StreamCursor is where a subscriber of a conversation's messages and deltas stands:
+// every message up to Position delivered, and of those still streaming when delivered
+// (Open, in ascending position), the appends up to Seq.
+type StreamCursor struct {
+	Position int
+	Open     []OpenMessage
+}
+
+// OpenMessage is a streaming message a subscriber has, with the appends up to Seq.
+type OpenMessage struct {
+	Position int
+	Seq      int
+}
+
+// String encodes the cursor for a client.
+func (c StreamCursor) String() string {
+	var sb strings.Builder
+	sb.WriteString("s:")
+	sb.WriteString(strconv.Itoa(c.Position))
+	for _, o := range c.Open {
+		sb.WriteString(":" + strconv.Itoa(o.Position) + "." + strconv.Itoa(o.Seq))
+	}
+	return cursorEncoding.EncodeToString([]byte(sb.String()))
+}
+
+// maxOpenInCursor bounds the streaming messages a cursor may hold.
+const maxOpenInCursor = 100
+
+// ParseStreamCursor reads a cursor made by StreamCursor.String, or a message cursor
+// (MessageCursor: every message up to it, none open). Returns EINVALID naming field.
+func ParseStreamCursor(field, cursor string) (StreamCursor, error) {
+	if p, err := ParseMessageCursor(field, cursor); err == nil {
+		return StreamCursor{Position: p}, nil
+	}
+	bad := Errorf(EINVALID, "%s: %q is not a message stream cursor", field, truncateForError(cursor))
+	raw, err := cursorEncoding.DecodeString(cursor)
+	if err != nil {
+		return StreamCursor{}, bad
+	}
+	rest, ok := strings.CutPrefix(string(raw), "s:")
+	if !ok {
+		return StreamCursor{}, bad
+	}
+	fields := strings.Split(rest, ":")
+	var c StreamCursor
+	if c.Position, err = strconv.Atoi(fields[0]); err != nil || c.Position < 0 || len(fields) > maxOpenInCursor+1 {
+		return StreamCursor{}, bad
+	}
+	last := 0
+	for _, f := range fields[1:] {
+		pos, seq, ok := strings.Cut(f, ".")
+		if !ok {
+			return StreamCursor{}, bad
+		}
+		var o OpenMessage
+		if o.Position, err = strconv.Atoi(pos); err != nil || o.Position <= last || o.Position > c.Position {
+			return StreamCursor{}, bad
+		}
+		if o.Seq, err = strconv.Atoi(seq); err != nil || o.Seq < 0 {
+			return StreamCursor{}, bad
+		}
+		last = o.Position
+		c.Open = append(c.Open, o)
+	}
+	return c, nil
+}
+
+// StreamRead is one read of a conversation for a subscriber at a StreamCursor: its
+// open messages as they are now (Open, ascending position), the appends of those still
+// streaming after the cursor's numbers (Batches, by message then number), and the
+// messages after its position (New, ascending; a streaming one folded so far, its
+// Live.Seq the last append folded).
+type StreamRead struct {
+	Open    []Message
+	Batches []DeltaBatch
+	New     []Message
+}
+
+// StreamEvent is what a subscriber receives: a whole message (added, caught up with,
+// or ended) or one append of a streaming message, and the cursor just after it.
+type StreamEvent struct {
+	Cursor  StreamCursor
+	Message Message
+	Delta   *DeltaBatch
+}
+
+// Advance returns the events a subscriber at c gets from r, in order, each exactly
+// once: the appends of its open messages it has not had, an open message again whole
+// when it has ended (and it is no longer open), then the new messages whole (a
+// streaming one opening at its number). r is not changed.
+func (c StreamCursor) Advance(r StreamRead) []StreamEvent {
+	var out []StreamEvent
+	cur := StreamCursor{Position: c.Position, Open: slices.Clone(c.Open)}
+	emit := func(m Message, d *DeltaBatch) {
+		out = append(out, StreamEvent{Cursor: StreamCursor{Position: cur.Position, Open: slices.Clone(cur.Open)}, Message: m, Delta: d})
+	}
+	find := func(pos int) int {
+		return slices.IndexFunc(cur.Open, func(o OpenMessage) bool { return o.Position == pos })
+	}
+	for _, m := range r.Open {
+		pos := m.Meta().Position
+		i := find(pos)
+		if i < 0 {
+			continue
+		}
+		if m.Meta().Live.Status.Normal() != StatusStreaming {
+			cur.Open = slices.Delete(cur.Open, i, i+1)
+			emit(m, nil)
+			continue
+		}
+		for k := range r.Batches {
+			b := &r.Batches[k]
+			if b.Position == pos && b.Seq > cur.Open[i].Seq {
+				cur.Open[i].Seq = b.Seq
+				emit(nil, b)
+			}
+		}
+	}
+	for _, m := range r.New {
+		meta := m.Meta()
+		if meta.Position <= cur.Position {
+			continue
+		}
+		cur.Position = meta.Position
+		if meta.Live.Status.Normal() == StatusStreaming {
+			cur.Open = append(cur.Open, OpenMessage{Position: meta.Position, Seq: meta.Live.Seq})
+		}
+		emit(m, nil)
+	}
+	return out
+}
+
+// LiveEventService streams a conversation's messages and the appends of those that
+// stream, from one cursor.
+type LiveEventService interface {
+	// SubscribeStream registers for the conversation's messages after the cursor after
+	// and the appends of its streaming messages, exactly once and in order, whichever
+	// replica wrote them. Without a cursor it starts at the oldest message still
+	// streaming (so that one is delivered whole, so far), else after the newest.
+	// Returns ENOTFOUND for a missing conversation.
+	SubscribeStream(ctx context.Context, conversationID string, after *StreamCursor) (StreamSubscription, error)
+}
+
+// StreamSubscription is a registered SubscribeStream.
+type StreamSubscription interface {
+	// Next waits for the next event. Errors as MessageStream.Next.
+	Next(ctx context.Context) (StreamEvent, error)
+}

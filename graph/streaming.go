@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/parley-dev/parley"
@@ -85,4 +87,36 @@ func provenanceFromInput(in *model.ProvenanceInput) *parley.Provenance {
 
 func ackModel(messageID string, a parley.Ack) *model.AppendAck {
 	return &model.AppendAck{MessageID: messageID, Seq: a.Seq, LeaseUntil: a.LeaseUntil}
+}
+
+// forwardStream runs a messageStream subscription: one goroutine owns the channel gqlgen
+// reads, takes each event from the subscription at the client's pace and sends it,
+// never blocking past ctx.
+func (r *Resolver) forwardStream(ctx context.Context, s parley.StreamSubscription) <-chan *model.MessageStreamEvent {
+	ch := make(chan *model.MessageStreamEvent)
+	go func() {
+		defer close(ch)
+		defer func() {
+			if v := recover(); v != nil {
+				r.endSubscription(ctx, fmt.Errorf("panic in subscription: %v", v))
+			}
+		}()
+		for {
+			ev, err := s.Next(ctx)
+			if err != nil {
+				r.endSubscription(ctx, err)
+				return
+			}
+			out := &model.MessageStreamEvent{Cursor: ev.Cursor.String(), Message: ev.Message}
+			if d := ev.Delta; d != nil {
+				out.Delta = &model.MessageDeltaEvent{MessageID: d.MessageID, Position: d.Position, Seq: d.Seq, Deltas: deltasToModel(d.Deltas)}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case ch <- out:
+			}
+		}
+	}()
+	return ch
 }

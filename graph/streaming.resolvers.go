@@ -7,7 +7,6 @@ package graph
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/graph/model"
@@ -95,5 +94,21 @@ func (r *mutationResolver) FailMessage(ctx context.Context, messageID string, er
 }
 
 func (r *subscriptionResolver) MessageStream(ctx context.Context, conversationID string, after *string) (<-chan *model.MessageStreamEvent, error) {
-	panic(fmt.Errorf("not implemented: MessageStream - messageStream"))
+	var from *parley.StreamCursor
+	if after != nil {
+		c, err := parley.ParseStreamCursor("after", *after)
+		if err != nil {
+			return nil, err
+		}
+		from = &c
+	}
+	live, ok := r.EventService.(parley.LiveEventService)
+	if !ok {
+		return nil, errNoEvents
+	}
+	s, err := live.SubscribeStream(ctx, conversationID, from)
+	if err != nil {
+		return nil, err
+	}
+	return r.forwardStream(ctx, s), nil
 }
