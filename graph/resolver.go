@@ -27,5 +27,8 @@ type Resolver struct {
 	// LiveMessageService writes messages while they stream; without it those mutations
 	// answer SERVICE_UNAVAILABLE.
 	LiveMessageService parley.LiveMessageService
-	Logger             *slog.Logger
+	// LiveEventService serves messageStream; without it that subscription answers
+	// SERVICE_UNAVAILABLE.
+	LiveEventService parley.LiveEventService
+	Logger           *slog.Logger
 }

@@ -102,11 +102,10 @@ func (r *subscriptionResolver) MessageStream(ctx context.Context, conversationID
 		}
 		from = &c
 	}
-	live, ok := r.EventService.(parley.LiveEventService)
-	if !ok {
+	if r.LiveEventService == nil {
 		return nil, errNoEvents
 	}
-	s, err := live.SubscribeStream(ctx, conversationID, from)
+	s, err := r.LiveEventService.SubscribeStream(ctx, conversationID, from)
 	if err != nil {
 		return nil, err
 	}

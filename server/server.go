@@ -80,6 +80,7 @@ func New(cfg Config) http.Handler {
 		ConversationService: cfg.Conversations,
 		MessageService:      cfg.Messages,
 		EventService:        cfg.Metrics.Events(cfg.Events), // counts delivery lag
+		LiveEventService:    liveEvents(cfg.Events),
 		ProcessingService:   cfg.Processing,
 		ToolWorkService:     cfg.ToolWork,
 		InteropService:      cfg.Interop,
@@ -123,4 +124,11 @@ func New(cfg Config) http.Handler {
 		w.Write([]byte("ok\n"))
 	})
 	return withRequestID(withAccessLog(cfg.Logger, mux))
+}
+
+// liveEvents returns events as the service of messageStream, when it is one (a
+// realtime.Hub is), else nil.
+func liveEvents(events parley.EventService) parley.LiveEventService {
+	l, _ := events.(parley.LiveEventService)
+	return l
 }

@@ -119,16 +119,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fmt.Fprintf(out, "## Live messages\n\n`make bench-streaming` (bench/streaming): %s per run, one TEXT delta per append, "+
 		"%d websocket subscribers per stream, Postgres durability %s. Load average at the start: %s.\n\n",
 		cfg.duration, cfg.subscribers, map[bool]string{true: "on", false: "off"}[cfg.durable], loadAverage())
-	fmt.Fprintln(out, "| streams × appends/s | appends/s done | deliveries/s | p50 | p99 | max | DB commits/s | DB rows written/s | server CPU per delivery | stored = sent |")
-	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(out, "| streams × appends/s | appends/s done | deliveries/s | p50 | p99 | max | DB commits/s | DB rows written/s | WAL per append | server CPU per delivery | stored = sent |")
+	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, streams := range []int{cfg.streams, 1} {
 		r, err := measure(ctx, cfg, streams, srv, stats)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "| %d × %d | %.0f | %.0f | %s | %s | %s | %.0f | %.0f | %.1f µs | %s |\n",
+		fmt.Fprintf(out, "| %d × %d | %.0f | %.0f | %s | %s | %s | %.0f | %.0f | %.0f B | %.1f µs | %s |\n",
 			streams, cfg.rate, r.appendsPerSec, r.deliveriesPerSec, ms(pct(r.latencies, 50)), ms(pct(r.latencies, 99)),
-			ms(pct(r.latencies, 100)), r.commitsPerSec, r.rowsPerSec, r.cpuPerDelivery, r.check)
+			ms(pct(r.latencies, 100)), r.commitsPerSec, r.rowsPerSec, r.walPerAppend, r.cpuPerDelivery, r.check)
 	}
 	fmt.Fprintln(out)
 	return nil
@@ -138,6 +138,7 @@ type result struct {
 	appendsPerSec, deliveriesPerSec float64
 	latencies                       []time.Duration
 	commitsPerSec, rowsPerSec       float64
+	walPerAppend                    float64 // bytes
 	cpuPerDelivery                  float64 // µs
 	check                           string
 }
@@ -224,7 +225,8 @@ func measure(ctx context.Context, cfg config, n int, srv *server, stats *sqlx.DB
 	deliveries = deliveries[:0]
 	dmu.Unlock()
 
-	commits0, rows0, err := dbStats(ctx, stats)
+	time.Sleep(1500 * time.Millisecond) // the counters settle (see dbStats)
+	commits0, rows0, wal0, err := dbStats(ctx, stats)
 	if err != nil {
 		return r, err
 	}
@@ -296,7 +298,8 @@ func measure(ctx context.Context, cfg config, n int, srv *server, stats *sqlx.DB
 	if err != nil {
 		return r, err
 	}
-	commits1, rows1, err := dbStats(ctx, stats)
+	time.Sleep(1500 * time.Millisecond) // the counters settle (see dbStats)
+	commits1, rows1, wal1, err := dbStats(ctx, stats)
 	if err != nil {
 		return r, err
 	}
@@ -311,6 +314,7 @@ func measure(ctx context.Context, cfg config, n int, srv *server, stats *sqlx.DB
 	r.deliveriesPerSec = float64(len(ds)) / drained.Seconds()
 	r.commitsPerSec = float64(commits1-commits0) / drained.Seconds()
 	r.rowsPerSec = float64(rows1-rows0) / drained.Seconds()
+	r.walPerAppend = float64(wal1-wal0) / float64(max(sent, 1))
 	if len(ds) > 0 {
 		r.cpuPerDelivery = float64((cpu1 - cpu0).Microseconds()) / float64(len(ds))
 	}
@@ -348,11 +352,14 @@ func measure(ctx context.Context, cfg config, n int, srv *server, stats *sqlx.DB
 	return r, nil
 }
 
-// dbStats returns the database's commits and rows written so far.
-func dbStats(ctx context.Context, stats *sqlx.DB) (commits, rows int64, err error) {
-	err = stats.QueryRowxContext(ctx, `SELECT xact_commit, tup_inserted + tup_updated + tup_deleted
-		FROM pg_stat_database WHERE datname = current_database()`).Scan(&commits, &rows)
-	return commits, rows, err
+// dbStats returns the database's commits and rows written so far, and the WAL
+// position. Backends report their counters at most once a second when idle, so callers
+// let a second and a half pass after the load before reading the end.
+func dbStats(ctx context.Context, stats *sqlx.DB) (commits, rows, wal int64, err error) {
+	err = stats.QueryRowxContext(ctx, `SELECT xact_commit, tup_inserted + tup_updated + tup_deleted,
+		pg_current_wal_lsn() - '0/0'::pg_lsn
+		FROM pg_stat_database WHERE datname = current_database()`).Scan(&commits, &rows, &wal)
+	return commits, rows, wal, err
 }
 
 var httpClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
@@ -418,7 +425,13 @@ func read(conn *websocket.Conn, got func(seq int, at time.Time)) {
 	for {
 		_, b, err := conn.Read(context.Background())
 		if err != nil {
+			if os.Getenv("STREAMING_DEBUG") != "" {
+				fmt.Fprintln(os.Stderr, "read:", err)
+			}
 			return
+		}
+		if os.Getenv("STREAMING_DEBUG") != "" {
+			fmt.Fprintf(os.Stderr, "frame: %.300s\n", b)
 		}
 		at := time.Now()
 		switch {
