@@ -192,6 +192,11 @@ func (db *DB) StartMessage(ctx context.Context, conversationID string, s parley.
 	if err != nil {
 		return nil, err
 	}
+	if meta := out.Meta(); meta.Live.Status == parley.StatusStreaming && meta.Live.Seq == 0 {
+		// Its first append can take the fast path.
+		msgKey, _ := parley.ParseMessageID(meta.ID)
+		db.live.put(msgKey, &liveEntry{conv: key, position: meta.Position})
+	}
 	return out, nil
 }
 
@@ -236,6 +241,9 @@ type liveEntry struct {
 	seq   int
 	shape parley.Draft
 	asm   parley.StreamAssembler
+	// conv and position are the message's, for its notifications.
+	conv     string
+	position int
 }
 
 // maxLiveEntries bounds the cache; beyond it an arbitrary entry is dropped.
@@ -397,6 +405,9 @@ func (db *DB) appendLive(ctx context.Context, messageID string, seq int, format 
 	if !ok {
 		return parley.Ack{}, messageNotFound(messageID)
 	}
+	if ack, ok, err := db.appendFast(ctx, key, messageID, seq, format, brings); ok || err != nil {
+		return ack, err
+	}
 	var entry *liveEntry
 	var acked parley.Ack
 	err := db.transact(ctx, func(tx *txn) error {
@@ -452,7 +463,7 @@ func (db *DB) appendLive(ctx context.Context, messageID string, seq int, format 
 			NotifyChannel, string(payload), formatCol); err != nil {
 			return fmt.Errorf("append %d to %s: %w", seq, messageID, err)
 		}
-		e.seq, e.shape = seq, shape
+		e.seq, e.shape, e.conv, e.position = seq, shape, r.ConvKey, r.Position
 		entry, acked = e, parley.Ack{Seq: seq, LeaseUntil: lease}
 		return nil
 	})
@@ -464,6 +475,76 @@ func (db *DB) appendLive(ctx context.Context, messageID string, seq int, format 
 		db.live.put(key, entry)
 	}
 	return acked, nil
+}
+
+// appendFastSQL is an append as one statement, for a writer whose cache entry says the
+// message is at append $2 - 1: it writes only if the message is still streaming, at that
+// number, and the owner's ($9), and notifies only then. Anything else (a retry, a gap,
+// an end, another replica's append) writes nothing, and the append takes the locking
+// path to find out which.
+const appendFastSQL = `
+	WITH upd AS (
+		UPDATE messages SET stream_seq = $2, lease_until = now() + make_interval(secs => lease_seconds),
+			first_delta_at = coalesce(first_delta_at, now()), provenance = coalesce($5, provenance),
+			stream_format = coalesce($8, stream_format)
+		WHERE id = $1 AND status = 'streaming' AND stream_seq = $2 - 1
+			AND EXISTS (SELECT 1 FROM conversations own WHERE own.id = messages.conversation_id AND own.owner = $9)
+		RETURNING id, lease_until
+	), ins AS (
+		INSERT INTO message_deltas (message_id, seq, deltas, events) SELECT id, $2, $3, $4 FROM upd
+	)
+	SELECT upd.lease_until FROM upd CROSS JOIN LATERAL (SELECT pg_notify($6, $7)) n`
+
+// appendFast writes an append in one round trip when this process appended the one
+// before it (its cache entry is current): the common case of a writer streaming to one
+// replica. ok is false when it wrote nothing and the append must take the locking path.
+func (db *DB) appendFast(ctx context.Context, key, messageID string, seq int, format parley.StreamFormat,
+	brings func(e *liveEntry) ([]parley.Delta, []json.RawMessage, error)) (ack parley.Ack, ok bool, err error) {
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return ack, false, err
+	}
+	e := db.live.take(key, seq-1)
+	if e == nil || seq < 1 || (format != "") != (e.asm != nil) {
+		return ack, false, nil
+	}
+	deltas, events, err := brings(e)
+	if err != nil {
+		return ack, false, err // e is dropped: an assembler may hold part of the append
+	}
+	shape := e.shape.Shape()
+	if err := shape.ApplyAll(deltas); err != nil {
+		return ack, false, err
+	}
+	var eventsCol, provCol, formatCol any
+	if format != "" {
+		b, err := json.Marshal(events)
+		if err != nil {
+			return ack, false, err
+		}
+		eventsCol, formatCol = string(b), string(format)
+		p := e.asm.Provenance()
+		provCol = encodeProvenance(&p)
+	}
+	payload, err := json.Marshal(eventPayload{Kind: parley.MessageDelta, ConvKey: e.conv, MsgKey: key, Position: e.position, Seq: int64(seq)})
+	if err != nil {
+		return ack, false, err
+	}
+	args := []any{key, seq, encodeDeltas(deltas), eventsCol, provCol, NotifyChannel, string(payload), formatCol, owner}
+	var lease time.Time
+	if st := db.stmt(appendFastSQL); st != nil {
+		err = st.GetContext(ctx, &lease, args...)
+	} else {
+		err = db.db.GetContext(ctx, &lease, appendFastSQL, args...)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return ack, false, nil
+	} else if err != nil {
+		return ack, false, classify(fmt.Errorf("append %d to %s: %w", seq, messageID, err))
+	}
+	e.seq, e.shape = seq, shape
+	db.live.put(key, e)
+	return parley.Ack{Seq: seq, LeaseUntil: lease}, true, nil
 }
 
 // Heartbeat implements parley.LiveMessageService.
