@@ -3,8 +3,6 @@ package parley
 import (
 	"context"
 	"database/sql/driver"
-	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,23 +37,6 @@ func (s MessageStatus) Normal() MessageStatus {
 
 // String returns the API spelling.
 func (s MessageStatus) String() string { return strings.ToUpper(string(s.Normal())) }
-
-// MarshalGQL writes the API spelling.
-func (s MessageStatus) MarshalGQL(w io.Writer) { io.WriteString(w, strconv.Quote(s.String())) }
-
-// UnmarshalGQL reads the API spelling.
-func (s *MessageStatus) UnmarshalGQL(v any) error {
-	str, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("status must be a string, got %T", v)
-	}
-	st := MessageStatus(strings.ToLower(str))
-	if !slices.Contains([]MessageStatus{StatusStreaming, StatusCompleted, StatusAborted, StatusFailed, StatusInterrupted}, st) {
-		return Errorf(EINVALID, "%q is not a message status", str)
-	}
-	*s = st
-	return nil
-}
 
 // Value stores the status as its lower-case word.
 func (s MessageStatus) Value() (driver.Value, error) { return string(s.Normal()), nil }

@@ -228,7 +228,7 @@ type ComplexityRoot struct {
 		AbortMessage         func(childComplexity int, messageID string, reason *string) int
 		AddMessage           func(childComplexity int, conversationID string, input model.MessageInput, clientMessageID *string, provenance *model.ProvenanceInput) int
 		AppendMessageDeltas  func(childComplexity int, messageID string, seq int, deltas []*model.MessageDeltaInput) int
-		AppendProviderEvents func(childComplexity int, messageID string, format model.ProviderStreamFormat, seq int, events []parley.JSON) int
+		AppendProviderEvents func(childComplexity int, messageID string, format parley.StreamFormat, seq int, events []parley.JSON) int
 		ClaimToolCall        func(childComplexity int, messageID string, toolCallID string, worker string, leaseSeconds *int) int
 		CompleteMessage      func(childComplexity int, messageID string, input *model.CompleteMessageInput) int
 		CreateConversation   func(childComplexity int, title *string) int
@@ -475,7 +475,7 @@ type MutationResolver interface {
 	ClaimToolCall(ctx context.Context, messageID string, toolCallID string, worker string, leaseSeconds *int) (*parley.AwaitingToolCall, error)
 	StartMessage(ctx context.Context, conversationID string, input *model.StartMessageInput) (*model.MessageEdge, error)
 	AppendMessageDeltas(ctx context.Context, messageID string, seq int, deltas []*model.MessageDeltaInput) (*model.AppendAck, error)
-	AppendProviderEvents(ctx context.Context, messageID string, format model.ProviderStreamFormat, seq int, events []parley.JSON) (*model.AppendAck, error)
+	AppendProviderEvents(ctx context.Context, messageID string, format parley.StreamFormat, seq int, events []parley.JSON) (*model.AppendAck, error)
 	HeartbeatMessage(ctx context.Context, messageID string) (*model.AppendAck, error)
 	CompleteMessage(ctx context.Context, messageID string, input *model.CompleteMessageInput) (parley.Message, error)
 	AbortMessage(ctx context.Context, messageID string, reason *string) (parley.Message, error)
@@ -1340,7 +1340,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.AppendProviderEvents(childComplexity, args["messageId"].(string), args["format"].(model.ProviderStreamFormat), args["seq"].(int), args["events"].([]parley.JSON)), true
+		return e.ComplexityRoot.Mutation.AppendProviderEvents(childComplexity, args["messageId"].(string), args["format"].(parley.StreamFormat), args["seq"].(int), args["events"].([]parley.JSON)), true
 	case "Mutation.claimToolCall":
 		if e.ComplexityRoot.Mutation.ClaimToolCall == nil {
 			break
@@ -3917,8 +3917,8 @@ func (ec *executionContext) field_Mutation_appendProviderEvents_args(ctx context
 	}
 	args["messageId"] = arg0
 	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "format",
-		func(ctx context.Context, v any) (model.ProviderStreamFormat, error) {
-			return ec.unmarshalNProviderStreamFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐProviderStreamFormat(ctx, v)
+		func(ctx context.Context, v any) (parley.StreamFormat, error) {
+			return ec.unmarshalNProviderStreamFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐStreamFormat(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -7324,8 +7324,8 @@ func (ec *executionContext) _MessageDelta_kind(ctx context.Context, field graphq
 			return obj.Kind, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v model.DeltaKind) graphql.Marshaler {
-			return ec.marshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐDeltaKind(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v parley.DeltaKind) graphql.Marshaler {
+			return ec.marshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐDeltaKind(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8190,7 +8190,7 @@ func (ec *executionContext) _Mutation_appendProviderEvents(ctx context.Context, 
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().AppendProviderEvents(ctx, fc.Args["messageId"].(string), fc.Args["format"].(model.ProviderStreamFormat), fc.Args["seq"].(int), fc.Args["events"].([]parley.JSON))
+			return ec.Resolvers.Mutation().AppendProviderEvents(ctx, fc.Args["messageId"].(string), fc.Args["format"].(parley.StreamFormat), fc.Args["seq"].(int), fc.Args["events"].([]parley.JSON))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.AppendAck) graphql.Marshaler {
@@ -13485,7 +13485,7 @@ func (ec *executionContext) unmarshalInputMessageDeltaInput(ctx context.Context,
 		switch k {
 		case "kind":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kind"))
-			data, err := ec.unmarshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐDeltaKind(ctx, v)
+			data, err := ec.unmarshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐDeltaKind(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -18017,15 +18017,37 @@ func (ec *executionContext) marshalNConversationEdge2ᚖgithubᚗcomᚋparleyᚑ
 	return ec._ConversationEdge(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐDeltaKind(ctx context.Context, v any) (model.DeltaKind, error) {
-	var res model.DeltaKind
-	err := res.UnmarshalGQL(v)
+func (ec *executionContext) unmarshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐDeltaKind(ctx context.Context, v any) (parley.DeltaKind, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐDeltaKind[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐDeltaKind(ctx context.Context, sel ast.SelectionSet, v model.DeltaKind) graphql.Marshaler {
-	return v
+func (ec *executionContext) marshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐDeltaKind(ctx context.Context, sel ast.SelectionSet, v parley.DeltaKind) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐDeltaKind[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
 }
+
+var (
+	unmarshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐDeltaKind = map[string]parley.DeltaKind{
+		"TEXT":           parley.DeltaText,
+		"THINKING":       parley.DeltaThinking,
+		"SIGNATURE":      parley.DeltaSignature,
+		"TOOL_ARGUMENTS": parley.DeltaToolArguments,
+	}
+	marshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐDeltaKind = map[parley.DeltaKind]string{
+		parley.DeltaText:          "TEXT",
+		parley.DeltaThinking:      "THINKING",
+		parley.DeltaSignature:     "SIGNATURE",
+		parley.DeltaToolArguments: "TOOL_ARGUMENTS",
+	}
+)
 
 func (ec *executionContext) marshalNFileReferenceMessage2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐFileReferenceMessage(ctx context.Context, sel ast.SelectionSet, v *parley.FileReferenceMessage) graphql.Marshaler {
 	if v == nil {
@@ -18342,14 +18364,38 @@ func (ec *executionContext) unmarshalNMessageInput2githubᚗcomᚋparleyᚑdev�
 }
 
 func (ec *executionContext) unmarshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus(ctx context.Context, v any) (parley.MessageStatus, error) {
-	var res parley.MessageStatus
-	err := res.UnmarshalGQL(v)
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus(ctx context.Context, sel ast.SelectionSet, v parley.MessageStatus) graphql.Marshaler {
-	return v
+	_ = sel
+	res := graphql.MarshalString(marshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
 }
+
+var (
+	unmarshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus = map[string]parley.MessageStatus{
+		"STREAMING":   parley.StatusStreaming,
+		"COMPLETED":   parley.StatusCompleted,
+		"ABORTED":     parley.StatusAborted,
+		"FAILED":      parley.StatusFailed,
+		"INTERRUPTED": parley.StatusInterrupted,
+	}
+	marshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus = map[parley.MessageStatus]string{
+		parley.StatusStreaming:   "STREAMING",
+		parley.StatusCompleted:   "COMPLETED",
+		parley.StatusAborted:     "ABORTED",
+		parley.StatusFailed:      "FAILED",
+		parley.StatusInterrupted: "INTERRUPTED",
+	}
+)
 
 func (ec *executionContext) marshalNMessageStreamEvent2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐMessageStreamEvent(ctx context.Context, sel ast.SelectionSet, v *model.MessageStreamEvent) graphql.Marshaler {
 	if v == nil {
@@ -18462,15 +18508,33 @@ var (
 	}
 )
 
-func (ec *executionContext) unmarshalNProviderStreamFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐProviderStreamFormat(ctx context.Context, v any) (model.ProviderStreamFormat, error) {
-	var res model.ProviderStreamFormat
-	err := res.UnmarshalGQL(v)
+func (ec *executionContext) unmarshalNProviderStreamFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐStreamFormat(ctx context.Context, v any) (parley.StreamFormat, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNProviderStreamFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐStreamFormat[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNProviderStreamFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐProviderStreamFormat(ctx context.Context, sel ast.SelectionSet, v model.ProviderStreamFormat) graphql.Marshaler {
-	return v
+func (ec *executionContext) marshalNProviderStreamFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐStreamFormat(ctx context.Context, sel ast.SelectionSet, v parley.StreamFormat) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNProviderStreamFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐStreamFormat[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
 }
+
+var (
+	unmarshalNProviderStreamFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐStreamFormat = map[string]parley.StreamFormat{
+		"OPENAI_CHAT":        parley.FormatOpenAIChat,
+		"ANTHROPIC_MESSAGES": parley.FormatAnthropicMessages,
+	}
+	marshalNProviderStreamFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐStreamFormat = map[parley.StreamFormat]string{
+		parley.FormatOpenAIChat:        "OPENAI_CHAT",
+		parley.FormatAnthropicMessages: "ANTHROPIC_MESSAGES",
+	}
+)
 
 func (ec *executionContext) unmarshalNRecognitionMode2githubᚗcomᚋparleyᚑdevᚋparleyᚐRecognitionMode(ctx context.Context, v any) (parley.RecognitionMode, error) {
 	tmp, err := graphql.UnmarshalString(v)

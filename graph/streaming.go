@@ -33,7 +33,7 @@ func startFromInput(in *model.StartMessageInput) parley.StartMessage {
 func deltasFromInput(in []*model.MessageDeltaInput) []parley.Delta {
 	out := make([]parley.Delta, len(in))
 	for i, d := range in {
-		out[i] = parley.Delta{Kind: parley.DeltaKind(d.Kind), Index: d.Index, Text: d.Text,
+		out[i] = parley.Delta{Kind: d.Kind, Index: d.Index, Text: d.Text,
 			ToolCallID: deref(d.ToolCallID), ToolName: deref(d.ToolName)}
 	}
 	return out
@@ -42,7 +42,7 @@ func deltasFromInput(in []*model.MessageDeltaInput) []parley.Delta {
 func deltasToModel(in []parley.Delta) []*model.MessageDelta {
 	out := make([]*model.MessageDelta, len(in))
 	for i, d := range in {
-		out[i] = &model.MessageDelta{Kind: model.DeltaKind(d.Kind), Index: d.Index, Text: d.Text,
+		out[i] = &model.MessageDelta{Kind: d.Kind, Index: d.Index, Text: d.Text,
 			ToolCallID: optional(d.ToolCallID), ToolName: optional(d.ToolName)}
 	}
 	return out

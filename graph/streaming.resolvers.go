@@ -45,11 +45,11 @@ func (r *mutationResolver) AppendMessageDeltas(ctx context.Context, messageID st
 	return ackModel(messageID, acked), nil
 }
 
-func (r *mutationResolver) AppendProviderEvents(ctx context.Context, messageID string, format model.ProviderStreamFormat, seq int, events []parley.JSON) (*model.AppendAck, error) {
+func (r *mutationResolver) AppendProviderEvents(ctx context.Context, messageID string, format parley.StreamFormat, seq int, events []parley.JSON) (*model.AppendAck, error) {
 	if r.LiveMessageService == nil {
 		return nil, errNoLive
 	}
-	acked, err := r.LiveMessageService.AppendProviderEvents(ctx, messageID, parley.StreamFormat(format), seq, events)
+	acked, err := r.LiveMessageService.AppendProviderEvents(ctx, messageID, format, seq, events)
 	if err != nil {
 		return nil, err
 	}

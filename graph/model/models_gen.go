@@ -3,10 +3,6 @@
 package model
 
 import (
-	"bytes"
-	"fmt"
-	"io"
-	"strconv"
 	"time"
 
 	"github.com/parley-dev/parley"
@@ -69,11 +65,11 @@ type MessageConnection struct {
 
 // One piece of a streaming message, as delivered.
 type MessageDelta struct {
-	Kind       DeltaKind `json:"kind"`
-	Index      int       `json:"index"`
-	Text       string    `json:"text"`
-	ToolCallID *string   `json:"toolCallId,omitempty"`
-	ToolName   *string   `json:"toolName,omitempty"`
+	Kind       parley.DeltaKind `json:"kind"`
+	Index      int              `json:"index"`
+	Text       string           `json:"text"`
+	ToolCallID *string          `json:"toolCallId,omitempty"`
+	ToolName   *string          `json:"toolName,omitempty"`
 }
 
 // One acknowledged append of a streaming message.
@@ -86,11 +82,11 @@ type MessageDeltaEvent struct {
 
 // One piece of a streaming message. `index` is the part's (or, for TOOL_ARGUMENTS, the tool call's) number from 0; one past the last opens a new one.
 type MessageDeltaInput struct {
-	Kind       DeltaKind `json:"kind"`
-	Index      int       `json:"index"`
-	Text       string    `json:"text"`
-	ToolCallID *string   `json:"toolCallId,omitempty"`
-	ToolName   *string   `json:"toolName,omitempty"`
+	Kind       parley.DeltaKind `json:"kind"`
+	Index      int              `json:"index"`
+	Text       string           `json:"text"`
+	ToolCallID *string          `json:"toolCallId,omitempty"`
+	ToolName   *string          `json:"toolName,omitempty"`
 }
 
 type MessageEdge struct {
@@ -217,126 +213,4 @@ type UsageInput struct {
 	CachedInputTokens        *int `json:"cachedInputTokens,omitempty"`
 	CacheCreationInputTokens *int `json:"cacheCreationInputTokens,omitempty"`
 	ReasoningTokens          *int `json:"reasoningTokens,omitempty"`
-}
-
-// What a delta extends.
-type DeltaKind string
-
-const (
-	// The text of a TEXT part.
-	DeltaKindText DeltaKind = "TEXT"
-	// The text of a THINKING part.
-	DeltaKindThinking DeltaKind = "THINKING"
-	// The signature of a THINKING part.
-	DeltaKindSignature DeltaKind = "SIGNATURE"
-	// The arguments of a tool call (JSON once complete); the first delta of a call opens it, with its toolCallId and toolName.
-	DeltaKindToolArguments DeltaKind = "TOOL_ARGUMENTS"
-)
-
-var AllDeltaKind = []DeltaKind{
-	DeltaKindText,
-	DeltaKindThinking,
-	DeltaKindSignature,
-	DeltaKindToolArguments,
-}
-
-func (e DeltaKind) IsValid() bool {
-	switch e {
-	case DeltaKindText, DeltaKindThinking, DeltaKindSignature, DeltaKindToolArguments:
-		return true
-	}
-	return false
-}
-
-func (e DeltaKind) String() string {
-	return string(e)
-}
-
-func (e *DeltaKind) UnmarshalGQL(v any) error {
-	str, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("enums must be strings")
-	}
-
-	*e = DeltaKind(str)
-	if !e.IsValid() {
-		return fmt.Errorf("%s is not a valid DeltaKind", str)
-	}
-	return nil
-}
-
-func (e DeltaKind) MarshalGQL(w io.Writer) {
-	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
-}
-
-func (e *DeltaKind) UnmarshalJSON(b []byte) error {
-	s, err := strconv.Unquote(string(b))
-	if err != nil {
-		return err
-	}
-	return e.UnmarshalGQL(s)
-}
-
-func (e DeltaKind) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	e.MarshalGQL(&buf)
-	return buf.Bytes(), nil
-}
-
-// A provider's stream format, read with its official SDK's accumulator.
-type ProviderStreamFormat string
-
-const (
-	// OpenAI Chat Completions chunks (stream: true), each the data of one server-sent event.
-	ProviderStreamFormatOpenaiChat ProviderStreamFormat = "OPENAI_CHAT"
-	// Anthropic Messages stream events, each the data of one server-sent event.
-	ProviderStreamFormatAnthropicMessages ProviderStreamFormat = "ANTHROPIC_MESSAGES"
-)
-
-var AllProviderStreamFormat = []ProviderStreamFormat{
-	ProviderStreamFormatOpenaiChat,
-	ProviderStreamFormatAnthropicMessages,
-}
-
-func (e ProviderStreamFormat) IsValid() bool {
-	switch e {
-	case ProviderStreamFormatOpenaiChat, ProviderStreamFormatAnthropicMessages:
-		return true
-	}
-	return false
-}
-
-func (e ProviderStreamFormat) String() string {
-	return string(e)
-}
-
-func (e *ProviderStreamFormat) UnmarshalGQL(v any) error {
-	str, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("enums must be strings")
-	}
-
-	*e = ProviderStreamFormat(str)
-	if !e.IsValid() {
-		return fmt.Errorf("%s is not a valid ProviderStreamFormat", str)
-	}
-	return nil
-}
-
-func (e ProviderStreamFormat) MarshalGQL(w io.Writer) {
-	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
-}
-
-func (e *ProviderStreamFormat) UnmarshalJSON(b []byte) error {
-	s, err := strconv.Unquote(string(b))
-	if err != nil {
-		return err
-	}
-	return e.UnmarshalGQL(s)
-}
-
-func (e ProviderStreamFormat) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	e.MarshalGQL(&buf)
-	return buf.Bytes(), nil
 }
