@@ -114,11 +114,15 @@ if (!PARLEY_URL) {
         seqs.push(e.delta.seq);
         text += e.delta.deltas.map((d) => d.text).join('');
       }
+      // A subscriber still behind when the message ends gets it whole instead of the
+      // appends it had not had yet (they are folded into it): the deltas may stop short.
       const from = seqs[0];
-      assert.deepEqual(seqs, Array.from({ length: 300 - from + 1 }, (_, i) => from + i), 'every delta exactly once, in order');
+      assert.ok(seqs.length > 200, `the deltas before and after the outage arrived (${seqs.length})`);
+      assert.deepEqual(seqs, Array.from({ length: seqs.length }, (_, i) => from + i), 'every delta exactly once, in order');
       const last = evs.at(-1).message;
       assert.equal(last.messageStatus, 'COMPLETED');
-      assert.equal(text, last.text, 'the deltas make the completed text');
+      assert.ok(last.text.startsWith(text), 'the deltas begin the completed text');
+      assert.equal(last.text, Array.from({ length: 300 }, (_, i) => `d${i + 1} `).join(''), 'the completed text is every delta sent');
       assert.ok(connections >= 2, `the client reconnected (${connections} connections)`);
     } finally {
       dispose();

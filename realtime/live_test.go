@@ -64,10 +64,12 @@ func waitStream(t *testing.T, s *sub, done func(streamEvent) bool) []streamEvent
 	return evs
 }
 
-// checkStream checks that evs is one message delivered whole, then each of its appends
-// after the number it was delivered at, exactly once and in order, then the message
-// whole again, COMPLETED, with the text the deltas make; it returns that text.
-func checkStream(t *testing.T, name string, evs []streamEvent, appends int) string {
+// checkStream checks that evs is one message delivered whole, then its appends after the
+// number it was delivered at, exactly once and in order, then the message whole again,
+// COMPLETED, beginning with the text the deltas make; it returns the completed text. A
+// subscriber still behind when the message ends gets the completed message instead of
+// the appends it had not had (they are folded into it), so the appends may stop short.
+func checkStream(t *testing.T, name string, evs []streamEvent) string {
 	t.Helper()
 	if len(evs) == 0 || evs[0].Message == nil || evs[0].Message.MessageStatus != "STREAMING" {
 		t.Fatalf("%s: the first event is not the streaming message: %+v", name, evs[:min(1, len(evs))])
@@ -90,13 +92,11 @@ func checkStream(t *testing.T, name string, evs []streamEvent, appends int) stri
 	if last.Message == nil || last.Message.MessageStatus != "COMPLETED" {
 		t.Fatalf("%s: the last event is not the completed message: %+v", name, last)
 	}
-	if seq >= 0 && seq != appends {
-		t.Errorf("%s: the last delta is %d, want %d", name, seq, appends)
+	if !strings.HasPrefix(last.Message.Text, text) {
+		t.Errorf("%s: the deltas make %d bytes that do not begin the completed message's %d", name, len(text), len(last.Message.Text))
 	}
-	if text != last.Message.Text {
-		t.Errorf("%s: the deltas make %d bytes, the completed message has %d", name, len(text), len(last.Message.Text))
-	}
-	return text
+	t.Logf("%s: %d deltas before the completed message", name, len(evs)-2)
+	return last.Message.Text
 }
 
 // TestStreamAcrossReplicas: a 500-append stream written through one replica reaches
@@ -149,7 +149,7 @@ func TestStreamAcrossReplicas(t *testing.T) {
 	done := func(ev streamEvent) bool { return ev.Message != nil && ev.Message.MessageStatus == "COMPLETED" }
 	for i, s := range subs {
 		evs := waitStream(t, s, done)
-		if got := checkStream(t, fmt.Sprintf("subscriber %d", i), evs, appends); got != want.String() {
+		if got := checkStream(t, fmt.Sprintf("subscriber %d", i), evs); got != want.String() {
 			t.Errorf("subscriber %d: got %d bytes of text, want %d", i, len(got), want.Len())
 		}
 	}
@@ -164,8 +164,8 @@ func TestStreamAcrossReplicas(t *testing.T) {
 		}
 		text += ev.Delta.Deltas[0].Text
 	}
-	if !strings.HasSuffix(want.String(), text) || !strings.HasPrefix(text, "d201 ") {
-		t.Errorf("resumed: got %q...", text[:min(40, len(text))])
+	if rest := want.String()[strings.Index(want.String(), "d201 "):]; !strings.HasPrefix(rest, text) || !strings.HasPrefix(text, "d201 ") {
+		t.Errorf("resumed: got %q..., which does not continue the text from delta 201", text[:min(40, len(text))])
 	}
 	if evs[len(evs)-1].Message.Text != want.String() {
 		t.Errorf("resumed: the completed message differs from the deltas sent")
