@@ -98,7 +98,7 @@ func (db *DB) AddMessage(ctx context.Context, conversationID string, m parley.Me
 		if err := db.applyToolPolicies(ctx, tx, m); err != nil {
 			return err
 		}
-		if err := db.insertMessage(ctx, tx, key, m); err != nil {
+		if err := db.insertMessageAt(ctx, tx, key, m, 0, want); err != nil {
 			return err
 		}
 		if req, ok := m.(*parley.ToolRequestMessage); ok {
@@ -138,15 +138,16 @@ func restorer(m parley.Message) func() {
 // its meta fields. Taking the next position locks the conversation's row until the
 // transaction ends, so concurrent writers get consecutive positions in commit order.
 func (db *DB) insertMessage(ctx context.Context, tx *txn, convKey string, m parley.Message) error {
-	return db.insertMessageAt(ctx, tx, convKey, m, 0)
+	return db.insertMessageAt(ctx, tx, convKey, m, 0, nil)
 }
 
 // insertMessageAt is insertMessage for a writer that holds the conversation's row lock
 // and numbers many messages itself, an import: with a position, the message goes there
 // and the conversation is not bumped, for the writer to bump once at the end. Bumping it
 // for each of thousands of messages in one transaction is quadratic: every update adds
-// a version of the conversation's row that each later one steps over.
-func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m parley.Message, position int) error {
+// a version of the conversation's row that each later one steps over. digest, with a
+// client id, is the message's as given (rowDigest, before the store fills anything in).
+func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m parley.Message, position int, digest []byte) error {
 	owner, err := ownerOf(ctx)
 	if err != nil {
 		return err
@@ -177,13 +178,9 @@ func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m pa
 		return err
 	}
 	var created createdRow
-	var digestCol []byte
-	if meta.Live.ClientID != "" {
-		digestCol = rowDigest(row, encodeProvenance(meta.Live.Provenance))
-	}
 	query, args := insertMessageSQL, []any{convKey, row.SchemaVersion, row.Kind, row.Role, row.Content,
 		nullJSON(row.ToolCalls), nullJSON(row.ToolResults), row.Payload, row.SourceID, nullTime(meta.CreatedAt), owner,
-		sql.NullString{String: meta.Live.ClientID, Valid: meta.Live.ClientID != ""}, digestCol, encodeProvenance(meta.Live.Provenance)}
+		sql.NullString{String: meta.Live.ClientID, Valid: meta.Live.ClientID != ""}, digest, encodeProvenance(meta.Live.Provenance)}
 	if position > 0 {
 		query, args[10] = insertMessageAtSQL, position
 	}

@@ -279,6 +279,16 @@ func TestAddMessageClientIDOnce(t *testing.T) {
 	if count.Node.Messages.TotalCount != 1 {
 		t.Errorf("stored %d messages, want 1", count.Node.Messages.TotalCount)
 	}
+	// A tool result is filled in when stored (its tool's name): its retry is still the
+	// same message.
+	srv.AddMessage(t, conv, map[string]any{"toolRequest": map[string]any{"toolCalls": []map[string]any{{"id": "c1", "name": "search", "arguments": map[string]any{"q": "x"}}}}})
+	result := map[string]any{"toolResult": map[string]any{"toolCallId": "c1", "status": "SUCCESS", "output": map[string]any{"n": 1}}}
+	var r1, r2 added
+	srv.MustDo(t, q, map[string]any{"c": conv, "i": result, "k": "result-1"}, &r1)
+	srv.MustDo(t, q, map[string]any{"c": conv, "i": result, "k": "result-1"}, &r2)
+	if r1.AddMessage.Node.ID != r2.AddMessage.Node.ID {
+		t.Errorf("a tool result retried: got %s and %s, want one message", r1.AddMessage.Node.ID, r2.AddMessage.Node.ID)
+	}
 	// Starting a message takes client ids too.
 	a := startMessage(t, srv, conv, map[string]any{"clientMessageId": "reply-1"})
 	b := startMessage(t, srv, conv, map[string]any{"clientMessageId": "reply-1"})
