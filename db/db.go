@@ -50,6 +50,9 @@ type DB struct {
 	// stmts are the statements of the hottest paths, prepared on the pool when it
 	// opens: see prepare. Read-only afterwards.
 	stmts map[string]*sqlx.Stmt
+	// awaitingScans holds a slot for each read of awaiting tool calls running (see
+	// maxAwaitingScans).
+	awaitingScans chan struct{}
 }
 
 // Open connects to the database at dsn (a lib/pq URL or key=value string). It does not
@@ -80,7 +83,8 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 	if lim.MaxImageBytes == 0 {
 		lim.MaxImageBytes = parley.DefaultLimits.MaxImageBytes
 	}
-	db := &DB{db: conn, limits: lim, policies: cfg.ToolPolicies, log: cfg.Logger, tracer: noop.NewTracerProvider().Tracer("")}
+	db := &DB{db: conn, limits: lim, policies: cfg.ToolPolicies, log: cfg.Logger, tracer: noop.NewTracerProvider().Tracer(""),
+		awaitingScans: make(chan struct{}, maxAwaitingScans)}
 	if cfg.TracerProvider != nil {
 		db.tracer = cfg.TracerProvider.Tracer("github.com/parley-dev/parley/db")
 	}
