@@ -104,6 +104,8 @@ var Settings = []Setting{
 		Field: func(c *Config) any { return &c.Limits.MaxPageSize }},
 	{Flag: "max-tokens", Env: "PARLEY_MAX_TOKENS", Key: "limits.max_tokens", Usage: "the most tokens a query document may have", Scope: Serve,
 		Field: func(c *Config) any { return &c.Limits.MaxTokens }},
+	{Flag: "max-selections", Env: "PARLEY_MAX_SELECTIONS", Key: "limits.max_selections", Usage: "the most selections a query document may have, fragments counted each time they are spread", Scope: Serve,
+		Field: func(c *Config) any { return &c.Limits.MaxSelections }},
 	{Flag: "max-body-bytes", Env: "PARLEY_MAX_BODY_BYTES", Key: "limits.max_body_bytes", Usage: "the largest request body", Scope: Serve,
 		Field: func(c *Config) any { return &c.Limits.MaxBodyBytes }},
 	{Flag: "max-websocket-message-bytes", Env: "PARLEY_MAX_WEBSOCKET_MESSAGE_BYTES", Key: "limits.max_websocket_message_bytes", Usage: "the largest message a client may send over a websocket", Scope: Serve,
