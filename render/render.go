@@ -61,8 +61,8 @@ type Renderer struct {
 	maxCachedText int
 	maxMarkdown   int
 	budget        time.Duration
-	// slots holds one token per rendering running; a reader that finds none free gets
-	// escaped text at once, so renderings never take more than one CPU each.
+	// slots holds one token per rendering running, one per CPU: a reader waits for
+	// one within the budget.
 	slots chan struct{}
 }
 
@@ -98,8 +98,8 @@ func New(cfg Config) *Renderer {
 // text is dropped by the renderer) and sanitizes the result, for rich display.
 // Renderings of recent texts are kept, so rendering a text again costs a lookup. A
 // text over MaxMarkdownBytes is escaped text in a paragraph; so is one whose rendering
-// takes longer than the budget, or finds every CPU rendering already (it renders when
-// read again, once the background rendering is done).
+// (waiting for a CPU included) takes longer than the budget: it renders when read
+// again, once the background rendering is done.
 func (r *Renderer) HTML(text string) string {
 	if text == "" {
 		return ""
@@ -113,9 +113,11 @@ func (r *Renderer) HTML(text string) string {
 			return html
 		}
 	}
+	timer := time.NewTimer(r.budget)
+	defer timer.Stop()
 	select {
 	case r.slots <- struct{}{}:
-	default:
+	case <-timer.C:
 		return escaped(text)
 	}
 	done := make(chan string, 1)
@@ -127,8 +129,6 @@ func (r *Renderer) HTML(text string) string {
 		}
 		done <- html
 	}()
-	timer := time.NewTimer(r.budget)
-	defer timer.Stop()
 	select {
 	case html := <-done:
 		return html
