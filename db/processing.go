@@ -288,7 +288,7 @@ func (db *DB) awaitingCalls(ctx context.Context, q sqlx.QueryerContext, rows []a
 const maxAwaitingScans = 4
 
 // FindAwaitingToolCalls implements parley.ToolWorkService. The calls are found
-// through the owner's conversations (the tool_calls_awaiting_idx index leads with the
+// through the owner's conversations (the tool_calls_awaiting_conv_idx index leads with the
 // conversation), so one owner's read never walks another's calls.
 func (db *DB) FindAwaitingToolCalls(ctx context.Context, f parley.AwaitingFilter) ([]*parley.AwaitingToolCall, error) {
 	var err error
