@@ -56,6 +56,9 @@ type DB struct {
 	// live caches what checking a streaming message's next append needs.
 	live       liveCache
 	assemblers map[parley.StreamFormat]func() parley.StreamAssembler
+	// awaitingScans holds a slot for each read of awaiting tool calls running (see
+	// maxAwaitingScans).
+	awaitingScans chan struct{}
 }
 
 // Open connects to the database at dsn (a lib/pq URL or key=value string). It does not
@@ -87,7 +90,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 		lim.MaxImageBytes = parley.DefaultLimits.MaxImageBytes
 	}
 	db := &DB{db: conn, limits: lim, policies: cfg.ToolPolicies, log: cfg.Logger, tracer: noop.NewTracerProvider().Tracer(""),
-		assemblers: cfg.Assemblers}
+		assemblers: cfg.Assemblers, awaitingScans: make(chan struct{}, maxAwaitingScans)}
 	if cfg.TracerProvider != nil {
 		db.tracer = cfg.TracerProvider.Tracer("github.com/parley-dev/parley/db")
 	}

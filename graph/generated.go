@@ -2626,6 +2626,11 @@ sanitized, for rich display).
 interface TextBearing {
   content: String!
   text: String!
+  """
+  The text as Markdown, rendered and sanitized. A text over 32 KiB, or one whose rendering
+  takes longer than 250 ms (it is then rendered in the background, and served rendered
+  when read again), is escaped text in one paragraph instead.
+  """
   html: String!
 }
 
@@ -2642,7 +2647,7 @@ type Part {
   content: String!
   "As written."
   text: String!
-  "Rendered and sanitized."
+  "Rendered and sanitized; escaped text in one paragraph over 32 KiB or past 250 ms of rendering (see TextBearing.html)."
   html: String!
   "The provider's signature of a thinking part, needed to send it back (Anthropic)."
   signature: String

@@ -88,14 +88,18 @@ func New(cfg Config) http.Handler {
 		LiveMessageService:  cfg.Live,
 		Logger:              cfg.Logger,
 	}
-	gqlCfg.WebsocketAuth = websocketAuth(cfg.Auth)
+	rev := newRevocations(cfg.Auth, cfg.Logger) // nil without API tokens
+	gqlCfg.WebsocketAuth = websocketAuth(cfg.Auth, rev)
+	if rev != nil {
+		gqlCfg.WebsocketCheck = rev.checkOperation
+	}
 	if cfg.TracerProvider != nil {
 		gqlCfg.Extensions = append([]graphql.HandlerExtension{tracing.GraphQL(cfg.TracerProvider)}, gqlCfg.Extensions...)
 	}
 	if cfg.Metrics != nil {
 		gqlCfg.Extensions = append([]graphql.HandlerExtension{cfg.Metrics.GraphQL()}, gqlCfg.Extensions...)
 	}
-	endpoint := withOrigins(gqlCfg.WebsocketOrigins, withAuth(cfg.Auth, graph.NewHandler(resolver, gqlCfg)))
+	endpoint := withOrigins(gqlCfg.WebsocketOrigins, withAuth(cfg.Auth, rev, graph.NewHandler(resolver, gqlCfg)))
 	endpoint, err := withCSRF(cfg.TrustedOrigins, endpoint)
 	if err != nil {
 		panic("server: " + err.Error()) // checked with the configuration

@@ -100,7 +100,13 @@ func NewWith(t testing.TB, opts Options) *Server {
 	if err != nil {
 		t.Fatalf("testserver: %v", err)
 	}
-	hs := httptest.NewServer(ws.Handler)
+	// The connection bounds of parley serve, from the configuration.
+	hs := httptest.NewUnstartedServer(ws.Handler)
+	conns := server.Connections{ReadTimeout: cfg.Process.ReadTimeout, IdleTimeout: cfg.Process.IdleTimeout,
+		MaxConnections: cfg.Process.MaxConnections}
+	conns.Configure(hs.Config)
+	hs.Listener = conns.Listener(hs.Listener)
+	hs.Start()
 	t.Cleanup(func() {
 		hs.CloseClientConnections()
 		hs.Close()

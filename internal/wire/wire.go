@@ -132,7 +132,8 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	l := cfg.Config.Limits
 	gql.Limits = graph.Limits{
 		MaxDepth: l.MaxDepth, MaxAliases: l.MaxAliases, MaxComplexity: l.MaxComplexity,
-		MaxPageSize: l.MaxPageSize, MaxTokens: l.MaxTokens, MaxSubscriptionsPerConnection: l.MaxSubscriptionsPerConnection,
+		MaxPageSize: l.MaxPageSize, MaxTokens: l.MaxTokens, MaxSelections: l.MaxSelections,
+		MaxSubscriptionsPerConnection: l.MaxSubscriptionsPerConnection,
 	}
 	gql.MaxBodyBytes, gql.MaxWebsocketMessageBytes = l.MaxBodyBytes, l.MaxWebsocketMessageBytes
 	gql.WebsocketOrigins = cfg.Config.HTTP.WebsocketOrigins
