@@ -50,6 +50,11 @@ type Process struct {
 	ShutdownTimeout time.Duration
 	// RequestTimeout bounds one query or mutation (0: no limit).
 	RequestTimeout time.Duration
+	// ReadTimeout bounds reading one request, body included; IdleTimeout closes a
+	// keep-alive connection without requests; MaxConnections bounds the connections
+	// open at once (see server.Connections).
+	ReadTimeout, IdleTimeout time.Duration
+	MaxConnections           int
 	// MetricsAddr serves /metrics apart from the API; "" on Addr, "off" nowhere.
 	MetricsAddr string
 	// DebugAddr serves Go's profiles and runtime counters; "" nowhere.
@@ -178,6 +183,9 @@ const (
 	DefaultAddr             = "127.0.0.1:8080"
 	DefaultShutdownTimeout  = 20 * time.Second
 	DefaultRequestTimeout   = 3 * time.Minute
+	DefaultReadTimeout      = time.Minute
+	DefaultIdleTimeout      = time.Minute
+	DefaultMaxConnections   = 10000
 	DefaultMaxFileBytes     = 1 << 20
 	DefaultMaxResourceBytes = 1 << 20
 	DefaultMCPTTL           = time.Hour
@@ -200,6 +208,7 @@ func Default() Config {
 // whole, not key by key: a zero RequestTimeout given by a flag means "no limit".
 func defaultProcess() Process {
 	return Process{Addr: DefaultAddr, ShutdownTimeout: DefaultShutdownTimeout, RequestTimeout: DefaultRequestTimeout,
+		ReadTimeout: DefaultReadTimeout, IdleTimeout: DefaultIdleTimeout, MaxConnections: DefaultMaxConnections,
 		LogLevel: "info", LogFormat: "text", Owner: parley.LocalOwner}
 }
 

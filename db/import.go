@@ -94,7 +94,7 @@ func (db *DB) ImportMessages(ctx context.Context, target parley.ImportTarget, im
 				report.AlreadyPresent++
 				continue
 			}
-			if err := db.insertMessageAt(ctx, tx, convKey, im.Message, last+1); err != nil {
+			if err := db.insertMessageAt(ctx, tx, convKey, im.Message, last+1, nil); err != nil {
 				return parley.WithOrigin(im.Origin, err)
 			}
 			last++

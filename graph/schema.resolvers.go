@@ -43,11 +43,12 @@ func (r *mutationResolver) DeleteConversation(ctx context.Context, id string) (s
 	return id, nil
 }
 
-func (r *mutationResolver) AddMessage(ctx context.Context, conversationID string, input model.MessageInput) (*model.MessageEdge, error) {
+func (r *mutationResolver) AddMessage(ctx context.Context, conversationID string, input model.MessageInput, clientMessageID *string, provenance *model.ProvenanceInput) (*model.MessageEdge, error) {
 	m, err := messageFromInput(input)
 	if err != nil {
 		return nil, err
 	}
+	m.Meta().Live.ClientID, m.Meta().Live.Provenance = deref(clientMessageID), provenanceFromInput(provenance)
 	if m, err = r.MessageService.AddMessage(ctx, conversationID, m); err != nil {
 		return nil, err
 	}
