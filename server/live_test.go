@@ -22,7 +22,7 @@ const liveFields = `__typename ... on MessageBase { id position role messageStat
 	provenance { provider model responseId finishReason timeToFirstTokenMs durationMs
 		usage { inputTokens outputTokens cachedInputTokens cacheCreationInputTokens reasoningTokens } } }
 	... on TextMessage { text thinking parts { kind text signature } }
-	... on ToolRequestMessage { text thinking parts { kind text signature } toolCalls { id name arguments } }`
+	... on ToolRequestMessage { text thinking parts { kind text signature } toolCalls { id: callId name arguments } }`
 
 type liveMessage struct {
 	Typename        string  `json:"__typename"`
