@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/parley
 
-.PHONY: run build test test-go test-fuzz test-e2e deps deps-e2e generate vet fmt bench bench-go bench-realtime clean
+.PHONY: run build test test-go test-fuzz test-e2e deps deps-e2e generate vet fmt bench bench-go bench-realtime bench-streaming clean
 
 run: deps build
 	./$(BIN) serve $(ARGS)
@@ -68,6 +68,13 @@ bench-go: deps
 # REALTIME_ARGS="-messages 50 -sustain 3s" for a quick look.
 bench-realtime: deps build
 	$(GO) run ./bench/fanout -parley $(BIN) $(REALTIME_ARGS)
+
+# bench-streaming: live messages, 100 streams at 50 appends/s with 10 websocket
+# subscribers each, then one stream: ack-to-subscriber latency, DB writes, server CPU per
+# delivery (a Markdown report on stdout). STREAMING_ARGS passes flags, e.g.
+# STREAMING_ARGS="-duration 3s".
+bench-streaming: deps build
+	$(GO) run ./bench/streaming -parley $(BIN) $(STREAMING_ARGS)
 
 clean:
 	rm -rf bin

@@ -12,6 +12,9 @@ const (
 	// MessageUpdated: a stored message changed (a tool call decided, a file resolved, an
 	// image recognized).
 	MessageUpdated MessageEventKind = "updated"
+	// MessageDelta: an append to a streaming message was acknowledged (Seq is its
+	// number). Only live subscribers wake for it.
+	MessageDelta MessageEventKind = "delta"
 	// ConversationDeleted: the conversation and all its messages are gone.
 	ConversationDeleted MessageEventKind = "deleted"
 )
@@ -30,6 +33,9 @@ type MessageEvent struct {
 	// Seq is the conversation's change sequence number that an update took: updates of
 	// one conversation are numbered 1, 2, 3... in commit order.
 	Seq int64
+	// Owner is the conversation's owner; empty when the writer did not say (a replica
+	// of an older version), and then every owner's watchers wake.
+	Owner string
 }
 
 // EventService streams a conversation's messages to subscribers as they are added or
@@ -76,7 +82,8 @@ type MessageStream interface {
 // change committed in between is not missed.
 type EventWatcher interface {
 	// Watch registers for wake-ups about the conversation conversationID, or about
-	// every conversation when it is empty, until ctx ends or release is called. wake
+	// every conversation of ctx's owner when it is empty (another owner's changes do
+	// not wake it), until ctx ends or release is called. wake
 	// holds at most one pending wake-up; it also fires when events may have been lost.
 	// Returns ENOTFOUND for an id that is not a conversation id.
 	Watch(ctx context.Context, conversationID string) (wake <-chan struct{}, release func(), err error)

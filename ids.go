@@ -15,6 +15,7 @@ import (
 const (
 	conversationPrefix = "conv_"
 	messagePrefix      = "msg_"
+	toolCallPrefix     = "tc_"
 )
 
 // ConversationID returns the public id of the conversation stored under key.
@@ -28,6 +29,27 @@ func ParseConversationID(id string) (string, bool) { return parseID(conversation
 
 // ParseMessageID returns the storage key of a public message id.
 func ParseMessageID(id string) (string, bool) { return parseID(messagePrefix, id) }
+
+// ToolCallID returns the globally unique public id of the call callID (its provider's
+// id, unique within the conversation only) in the tool request message messageID (a
+// public message id).
+func ToolCallID(messageID, callID string) string {
+	return toolCallPrefix + strings.TrimPrefix(messageID, messagePrefix) + "_" + callID
+}
+
+// ParseToolCallID returns the public message id and the call id of a public tool call
+// id.
+func ParseToolCallID(id string) (messageID, callID string, ok bool) {
+	rest, ok := strings.CutPrefix(id, toolCallPrefix)
+	if !ok || len(rest) < 38 || rest[36] != '_' {
+		return "", "", false
+	}
+	key, ok := parseID("", rest[:36])
+	if !ok || rest[37:] == "" {
+		return "", "", false
+	}
+	return MessageID(key), rest[37:], true
+}
 
 func parseID(prefix, id string) (string, bool) {
 	rest, ok := strings.CutPrefix(id, prefix)

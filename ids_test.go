@@ -24,6 +24,28 @@ func TestIDs(t *testing.T) {
 	}
 }
 
+// TestToolCallIDs: a call's public id is unique across conversations (it holds its
+// message's) and gives back the message and the provider's id.
+func TestToolCallIDs(t *testing.T) {
+	t.Parallel()
+	m1, m2 := parley.MessageID("0afe6979-3156-424a-a237-1f8bc24a5211"), parley.MessageID("1bfe6979-3156-424a-a237-1f8bc24a5211")
+	for _, call := range []string{"call_1", "toolu_01A", "a_b c/d", "x"} {
+		id := parley.ToolCallID(m1, call)
+		if id == parley.ToolCallID(m2, call) {
+			t.Errorf("%q: the same id %q in two messages", call, id)
+		}
+		msg, got, ok := parley.ParseToolCallID(id)
+		if !ok || msg != m1 || got != call {
+			t.Errorf("ParseToolCallID(%q) = %q, %q, %v; want %q, %q, true", id, msg, got, ok, m1, call)
+		}
+	}
+	for _, bad := range []string{"", "call_1", "tc_", "tc_0afe6979-3156-424a-a237-1f8bc24a5211", "tc_0afe6979-3156-424a-a237-1f8bc24a5211_", "tc_nope_x", m1} {
+		if _, _, ok := parley.ParseToolCallID(bad); ok {
+			t.Errorf("ParseToolCallID(%q) accepted", bad)
+		}
+	}
+}
+
 func TestCursors(t *testing.T) {
 	for _, pos := range []int{0, 1, 42, 1 << 30} {
 		got, err := parley.ParseMessageCursor("after", parley.MessageCursor(pos))

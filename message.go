@@ -41,6 +41,8 @@ type MessageMeta struct {
 	UpdatedAt      time.Time
 	// SourceID is the id of the record an import made this message from ("" otherwise).
 	SourceID string
+	// Live is the message's status, client id and provenance.
+	Live Live
 }
 
 // Meta implements Message.
@@ -311,3 +313,6 @@ type TextBearing interface {
 	Content() string
 	Text() string
 }
+
+// Provenance returns who produced the message, nil when unknown.
+func (m *MessageMeta) Provenance() *Provenance { return m.Live.Provenance }

@@ -105,4 +105,14 @@ type TokenService interface {
 	// AuthenticateToken returns the principal of a valid token and records its use.
 	// Returns EUNAUTHORIZED as Authenticator does.
 	AuthenticateToken(ctx context.Context, secret string) (*Principal, error)
+	CredentialChecker
+}
+
+// CredentialChecker tells which API tokens no longer hold, for connections that
+// outlive the request that authenticated them (websockets, SSE streams): they end
+// when their token is revoked.
+type CredentialChecker interface {
+	// InvalidTokens returns those of ids (Principal.TokenID) that are revoked,
+	// expired or gone.
+	InvalidTokens(ctx context.Context, ids []string) ([]string, error)
 }

@@ -152,4 +152,8 @@ type Provenance struct {
 	ResponseID   string
 	FinishReason string
 	Usage        Usage
+	// TimeToFirstTokenMs and DurationMs time a streamed reply: from its start to its
+	// first delta, and to its end (0 when unknown).
+	TimeToFirstTokenMs int64
+	DurationMs         int64
 }

@@ -38,6 +38,15 @@ type Config struct {
 	Now func() time.Time
 }
 
+// InvalidTokens implements parley.CredentialChecker: JWTs cannot be revoked (their
+// expiry ends what they opened), API tokens can.
+func (a *Authenticator) InvalidTokens(ctx context.Context, ids []string) ([]string, error) {
+	if a.cfg.Tokens == nil {
+		return ids, nil
+	}
+	return a.cfg.Tokens.InvalidTokens(ctx, ids)
+}
+
 // Authenticator implements parley.Authenticator.
 type Authenticator struct {
 	cfg    Config

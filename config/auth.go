@@ -36,6 +36,7 @@ type Limits struct {
 	MaxComplexity                 int   `yaml:"max_complexity"`
 	MaxPageSize                   int   `yaml:"max_page_size"`
 	MaxTokens                     int   `yaml:"max_tokens"`
+	MaxSelections                 int   `yaml:"max_selections"`
 	MaxBodyBytes                  int64 `yaml:"max_body_bytes"`
 	MaxWebsocketMessageBytes      int64 `yaml:"max_websocket_message_bytes"`
 	MaxSubscriptionsPerConnection int   `yaml:"max_subscriptions_per_connection"`
@@ -59,6 +60,7 @@ const (
 	DefaultMaxAliases                    = 30
 	DefaultMaxComplexity                 = 50000
 	DefaultMaxTokens                     = 15000
+	DefaultMaxSelections                 = 1000
 	DefaultMaxBodyBytes                  = 32 << 20
 	DefaultMaxWebsocketMessageBytes      = 1 << 20
 	DefaultMaxSubscriptionsPerConnection = 50
@@ -71,6 +73,7 @@ func (l *Limits) applyDefaults() {
 	}{
 		{&l.MaxDepth, DefaultMaxDepth}, {&l.MaxAliases, DefaultMaxAliases}, {&l.MaxComplexity, DefaultMaxComplexity},
 		{&l.MaxPageSize, parley.MaxPageSize}, {&l.MaxTokens, DefaultMaxTokens},
+		{&l.MaxSelections, DefaultMaxSelections},
 		{&l.MaxSubscriptionsPerConnection, DefaultMaxSubscriptionsPerConnection},
 	} {
 		if *f.v == 0 {
@@ -89,7 +92,8 @@ func (c *Config) validateAuthAndLimits() error {
 	for key, v := range map[string]int64{
 		"limits.max_depth": int64(c.Limits.MaxDepth), "limits.max_aliases": int64(c.Limits.MaxAliases),
 		"limits.max_complexity": int64(c.Limits.MaxComplexity), "limits.max_page_size": int64(c.Limits.MaxPageSize),
-		"limits.max_tokens": int64(c.Limits.MaxTokens), "limits.max_body_bytes": c.Limits.MaxBodyBytes,
+		"limits.max_tokens": int64(c.Limits.MaxTokens), "limits.max_selections": int64(c.Limits.MaxSelections),
+		"limits.max_body_bytes":                   c.Limits.MaxBodyBytes,
 		"limits.max_websocket_message_bytes":      c.Limits.MaxWebsocketMessageBytes,
 		"limits.max_subscriptions_per_connection": int64(c.Limits.MaxSubscriptionsPerConnection),
 	} {
@@ -109,6 +113,11 @@ func (c *Config) validateAuthAndLimits() error {
 	for i, o := range c.HTTP.TrustedOrigins {
 		if u, err := url.Parse(o); err != nil || u.Scheme == "" || u.Host == "" || (u.Path != "" && u.Path != "/") {
 			return keyError(fmt.Sprintf("http.trusted_origins[%d]", i), fmt.Sprintf("%q is not an origin like https://app.example.com", o))
+		}
+	}
+	for i, h := range c.Render.ImageHosts {
+		if h = strings.TrimSpace(h); h == "" || strings.ContainsAny(h, "/:") {
+			return keyError(fmt.Sprintf("render.image_hosts[%d]", i), fmt.Sprintf("%q is not a host name or pattern like images.example.com, *.example.com or *", h))
 		}
 	}
 	for i, p := range c.HTTP.WebsocketOrigins {

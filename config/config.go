@@ -34,6 +34,7 @@ type Config struct {
 	Auth      Auth                                     `yaml:"auth"`
 	Limits    Limits                                   `yaml:"limits"`
 	HTTP      HTTP                                     `yaml:"http"`
+	Render    Render                                   `yaml:"render"`
 	// Process is what only flags and the environment set: it is not in the file.
 	Process Process `yaml:"-"`
 }
@@ -49,6 +50,11 @@ type Process struct {
 	ShutdownTimeout time.Duration
 	// RequestTimeout bounds one query or mutation (0: no limit).
 	RequestTimeout time.Duration
+	// ReadTimeout bounds reading one request, body included; IdleTimeout closes a
+	// keep-alive connection without requests; MaxConnections bounds the connections
+	// open at once (see server.Connections).
+	ReadTimeout, IdleTimeout time.Duration
+	MaxConnections           int
 	// MetricsAddr serves /metrics apart from the API; "" on Addr, "off" nowhere.
 	MetricsAddr string
 	// DebugAddr serves Go's profiles and runtime counters; "" nowhere.
@@ -85,6 +91,15 @@ type MCP struct {
 	Servers map[string]MCPServer `yaml:"servers"`
 	// MaxResourceBytes is the size above which a resource's text is truncated.
 	MaxResourceBytes int `yaml:"max_resource_bytes"`
+}
+
+// Render is how messages' html fields are rendered.
+type Render struct {
+	// ImageHosts are host patterns ("images.example.com", "*.example.com", "*" for
+	// all) that images in message text may load from by themselves; images elsewhere
+	// are rendered as links. None by default: an image in model output that loads by
+	// itself can carry data out to whoever chose its URL.
+	ImageHosts []string `yaml:"image_hosts"`
 }
 
 // MCPServer is one MCP server: a command speaking stdio, or a streamable HTTP URL.
@@ -168,6 +183,9 @@ const (
 	DefaultAddr             = "127.0.0.1:8080"
 	DefaultShutdownTimeout  = 20 * time.Second
 	DefaultRequestTimeout   = 3 * time.Minute
+	DefaultReadTimeout      = time.Minute
+	DefaultIdleTimeout      = time.Minute
+	DefaultMaxConnections   = 10000
 	DefaultMaxFileBytes     = 1 << 20
 	DefaultMaxResourceBytes = 1 << 20
 	DefaultMCPTTL           = time.Hour
@@ -190,6 +208,7 @@ func Default() Config {
 // whole, not key by key: a zero RequestTimeout given by a flag means "no limit".
 func defaultProcess() Process {
 	return Process{Addr: DefaultAddr, ShutdownTimeout: DefaultShutdownTimeout, RequestTimeout: DefaultRequestTimeout,
+		ReadTimeout: DefaultReadTimeout, IdleTimeout: DefaultIdleTimeout, MaxConnections: DefaultMaxConnections,
 		LogLevel: "info", LogFormat: "text", Owner: parley.LocalOwner}
 }
 

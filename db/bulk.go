@@ -50,7 +50,7 @@ const (
 )
 
 var messageCopyColumns = []string{"id", "conversation_id", "position", "schema_version", "kind", "role", "content",
-	"tool_calls", "tool_results", "payload", "source_id", "created_at", "updated_at"}
+	"tool_calls", "tool_results", "payload", "source_id", "created_at", "updated_at", "provenance"}
 
 // newBulkWriter starts writing after position last of the conversation.
 func newBulkWriter(ctx context.Context, tx *txn, convKey string, last int) (*bulkWriter, error) {
@@ -159,7 +159,7 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message) error {
 	meta.Position = w.last
 	meta.CreatedAt, meta.UpdatedAt = created, w.now
 	w.rows = append(w.rows, []any{key, w.convKey, w.last, row.SchemaVersion, row.Kind, row.Role, row.Content,
-		nullJSON(row.ToolCalls), nullJSON(row.ToolResults), string(row.Payload), row.SourceID, created, w.now})
+		nullJSON(row.ToolCalls), nullJSON(row.ToolResults), string(row.Payload), row.SourceID, created, w.now, encodeProvenance(meta.Live.Provenance)})
 	w.rowBytes += len(row.Content) + len(row.ToolCalls) + len(row.ToolResults) + len(row.Payload)
 	if len(w.rows) >= flushRows || w.rowBytes >= flushBytes {
 		return w.flush(ctx, tx)

@@ -33,11 +33,19 @@ type messageRow struct {
 	SourceID       sql.NullString `db:"source_id"`
 	CreatedAt      time.Time      `db:"created_at"`
 	UpdatedAt      time.Time      `db:"updated_at"`
+	// The live columns: status, why it ended, the client's id, provenance (jsonb) and
+	// the last acknowledged append.
+	Status       string         `db:"status"`
+	StatusReason sql.NullString `db:"status_reason"`
+	ClientID     sql.NullString `db:"client_message_id"`
+	Provenance   []byte         `db:"provenance"`
+	StreamSeq    int            `db:"stream_seq"`
 }
 
 // messageColumns lists messageRow's columns, for SELECT and RETURNING.
 const messageColumns = `id, conversation_id, position, schema_version, kind, role, content,
-	tool_calls, tool_results, payload, source_id, created_at, updated_at`
+	tool_calls, tool_results, payload, source_id, created_at, updated_at,
+	status, status_reason, client_message_id, provenance, stream_seq`
 
 // scanMessages scans the rows of a query selecting messageColumns (its results, as
 // QueryContext returns them, and how many rows to expect) without sqlx's reflection: a
@@ -52,7 +60,8 @@ func scanMessages(rows *sql.Rows, err error, expect int) ([]messageRow, error) {
 		out = append(out, messageRow{})
 		r := &out[len(out)-1]
 		if err := rows.Scan(&r.ID, &r.ConversationID, &r.Position, &r.SchemaVersion, &r.Kind, &r.Role, &r.Content,
-			&r.ToolCalls, &r.ToolResults, &r.Payload, &r.SourceID, &r.CreatedAt, &r.UpdatedAt); err != nil {
+			&r.ToolCalls, &r.ToolResults, &r.Payload, &r.SourceID, &r.CreatedAt, &r.UpdatedAt,
+			&r.Status, &r.StatusReason, &r.ClientID, &r.Provenance, &r.StreamSeq); err != nil {
 			return nil, err
 		}
 	}
@@ -245,6 +254,19 @@ func decodeMessage(row *messageRow, log *slog.Logger) (parley.Message, error) {
 		CreatedAt:      row.CreatedAt,
 		UpdatedAt:      row.UpdatedAt,
 		SourceID:       row.SourceID.String,
+		Live: parley.Live{
+			Status:   parley.MessageStatus(row.Status),
+			Reason:   row.StatusReason.String,
+			ClientID: row.ClientID.String,
+			Seq:      row.StreamSeq,
+		},
+	}
+	if len(row.Provenance) > 0 {
+		var p provenanceJSON
+		if err := unmarshal(row.Provenance, &p); err != nil {
+			return nil, fmt.Errorf("decode provenance of message %s: %w", row.ID, err)
+		}
+		meta.Live.Provenance = p.provenance()
 	}
 	if row.SchemaVersion == 1 {
 		return decodeV1(row, meta)

@@ -38,6 +38,9 @@ type Config struct {
 	// TracerProvider traces each transaction (a span named "db.transaction" under the
 	// request's); nil traces nothing.
 	TracerProvider trace.TracerProvider
+	// Assemblers make the assembler of each provider stream format that
+	// AppendProviderEvents reads (wire.New sets interop/openai's and interop/anthropic's).
+	Assemblers map[parley.StreamFormat]func() parley.StreamAssembler
 }
 
 // DB is a connection pool to Parley's database, and the services built on it.
@@ -50,6 +53,12 @@ type DB struct {
 	// stmts are the statements of the hottest paths, prepared on the pool when it
 	// opens: see prepare. Read-only afterwards.
 	stmts map[string]*sqlx.Stmt
+	// live caches what checking a streaming message's next append needs.
+	live       liveCache
+	assemblers map[parley.StreamFormat]func() parley.StreamAssembler
+	// awaitingScans holds a slot for each read of awaiting tool calls running (see
+	// maxAwaitingScans).
+	awaitingScans chan struct{}
 }
 
 // Open connects to the database at dsn (a lib/pq URL or key=value string). It does not
@@ -80,7 +89,8 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 	if lim.MaxImageBytes == 0 {
 		lim.MaxImageBytes = parley.DefaultLimits.MaxImageBytes
 	}
-	db := &DB{db: conn, limits: lim, policies: cfg.ToolPolicies, log: cfg.Logger, tracer: noop.NewTracerProvider().Tracer("")}
+	db := &DB{db: conn, limits: lim, policies: cfg.ToolPolicies, log: cfg.Logger, tracer: noop.NewTracerProvider().Tracer(""),
+		assemblers: cfg.Assemblers, awaitingScans: make(chan struct{}, maxAwaitingScans)}
 	if cfg.TracerProvider != nil {
 		db.tracer = cfg.TracerProvider.Tracer("github.com/parley-dev/parley/db")
 	}
@@ -89,9 +99,9 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 }
 
 // hotStatements are the statements prepared when the pool opens: saving a message (the
-// insert, or an import's, and its notification), and reading a conversation and a page of
-// its history.
-var hotStatements = []string{insertMessageSQL, insertMessageAtSQL, notifySQL, findConversationSQL, pageSQL[false], pageSQL[true]}
+// insert, or an import's, and its notification), reading a conversation and a page of
+// its history, and appending to a streaming message.
+var hotStatements = []string{insertMessageSQL, insertMessageAtSQL, notifySQL, findConversationSQL, pageSQL[false], pageSQL[true], appendFastSQL}
 
 // prepare prepares the statements of the hottest paths on the pool. database/sql then
 // prepares each once on every connection that runs it and keeps it, so running one is

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lib/pq"
+
 	"github.com/parley-dev/parley"
 )
 
@@ -63,7 +65,7 @@ func (db *DB) MessagesAfter(ctx context.Context, conversationID string, after, l
 			return nil, err
 		}
 	}
-	return out, nil
+	return out, db.foldLive(ctx, db.db, out)
 }
 
 // MessagesChangedAfter returns up to limit messages of a conversation whose latest
@@ -98,6 +100,9 @@ func (db *DB) MessagesChangedAfter(ctx context.Context, conversationID string, a
 			return nil, after, err
 		}
 	}
+	if err := db.foldLive(ctx, db.db, out); err != nil {
+		return nil, after, err
+	}
 	return out, rows[len(rows)-1].ChangeSeq, nil
 }
 
@@ -117,4 +122,114 @@ func (db *DB) checkConversation(ctx context.Context, key string) error {
 		return conversationNotFound(parley.ConversationID(key))
 	}
 	return nil
+}
+
+// StreamStart returns where a live subscriber without a cursor starts: before the
+// oldest message of the conversation still streaming, else after the newest. Returns
+// ENOTFOUND for a missing conversation.
+func (db *DB) StreamStart(ctx context.Context, conversationID string) (int, error) {
+	key, ok := parley.ParseConversationID(conversationID)
+	if !ok {
+		return 0, conversationNotFound(conversationID)
+	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var pos int
+	err = db.db.GetContext(ctx, &pos, `SELECT coalesce((SELECT min(position) - 1 FROM messages
+		WHERE conversation_id = c.id AND status = 'streaming'), c.last_position)
+		FROM conversations c WHERE c.id = $1 AND c.owner = $2`, key, owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, conversationNotFound(conversationID)
+	} else if err != nil {
+		return 0, classify(fmt.Errorf("read start of %s: %w", conversationID, err))
+	}
+	return pos, nil
+}
+
+// maxBatchesPerRead bounds the appends one StreamAfter returns; a subscriber further
+// behind reads again.
+const maxBatchesPerRead = 1000
+
+// StreamAfter reads a conversation for a live subscriber at c (parley.StreamRead): up
+// to limit messages after c.Position, c's open messages as they are now, and the
+// appends of those still streaming after c's numbers. more says a read may find more.
+// Returns ENOTFOUND when the conversation is gone.
+func (db *DB) StreamAfter(ctx context.Context, conversationID string, c parley.StreamCursor, limit int) (r parley.StreamRead, more bool, err error) {
+	key, ok := parley.ParseConversationID(conversationID)
+	if !ok {
+		return r, false, conversationNotFound(conversationID)
+	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return r, false, err
+	}
+	open := make([]int, len(c.Open))
+	for i, o := range c.Open {
+		open[i] = o.Position
+	}
+	var rows []messageRow
+	err = db.db.SelectContext(ctx, &rows, `SELECT `+messageColumns+` FROM messages
+		WHERE conversation_id = $1 AND (position > $2 OR position = ANY($3::int[])) AND `+ownedConversation("1", "5")+`
+		ORDER BY position LIMIT $4`, key, c.Position, pq.Array(open), limit+len(open), owner)
+	if err != nil {
+		return r, false, classify(fmt.Errorf("read stream of %s after %d: %w", conversationID, c.Position, err))
+	}
+	if len(rows) == 0 {
+		return r, false, db.checkConversation(ctx, key)
+	}
+	var streaming []string
+	var seqs []int
+	byKey := map[string]int{}
+	for i := range rows {
+		m, err := decodeMessage(&rows[i], db.log)
+		if err != nil {
+			return r, false, err
+		}
+		if m.Meta().Position > c.Position {
+			r.New = append(r.New, m)
+			continue
+		}
+		r.Open = append(r.Open, m)
+		if m.Meta().Live.Status == parley.StatusStreaming {
+			for _, o := range c.Open {
+				if o.Position == m.Meta().Position {
+					streaming, seqs = append(streaming, rows[i].ID), append(seqs, o.Seq)
+					byKey[rows[i].ID] = m.Meta().Position
+				}
+			}
+		}
+	}
+	more = len(r.New) == limit
+	if err := db.foldLive(ctx, db.db, r.New); err != nil {
+		return r, false, err
+	}
+	if len(streaming) == 0 {
+		return r, more, nil
+	}
+	res, err := db.db.QueryContext(ctx, `SELECT d.message_id::text, d.seq, d.deltas FROM message_deltas d
+		JOIN unnest($1::uuid[], $2::int[]) AS o(id, seq) ON d.message_id = o.id AND d.seq > o.seq
+		ORDER BY d.message_id, d.seq LIMIT $3`, pq.Array(streaming), pq.Array(seqs), maxBatchesPerRead)
+	if err != nil {
+		return r, false, classify(fmt.Errorf("read appends of %s: %w", conversationID, err))
+	}
+	defer res.Close()
+	for res.Next() {
+		var b parley.DeltaBatch
+		var raw []byte
+		if err := res.Scan(&b.MessageID, &b.Seq, &raw); err != nil {
+			return r, false, err
+		}
+		if b.Deltas, err = decodeDeltas(raw); err != nil {
+			return r, false, err
+		}
+		b.Position = byKey[b.MessageID]
+		b.MessageID = parley.MessageID(b.MessageID)
+		r.Batches = append(r.Batches, b)
+	}
+	if err := res.Err(); err != nil {
+		return r, false, err
+	}
+	return r, more || len(r.Batches) == maxBatchesPerRead, nil
 }

@@ -34,7 +34,11 @@ func (db *DB) FindMessageByID(ctx context.Context, id string) (parley.Message, e
 	} else if err != nil {
 		return nil, classify(fmt.Errorf("find message %s: %w", id, err))
 	}
-	return decodeMessage(&row, db.log)
+	m, err := decodeMessage(&row, db.log)
+	if err != nil {
+		return nil, err
+	}
+	return db.foldOne(ctx, db.db, m)
 }
 
 // FindMessages implements parley.MessageService.
@@ -55,16 +59,46 @@ func (db *DB) AddMessage(ctx context.Context, conversationID string, m parley.Me
 	if _, err := ownerOf(ctx); err != nil {
 		return nil, err
 	}
+	live := m.Meta().Live
+	if err := parley.CheckClientMessageID(live.ClientID); err != nil {
+		return nil, err
+	}
+	if err := parley.CheckProvenance(live.Provenance); err != nil {
+		return nil, err
+	}
 	if err := parley.Prepare(m, db.limits); err != nil {
 		return nil, err
 	}
+	var want []byte
+	if live.ClientID != "" {
+		// A retry is the same message as prepared: compare digests, not inputs.
+		row, err := encodeMessage(m)
+		if err != nil {
+			return nil, err
+		}
+		want = rowDigest(row, encodeProvenance(live.Provenance))
+	}
 	restore := restorer(m)
+	var stored parley.Message
 	err := db.transact(ctx, func(tx *txn) error {
 		restore()
+		stored = nil
+		if want != nil {
+			// Under the conversation's lock, a concurrent retry waits for this one and
+			// then finds what it stored.
+			if err := lockConversation(ctx, tx, key); err != nil {
+				return err
+			}
+			var err error
+			if stored, err = db.findByClientID(ctx, tx, key, live.ClientID, want); stored != nil || err != nil {
+				return err
+			}
+			m.Meta().Live.ClientID = live.ClientID
+		}
 		if err := db.applyToolPolicies(ctx, tx, m); err != nil {
 			return err
 		}
-		if err := db.insertMessage(ctx, tx, key, m); err != nil {
+		if err := db.insertMessageAt(ctx, tx, key, m, 0, want); err != nil {
 			return err
 		}
 		if req, ok := m.(*parley.ToolRequestMessage); ok {
@@ -74,6 +108,9 @@ func (db *DB) AddMessage(ctx context.Context, conversationID string, m parley.Me
 	})
 	if err != nil {
 		return nil, err
+	}
+	if stored != nil {
+		return stored, nil
 	}
 	return m, nil
 }
@@ -101,15 +138,16 @@ func restorer(m parley.Message) func() {
 // its meta fields. Taking the next position locks the conversation's row until the
 // transaction ends, so concurrent writers get consecutive positions in commit order.
 func (db *DB) insertMessage(ctx context.Context, tx *txn, convKey string, m parley.Message) error {
-	return db.insertMessageAt(ctx, tx, convKey, m, 0)
+	return db.insertMessageAt(ctx, tx, convKey, m, 0, nil)
 }
 
 // insertMessageAt is insertMessage for a writer that holds the conversation's row lock
 // and numbers many messages itself, an import: with a position, the message goes there
 // and the conversation is not bumped, for the writer to bump once at the end. Bumping it
 // for each of thousands of messages in one transaction is quadratic: every update adds
-// a version of the conversation's row that each later one steps over.
-func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m parley.Message, position int) error {
+// a version of the conversation's row that each later one steps over. digest, with a
+// client id, is the message's as given (rowDigest, before the store fills anything in).
+func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m parley.Message, position int, digest []byte) error {
 	owner, err := ownerOf(ctx)
 	if err != nil {
 		return err
@@ -141,9 +179,10 @@ func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m pa
 	}
 	var created createdRow
 	query, args := insertMessageSQL, []any{convKey, row.SchemaVersion, row.Kind, row.Role, row.Content,
-		nullJSON(row.ToolCalls), nullJSON(row.ToolResults), row.Payload, row.SourceID, nullTime(meta.CreatedAt), owner}
+		nullJSON(row.ToolCalls), nullJSON(row.ToolResults), row.Payload, row.SourceID, nullTime(meta.CreatedAt), owner,
+		sql.NullString{String: meta.Live.ClientID, Valid: meta.Live.ClientID != ""}, digest, encodeProvenance(meta.Live.Provenance)}
 	if position > 0 {
-		query, args[len(args)-1] = insertMessageAtSQL, position
+		query, args[10] = insertMessageAtSQL, position
 	}
 	if s := db.stmt(query); s != nil {
 		err = tx.StmtxContext(ctx, s).GetContext(ctx, &created, args...)
@@ -184,16 +223,16 @@ const insertMessageSQL = `
 		RETURNING id, last_position
 	)
 	INSERT INTO messages (conversation_id, position, schema_version, kind, role, content,
-		tool_calls, tool_results, payload, source_id, created_at)
-	SELECT conv.id, conv.last_position, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now())
+		tool_calls, tool_results, payload, source_id, created_at, client_message_id, body_digest, provenance)
+	SELECT conv.id, conv.last_position, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now()), $12, $13, $14
 	FROM conv
 	RETURNING id, position, created_at, updated_at`
 
 // insertMessageAtSQL inserts the row at the position $11 (insertMessageAt).
 const insertMessageAtSQL = `
 	INSERT INTO messages (conversation_id, position, schema_version, kind, role, content,
-		tool_calls, tool_results, payload, source_id, created_at)
-	VALUES ($1, $11, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now()))
+		tool_calls, tool_results, payload, source_id, created_at, client_message_id, body_digest, provenance)
+	VALUES ($1, $11, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now()), $12, $13, $14)
 	RETURNING id, position, created_at, updated_at`
 
 type createdRow struct {

@@ -23,11 +23,15 @@ type eventPayload struct {
 	MsgKey   string                  `json:"m,omitempty"`
 	Position int                     `json:"p,omitempty"`
 	Seq      int64                   `json:"s,omitempty"`
+	// Owner is the conversation's owner (at most 200 bytes), so that a watcher of all
+	// of one owner's conversations wakes for that owner's changes only.
+	Owner string `json:"o,omitempty"`
 }
 
 // notify queues a message event in tx. Postgres delivers it when tx commits, to every
 // listening replica, and never when tx rolls back. Every write that adds, changes or
-// removes messages calls it (through the helpers below), inside its transaction.
+// removes messages calls it (through the helpers below), inside its transaction. The
+// owner is ctx's: every write is scoped by it, so it is the conversation's.
 func notify(ctx context.Context, tx *txn, p eventPayload) error {
 	return notifyWith(ctx, tx, nil, p)
 }
@@ -37,6 +41,7 @@ const notifySQL = `SELECT pg_notify($1, $2)`
 
 // notifyWith is notify running stmt, notifySQL prepared on the pool, when it is not nil.
 func notifyWith(ctx context.Context, tx *txn, stmt *sqlx.Stmt, p eventPayload) error {
+	p.Owner, _ = parley.OwnerFrom(ctx)
 	b, err := json.Marshal(p)
 	if err != nil {
 		return err
@@ -101,6 +106,7 @@ func decodeEvent(payload string) (parley.MessageEvent, error) {
 		ConversationID: parley.ConversationID(convKey),
 		Position:       p.Position,
 		Seq:            p.Seq,
+		Owner:          p.Owner,
 	}
 	if p.MsgKey != "" {
 		ev.MessageID = parley.MessageID(p.MsgKey)

@@ -79,6 +79,9 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 		if pages[i], err = db.assemblePage(conv, grouped[i], page, limit, after, before); err != nil {
 			return nil, err
 		}
+		if err := db.foldLive(ctx, db.db, pages[i].Messages); err != nil {
+			return nil, err
+		}
 	}
 	return pages, nil
 }

@@ -82,6 +82,13 @@ var operations = []operation{
 			t.Errorf("got %d awaiting calls, want 1", len(got))
 		}
 	}},
+	{"find awaiting calls of every conversation of the owner", func(ctx context.Context, t *testing.T, s *db.DB, f *fixture) {
+		got, err := s.FindAwaitingToolCalls(ctx, parley.AwaitingFilter{Limit: 10})
+		must(t, err)
+		if len(got) != 1 {
+			t.Errorf("got %d awaiting calls, want 1", len(got))
+		}
+	}},
 	{"claim a call", func(ctx context.Context, t *testing.T, s *db.DB, f *fixture) {
 		_, err := s.ClaimToolCall(ctx, parley.ToolCallClaim{MessageID: f.request.Meta().ID, ToolCallID: "new", Worker: "w"}) // the default lease
 		must(t, err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"github.com/parley-dev/parley"
@@ -211,30 +212,56 @@ func recordApprovals(ctx context.Context, tx *txn, convKey string, calls []parle
 	return nil
 }
 
-// awaitingRow is an approved call without a result, with its request's row.
+// awaitingRow is an approved call without a result: its index row only.
 type awaitingRow struct {
-	messageRow
+	RequestID      string         `db:"request_id"`
 	CallID         string         `db:"call_id"`
 	ClaimedBy      sql.NullString `db:"claimed_by"`
 	ClaimExpiresAt sql.NullTime   `db:"claim_expires_at"`
 }
 
-const awaitingQuery = `SELECT m.id, m.conversation_id, m.position, m.schema_version, m.kind, m.role, m.content,
-	m.tool_calls, m.tool_results, m.payload, m.source_id, m.created_at, m.updated_at,
-	t.call_id, t.claimed_by, t.claim_expires_at
-	FROM tool_calls t JOIN messages m ON m.id = t.request_id
+// awaitingQuery selects awaiting calls from the index, without their messages: a tool
+// request holds up to 128 calls, each with up to 1 MiB of arguments, and a row per
+// call carrying its whole request made one page of 1,000 calls read and decode a
+// request per call (see awaitingCalls).
+const awaitingQuery = `SELECT t.request_id::text AS request_id, t.call_id, t.claimed_by, t.claim_expires_at
+	FROM tool_calls t
 	WHERE t.approval_status = 'APPROVED' AND t.result_id IS NULL`
 
-func (db *DB) awaitingFromRows(rows []awaitingRow) ([]*parley.AwaitingToolCall, error) {
-	out := make([]*parley.AwaitingToolCall, 0, len(rows))
-	for i := range rows {
-		r := &rows[i]
-		m, err := decodeMessage(&r.messageRow, db.log)
+// awaitingCalls reads the tool requests that rows name, each once, and pairs each
+// row with its call; the calls of one request share its decoded message. A request
+// deleted since the rows were read is left out, as a later read would.
+func (db *DB) awaitingCalls(ctx context.Context, q sqlx.QueryerContext, rows []awaitingRow) ([]*parley.AwaitingToolCall, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, 0, len(rows))
+	seen := make(map[string]bool, len(rows))
+	for _, r := range rows {
+		if !seen[r.RequestID] {
+			seen[r.RequestID] = true
+			ids = append(ids, r.RequestID)
+		}
+	}
+	res, err := q.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE id = ANY($1::uuid[])`, pq.StringArray(ids))
+	mrows, err := scanMessages(res, err, len(ids))
+	if err != nil {
+		return nil, fmt.Errorf("read tool requests: %w", err)
+	}
+	requests := make(map[string]*parley.ToolRequestMessage, len(mrows))
+	for i := range mrows {
+		m, err := decodeMessage(&mrows[i], db.log)
 		if err != nil {
 			return nil, err
 		}
-		req, ok := m.(*parley.ToolRequestMessage)
-		if !ok {
+		if req, ok := m.(*parley.ToolRequestMessage); ok {
+			requests[mrows[i].ID] = req
+		}
+	}
+	out := make([]*parley.AwaitingToolCall, 0, len(rows))
+	for _, r := range rows {
+		req := requests[r.RequestID]
+		if req == nil {
 			continue
 		}
 		call := req.ToolCall(r.CallID)
@@ -254,7 +281,15 @@ func (db *DB) awaitingFromRows(rows []awaitingRow) ([]*parley.AwaitingToolCall, 
 	return out, nil
 }
 
-// FindAwaitingToolCalls implements parley.ToolWorkService.
+// maxAwaitingScans bounds the reads of awaiting calls running at once, across the
+// query and every subscription of this process: each may read up to 1,000 calls and
+// their requests, so many at once would multiply that, while more connections than
+// this could not serve them faster anyway.
+const maxAwaitingScans = 4
+
+// FindAwaitingToolCalls implements parley.ToolWorkService. The calls are found
+// through the owner's conversations (the tool_calls_awaiting_conv_idx index leads with the
+// conversation), so one owner's read never walks another's calls.
 func (db *DB) FindAwaitingToolCalls(ctx context.Context, f parley.AwaitingFilter) ([]*parley.AwaitingToolCall, error) {
 	var err error
 	if f.Limit, err = parley.CheckLimit("first", f.Limit); err != nil {
@@ -275,12 +310,19 @@ func (db *DB) FindAwaitingToolCalls(ctx context.Context, f parley.AwaitingFilter
 	if err != nil {
 		return nil, err
 	}
+	select {
+	case db.awaitingScans <- struct{}{}:
+		defer func() { <-db.awaitingScans }()
+	case <-ctx.Done():
+		return nil, classify(fmt.Errorf("find awaiting tool calls: %w", ctx.Err()))
+	}
 	var rows []awaitingRow
-	err = db.db.SelectContext(ctx, &rows, awaitingQuery+`
-		AND ($1 = '' OR t.conversation_id = nullif($1, '')::uuid)
+	err = db.db.SelectContext(ctx, &rows, `SELECT t.request_id::text AS request_id, t.call_id, t.claimed_by, t.claim_expires_at
+		FROM conversations own JOIN tool_calls t ON t.conversation_id = own.id
+		WHERE own.owner = $5 AND ($1 = '' OR own.id = nullif($1, '')::uuid)
+		AND t.approval_status = 'APPROVED' AND t.result_id IS NULL
 		AND (cardinality($2::text[]) = 0 OR t.name = ANY($2))
 		AND (NOT $3 OR t.claim_expires_at IS NULL OR t.claim_expires_at <= now())
-		AND EXISTS (SELECT 1 FROM conversations own WHERE own.id = t.conversation_id AND own.owner = $5)
 		ORDER BY t.decided_at, t.conversation_id, t.call_id LIMIT $4`,
 		convKey, stringArray(names), f.Unclaimed, f.Limit, owner)
 	if err != nil {
@@ -291,7 +333,11 @@ func (db *DB) FindAwaitingToolCalls(ctx context.Context, f parley.AwaitingFilter
 			return nil, err
 		}
 	}
-	return db.awaitingFromRows(rows)
+	out, err := db.awaitingCalls(ctx, db.db, rows)
+	if err != nil {
+		return nil, classify(fmt.Errorf("find awaiting tool calls: %w", err))
+	}
+	return out, nil
 }
 
 // ClaimToolCall implements parley.ToolWorkService.
@@ -347,7 +393,7 @@ func (db *DB) ClaimToolCall(ctx context.Context, c parley.ToolCallClaim) (*parle
 		if err := tx.SelectContext(ctx, &rows, awaitingQuery+` AND t.request_id = $1 AND t.call_id = $2`, key, c.ToolCallID); err != nil {
 			return err
 		}
-		out, err = db.awaitingFromRows(rows)
+		out, err = db.awaitingCalls(ctx, tx, rows)
 		return err
 	})
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/parley-dev/parley"
 )
 
@@ -151,6 +153,38 @@ func (db *DB) FindTokens(ctx context.Context, owner string) ([]*parley.APIToken,
 		out[i] = rows[i].token()
 	}
 	return out, nil
+}
+
+// InvalidTokens implements parley.CredentialChecker, in one statement for all of ids.
+func (db *DB) InvalidTokens(ctx context.Context, ids []string) ([]string, error) {
+	keys := make([]string, 0, len(ids))
+	byKey := make(map[string]string, len(ids))
+	var invalid []string
+	for _, id := range ids {
+		key, ok := parseTokenID(id)
+		if !ok {
+			invalid = append(invalid, id)
+			continue
+		}
+		keys = append(keys, key)
+		byKey[key] = id
+	}
+	if len(keys) == 0 {
+		return invalid, nil
+	}
+	var valid []string
+	err := db.db.SelectContext(ctx, &valid, `SELECT id::text FROM api_tokens WHERE id = ANY($1::uuid[])
+		AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`, pq.StringArray(keys))
+	if err != nil {
+		return nil, classify(fmt.Errorf("check tokens: %w", err))
+	}
+	for _, key := range valid {
+		delete(byKey, key)
+	}
+	for _, id := range byKey {
+		invalid = append(invalid, id)
+	}
+	return invalid, nil
 }
 
 // errBadToken is the one answer to every token that does not authenticate, so that an

@@ -31,6 +31,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	AwaitingToolCall() AwaitingToolCallResolver
 	Conversation() ConversationResolver
 	ConversationConnection() ConversationConnectionResolver
 	MCPResourceMessage() MCPResourceMessageResolver
@@ -47,6 +48,12 @@ type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
+	AppendAck struct {
+		LeaseUntil func(childComplexity int) int
+		MessageID  func(childComplexity int) int
+		Seq        func(childComplexity int) int
+	}
+
 	ApprovalDecision struct {
 		DecidedAt func(childComplexity int) int
 		DecidedBy func(childComplexity int) int
@@ -55,11 +62,11 @@ type ComplexityRoot struct {
 	}
 
 	AwaitingToolCall struct {
-		Call           func(childComplexity int) int
 		ClaimExpiresAt func(childComplexity int) int
 		ClaimedBy      func(childComplexity int) int
 		ConversationID func(childComplexity int) int
 		Message        func(childComplexity int) int
+		ToolCall       func(childComplexity int) int
 	}
 
 	Conversation struct {
@@ -71,6 +78,7 @@ type ComplexityRoot struct {
 		Transcript       func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) int
 		TranscriptReport func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) int
 		UpdatedAt        func(childComplexity int) int
+		Usage            func(childComplexity int) int
 	}
 
 	ConversationConnection struct {
@@ -85,18 +93,22 @@ type ComplexityRoot struct {
 	}
 
 	FileReferenceMessage struct {
-		ConversationID func(childComplexity int) int
-		CreatedAt      func(childComplexity int) int
-		EndLine        func(childComplexity int) int
-		ID             func(childComplexity int) int
-		Label          func(childComplexity int) int
-		Path           func(childComplexity int) int
-		Position       func(childComplexity int) int
-		Resolution     func(childComplexity int) int
-		Role           func(childComplexity int) int
-		SourceID       func(childComplexity int) int
-		StartLine      func(childComplexity int) int
-		UpdatedAt      func(childComplexity int) int
+		ClientMessageID func(childComplexity int) int
+		ConversationID  func(childComplexity int) int
+		CreatedAt       func(childComplexity int) int
+		EndLine         func(childComplexity int) int
+		ID              func(childComplexity int) int
+		Label           func(childComplexity int) int
+		MessageStatus   func(childComplexity int) int
+		Path            func(childComplexity int) int
+		Position        func(childComplexity int) int
+		Provenance      func(childComplexity int) int
+		Resolution      func(childComplexity int) int
+		Role            func(childComplexity int) int
+		SourceID        func(childComplexity int) int
+		StartLine       func(childComplexity int) int
+		StatusReason    func(childComplexity int) int
+		UpdatedAt       func(childComplexity int) int
 	}
 
 	FileResolution struct {
@@ -109,16 +121,20 @@ type ComplexityRoot struct {
 	}
 
 	ImageMessage struct {
+		ClientMessageID func(childComplexity int) int
 		ConversationID  func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
+		MessageStatus   func(childComplexity int) int
 		Position        func(childComplexity int) int
+		Provenance      func(childComplexity int) int
 		Recognition     func(childComplexity int) int
 		RecognitionMode func(childComplexity int) int
 		Role            func(childComplexity int) int
 		Source          func(childComplexity int) int
 		SourceID        func(childComplexity int) int
+		StatusReason    func(childComplexity int) int
 		UpdatedAt       func(childComplexity int) int
 	}
 
@@ -155,22 +171,26 @@ type ComplexityRoot struct {
 	}
 
 	MCPResourceMessage struct {
-		Content        func(childComplexity int) int
-		ConversationID func(childComplexity int) int
-		CreatedAt      func(childComplexity int) int
-		HTML           func(childComplexity int) int
-		ID             func(childComplexity int) int
-		Label          func(childComplexity int) int
-		MimeType       func(childComplexity int) int
-		Position       func(childComplexity int) int
-		ResourceURI    func(childComplexity int) int
-		RetrievedAt    func(childComplexity int) int
-		Role           func(childComplexity int) int
-		ServerName     func(childComplexity int) int
-		SourceID       func(childComplexity int) int
-		Text           func(childComplexity int) int
-		Truncated      func(childComplexity int) int
-		UpdatedAt      func(childComplexity int) int
+		ClientMessageID func(childComplexity int) int
+		Content         func(childComplexity int) int
+		ConversationID  func(childComplexity int) int
+		CreatedAt       func(childComplexity int) int
+		HTML            func(childComplexity int) int
+		ID              func(childComplexity int) int
+		Label           func(childComplexity int) int
+		MessageStatus   func(childComplexity int) int
+		MimeType        func(childComplexity int) int
+		Position        func(childComplexity int) int
+		Provenance      func(childComplexity int) int
+		ResourceURI     func(childComplexity int) int
+		RetrievedAt     func(childComplexity int) int
+		Role            func(childComplexity int) int
+		ServerName      func(childComplexity int) int
+		SourceID        func(childComplexity int) int
+		StatusReason    func(childComplexity int) int
+		Text            func(childComplexity int) int
+		Truncated       func(childComplexity int) int
+		UpdatedAt       func(childComplexity int) int
 	}
 
 	MessageConnection struct {
@@ -179,22 +199,50 @@ type ComplexityRoot struct {
 		TotalCount func(childComplexity int) int
 	}
 
+	MessageDelta struct {
+		Index      func(childComplexity int) int
+		Kind       func(childComplexity int) int
+		Text       func(childComplexity int) int
+		ToolCallID func(childComplexity int) int
+		ToolName   func(childComplexity int) int
+	}
+
+	MessageDeltaEvent struct {
+		Deltas    func(childComplexity int) int
+		MessageID func(childComplexity int) int
+		Position  func(childComplexity int) int
+		Seq       func(childComplexity int) int
+	}
+
 	MessageEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
 	}
 
+	MessageStreamEvent struct {
+		Cursor  func(childComplexity int) int
+		Delta   func(childComplexity int) int
+		Message func(childComplexity int) int
+	}
+
 	Mutation struct {
-		AddMessage           func(childComplexity int, conversationID string, input model.MessageInput) int
+		AbortMessage         func(childComplexity int, messageID string, reason *string) int
+		AddMessage           func(childComplexity int, conversationID string, input model.MessageInput, clientMessageID *string, provenance *model.ProvenanceInput) int
+		AppendMessageDeltas  func(childComplexity int, messageID string, seq int, deltas []*model.MessageDeltaInput) int
+		AppendProviderEvents func(childComplexity int, messageID string, format parley.StreamFormat, seq int, events []parley.JSON) int
 		ClaimToolCall        func(childComplexity int, messageID string, toolCallID string, worker string, leaseSeconds *int) int
+		CompleteMessage      func(childComplexity int, messageID string, input *model.CompleteMessageInput) int
 		CreateConversation   func(childComplexity int, title *string) int
 		DeleteConversation   func(childComplexity int, id string) int
+		FailMessage          func(childComplexity int, messageID string, error string) int
+		HeartbeatMessage     func(childComplexity int, messageID string) int
 		ImportConversation   func(childComplexity int, format parley.ImportFormat, data string, conversationID *string, title *string) int
 		InjectMCPResource    func(childComplexity int, conversationID string, server string, uri string, agent *parley.AgentRole) int
 		RecognizeImage       func(childComplexity int, messageID string, mode *parley.RecognitionMode, agent *parley.AgentRole) int
 		RenameConversation   func(childComplexity int, id string, title string) int
 		ResolveFileReference func(childComplexity int, messageID string, agent *parley.AgentRole) int
 		SetToolCallApproval  func(childComplexity int, messageID string, toolCallID string, status parley.ApprovalStatus, reason *string, decidedBy *string) int
+		StartMessage         func(childComplexity int, conversationID string, input *model.StartMessageInput) int
 	}
 
 	PageInfo struct {
@@ -217,6 +265,16 @@ type ComplexityRoot struct {
 		Retryable func(childComplexity int) int
 	}
 
+	Provenance struct {
+		DurationMs         func(childComplexity int) int
+		FinishReason       func(childComplexity int) int
+		Model              func(childComplexity int) int
+		Provider           func(childComplexity int) int
+		ResponseID         func(childComplexity int) int
+		TimeToFirstTokenMs func(childComplexity int) int
+		Usage              func(childComplexity int) int
+	}
+
 	Query struct {
 		Conversation            func(childComplexity int, id string) int
 		Conversations           func(childComplexity int, first *int, after *string, last *int, before *string) int
@@ -234,44 +292,54 @@ type ComplexityRoot struct {
 
 	Subscription struct {
 		MessageAdded           func(childComplexity int, conversationID string, after *string) int
+		MessageStream          func(childComplexity int, conversationID string, after *string) int
 		MessageUpdated         func(childComplexity int, conversationID string) int
 		ToolCallAwaitingResult func(childComplexity int, conversationID *string, names []string) int
 	}
 
 	SystemControlMessage struct {
-		ControlKind    func(childComplexity int) int
-		ConversationID func(childComplexity int) int
-		CreatedAt      func(childComplexity int) int
-		From           func(childComplexity int) int
-		ID             func(childComplexity int) int
-		Label          func(childComplexity int) int
-		Params         func(childComplexity int) int
-		Position       func(childComplexity int) int
-		Role           func(childComplexity int) int
-		SourceID       func(childComplexity int) int
-		To             func(childComplexity int) int
-		UpdatedAt      func(childComplexity int) int
+		ClientMessageID func(childComplexity int) int
+		ControlKind     func(childComplexity int) int
+		ConversationID  func(childComplexity int) int
+		CreatedAt       func(childComplexity int) int
+		From            func(childComplexity int) int
+		ID              func(childComplexity int) int
+		Label           func(childComplexity int) int
+		MessageStatus   func(childComplexity int) int
+		Params          func(childComplexity int) int
+		Position        func(childComplexity int) int
+		Provenance      func(childComplexity int) int
+		Role            func(childComplexity int) int
+		SourceID        func(childComplexity int) int
+		StatusReason    func(childComplexity int) int
+		To              func(childComplexity int) int
+		UpdatedAt       func(childComplexity int) int
 	}
 
 	TextMessage struct {
-		Content        func(childComplexity int) int
-		ConversationID func(childComplexity int) int
-		CreatedAt      func(childComplexity int) int
-		HTML           func(childComplexity int) int
-		ID             func(childComplexity int) int
-		Label          func(childComplexity int) int
-		Parts          func(childComplexity int) int
-		Position       func(childComplexity int) int
-		Role           func(childComplexity int) int
-		SourceID       func(childComplexity int) int
-		Text           func(childComplexity int) int
-		Thinking       func(childComplexity int) int
-		UpdatedAt      func(childComplexity int) int
+		ClientMessageID func(childComplexity int) int
+		Content         func(childComplexity int) int
+		ConversationID  func(childComplexity int) int
+		CreatedAt       func(childComplexity int) int
+		HTML            func(childComplexity int) int
+		ID              func(childComplexity int) int
+		Label           func(childComplexity int) int
+		MessageStatus   func(childComplexity int) int
+		Parts           func(childComplexity int) int
+		Position        func(childComplexity int) int
+		Provenance      func(childComplexity int) int
+		Role            func(childComplexity int) int
+		SourceID        func(childComplexity int) int
+		StatusReason    func(childComplexity int) int
+		Text            func(childComplexity int) int
+		Thinking        func(childComplexity int) int
+		UpdatedAt       func(childComplexity int) int
 	}
 
 	ToolCall struct {
 		ApprovalStatus func(childComplexity int) int
 		Arguments      func(childComplexity int) int
+		CallID         func(childComplexity int) int
 		Decision       func(childComplexity int) int
 		ID             func(childComplexity int) int
 		Name           func(childComplexity int) int
@@ -284,44 +352,52 @@ type ComplexityRoot struct {
 	}
 
 	ToolRequestMessage struct {
-		Content        func(childComplexity int) int
-		ConversationID func(childComplexity int) int
-		CreatedAt      func(childComplexity int) int
-		HTML           func(childComplexity int) int
-		ID             func(childComplexity int) int
-		Label          func(childComplexity int) int
-		Parts          func(childComplexity int) int
-		Position       func(childComplexity int) int
-		Role           func(childComplexity int) int
-		SourceID       func(childComplexity int) int
-		Text           func(childComplexity int) int
-		Thinking       func(childComplexity int) int
-		ToolCalls      func(childComplexity int) int
-		UpdatedAt      func(childComplexity int) int
+		ClientMessageID func(childComplexity int) int
+		Content         func(childComplexity int) int
+		ConversationID  func(childComplexity int) int
+		CreatedAt       func(childComplexity int) int
+		HTML            func(childComplexity int) int
+		ID              func(childComplexity int) int
+		Label           func(childComplexity int) int
+		MessageStatus   func(childComplexity int) int
+		Parts           func(childComplexity int) int
+		Position        func(childComplexity int) int
+		Provenance      func(childComplexity int) int
+		Role            func(childComplexity int) int
+		SourceID        func(childComplexity int) int
+		StatusReason    func(childComplexity int) int
+		Text            func(childComplexity int) int
+		Thinking        func(childComplexity int) int
+		ToolCalls       func(childComplexity int) int
+		UpdatedAt       func(childComplexity int) int
 	}
 
 	ToolResultMessage struct {
-		Content        func(childComplexity int) int
-		ConversationID func(childComplexity int) int
-		CreatedAt      func(childComplexity int) int
-		DurationMs     func(childComplexity int) int
-		Error          func(childComplexity int) int
-		ExecutedAt     func(childComplexity int) int
-		HTML           func(childComplexity int) int
-		ID             func(childComplexity int) int
-		Label          func(childComplexity int) int
-		OriginalSize   func(childComplexity int) int
-		Output         func(childComplexity int) int
-		Parts          func(childComplexity int) int
-		Position       func(childComplexity int) int
-		Role           func(childComplexity int) int
-		SourceID       func(childComplexity int) int
-		Status         func(childComplexity int) int
-		Text           func(childComplexity int) int
-		ToolCallID     func(childComplexity int) int
-		ToolName       func(childComplexity int) int
-		Truncated      func(childComplexity int) int
-		UpdatedAt      func(childComplexity int) int
+		ClientMessageID func(childComplexity int) int
+		Content         func(childComplexity int) int
+		ConversationID  func(childComplexity int) int
+		CreatedAt       func(childComplexity int) int
+		DurationMs      func(childComplexity int) int
+		Error           func(childComplexity int) int
+		ExecutedAt      func(childComplexity int) int
+		HTML            func(childComplexity int) int
+		ID              func(childComplexity int) int
+		Label           func(childComplexity int) int
+		MessageStatus   func(childComplexity int) int
+		OriginalSize    func(childComplexity int) int
+		Output          func(childComplexity int) int
+		Parts           func(childComplexity int) int
+		Position        func(childComplexity int) int
+		Provenance      func(childComplexity int) int
+		Role            func(childComplexity int) int
+		SourceID        func(childComplexity int) int
+		Status          func(childComplexity int) int
+		StatusReason    func(childComplexity int) int
+		Text            func(childComplexity int) int
+		ToolCallID      func(childComplexity int) int
+		ToolName        func(childComplexity int) int
+		Truncated       func(childComplexity int) int
+		UpdatedAt       func(childComplexity int) int
 	}
 
 	TranscriptDrop struct {
@@ -342,16 +418,28 @@ type ComplexityRoot struct {
 	}
 
 	UnknownMessage struct {
-		ConversationID func(childComplexity int) int
-		CreatedAt      func(childComplexity int) int
-		ID             func(childComplexity int) int
-		Label          func(childComplexity int) int
-		Position       func(childComplexity int) int
-		Raw            func(childComplexity int) int
-		Role           func(childComplexity int) int
-		SourceID       func(childComplexity int) int
-		TypeTag        func(childComplexity int) int
-		UpdatedAt      func(childComplexity int) int
+		ClientMessageID func(childComplexity int) int
+		ConversationID  func(childComplexity int) int
+		CreatedAt       func(childComplexity int) int
+		ID              func(childComplexity int) int
+		Label           func(childComplexity int) int
+		MessageStatus   func(childComplexity int) int
+		Position        func(childComplexity int) int
+		Provenance      func(childComplexity int) int
+		Raw             func(childComplexity int) int
+		Role            func(childComplexity int) int
+		SourceID        func(childComplexity int) int
+		StatusReason    func(childComplexity int) int
+		TypeTag         func(childComplexity int) int
+		UpdatedAt       func(childComplexity int) int
+	}
+
+	Usage struct {
+		CacheCreationInputTokens func(childComplexity int) int
+		CachedInputTokens        func(childComplexity int) int
+		InputTokens              func(childComplexity int) int
+		OutputTokens             func(childComplexity int) int
+		ReasoningTokens          func(childComplexity int) int
 	}
 
 	VariantCount struct {
@@ -364,10 +452,14 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type AwaitingToolCallResolver interface {
+	ToolCall(ctx context.Context, obj *parley.AwaitingToolCall) (*model.ToolCall, error)
+}
 type ConversationResolver interface {
 	Messages(ctx context.Context, obj *parley.Conversation, first *int, after *string, last *int, before *string) (*model.MessageConnection, error)
 	Transcript(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) (parley.JSON, error)
 	TranscriptReport(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) (*parley.TranscriptReport, error)
+	Usage(ctx context.Context, obj *parley.Conversation) (*parley.Usage, error)
 }
 type ConversationConnectionResolver interface {
 	TotalCount(ctx context.Context, obj *model.ConversationConnection) (int, error)
@@ -379,13 +471,20 @@ type MutationResolver interface {
 	CreateConversation(ctx context.Context, title *string) (*parley.Conversation, error)
 	RenameConversation(ctx context.Context, id string, title string) (*parley.Conversation, error)
 	DeleteConversation(ctx context.Context, id string) (string, error)
-	AddMessage(ctx context.Context, conversationID string, input model.MessageInput) (*model.MessageEdge, error)
+	AddMessage(ctx context.Context, conversationID string, input model.MessageInput, clientMessageID *string, provenance *model.ProvenanceInput) (*model.MessageEdge, error)
 	SetToolCallApproval(ctx context.Context, messageID string, toolCallID string, status parley.ApprovalStatus, reason *string, decidedBy *string) (*parley.ToolRequestMessage, error)
 	ImportConversation(ctx context.Context, format parley.ImportFormat, data string, conversationID *string, title *string) (*parley.ImportReport, error)
 	ResolveFileReference(ctx context.Context, messageID string, agent *parley.AgentRole) (*parley.FileReferenceMessage, error)
 	RecognizeImage(ctx context.Context, messageID string, mode *parley.RecognitionMode, agent *parley.AgentRole) (*parley.ImageMessage, error)
 	InjectMCPResource(ctx context.Context, conversationID string, server string, uri string, agent *parley.AgentRole) (*model.MessageEdge, error)
 	ClaimToolCall(ctx context.Context, messageID string, toolCallID string, worker string, leaseSeconds *int) (*parley.AwaitingToolCall, error)
+	StartMessage(ctx context.Context, conversationID string, input *model.StartMessageInput) (*model.MessageEdge, error)
+	AppendMessageDeltas(ctx context.Context, messageID string, seq int, deltas []*model.MessageDeltaInput) (*model.AppendAck, error)
+	AppendProviderEvents(ctx context.Context, messageID string, format parley.StreamFormat, seq int, events []parley.JSON) (*model.AppendAck, error)
+	HeartbeatMessage(ctx context.Context, messageID string) (*model.AppendAck, error)
+	CompleteMessage(ctx context.Context, messageID string, input *model.CompleteMessageInput) (parley.Message, error)
+	AbortMessage(ctx context.Context, messageID string, reason *string) (parley.Message, error)
+	FailMessage(ctx context.Context, messageID string, error string) (parley.Message, error)
 }
 type PartResolver interface {
 	HTML(ctx context.Context, obj *parley.Part) (string, error)
@@ -402,12 +501,15 @@ type SubscriptionResolver interface {
 	MessageAdded(ctx context.Context, conversationID string, after *string) (<-chan *model.MessageEdge, error)
 	MessageUpdated(ctx context.Context, conversationID string) (<-chan *model.MessageEdge, error)
 	ToolCallAwaitingResult(ctx context.Context, conversationID *string, names []string) (<-chan *parley.AwaitingToolCall, error)
+	MessageStream(ctx context.Context, conversationID string, after *string) (<-chan *model.MessageStreamEvent, error)
 }
 type TextMessageResolver interface {
 	HTML(ctx context.Context, obj *parley.TextMessage) (string, error)
 }
 type ToolRequestMessageResolver interface {
 	HTML(ctx context.Context, obj *parley.ToolRequestMessage) (string, error)
+
+	ToolCalls(ctx context.Context, obj *parley.ToolRequestMessage) ([]*model.ToolCall, error)
 }
 type ToolResultMessageResolver interface {
 	HTML(ctx context.Context, obj *parley.ToolResultMessage) (string, error)
@@ -430,6 +532,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	ec := newExecutionContext(nil, e, nil)
 	_ = ec
 	switch typeName + "." + field {
+
+	case "AppendAck.leaseUntil":
+		if e.ComplexityRoot.AppendAck.LeaseUntil == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AppendAck.LeaseUntil(childComplexity), true
+	case "AppendAck.messageId":
+		if e.ComplexityRoot.AppendAck.MessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AppendAck.MessageID(childComplexity), true
+	case "AppendAck.seq":
+		if e.ComplexityRoot.AppendAck.Seq == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AppendAck.Seq(childComplexity), true
 
 	case "ApprovalDecision.decidedAt":
 		if e.ComplexityRoot.ApprovalDecision.DecidedAt == nil {
@@ -456,12 +577,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ApprovalDecision.Status(childComplexity), true
 
-	case "AwaitingToolCall.toolCall":
-		if e.ComplexityRoot.AwaitingToolCall.Call == nil {
-			break
-		}
-
-		return e.ComplexityRoot.AwaitingToolCall.Call(childComplexity), true
 	case "AwaitingToolCall.claimExpiresAt":
 		if e.ComplexityRoot.AwaitingToolCall.ClaimExpiresAt == nil {
 			break
@@ -486,6 +601,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AwaitingToolCall.Message(childComplexity), true
+	case "AwaitingToolCall.toolCall":
+		if e.ComplexityRoot.AwaitingToolCall.ToolCall == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AwaitingToolCall.ToolCall(childComplexity), true
 
 	case "Conversation.createdAt":
 		if e.ComplexityRoot.Conversation.CreatedAt == nil {
@@ -550,6 +671,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.UpdatedAt(childComplexity), true
+	case "Conversation.usage":
+		if e.ComplexityRoot.Conversation.Usage == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.Usage(childComplexity), true
 
 	case "ConversationConnection.edges":
 		if e.ComplexityRoot.ConversationConnection.Edges == nil {
@@ -583,6 +710,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ConversationEdge.Node(childComplexity), true
 
+	case "FileReferenceMessage.clientMessageId":
+		if e.ComplexityRoot.FileReferenceMessage.ClientMessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FileReferenceMessage.ClientMessageID(childComplexity), true
 	case "FileReferenceMessage.conversationId":
 		if e.ComplexityRoot.FileReferenceMessage.ConversationID == nil {
 			break
@@ -613,6 +746,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FileReferenceMessage.Label(childComplexity), true
+	case "FileReferenceMessage.messageStatus":
+		if e.ComplexityRoot.FileReferenceMessage.MessageStatus == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FileReferenceMessage.MessageStatus(childComplexity), true
 	case "FileReferenceMessage.path":
 		if e.ComplexityRoot.FileReferenceMessage.Path == nil {
 			break
@@ -625,6 +764,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FileReferenceMessage.Position(childComplexity), true
+	case "FileReferenceMessage.provenance":
+		if e.ComplexityRoot.FileReferenceMessage.Provenance == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FileReferenceMessage.Provenance(childComplexity), true
 	case "FileReferenceMessage.resolution":
 		if e.ComplexityRoot.FileReferenceMessage.Resolution == nil {
 			break
@@ -649,6 +794,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FileReferenceMessage.StartLine(childComplexity), true
+	case "FileReferenceMessage.statusReason":
+		if e.ComplexityRoot.FileReferenceMessage.StatusReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FileReferenceMessage.StatusReason(childComplexity), true
 	case "FileReferenceMessage.updatedAt":
 		if e.ComplexityRoot.FileReferenceMessage.UpdatedAt == nil {
 			break
@@ -693,6 +844,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.FileResolution.Truncated(childComplexity), true
 
+	case "ImageMessage.clientMessageId":
+		if e.ComplexityRoot.ImageMessage.ClientMessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageMessage.ClientMessageID(childComplexity), true
 	case "ImageMessage.conversationId":
 		if e.ComplexityRoot.ImageMessage.ConversationID == nil {
 			break
@@ -717,12 +874,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ImageMessage.Label(childComplexity), true
+	case "ImageMessage.messageStatus":
+		if e.ComplexityRoot.ImageMessage.MessageStatus == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageMessage.MessageStatus(childComplexity), true
 	case "ImageMessage.position":
 		if e.ComplexityRoot.ImageMessage.Position == nil {
 			break
 		}
 
 		return e.ComplexityRoot.ImageMessage.Position(childComplexity), true
+	case "ImageMessage.provenance":
+		if e.ComplexityRoot.ImageMessage.Provenance == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageMessage.Provenance(childComplexity), true
 	case "ImageMessage.recognition":
 		if e.ComplexityRoot.ImageMessage.Recognition == nil {
 			break
@@ -753,6 +922,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ImageMessage.SourceID(childComplexity), true
+	case "ImageMessage.statusReason":
+		if e.ComplexityRoot.ImageMessage.StatusReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageMessage.StatusReason(childComplexity), true
 	case "ImageMessage.updatedAt":
 		if e.ComplexityRoot.ImageMessage.UpdatedAt == nil {
 			break
@@ -901,6 +1076,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ImportReport.Warnings(childComplexity), true
 
+	case "MCPResourceMessage.clientMessageId":
+		if e.ComplexityRoot.MCPResourceMessage.ClientMessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MCPResourceMessage.ClientMessageID(childComplexity), true
 	case "MCPResourceMessage.content":
 		if e.ComplexityRoot.MCPResourceMessage.Content == nil {
 			break
@@ -937,6 +1118,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MCPResourceMessage.Label(childComplexity), true
+	case "MCPResourceMessage.messageStatus":
+		if e.ComplexityRoot.MCPResourceMessage.MessageStatus == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MCPResourceMessage.MessageStatus(childComplexity), true
 	case "MCPResourceMessage.mimeType":
 		if e.ComplexityRoot.MCPResourceMessage.MimeType == nil {
 			break
@@ -949,6 +1136,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MCPResourceMessage.Position(childComplexity), true
+	case "MCPResourceMessage.provenance":
+		if e.ComplexityRoot.MCPResourceMessage.Provenance == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MCPResourceMessage.Provenance(childComplexity), true
 	case "MCPResourceMessage.resourceUri":
 		if e.ComplexityRoot.MCPResourceMessage.ResourceURI == nil {
 			break
@@ -979,6 +1172,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MCPResourceMessage.SourceID(childComplexity), true
+	case "MCPResourceMessage.statusReason":
+		if e.ComplexityRoot.MCPResourceMessage.StatusReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MCPResourceMessage.StatusReason(childComplexity), true
 	case "MCPResourceMessage.text":
 		if e.ComplexityRoot.MCPResourceMessage.Text == nil {
 			break
@@ -1017,6 +1216,62 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MessageConnection.TotalCount(childComplexity), true
 
+	case "MessageDelta.index":
+		if e.ComplexityRoot.MessageDelta.Index == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageDelta.Index(childComplexity), true
+	case "MessageDelta.kind":
+		if e.ComplexityRoot.MessageDelta.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageDelta.Kind(childComplexity), true
+	case "MessageDelta.text":
+		if e.ComplexityRoot.MessageDelta.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageDelta.Text(childComplexity), true
+	case "MessageDelta.toolCallId":
+		if e.ComplexityRoot.MessageDelta.ToolCallID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageDelta.ToolCallID(childComplexity), true
+	case "MessageDelta.toolName":
+		if e.ComplexityRoot.MessageDelta.ToolName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageDelta.ToolName(childComplexity), true
+
+	case "MessageDeltaEvent.deltas":
+		if e.ComplexityRoot.MessageDeltaEvent.Deltas == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageDeltaEvent.Deltas(childComplexity), true
+	case "MessageDeltaEvent.messageId":
+		if e.ComplexityRoot.MessageDeltaEvent.MessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageDeltaEvent.MessageID(childComplexity), true
+	case "MessageDeltaEvent.position":
+		if e.ComplexityRoot.MessageDeltaEvent.Position == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageDeltaEvent.Position(childComplexity), true
+	case "MessageDeltaEvent.seq":
+		if e.ComplexityRoot.MessageDeltaEvent.Seq == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageDeltaEvent.Seq(childComplexity), true
+
 	case "MessageEdge.cursor":
 		if e.ComplexityRoot.MessageEdge.Cursor == nil {
 			break
@@ -1030,6 +1285,36 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MessageEdge.Node(childComplexity), true
 
+	case "MessageStreamEvent.cursor":
+		if e.ComplexityRoot.MessageStreamEvent.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageStreamEvent.Cursor(childComplexity), true
+	case "MessageStreamEvent.delta":
+		if e.ComplexityRoot.MessageStreamEvent.Delta == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageStreamEvent.Delta(childComplexity), true
+	case "MessageStreamEvent.message":
+		if e.ComplexityRoot.MessageStreamEvent.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageStreamEvent.Message(childComplexity), true
+
+	case "Mutation.abortMessage":
+		if e.ComplexityRoot.Mutation.AbortMessage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_abortMessage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AbortMessage(childComplexity, args["messageId"].(string), args["reason"].(*string)), true
 	case "Mutation.addMessage":
 		if e.ComplexityRoot.Mutation.AddMessage == nil {
 			break
@@ -1040,7 +1325,29 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.AddMessage(childComplexity, args["conversationId"].(string), args["input"].(model.MessageInput)), true
+		return e.ComplexityRoot.Mutation.AddMessage(childComplexity, args["conversationId"].(string), args["input"].(model.MessageInput), args["clientMessageId"].(*string), args["provenance"].(*model.ProvenanceInput)), true
+	case "Mutation.appendMessageDeltas":
+		if e.ComplexityRoot.Mutation.AppendMessageDeltas == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_appendMessageDeltas_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AppendMessageDeltas(childComplexity, args["messageId"].(string), args["seq"].(int), args["deltas"].([]*model.MessageDeltaInput)), true
+	case "Mutation.appendProviderEvents":
+		if e.ComplexityRoot.Mutation.AppendProviderEvents == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_appendProviderEvents_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AppendProviderEvents(childComplexity, args["messageId"].(string), args["format"].(parley.StreamFormat), args["seq"].(int), args["events"].([]parley.JSON)), true
 	case "Mutation.claimToolCall":
 		if e.ComplexityRoot.Mutation.ClaimToolCall == nil {
 			break
@@ -1052,6 +1359,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ClaimToolCall(childComplexity, args["messageId"].(string), args["toolCallId"].(string), args["worker"].(string), args["leaseSeconds"].(*int)), true
+	case "Mutation.completeMessage":
+		if e.ComplexityRoot.Mutation.CompleteMessage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_completeMessage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CompleteMessage(childComplexity, args["messageId"].(string), args["input"].(*model.CompleteMessageInput)), true
 	case "Mutation.createConversation":
 		if e.ComplexityRoot.Mutation.CreateConversation == nil {
 			break
@@ -1074,6 +1392,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteConversation(childComplexity, args["id"].(string)), true
+	case "Mutation.failMessage":
+		if e.ComplexityRoot.Mutation.FailMessage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_failMessage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.FailMessage(childComplexity, args["messageId"].(string), args["error"].(string)), true
+	case "Mutation.heartbeatMessage":
+		if e.ComplexityRoot.Mutation.HeartbeatMessage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_heartbeatMessage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.HeartbeatMessage(childComplexity, args["messageId"].(string)), true
 	case "Mutation.importConversation":
 		if e.ComplexityRoot.Mutation.ImportConversation == nil {
 			break
@@ -1140,6 +1480,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetToolCallApproval(childComplexity, args["messageId"].(string), args["toolCallId"].(string), args["status"].(parley.ApprovalStatus), args["reason"].(*string), args["decidedBy"].(*string)), true
+	case "Mutation.startMessage":
+		if e.ComplexityRoot.Mutation.StartMessage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_startMessage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.StartMessage(childComplexity, args["conversationId"].(string), args["input"].(*model.StartMessageInput)), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -1209,6 +1560,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ProcessingError.Retryable(childComplexity), true
+
+	case "Provenance.durationMs":
+		if e.ComplexityRoot.Provenance.DurationMs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Provenance.DurationMs(childComplexity), true
+	case "Provenance.finishReason":
+		if e.ComplexityRoot.Provenance.FinishReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Provenance.FinishReason(childComplexity), true
+	case "Provenance.model":
+		if e.ComplexityRoot.Provenance.Model == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Provenance.Model(childComplexity), true
+	case "Provenance.provider":
+		if e.ComplexityRoot.Provenance.Provider == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Provenance.Provider(childComplexity), true
+	case "Provenance.responseId":
+		if e.ComplexityRoot.Provenance.ResponseID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Provenance.ResponseID(childComplexity), true
+	case "Provenance.timeToFirstTokenMs":
+		if e.ComplexityRoot.Provenance.TimeToFirstTokenMs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Provenance.TimeToFirstTokenMs(childComplexity), true
+	case "Provenance.usage":
+		if e.ComplexityRoot.Provenance.Usage == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Provenance.Usage(childComplexity), true
 
 	case "Query.conversation":
 		if e.ComplexityRoot.Query.Conversation == nil {
@@ -1308,6 +1702,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.MessageAdded(childComplexity, args["conversationId"].(string), args["after"].(*string)), true
+	case "Subscription.messageStream":
+		if e.ComplexityRoot.Subscription.MessageStream == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_messageStream_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.MessageStream(childComplexity, args["conversationId"].(string), args["after"].(*string)), true
 	case "Subscription.messageUpdated":
 		if e.ComplexityRoot.Subscription.MessageUpdated == nil {
 			break
@@ -1331,6 +1736,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Subscription.ToolCallAwaitingResult(childComplexity, args["conversationId"].(*string), args["names"].([]string)), true
 
+	case "SystemControlMessage.clientMessageId":
+		if e.ComplexityRoot.SystemControlMessage.ClientMessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SystemControlMessage.ClientMessageID(childComplexity), true
 	case "SystemControlMessage.kind":
 		if e.ComplexityRoot.SystemControlMessage.ControlKind == nil {
 			break
@@ -1367,6 +1778,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SystemControlMessage.Label(childComplexity), true
+	case "SystemControlMessage.messageStatus":
+		if e.ComplexityRoot.SystemControlMessage.MessageStatus == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SystemControlMessage.MessageStatus(childComplexity), true
 	case "SystemControlMessage.params":
 		if e.ComplexityRoot.SystemControlMessage.Params == nil {
 			break
@@ -1379,6 +1796,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SystemControlMessage.Position(childComplexity), true
+	case "SystemControlMessage.provenance":
+		if e.ComplexityRoot.SystemControlMessage.Provenance == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SystemControlMessage.Provenance(childComplexity), true
 	case "SystemControlMessage.role":
 		if e.ComplexityRoot.SystemControlMessage.Role == nil {
 			break
@@ -1391,6 +1814,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SystemControlMessage.SourceID(childComplexity), true
+	case "SystemControlMessage.statusReason":
+		if e.ComplexityRoot.SystemControlMessage.StatusReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SystemControlMessage.StatusReason(childComplexity), true
 	case "SystemControlMessage.to":
 		if e.ComplexityRoot.SystemControlMessage.To == nil {
 			break
@@ -1404,6 +1833,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SystemControlMessage.UpdatedAt(childComplexity), true
 
+	case "TextMessage.clientMessageId":
+		if e.ComplexityRoot.TextMessage.ClientMessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TextMessage.ClientMessageID(childComplexity), true
 	case "TextMessage.content":
 		if e.ComplexityRoot.TextMessage.Content == nil {
 			break
@@ -1440,6 +1875,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TextMessage.Label(childComplexity), true
+	case "TextMessage.messageStatus":
+		if e.ComplexityRoot.TextMessage.MessageStatus == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TextMessage.MessageStatus(childComplexity), true
 	case "TextMessage.parts":
 		if e.ComplexityRoot.TextMessage.Parts == nil {
 			break
@@ -1452,6 +1893,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TextMessage.Position(childComplexity), true
+	case "TextMessage.provenance":
+		if e.ComplexityRoot.TextMessage.Provenance == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TextMessage.Provenance(childComplexity), true
 	case "TextMessage.role":
 		if e.ComplexityRoot.TextMessage.Role == nil {
 			break
@@ -1464,6 +1911,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TextMessage.SourceID(childComplexity), true
+	case "TextMessage.statusReason":
+		if e.ComplexityRoot.TextMessage.StatusReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TextMessage.StatusReason(childComplexity), true
 	case "TextMessage.text":
 		if e.ComplexityRoot.TextMessage.Text == nil {
 			break
@@ -1495,6 +1948,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolCall.Arguments(childComplexity), true
+	case "ToolCall.callId":
+		if e.ComplexityRoot.ToolCall.CallID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolCall.CallID(childComplexity), true
 	case "ToolCall.decision":
 		if e.ComplexityRoot.ToolCall.Decision == nil {
 			break
@@ -1533,6 +1992,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ToolError.StackTrace(childComplexity), true
 
+	case "ToolRequestMessage.clientMessageId":
+		if e.ComplexityRoot.ToolRequestMessage.ClientMessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolRequestMessage.ClientMessageID(childComplexity), true
 	case "ToolRequestMessage.content":
 		if e.ComplexityRoot.ToolRequestMessage.Content == nil {
 			break
@@ -1569,6 +2034,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolRequestMessage.Label(childComplexity), true
+	case "ToolRequestMessage.messageStatus":
+		if e.ComplexityRoot.ToolRequestMessage.MessageStatus == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolRequestMessage.MessageStatus(childComplexity), true
 	case "ToolRequestMessage.parts":
 		if e.ComplexityRoot.ToolRequestMessage.Parts == nil {
 			break
@@ -1581,6 +2052,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolRequestMessage.Position(childComplexity), true
+	case "ToolRequestMessage.provenance":
+		if e.ComplexityRoot.ToolRequestMessage.Provenance == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolRequestMessage.Provenance(childComplexity), true
 	case "ToolRequestMessage.role":
 		if e.ComplexityRoot.ToolRequestMessage.Role == nil {
 			break
@@ -1593,6 +2070,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolRequestMessage.SourceID(childComplexity), true
+	case "ToolRequestMessage.statusReason":
+		if e.ComplexityRoot.ToolRequestMessage.StatusReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolRequestMessage.StatusReason(childComplexity), true
 	case "ToolRequestMessage.text":
 		if e.ComplexityRoot.ToolRequestMessage.Text == nil {
 			break
@@ -1618,6 +2101,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ToolRequestMessage.UpdatedAt(childComplexity), true
 
+	case "ToolResultMessage.clientMessageId":
+		if e.ComplexityRoot.ToolResultMessage.ClientMessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultMessage.ClientMessageID(childComplexity), true
 	case "ToolResultMessage.content":
 		if e.ComplexityRoot.ToolResultMessage.Content == nil {
 			break
@@ -1672,6 +2161,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolResultMessage.Label(childComplexity), true
+	case "ToolResultMessage.messageStatus":
+		if e.ComplexityRoot.ToolResultMessage.MessageStatus == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultMessage.MessageStatus(childComplexity), true
 	case "ToolResultMessage.originalSize":
 		if e.ComplexityRoot.ToolResultMessage.OriginalSize == nil {
 			break
@@ -1696,6 +2191,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolResultMessage.Position(childComplexity), true
+	case "ToolResultMessage.provenance":
+		if e.ComplexityRoot.ToolResultMessage.Provenance == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultMessage.Provenance(childComplexity), true
 	case "ToolResultMessage.role":
 		if e.ComplexityRoot.ToolResultMessage.Role == nil {
 			break
@@ -1714,6 +2215,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolResultMessage.Status(childComplexity), true
+	case "ToolResultMessage.statusReason":
+		if e.ComplexityRoot.ToolResultMessage.StatusReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultMessage.StatusReason(childComplexity), true
 	case "ToolResultMessage.text":
 		if e.ComplexityRoot.ToolResultMessage.Text == nil {
 			break
@@ -1813,6 +2320,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.TranscriptReport.TokenCounting(childComplexity), true
 
+	case "UnknownMessage.clientMessageId":
+		if e.ComplexityRoot.UnknownMessage.ClientMessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UnknownMessage.ClientMessageID(childComplexity), true
 	case "UnknownMessage.conversationId":
 		if e.ComplexityRoot.UnknownMessage.ConversationID == nil {
 			break
@@ -1837,12 +2350,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UnknownMessage.Label(childComplexity), true
+	case "UnknownMessage.messageStatus":
+		if e.ComplexityRoot.UnknownMessage.MessageStatus == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UnknownMessage.MessageStatus(childComplexity), true
 	case "UnknownMessage.position":
 		if e.ComplexityRoot.UnknownMessage.Position == nil {
 			break
 		}
 
 		return e.ComplexityRoot.UnknownMessage.Position(childComplexity), true
+	case "UnknownMessage.provenance":
+		if e.ComplexityRoot.UnknownMessage.Provenance == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UnknownMessage.Provenance(childComplexity), true
 	case "UnknownMessage.raw":
 		if e.ComplexityRoot.UnknownMessage.Raw == nil {
 			break
@@ -1861,6 +2386,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UnknownMessage.SourceID(childComplexity), true
+	case "UnknownMessage.statusReason":
+		if e.ComplexityRoot.UnknownMessage.StatusReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UnknownMessage.StatusReason(childComplexity), true
 	case "UnknownMessage.type":
 		if e.ComplexityRoot.UnknownMessage.TypeTag == nil {
 			break
@@ -1873,6 +2404,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UnknownMessage.UpdatedAt(childComplexity), true
+
+	case "Usage.cacheCreationInputTokens":
+		if e.ComplexityRoot.Usage.CacheCreationInputTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.CacheCreationInputTokens(childComplexity), true
+	case "Usage.cachedInputTokens":
+		if e.ComplexityRoot.Usage.CachedInputTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.CachedInputTokens(childComplexity), true
+	case "Usage.inputTokens":
+		if e.ComplexityRoot.Usage.InputTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.InputTokens(childComplexity), true
+	case "Usage.outputTokens":
+		if e.ComplexityRoot.Usage.OutputTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.OutputTokens(childComplexity), true
+	case "Usage.reasoningTokens":
+		if e.ComplexityRoot.Usage.ReasoningTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.ReasoningTokens(childComplexity), true
 
 	case "VariantCount.count":
 		if e.ComplexityRoot.VariantCount.Count == nil {
@@ -1895,17 +2457,22 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	opCtx := graphql.GetOperationContext(ctx)
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
 	inputUnmarshalMap := graphql.BuildUnmarshalerMap(
+		ec.unmarshalInputCompleteMessageInput,
 		ec.unmarshalInputFileReferenceInput,
 		ec.unmarshalInputImageInput,
 		ec.unmarshalInputMCPResourceInput,
+		ec.unmarshalInputMessageDeltaInput,
 		ec.unmarshalInputMessageInput,
 		ec.unmarshalInputPartInput,
+		ec.unmarshalInputProvenanceInput,
+		ec.unmarshalInputStartMessageInput,
 		ec.unmarshalInputSystemControlInput,
 		ec.unmarshalInputTextInput,
 		ec.unmarshalInputToolCallInput,
 		ec.unmarshalInputToolErrorInput,
 		ec.unmarshalInputToolRequestInput,
 		ec.unmarshalInputToolResultInput,
+		ec.unmarshalInputUsageInput,
 	)
 	first := true
 
@@ -1997,7 +2564,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "schema/interop.graphqls" "schema/processing.graphqls" "schema/realtime.graphqls"
+//go:embed "schema/interop.graphqls" "schema/processing.graphqls" "schema/realtime.graphqls" "schema/streaming.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -2072,6 +2639,18 @@ sanitized, for rich display).
 interface TextBearing {
   content: String!
   text: String!
+  """
+  The text rendered as Markdown (CommonMark, GitHub's tables, task lists, strikethrough
+  and autolinks, and footnotes) and sanitized with bluemonday, safe in innerHTML. It
+  keeps what the author wrote and loads nothing by itself: raw HTML in the text is shown
+  as text (` + "`" + `<details>` + "`" + ` stays ` + "`" + `&lt;details&gt;` + "`" + `); fenced code keeps its language as
+  ` + "`" + `class="language-go"` + "`" + ` for highlighters; task lists are disabled checkboxes. Images
+  load only from the hosts the server allows (` + "`" + `render.image_hosts` + "`" + `, none by default):
+  any other image is a link to it with its alt text, since an image in model output
+  that loads by itself sends a request to whoever chose its URL. A text over 32 KiB, or
+  one whose rendering takes longer than 250 ms (it is then rendered in the background,
+  and served rendered when read again), is escaped text in one paragraph instead.
+  """
   html: String!
 }
 
@@ -2088,7 +2667,7 @@ type Part {
   content: String!
   "As written."
   text: String!
-  "Rendered and sanitized."
+  "Rendered and sanitized; escaped text in one paragraph over 32 KiB or past 250 ms of rendering (see TextBearing.html)."
   html: String!
   "The provider's signature of a thinking part, needed to send it back (Anthropic)."
   signature: String
@@ -2222,7 +2801,17 @@ type ApprovalDecision {
 
 "One call of a tool."
 type ToolCall {
-  id: String!
+  """
+  Globally unique, so that normalized caches (Apollo, urql, Relay) never mix the calls
+  of two conversations. Before 2026-11 this was the provider's id, which is now ` + "`" + `callId` + "`" + `.
+  """
+  id: ID!
+  """
+  The id the provider gave the call (OpenAI's ` + "`" + `call_…` + "`" + `, Anthropic's ` + "`" + `toolu_…` + "`" + `), unique
+  within its conversation: what a tool result's ` + "`" + `toolCallId` + "`" + `, ` + "`" + `setToolCallApproval` + "`" + ` and
+  ` + "`" + `claimToolCall` + "`" + ` take.
+  """
+  callId: String!
   name: String!
   "A JSON object."
   arguments: JSON!
@@ -2496,12 +3085,18 @@ input MCPResourceInput {
 }
 
 type Mutation {
+  "A title is at most 500 characters (BAD_USER_INPUT beyond); without one the conversation is untitled."
   createConversation(title: String): Conversation!
+  "A title is at most 500 characters (BAD_USER_INPUT beyond)."
   renameConversation(id: ID!, title: String!): Conversation!
   "Deletes the conversation and all its messages; returns its id."
   deleteConversation(id: ID!): ID!
-  "Adds a message as the conversation's next one."
-  addMessage(conversationId: ID!, input: MessageInput!): MessageEdge!
+  """
+  Adds a message as the conversation's next one. With a clientMessageId already used in
+  the conversation, returns the stored message and writes nothing; a different message
+  under the same id is a CONFLICT. ` + "`" + `provenance` + "`" + ` says who produced it.
+  """
+  addMessage(conversationId: ID!, input: MessageInput!, clientMessageId: String, provenance: ProvenanceInput): MessageEdge!
   "Approves or denies a pending tool call, recording who decided (` + "`" + `decidedBy` + "`" + `: a person or an agent), why and when; deciding a decided call is a CONFLICT."
   setToolCallApproval(messageId: ID!, toolCallId: String!, status: ApprovalStatus!, reason: String, decidedBy: String): ToolRequestMessage!
 }
@@ -2509,12 +3104,25 @@ type Mutation {
 	{Name: "schema/interop.graphqls", Input: sourceData("schema/interop.graphqls"), BuiltIn: false},
 	{Name: "schema/processing.graphqls", Input: sourceData("schema/processing.graphqls"), BuiltIn: false},
 	{Name: "schema/realtime.graphqls", Input: sourceData("schema/realtime.graphqls"), BuiltIn: false},
+	{Name: "schema/streaming.graphqls", Input: sourceData("schema/streaming.graphqls"), BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
 // childFields_* functions provide shared child field context lookups.
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
+
+func (ec *executionContext) childFields_AppendAck(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "messageId":
+		return ec.fieldContext_AppendAck_messageId(ctx, field)
+	case "seq":
+		return ec.fieldContext_AppendAck_seq(ctx, field)
+	case "leaseUntil":
+		return ec.fieldContext_AppendAck_leaseUntil(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AppendAck", field.Name)
+}
 
 func (ec *executionContext) childFields_ApprovalDecision(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
@@ -2564,6 +3172,8 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_transcript(ctx, field)
 	case "transcriptReport":
 		return ec.fieldContext_Conversation_transcriptReport(ctx, field)
+	case "usage":
+		return ec.fieldContext_Conversation_usage(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Conversation", field.Name)
 }
@@ -2616,6 +3226,14 @@ func (ec *executionContext) childFields_FileReferenceMessage(ctx context.Context
 		return ec.fieldContext_FileReferenceMessage_endLine(ctx, field)
 	case "resolution":
 		return ec.fieldContext_FileReferenceMessage_resolution(ctx, field)
+	case "messageStatus":
+		return ec.fieldContext_FileReferenceMessage_messageStatus(ctx, field)
+	case "statusReason":
+		return ec.fieldContext_FileReferenceMessage_statusReason(ctx, field)
+	case "clientMessageId":
+		return ec.fieldContext_FileReferenceMessage_clientMessageId(ctx, field)
+	case "provenance":
+		return ec.fieldContext_FileReferenceMessage_provenance(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type FileReferenceMessage", field.Name)
 }
@@ -2662,6 +3280,14 @@ func (ec *executionContext) childFields_ImageMessage(ctx context.Context, field 
 		return ec.fieldContext_ImageMessage_recognitionMode(ctx, field)
 	case "recognition":
 		return ec.fieldContext_ImageMessage_recognition(ctx, field)
+	case "messageStatus":
+		return ec.fieldContext_ImageMessage_messageStatus(ctx, field)
+	case "statusReason":
+		return ec.fieldContext_ImageMessage_statusReason(ctx, field)
+	case "clientMessageId":
+		return ec.fieldContext_ImageMessage_clientMessageId(ctx, field)
+	case "provenance":
+		return ec.fieldContext_ImageMessage_provenance(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ImageMessage", field.Name)
 }
@@ -2742,6 +3368,36 @@ func (ec *executionContext) childFields_MessageConnection(ctx context.Context, f
 	return nil, fmt.Errorf("no field named %q was found under type MessageConnection", field.Name)
 }
 
+func (ec *executionContext) childFields_MessageDelta(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "kind":
+		return ec.fieldContext_MessageDelta_kind(ctx, field)
+	case "index":
+		return ec.fieldContext_MessageDelta_index(ctx, field)
+	case "text":
+		return ec.fieldContext_MessageDelta_text(ctx, field)
+	case "toolCallId":
+		return ec.fieldContext_MessageDelta_toolCallId(ctx, field)
+	case "toolName":
+		return ec.fieldContext_MessageDelta_toolName(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MessageDelta", field.Name)
+}
+
+func (ec *executionContext) childFields_MessageDeltaEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "messageId":
+		return ec.fieldContext_MessageDeltaEvent_messageId(ctx, field)
+	case "position":
+		return ec.fieldContext_MessageDeltaEvent_position(ctx, field)
+	case "seq":
+		return ec.fieldContext_MessageDeltaEvent_seq(ctx, field)
+	case "deltas":
+		return ec.fieldContext_MessageDeltaEvent_deltas(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MessageDeltaEvent", field.Name)
+}
+
 func (ec *executionContext) childFields_MessageEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "cursor":
@@ -2750,6 +3406,18 @@ func (ec *executionContext) childFields_MessageEdge(ctx context.Context, field g
 		return ec.fieldContext_MessageEdge_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type MessageEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_MessageStreamEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_MessageStreamEvent_cursor(ctx, field)
+	case "message":
+		return ec.fieldContext_MessageStreamEvent_message(ctx, field)
+	case "delta":
+		return ec.fieldContext_MessageStreamEvent_delta(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MessageStreamEvent", field.Name)
 }
 
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2792,6 +3460,26 @@ func (ec *executionContext) childFields_ProcessingError(ctx context.Context, fie
 	return nil, fmt.Errorf("no field named %q was found under type ProcessingError", field.Name)
 }
 
+func (ec *executionContext) childFields_Provenance(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "provider":
+		return ec.fieldContext_Provenance_provider(ctx, field)
+	case "model":
+		return ec.fieldContext_Provenance_model(ctx, field)
+	case "responseId":
+		return ec.fieldContext_Provenance_responseId(ctx, field)
+	case "finishReason":
+		return ec.fieldContext_Provenance_finishReason(ctx, field)
+	case "usage":
+		return ec.fieldContext_Provenance_usage(ctx, field)
+	case "timeToFirstTokenMs":
+		return ec.fieldContext_Provenance_timeToFirstTokenMs(ctx, field)
+	case "durationMs":
+		return ec.fieldContext_Provenance_durationMs(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Provenance", field.Name)
+}
+
 func (ec *executionContext) childFields_SkippedRecords(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "reason":
@@ -2808,6 +3496,8 @@ func (ec *executionContext) childFields_ToolCall(ctx context.Context, field grap
 	switch field.Name {
 	case "id":
 		return ec.fieldContext_ToolCall_id(ctx, field)
+	case "callId":
+		return ec.fieldContext_ToolCall_callId(ctx, field)
 	case "name":
 		return ec.fieldContext_ToolCall_name(ctx, field)
 	case "arguments":
@@ -2862,6 +3552,14 @@ func (ec *executionContext) childFields_ToolRequestMessage(ctx context.Context, 
 		return ec.fieldContext_ToolRequestMessage_thinking(ctx, field)
 	case "toolCalls":
 		return ec.fieldContext_ToolRequestMessage_toolCalls(ctx, field)
+	case "messageStatus":
+		return ec.fieldContext_ToolRequestMessage_messageStatus(ctx, field)
+	case "statusReason":
+		return ec.fieldContext_ToolRequestMessage_statusReason(ctx, field)
+	case "clientMessageId":
+		return ec.fieldContext_ToolRequestMessage_clientMessageId(ctx, field)
+	case "provenance":
+		return ec.fieldContext_ToolRequestMessage_provenance(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ToolRequestMessage", field.Name)
 }
@@ -2898,6 +3596,22 @@ func (ec *executionContext) childFields_TranscriptReport(ctx context.Context, fi
 		return ec.fieldContext_TranscriptReport_notes(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TranscriptReport", field.Name)
+}
+
+func (ec *executionContext) childFields_Usage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "inputTokens":
+		return ec.fieldContext_Usage_inputTokens(ctx, field)
+	case "outputTokens":
+		return ec.fieldContext_Usage_outputTokens(ctx, field)
+	case "cachedInputTokens":
+		return ec.fieldContext_Usage_cachedInputTokens(ctx, field)
+	case "cacheCreationInputTokens":
+		return ec.fieldContext_Usage_cacheCreationInputTokens(ctx, field)
+	case "reasoningTokens":
+		return ec.fieldContext_Usage_reasoningTokens(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Usage", field.Name)
 }
 
 func (ec *executionContext) childFields_VariantCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3140,6 +3854,28 @@ func (ec *executionContext) field_Conversation_transcript_args(ctx context.Conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_abortMessage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "messageId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["messageId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "reason",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["reason"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_addMessage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3159,6 +3895,90 @@ func (ec *executionContext) field_Mutation_addMessage_args(ctx context.Context, 
 		return nil, err
 	}
 	args["input"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "clientMessageId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["clientMessageId"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "provenance",
+		func(ctx context.Context, v any) (*model.ProvenanceInput, error) {
+			return ec.unmarshalOProvenanceInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐProvenanceInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["provenance"] = arg3
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_appendMessageDeltas_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "messageId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["messageId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "seq",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNInt2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["seq"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "deltas",
+		func(ctx context.Context, v any) ([]*model.MessageDeltaInput, error) {
+			return ec.unmarshalNMessageDeltaInput2ᚕᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐMessageDeltaInputᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["deltas"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_appendProviderEvents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "messageId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["messageId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "format",
+		func(ctx context.Context, v any) (parley.StreamFormat, error) {
+			return ec.unmarshalNProviderStreamFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐStreamFormat(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["format"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "seq",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNInt2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["seq"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "events",
+		func(ctx context.Context, v any) ([]parley.JSON, error) {
+			return ec.unmarshalNJSON2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐJSONᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["events"] = arg3
 	return args, nil
 }
 
@@ -3200,6 +4020,28 @@ func (ec *executionContext) field_Mutation_claimToolCall_args(ctx context.Contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_completeMessage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "messageId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["messageId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (*model.CompleteMessageInput, error) {
+			return ec.unmarshalOCompleteMessageInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐCompleteMessageInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createConversation_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3225,6 +4067,42 @@ func (ec *executionContext) field_Mutation_deleteConversation_args(ctx context.C
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_failMessage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "messageId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["messageId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "error",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["error"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_heartbeatMessage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "messageId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["messageId"] = arg0
 	return args, nil
 }
 
@@ -3424,6 +4302,28 @@ func (ec *executionContext) field_Mutation_setToolCallApproval_args(ctx context.
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_startMessage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (*model.StartMessageInput, error) {
+			return ec.unmarshalOStartMessageInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐStartMessageInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3592,6 +4492,28 @@ func (ec *executionContext) field_Subscription_messageAdded_args(ctx context.Con
 	return args, nil
 }
 
+func (ec *executionContext) field_Subscription_messageStream_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Subscription_messageUpdated_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3687,6 +4609,75 @@ func (ec *executionContext) field___Type_fields_args(ctx context.Context, rawArg
 // endregion ***************************** args.gotpl *****************************
 
 // region    **************************** field.gotpl *****************************
+
+func (ec *executionContext) _AppendAck_messageId(ctx context.Context, field graphql.CollectedField, obj *model.AppendAck) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AppendAck_messageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AppendAck_messageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AppendAck", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _AppendAck_seq(ctx context.Context, field graphql.CollectedField, obj *model.AppendAck) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AppendAck_seq(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Seq, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AppendAck_seq(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AppendAck", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _AppendAck_leaseUntil(ctx context.Context, field graphql.CollectedField, obj *model.AppendAck) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AppendAck_leaseUntil(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LeaseUntil, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AppendAck_leaseUntil(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AppendAck", field, false, false, errors.New("field of type Time does not have child fields"))
+}
 
 func (ec *executionContext) _ApprovalDecision_status(ctx context.Context, field graphql.CollectedField, obj *parley.ApprovalDecision) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
@@ -3844,11 +4835,11 @@ func (ec *executionContext) _AwaitingToolCall_toolCall(ctx context.Context, fiel
 			return ec.fieldContext_AwaitingToolCall_toolCall(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Call, nil
+			return ec.Resolvers.AwaitingToolCall().ToolCall(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v parley.ToolCall) graphql.Marshaler {
-			return ec.marshalNToolCall2githubᚗcomᚋparleyᚑdevᚋparleyᚐToolCall(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ToolCall) graphql.Marshaler {
+			return ec.marshalNToolCall2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐToolCall(ctx, selections, v)
 		},
 		true,
 		true,
@@ -3858,8 +4849,8 @@ func (ec *executionContext) fieldContext_AwaitingToolCall_toolCall(_ context.Con
 	fc = &graphql.FieldContext{
 		Object:     "AwaitingToolCall",
 		Field:      field,
-		IsMethod:   false,
-		IsResolver: false,
+		IsMethod:   true,
+		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_ToolCall(ctx, field)
 		},
@@ -4156,6 +5147,38 @@ func (ec *executionContext) fieldContext_Conversation_transcriptReport(ctx conte
 	if fc.Args, err = ec.field_Conversation_transcriptReport_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Conversation_usage(ctx context.Context, field graphql.CollectedField, obj *parley.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_usage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Conversation().Usage(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.Usage) graphql.Marshaler {
+			return ec.marshalNUsage2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐUsage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_usage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Conversation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Usage(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -4587,6 +5610,107 @@ func (ec *executionContext) fieldContext_FileReferenceMessage_resolution(_ conte
 	return fc, nil
 }
 
+func (ec *executionContext) _FileReferenceMessage_messageStatus(ctx context.Context, field graphql.CollectedField, obj *parley.FileReferenceMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FileReferenceMessage_messageStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageStatus(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.MessageStatus) graphql.Marshaler {
+			return ec.marshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FileReferenceMessage_messageStatus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FileReferenceMessage", field, true, false, errors.New("field of type MessageStatus does not have child fields"))
+}
+
+func (ec *executionContext) _FileReferenceMessage_statusReason(ctx context.Context, field graphql.CollectedField, obj *parley.FileReferenceMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FileReferenceMessage_statusReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StatusReason(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FileReferenceMessage_statusReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FileReferenceMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _FileReferenceMessage_clientMessageId(ctx context.Context, field graphql.CollectedField, obj *parley.FileReferenceMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FileReferenceMessage_clientMessageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClientMessageID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FileReferenceMessage_clientMessageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FileReferenceMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _FileReferenceMessage_provenance(ctx context.Context, field graphql.CollectedField, obj *parley.FileReferenceMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FileReferenceMessage_provenance(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Provenance(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.Provenance) graphql.Marshaler {
+			return ec.marshalOProvenance2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐProvenance(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FileReferenceMessage_provenance(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FileReferenceMessage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Provenance(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _FileResolution_status(ctx context.Context, field graphql.CollectedField, obj *parley.FileResolution) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5000,6 +6124,107 @@ func (ec *executionContext) fieldContext_ImageMessage_recognition(_ context.Cont
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_ImageRecognition(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ImageMessage_messageStatus(ctx context.Context, field graphql.CollectedField, obj *parley.ImageMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImageMessage_messageStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageStatus(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.MessageStatus) graphql.Marshaler {
+			return ec.marshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImageMessage_messageStatus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImageMessage", field, true, false, errors.New("field of type MessageStatus does not have child fields"))
+}
+
+func (ec *executionContext) _ImageMessage_statusReason(ctx context.Context, field graphql.CollectedField, obj *parley.ImageMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImageMessage_statusReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StatusReason(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ImageMessage_statusReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImageMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ImageMessage_clientMessageId(ctx context.Context, field graphql.CollectedField, obj *parley.ImageMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImageMessage_clientMessageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClientMessageID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ImageMessage_clientMessageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImageMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ImageMessage_provenance(ctx context.Context, field graphql.CollectedField, obj *parley.ImageMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImageMessage_provenance(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Provenance(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.Provenance) graphql.Marshaler {
+			return ec.marshalOProvenance2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐProvenance(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ImageMessage_provenance(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ImageMessage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Provenance(ctx, field)
 		},
 	}
 	return fc, nil
@@ -5938,6 +7163,107 @@ func (ec *executionContext) fieldContext_MCPResourceMessage_truncated(_ context.
 	return graphql.NewScalarFieldContext("MCPResourceMessage", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
+func (ec *executionContext) _MCPResourceMessage_messageStatus(ctx context.Context, field graphql.CollectedField, obj *parley.MCPResourceMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MCPResourceMessage_messageStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageStatus(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.MessageStatus) graphql.Marshaler {
+			return ec.marshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MCPResourceMessage_messageStatus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MCPResourceMessage", field, true, false, errors.New("field of type MessageStatus does not have child fields"))
+}
+
+func (ec *executionContext) _MCPResourceMessage_statusReason(ctx context.Context, field graphql.CollectedField, obj *parley.MCPResourceMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MCPResourceMessage_statusReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StatusReason(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MCPResourceMessage_statusReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MCPResourceMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _MCPResourceMessage_clientMessageId(ctx context.Context, field graphql.CollectedField, obj *parley.MCPResourceMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MCPResourceMessage_clientMessageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClientMessageID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MCPResourceMessage_clientMessageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MCPResourceMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _MCPResourceMessage_provenance(ctx context.Context, field graphql.CollectedField, obj *parley.MCPResourceMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MCPResourceMessage_provenance(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Provenance(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.Provenance) graphql.Marshaler {
+			return ec.marshalOProvenance2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐProvenance(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MCPResourceMessage_provenance(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MCPResourceMessage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Provenance(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _MessageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.MessageConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6025,6 +7351,222 @@ func (ec *executionContext) fieldContext_MessageConnection_totalCount(_ context.
 	return graphql.NewScalarFieldContext("MessageConnection", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
+func (ec *executionContext) _MessageDelta_kind(ctx context.Context, field graphql.CollectedField, obj *model.MessageDelta) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageDelta_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.DeltaKind) graphql.Marshaler {
+			return ec.marshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐDeltaKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageDelta_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageDelta", field, false, false, errors.New("field of type DeltaKind does not have child fields"))
+}
+
+func (ec *executionContext) _MessageDelta_index(ctx context.Context, field graphql.CollectedField, obj *model.MessageDelta) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageDelta_index(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Index, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageDelta_index(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageDelta", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _MessageDelta_text(ctx context.Context, field graphql.CollectedField, obj *model.MessageDelta) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageDelta_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageDelta_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageDelta", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _MessageDelta_toolCallId(ctx context.Context, field graphql.CollectedField, obj *model.MessageDelta) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageDelta_toolCallId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ToolCallID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MessageDelta_toolCallId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageDelta", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _MessageDelta_toolName(ctx context.Context, field graphql.CollectedField, obj *model.MessageDelta) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageDelta_toolName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ToolName, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MessageDelta_toolName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageDelta", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _MessageDeltaEvent_messageId(ctx context.Context, field graphql.CollectedField, obj *model.MessageDeltaEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageDeltaEvent_messageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageDeltaEvent_messageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageDeltaEvent", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _MessageDeltaEvent_position(ctx context.Context, field graphql.CollectedField, obj *model.MessageDeltaEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageDeltaEvent_position(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Position, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageDeltaEvent_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageDeltaEvent", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _MessageDeltaEvent_seq(ctx context.Context, field graphql.CollectedField, obj *model.MessageDeltaEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageDeltaEvent_seq(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Seq, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageDeltaEvent_seq(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageDeltaEvent", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _MessageDeltaEvent_deltas(ctx context.Context, field graphql.CollectedField, obj *model.MessageDeltaEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageDeltaEvent_deltas(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Deltas, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.MessageDelta) graphql.Marshaler {
+			return ec.marshalNMessageDelta2ᚕᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐMessageDeltaᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageDeltaEvent_deltas(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MessageDeltaEvent",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MessageDelta(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _MessageEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.MessageEdge) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6069,6 +7611,84 @@ func (ec *executionContext) _MessageEdge_node(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_MessageEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("MessageEdge", field, false, false, errors.New("field of type Message does not have child fields"))
+}
+
+func (ec *executionContext) _MessageStreamEvent_cursor(ctx context.Context, field graphql.CollectedField, obj *model.MessageStreamEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageStreamEvent_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageStreamEvent_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageStreamEvent", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _MessageStreamEvent_message(ctx context.Context, field graphql.CollectedField, obj *model.MessageStreamEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageStreamEvent_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.Message) graphql.Marshaler {
+			return ec.marshalOMessage2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MessageStreamEvent_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageStreamEvent", field, false, false, errors.New("field of type Message does not have child fields"))
+}
+
+func (ec *executionContext) _MessageStreamEvent_delta(ctx context.Context, field graphql.CollectedField, obj *model.MessageStreamEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageStreamEvent_delta(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Delta, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MessageDeltaEvent) graphql.Marshaler {
+			return ec.marshalOMessageDeltaEvent2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐMessageDeltaEvent(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MessageStreamEvent_delta(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MessageStreamEvent",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MessageDeltaEvent(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Mutation_createConversation(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -6213,7 +7833,7 @@ func (ec *executionContext) _Mutation_addMessage(ctx context.Context, field grap
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().AddMessage(ctx, fc.Args["conversationId"].(string), fc.Args["input"].(model.MessageInput))
+			return ec.Resolvers.Mutation().AddMessage(ctx, fc.Args["conversationId"].(string), fc.Args["input"].(model.MessageInput), fc.Args["clientMessageId"].(*string), fc.Args["provenance"].(*model.ProvenanceInput))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.MessageEdge) graphql.Marshaler {
@@ -6511,6 +8131,314 @@ func (ec *executionContext) fieldContext_Mutation_claimToolCall(ctx context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_startMessage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_startMessage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().StartMessage(ctx, fc.Args["conversationId"].(string), fc.Args["input"].(*model.StartMessageInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MessageEdge) graphql.Marshaler {
+			return ec.marshalNMessageEdge2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐMessageEdge(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_startMessage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MessageEdge(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_startMessage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_appendMessageDeltas(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_appendMessageDeltas(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AppendMessageDeltas(ctx, fc.Args["messageId"].(string), fc.Args["seq"].(int), fc.Args["deltas"].([]*model.MessageDeltaInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AppendAck) graphql.Marshaler {
+			return ec.marshalNAppendAck2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐAppendAck(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_appendMessageDeltas(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AppendAck(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_appendMessageDeltas_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_appendProviderEvents(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_appendProviderEvents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AppendProviderEvents(ctx, fc.Args["messageId"].(string), fc.Args["format"].(parley.StreamFormat), fc.Args["seq"].(int), fc.Args["events"].([]parley.JSON))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AppendAck) graphql.Marshaler {
+			return ec.marshalNAppendAck2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐAppendAck(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_appendProviderEvents(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AppendAck(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_appendProviderEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_heartbeatMessage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_heartbeatMessage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().HeartbeatMessage(ctx, fc.Args["messageId"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AppendAck) graphql.Marshaler {
+			return ec.marshalNAppendAck2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐAppendAck(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_heartbeatMessage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AppendAck(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_heartbeatMessage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_completeMessage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_completeMessage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CompleteMessage(ctx, fc.Args["messageId"].(string), fc.Args["input"].(*model.CompleteMessageInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.Message) graphql.Marshaler {
+			return ec.marshalNMessage2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_completeMessage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Message does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_completeMessage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_abortMessage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_abortMessage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AbortMessage(ctx, fc.Args["messageId"].(string), fc.Args["reason"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.Message) graphql.Marshaler {
+			return ec.marshalNMessage2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_abortMessage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Message does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_abortMessage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_failMessage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_failMessage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().FailMessage(ctx, fc.Args["messageId"].(string), fc.Args["error"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.Message) graphql.Marshaler {
+			return ec.marshalNMessage2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_failMessage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Message does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_failMessage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6762,6 +8690,176 @@ func (ec *executionContext) _ProcessingError_retryable(ctx context.Context, fiel
 }
 func (ec *executionContext) fieldContext_ProcessingError_retryable(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ProcessingError", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _Provenance_provider(ctx context.Context, field graphql.CollectedField, obj *parley.Provenance) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Provenance_provider(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Provider, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Provenance_provider(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Provenance", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Provenance_model(ctx context.Context, field graphql.CollectedField, obj *parley.Provenance) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Provenance_model(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Model, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Provenance_model(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Provenance", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Provenance_responseId(ctx context.Context, field graphql.CollectedField, obj *parley.Provenance) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Provenance_responseId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ResponseID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Provenance_responseId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Provenance", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Provenance_finishReason(ctx context.Context, field graphql.CollectedField, obj *parley.Provenance) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Provenance_finishReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FinishReason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Provenance_finishReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Provenance", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Provenance_usage(ctx context.Context, field graphql.CollectedField, obj *parley.Provenance) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Provenance_usage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Usage, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.Usage) graphql.Marshaler {
+			return ec.marshalNUsage2githubᚗcomᚋparleyᚑdevᚋparleyᚐUsage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Provenance_usage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Provenance",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Usage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Provenance_timeToFirstTokenMs(ctx context.Context, field graphql.CollectedField, obj *parley.Provenance) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Provenance_timeToFirstTokenMs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TimeToFirstTokenMs, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Provenance_timeToFirstTokenMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Provenance", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Provenance_durationMs(ctx context.Context, field graphql.CollectedField, obj *parley.Provenance) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Provenance_durationMs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DurationMs, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Provenance_durationMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Provenance", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _Query_node(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -7305,6 +9403,50 @@ func (ec *executionContext) fieldContext_Subscription_toolCallAwaitingResult(ctx
 	return fc, nil
 }
 
+func (ec *executionContext) _Subscription_messageStream(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_messageStream(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().MessageStream(ctx, fc.Args["conversationId"].(string), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MessageStreamEvent) graphql.Marshaler {
+			return ec.marshalNMessageStreamEvent2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐMessageStreamEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_messageStream(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MessageStreamEvent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_messageStream_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _SystemControlMessage_id(ctx context.Context, field graphql.CollectedField, obj *parley.SystemControlMessage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7579,6 +9721,107 @@ func (ec *executionContext) _SystemControlMessage_params(ctx context.Context, fi
 }
 func (ec *executionContext) fieldContext_SystemControlMessage_params(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SystemControlMessage", field, false, false, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _SystemControlMessage_messageStatus(ctx context.Context, field graphql.CollectedField, obj *parley.SystemControlMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SystemControlMessage_messageStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageStatus(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.MessageStatus) graphql.Marshaler {
+			return ec.marshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SystemControlMessage_messageStatus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SystemControlMessage", field, true, false, errors.New("field of type MessageStatus does not have child fields"))
+}
+
+func (ec *executionContext) _SystemControlMessage_statusReason(ctx context.Context, field graphql.CollectedField, obj *parley.SystemControlMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SystemControlMessage_statusReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StatusReason(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SystemControlMessage_statusReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SystemControlMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SystemControlMessage_clientMessageId(ctx context.Context, field graphql.CollectedField, obj *parley.SystemControlMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SystemControlMessage_clientMessageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClientMessageID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SystemControlMessage_clientMessageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SystemControlMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SystemControlMessage_provenance(ctx context.Context, field graphql.CollectedField, obj *parley.SystemControlMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SystemControlMessage_provenance(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Provenance(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.Provenance) graphql.Marshaler {
+			return ec.marshalOProvenance2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐProvenance(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SystemControlMessage_provenance(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SystemControlMessage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Provenance(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _TextMessage_id(ctx context.Context, field graphql.CollectedField, obj *parley.TextMessage) (ret graphql.Marshaler) {
@@ -7889,7 +10132,108 @@ func (ec *executionContext) fieldContext_TextMessage_thinking(_ context.Context,
 	return graphql.NewScalarFieldContext("TextMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _ToolCall_id(ctx context.Context, field graphql.CollectedField, obj *parley.ToolCall) (ret graphql.Marshaler) {
+func (ec *executionContext) _TextMessage_messageStatus(ctx context.Context, field graphql.CollectedField, obj *parley.TextMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TextMessage_messageStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageStatus(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.MessageStatus) graphql.Marshaler {
+			return ec.marshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TextMessage_messageStatus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TextMessage", field, true, false, errors.New("field of type MessageStatus does not have child fields"))
+}
+
+func (ec *executionContext) _TextMessage_statusReason(ctx context.Context, field graphql.CollectedField, obj *parley.TextMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TextMessage_statusReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StatusReason(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TextMessage_statusReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TextMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TextMessage_clientMessageId(ctx context.Context, field graphql.CollectedField, obj *parley.TextMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TextMessage_clientMessageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClientMessageID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TextMessage_clientMessageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TextMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TextMessage_provenance(ctx context.Context, field graphql.CollectedField, obj *parley.TextMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TextMessage_provenance(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Provenance(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.Provenance) graphql.Marshaler {
+			return ec.marshalOProvenance2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐProvenance(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TextMessage_provenance(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TextMessage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Provenance(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ToolCall_id(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7898,7 +10242,30 @@ func (ec *executionContext) _ToolCall_id(ctx context.Context, field graphql.Coll
 			return ec.fieldContext_ToolCall_id(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ID, nil
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolCall_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _ToolCall_callId(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolCall_callId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CallID(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -7908,11 +10275,11 @@ func (ec *executionContext) _ToolCall_id(ctx context.Context, field graphql.Coll
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_ToolCall_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ToolCall", field, false, false, errors.New("field of type String does not have child fields"))
+func (ec *executionContext) fieldContext_ToolCall_callId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _ToolCall_name(ctx context.Context, field graphql.CollectedField, obj *parley.ToolCall) (ret graphql.Marshaler) {
+func (ec *executionContext) _ToolCall_name(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7921,7 +10288,7 @@ func (ec *executionContext) _ToolCall_name(ctx context.Context, field graphql.Co
 			return ec.fieldContext_ToolCall_name(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Name, nil
+			return obj.Name(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -7932,10 +10299,10 @@ func (ec *executionContext) _ToolCall_name(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_ToolCall_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ToolCall", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _ToolCall_arguments(ctx context.Context, field graphql.CollectedField, obj *parley.ToolCall) (ret graphql.Marshaler) {
+func (ec *executionContext) _ToolCall_arguments(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7944,7 +10311,7 @@ func (ec *executionContext) _ToolCall_arguments(ctx context.Context, field graph
 			return ec.fieldContext_ToolCall_arguments(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Arguments, nil
+			return obj.Arguments(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v parley.JSON) graphql.Marshaler {
@@ -7955,10 +10322,10 @@ func (ec *executionContext) _ToolCall_arguments(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_ToolCall_arguments(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ToolCall", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type JSON does not have child fields"))
 }
 
-func (ec *executionContext) _ToolCall_approvalStatus(ctx context.Context, field graphql.CollectedField, obj *parley.ToolCall) (ret graphql.Marshaler) {
+func (ec *executionContext) _ToolCall_approvalStatus(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7967,7 +10334,7 @@ func (ec *executionContext) _ToolCall_approvalStatus(ctx context.Context, field 
 			return ec.fieldContext_ToolCall_approvalStatus(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ApprovalStatus, nil
+			return obj.ApprovalStatus(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v parley.ApprovalStatus) graphql.Marshaler {
@@ -7978,10 +10345,10 @@ func (ec *executionContext) _ToolCall_approvalStatus(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_ToolCall_approvalStatus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ToolCall", field, false, false, errors.New("field of type ApprovalStatus does not have child fields"))
+	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type ApprovalStatus does not have child fields"))
 }
 
-func (ec *executionContext) _ToolCall_decision(ctx context.Context, field graphql.CollectedField, obj *parley.ToolCall) (ret graphql.Marshaler) {
+func (ec *executionContext) _ToolCall_decision(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7990,7 +10357,7 @@ func (ec *executionContext) _ToolCall_decision(ctx context.Context, field graphq
 			return ec.fieldContext_ToolCall_decision(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Decision, nil
+			return obj.Decision(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *parley.ApprovalDecision) graphql.Marshaler {
@@ -8004,7 +10371,7 @@ func (ec *executionContext) fieldContext_ToolCall_decision(_ context.Context, fi
 	fc = &graphql.FieldContext{
 		Object:     "ToolCall",
 		Field:      field,
-		IsMethod:   false,
+		IsMethod:   true,
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_ApprovalDecision(ctx, field)
@@ -8399,11 +10766,11 @@ func (ec *executionContext) _ToolRequestMessage_toolCalls(ctx context.Context, f
 			return ec.fieldContext_ToolRequestMessage_toolCalls(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ToolCalls, nil
+			return ec.Resolvers.ToolRequestMessage().ToolCalls(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []parley.ToolCall) graphql.Marshaler {
-			return ec.marshalNToolCall2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐToolCallᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.ToolCall) graphql.Marshaler {
+			return ec.marshalNToolCall2ᚕᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐToolCallᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8413,10 +10780,111 @@ func (ec *executionContext) fieldContext_ToolRequestMessage_toolCalls(_ context.
 	fc = &graphql.FieldContext{
 		Object:     "ToolRequestMessage",
 		Field:      field,
-		IsMethod:   false,
-		IsResolver: false,
+		IsMethod:   true,
+		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_ToolCall(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ToolRequestMessage_messageStatus(ctx context.Context, field graphql.CollectedField, obj *parley.ToolRequestMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolRequestMessage_messageStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageStatus(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.MessageStatus) graphql.Marshaler {
+			return ec.marshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolRequestMessage_messageStatus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolRequestMessage", field, true, false, errors.New("field of type MessageStatus does not have child fields"))
+}
+
+func (ec *executionContext) _ToolRequestMessage_statusReason(ctx context.Context, field graphql.CollectedField, obj *parley.ToolRequestMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolRequestMessage_statusReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StatusReason(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolRequestMessage_statusReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolRequestMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ToolRequestMessage_clientMessageId(ctx context.Context, field graphql.CollectedField, obj *parley.ToolRequestMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolRequestMessage_clientMessageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClientMessageID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolRequestMessage_clientMessageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolRequestMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ToolRequestMessage_provenance(ctx context.Context, field graphql.CollectedField, obj *parley.ToolRequestMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolRequestMessage_provenance(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Provenance(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.Provenance) graphql.Marshaler {
+			return ec.marshalOProvenance2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐProvenance(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolRequestMessage_provenance(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ToolRequestMessage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Provenance(ctx, field)
 		},
 	}
 	return fc, nil
@@ -8923,6 +11391,107 @@ func (ec *executionContext) fieldContext_ToolResultMessage_originalSize(_ contex
 	return graphql.NewScalarFieldContext("ToolResultMessage", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
+func (ec *executionContext) _ToolResultMessage_messageStatus(ctx context.Context, field graphql.CollectedField, obj *parley.ToolResultMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultMessage_messageStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageStatus(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.MessageStatus) graphql.Marshaler {
+			return ec.marshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultMessage_messageStatus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultMessage", field, true, false, errors.New("field of type MessageStatus does not have child fields"))
+}
+
+func (ec *executionContext) _ToolResultMessage_statusReason(ctx context.Context, field graphql.CollectedField, obj *parley.ToolResultMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultMessage_statusReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StatusReason(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultMessage_statusReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ToolResultMessage_clientMessageId(ctx context.Context, field graphql.CollectedField, obj *parley.ToolResultMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultMessage_clientMessageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClientMessageID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultMessage_clientMessageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ToolResultMessage_provenance(ctx context.Context, field graphql.CollectedField, obj *parley.ToolResultMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultMessage_provenance(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Provenance(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.Provenance) graphql.Marshaler {
+			return ec.marshalOProvenance2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐProvenance(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultMessage_provenance(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ToolResultMessage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Provenance(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _TranscriptDrop_messageId(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptDrop) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9413,6 +11982,222 @@ func (ec *executionContext) _UnknownMessage_raw(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_UnknownMessage_raw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UnknownMessage", field, false, false, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _UnknownMessage_messageStatus(ctx context.Context, field graphql.CollectedField, obj *parley.UnknownMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UnknownMessage_messageStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageStatus(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.MessageStatus) graphql.Marshaler {
+			return ec.marshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UnknownMessage_messageStatus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UnknownMessage", field, true, false, errors.New("field of type MessageStatus does not have child fields"))
+}
+
+func (ec *executionContext) _UnknownMessage_statusReason(ctx context.Context, field graphql.CollectedField, obj *parley.UnknownMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UnknownMessage_statusReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StatusReason(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UnknownMessage_statusReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UnknownMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _UnknownMessage_clientMessageId(ctx context.Context, field graphql.CollectedField, obj *parley.UnknownMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UnknownMessage_clientMessageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClientMessageID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UnknownMessage_clientMessageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UnknownMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _UnknownMessage_provenance(ctx context.Context, field graphql.CollectedField, obj *parley.UnknownMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UnknownMessage_provenance(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Provenance(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.Provenance) graphql.Marshaler {
+			return ec.marshalOProvenance2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐProvenance(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UnknownMessage_provenance(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UnknownMessage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Provenance(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Usage_inputTokens(ctx context.Context, field graphql.CollectedField, obj *parley.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_inputTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InputTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_inputTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Usage", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Usage_outputTokens(ctx context.Context, field graphql.CollectedField, obj *parley.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_outputTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OutputTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_outputTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Usage", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Usage_cachedInputTokens(ctx context.Context, field graphql.CollectedField, obj *parley.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_cachedInputTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CachedInputTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_cachedInputTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Usage", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Usage_cacheCreationInputTokens(ctx context.Context, field graphql.CollectedField, obj *parley.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_cacheCreationInputTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CacheCreationInputTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_cacheCreationInputTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Usage", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Usage_reasoningTokens(ctx context.Context, field graphql.CollectedField, obj *parley.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_reasoningTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReasoningTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_reasoningTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Usage", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _VariantCount_variant(ctx context.Context, field graphql.CollectedField, obj *parley.VariantCount) (ret graphql.Marshaler) {
@@ -10520,6 +13305,57 @@ func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field
 
 // region    **************************** input.gotpl *****************************
 
+func (ec *executionContext) unmarshalInputCompleteMessageInput(ctx context.Context, obj any) (model.CompleteMessageInput, error) {
+	var it model.CompleteMessageInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"finishReason", "responseId", "model", "usage"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "finishReason":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishReason"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishReason = data
+		case "responseId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("responseId"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ResponseID = data
+		case "model":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("model"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Model = data
+		case "usage":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("usage"))
+			data, err := ec.unmarshalOUsageInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐUsageInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Usage = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputFileReferenceInput(ctx context.Context, obj any) (model.FileReferenceInput, error) {
 	var it model.FileReferenceInput
 	if obj == nil {
@@ -10687,6 +13523,68 @@ func (ec *executionContext) unmarshalInputMCPResourceInput(ctx context.Context, 
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputMessageDeltaInput(ctx context.Context, obj any) (model.MessageDeltaInput, error) {
+	var it model.MessageDeltaInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["text"]; !present {
+		asMap["text"] = ""
+	}
+
+	fieldsInOrder := [...]string{"kind", "index", "text", "toolCallId", "toolName"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "kind":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kind"))
+			data, err := ec.unmarshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐDeltaKind(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Kind = data
+		case "index":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("index"))
+			data, err := ec.unmarshalNInt2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Index = data
+		case "text":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("text"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Text = data
+		case "toolCallId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("toolCallId"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ToolCallID = data
+		case "toolName":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("toolName"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ToolName = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputMessageInput(ctx context.Context, obj any) (model.MessageInput, error) {
 	var it model.MessageInput
 	if obj == nil {
@@ -10798,6 +13696,136 @@ func (ec *executionContext) unmarshalInputPartInput(ctx context.Context, obj any
 				return it, err
 			}
 			it.Signature = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputProvenanceInput(ctx context.Context, obj any) (model.ProvenanceInput, error) {
+	var it model.ProvenanceInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"provider", "model", "responseId", "finishReason", "usage", "timeToFirstTokenMs", "durationMs"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "provider":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("provider"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Provider = data
+		case "model":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("model"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Model = data
+		case "responseId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("responseId"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ResponseID = data
+		case "finishReason":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finishReason"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinishReason = data
+		case "usage":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("usage"))
+			data, err := ec.unmarshalOUsageInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐUsageInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Usage = data
+		case "timeToFirstTokenMs":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeToFirstTokenMs"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeToFirstTokenMs = data
+		case "durationMs":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("durationMs"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DurationMs = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputStartMessageInput(ctx context.Context, obj any) (model.StartMessageInput, error) {
+	var it model.StartMessageInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"role", "clientMessageId", "provider", "model", "leaseSeconds"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "role":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("role"))
+			data, err := ec.unmarshalORole2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐRole(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Role = data
+		case "clientMessageId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("clientMessageId"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ClientMessageID = data
+		case "provider":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("provider"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Provider = data
+		case "model":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("model"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Model = data
+		case "leaseSeconds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("leaseSeconds"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LeaseSeconds = data
 		}
 	}
 	return it, nil
@@ -11102,6 +14130,64 @@ func (ec *executionContext) unmarshalInputToolResultInput(ctx context.Context, o
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputUsageInput(ctx context.Context, obj any) (model.UsageInput, error) {
+	var it model.UsageInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"inputTokens", "outputTokens", "cachedInputTokens", "cacheCreationInputTokens", "reasoningTokens"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "inputTokens":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("inputTokens"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.InputTokens = data
+		case "outputTokens":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("outputTokens"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OutputTokens = data
+		case "cachedInputTokens":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cachedInputTokens"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CachedInputTokens = data
+		case "cacheCreationInputTokens":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cacheCreationInputTokens"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CacheCreationInputTokens = data
+		case "reasoningTokens":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("reasoningTokens"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ReasoningTokens = data
+		}
+	}
+	return it, nil
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -11320,6 +14406,54 @@ func (ec *executionContext) _TextBearing(ctx context.Context, sel ast.SelectionS
 
 // region    **************************** object.gotpl ****************************
 
+var appendAckImplementors = []string{"AppendAck"}
+
+func (ec *executionContext) _AppendAck(ctx context.Context, sel ast.SelectionSet, obj *model.AppendAck) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, appendAckImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AppendAck")
+		case "messageId":
+			out.Values[i] = ec._AppendAck_messageId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "seq":
+			out.Values[i] = ec._AppendAck_seq(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "leaseUntil":
+			out.Values[i] = ec._AppendAck_leaseUntil(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var approvalDecisionImplementors = []string{"ApprovalDecision"}
 
 func (ec *executionContext) _ApprovalDecision(ctx context.Context, sel ast.SelectionSet, obj *parley.ApprovalDecision) graphql.Marshaler {
@@ -11388,27 +14522,60 @@ func (ec *executionContext) _AwaitingToolCall(ctx context.Context, sel ast.Selec
 		case "conversationId":
 			out.Values[i] = ec._AwaitingToolCall_conversationId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "message":
 			out.Values[i] = ec._AwaitingToolCall_message(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "toolCall":
-			out.Values[i] = ec._AwaitingToolCall_toolCall(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._AwaitingToolCall_toolCall(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "claimedBy":
 			out.Values[i] = ec._AwaitingToolCall_claimedBy(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "claimExpiresAt":
 			out.Values[i] = ec._AwaitingToolCall_claimExpiresAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -11554,6 +14721,44 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 					}
 				}()
 				res = ec._Conversation_transcriptReport(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "usage":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Conversation_usage(ctx, field, obj)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -11799,6 +15004,26 @@ func (ec *executionContext) _FileReferenceMessage(ctx context.Context, sel ast.S
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "messageStatus":
+			out.Values[i] = ec._FileReferenceMessage_messageStatus(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "statusReason":
+			out.Values[i] = ec._FileReferenceMessage_statusReason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "clientMessageId":
+			out.Values[i] = ec._FileReferenceMessage_clientMessageId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "provenance":
+			out.Values[i] = ec._FileReferenceMessage_provenance(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11947,6 +15172,26 @@ func (ec *executionContext) _ImageMessage(ctx context.Context, sel ast.Selection
 			}
 		case "recognition":
 			out.Values[i] = ec._ImageMessage_recognition(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "messageStatus":
+			out.Values[i] = ec._ImageMessage_messageStatus(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "statusReason":
+			out.Values[i] = ec._ImageMessage_statusReason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "clientMessageId":
+			out.Values[i] = ec._ImageMessage_clientMessageId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "provenance":
+			out.Values[i] = ec._ImageMessage_provenance(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -12310,6 +15555,26 @@ func (ec *executionContext) _MCPResourceMessage(ctx context.Context, sel ast.Sel
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "messageStatus":
+			out.Values[i] = ec._MCPResourceMessage_messageStatus(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "statusReason":
+			out.Values[i] = ec._MCPResourceMessage_statusReason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "clientMessageId":
+			out.Values[i] = ec._MCPResourceMessage_clientMessageId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "provenance":
+			out.Values[i] = ec._MCPResourceMessage_provenance(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -12379,6 +15644,117 @@ func (ec *executionContext) _MessageConnection(ctx context.Context, sel ast.Sele
 	return out
 }
 
+var messageDeltaImplementors = []string{"MessageDelta"}
+
+func (ec *executionContext) _MessageDelta(ctx context.Context, sel ast.SelectionSet, obj *model.MessageDelta) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, messageDeltaImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MessageDelta")
+		case "kind":
+			out.Values[i] = ec._MessageDelta_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "index":
+			out.Values[i] = ec._MessageDelta_index(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._MessageDelta_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "toolCallId":
+			out.Values[i] = ec._MessageDelta_toolCallId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "toolName":
+			out.Values[i] = ec._MessageDelta_toolName(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var messageDeltaEventImplementors = []string{"MessageDeltaEvent"}
+
+func (ec *executionContext) _MessageDeltaEvent(ctx context.Context, sel ast.SelectionSet, obj *model.MessageDeltaEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, messageDeltaEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MessageDeltaEvent")
+		case "messageId":
+			out.Values[i] = ec._MessageDeltaEvent_messageId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "position":
+			out.Values[i] = ec._MessageDeltaEvent_position(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "seq":
+			out.Values[i] = ec._MessageDeltaEvent_seq(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deltas":
+			out.Values[i] = ec._MessageDeltaEvent_deltas(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var messageEdgeImplementors = []string{"MessageEdge"}
 
 func (ec *executionContext) _MessageEdge(ctx context.Context, sel ast.SelectionSet, obj *model.MessageEdge) graphql.Marshaler {
@@ -12399,6 +15775,54 @@ func (ec *executionContext) _MessageEdge(ctx context.Context, sel ast.SelectionS
 		case "node":
 			out.Values[i] = ec._MessageEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var messageStreamEventImplementors = []string{"MessageStreamEvent"}
+
+func (ec *executionContext) _MessageStreamEvent(ctx context.Context, sel ast.SelectionSet, obj *model.MessageStreamEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, messageStreamEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MessageStreamEvent")
+		case "cursor":
+			out.Values[i] = ec._MessageStreamEvent_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "message":
+			out.Values[i] = ec._MessageStreamEvent_message(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "delta":
+			out.Values[i] = ec._MessageStreamEvent_delta(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -12508,6 +15932,55 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "claimToolCall":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_claimToolCall(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "startMessage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_startMessage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "appendMessageDeltas":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_appendMessageDeltas(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "appendProviderEvents":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_appendProviderEvents(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "heartbeatMessage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_heartbeatMessage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "completeMessage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_completeMessage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "abortMessage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_abortMessage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failMessage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_failMessage(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -12696,6 +16169,74 @@ func (ec *executionContext) _ProcessingError(ctx context.Context, sel ast.Select
 			}
 		case "retryable":
 			out.Values[i] = ec._ProcessingError_retryable(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var provenanceImplementors = []string{"Provenance"}
+
+func (ec *executionContext) _Provenance(ctx context.Context, sel ast.SelectionSet, obj *parley.Provenance) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, provenanceImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Provenance")
+		case "provider":
+			out.Values[i] = ec._Provenance_provider(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "model":
+			out.Values[i] = ec._Provenance_model(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "responseId":
+			out.Values[i] = ec._Provenance_responseId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "finishReason":
+			out.Values[i] = ec._Provenance_finishReason(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "usage":
+			out.Values[i] = ec._Provenance_usage(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "timeToFirstTokenMs":
+			out.Values[i] = ec._Provenance_timeToFirstTokenMs(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "durationMs":
+			out.Values[i] = ec._Provenance_durationMs(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -12974,6 +16515,8 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 		return ec._Subscription_messageUpdated(ctx, fields[0])
 	case "toolCallAwaitingResult":
 		return ec._Subscription_toolCallAwaitingResult(ctx, fields[0])
+	case "messageStream":
+		return ec._Subscription_messageStream(ctx, fields[0])
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}
@@ -13048,6 +16591,26 @@ func (ec *executionContext) _SystemControlMessage(ctx context.Context, sel ast.S
 			}
 		case "params":
 			out.Values[i] = ec._SystemControlMessage_params(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "messageStatus":
+			out.Values[i] = ec._SystemControlMessage_messageStatus(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "statusReason":
+			out.Values[i] = ec._SystemControlMessage_statusReason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "clientMessageId":
+			out.Values[i] = ec._SystemControlMessage_clientMessageId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "provenance":
+			out.Values[i] = ec._SystemControlMessage_provenance(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -13182,6 +16745,26 @@ func (ec *executionContext) _TextMessage(ctx context.Context, sel ast.SelectionS
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "messageStatus":
+			out.Values[i] = ec._TextMessage_messageStatus(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "statusReason":
+			out.Values[i] = ec._TextMessage_statusReason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "clientMessageId":
+			out.Values[i] = ec._TextMessage_clientMessageId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "provenance":
+			out.Values[i] = ec._TextMessage_provenance(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -13205,7 +16788,7 @@ func (ec *executionContext) _TextMessage(ctx context.Context, sel ast.SelectionS
 
 var toolCallImplementors = []string{"ToolCall"}
 
-func (ec *executionContext) _ToolCall(ctx context.Context, sel ast.SelectionSet, obj *parley.ToolCall) graphql.Marshaler {
+func (ec *executionContext) _ToolCall(ctx context.Context, sel ast.SelectionSet, obj *model.ToolCall) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, toolCallImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -13217,6 +16800,11 @@ func (ec *executionContext) _ToolCall(ctx context.Context, sel ast.SelectionSet,
 			out.Values[i] = graphql.MarshalString("ToolCall")
 		case "id":
 			out.Values[i] = ec._ToolCall_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "callId":
+			out.Values[i] = ec._ToolCall_callId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -13420,8 +17008,61 @@ func (ec *executionContext) _ToolRequestMessage(ctx context.Context, sel ast.Sel
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "toolCalls":
-			out.Values[i] = ec._ToolRequestMessage_toolCalls(ctx, field, obj)
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._ToolRequestMessage_toolCalls(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "messageStatus":
+			out.Values[i] = ec._ToolRequestMessage_messageStatus(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "statusReason":
+			out.Values[i] = ec._ToolRequestMessage_statusReason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "clientMessageId":
+			out.Values[i] = ec._ToolRequestMessage_clientMessageId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "provenance":
+			out.Values[i] = ec._ToolRequestMessage_provenance(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
@@ -13592,6 +17233,26 @@ func (ec *executionContext) _ToolResultMessage(ctx context.Context, sel ast.Sele
 			}
 		case "originalSize":
 			out.Values[i] = ec._ToolResultMessage_originalSize(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "messageStatus":
+			out.Values[i] = ec._ToolResultMessage_messageStatus(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "statusReason":
+			out.Values[i] = ec._ToolResultMessage_statusReason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "clientMessageId":
+			out.Values[i] = ec._ToolResultMessage_clientMessageId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "provenance":
+			out.Values[i] = ec._ToolResultMessage_provenance(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -13796,6 +17457,84 @@ func (ec *executionContext) _UnknownMessage(ctx context.Context, sel ast.Selecti
 			}
 		case "raw":
 			out.Values[i] = ec._UnknownMessage_raw(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "messageStatus":
+			out.Values[i] = ec._UnknownMessage_messageStatus(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "statusReason":
+			out.Values[i] = ec._UnknownMessage_statusReason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "clientMessageId":
+			out.Values[i] = ec._UnknownMessage_clientMessageId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "provenance":
+			out.Values[i] = ec._UnknownMessage_provenance(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var usageImplementors = []string{"Usage"}
+
+func (ec *executionContext) _Usage(ctx context.Context, sel ast.SelectionSet, obj *parley.Usage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, usageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Usage")
+		case "inputTokens":
+			out.Values[i] = ec._Usage_inputTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "outputTokens":
+			out.Values[i] = ec._Usage_outputTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cachedInputTokens":
+			out.Values[i] = ec._Usage_cachedInputTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cacheCreationInputTokens":
+			out.Values[i] = ec._Usage_cacheCreationInputTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "reasoningTokens":
+			out.Values[i] = ec._Usage_reasoningTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -14255,6 +17994,16 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 
 // region    ***************************** type.gotpl *****************************
 
+func (ec *executionContext) marshalNAppendAck2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐAppendAck(ctx context.Context, sel ast.SelectionSet, v *model.AppendAck) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._AppendAck(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNApprovalStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐApprovalStatus(ctx context.Context, v any) (parley.ApprovalStatus, error) {
 	tmp, err := graphql.UnmarshalString(v)
 	res := unmarshalNApprovalStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐApprovalStatus[tmp]
@@ -14400,6 +18149,38 @@ func (ec *executionContext) marshalNConversationEdge2ᚖgithubᚗcomᚋparleyᚑ
 	}
 	return ec._ConversationEdge(ctx, sel, v)
 }
+
+func (ec *executionContext) unmarshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐDeltaKind(ctx context.Context, v any) (parley.DeltaKind, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐDeltaKind[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐDeltaKind(ctx context.Context, sel ast.SelectionSet, v parley.DeltaKind) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐDeltaKind[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+var (
+	unmarshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐDeltaKind = map[string]parley.DeltaKind{
+		"TEXT":           parley.DeltaText,
+		"THINKING":       parley.DeltaThinking,
+		"SIGNATURE":      parley.DeltaSignature,
+		"TOOL_ARGUMENTS": parley.DeltaToolArguments,
+	}
+	marshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐDeltaKind = map[parley.DeltaKind]string{
+		parley.DeltaText:          "TEXT",
+		parley.DeltaThinking:      "THINKING",
+		parley.DeltaSignature:     "SIGNATURE",
+		parley.DeltaToolArguments: "TOOL_ARGUMENTS",
+	}
+)
 
 func (ec *executionContext) marshalNFileReferenceMessage2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐFileReferenceMessage(ctx context.Context, sel ast.SelectionSet, v *parley.FileReferenceMessage) graphql.Marshaler {
 	if v == nil {
@@ -14558,6 +18339,22 @@ func (ec *executionContext) marshalNInt2int(ctx context.Context, sel ast.Selecti
 	return res
 }
 
+func (ec *executionContext) unmarshalNInt2int64(ctx context.Context, v any) (int64, error) {
+	res, err := graphql.UnmarshalInt64(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.SelectionSet, v int64) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalInt64(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
 func (ec *executionContext) unmarshalNJSON2githubᚗcomᚋparleyᚑdevᚋparleyᚐJSON(ctx context.Context, v any) (parley.JSON, error) {
 	var res parley.JSON
 	err := res.UnmarshalGQL(v)
@@ -14572,6 +18369,35 @@ func (ec *executionContext) marshalNJSON2githubᚗcomᚋparleyᚑdevᚋparleyᚐ
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) unmarshalNJSON2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐJSONᚄ(ctx context.Context, v any) ([]parley.JSON, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]parley.JSON, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNJSON2githubᚗcomᚋparleyᚑdevᚋparleyᚐJSON(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNJSON2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐJSONᚄ(ctx context.Context, sel ast.SelectionSet, v []parley.JSON) graphql.Marshaler {
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNJSON2githubᚗcomᚋparleyᚑdevᚋparleyᚐJSON(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNMessage2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessage(ctx context.Context, sel ast.SelectionSet, v parley.Message) graphql.Marshaler {
@@ -14592,6 +18418,51 @@ func (ec *executionContext) marshalNMessageConnection2ᚖgithubᚗcomᚋparley�
 		return graphql.Null
 	}
 	return ec._MessageConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMessageDelta2ᚕᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐMessageDeltaᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.MessageDelta) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMessageDelta2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐMessageDelta(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNMessageDelta2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐMessageDelta(ctx context.Context, sel ast.SelectionSet, v *model.MessageDelta) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._MessageDelta(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNMessageDeltaInput2ᚕᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐMessageDeltaInputᚄ(ctx context.Context, v any) ([]*model.MessageDeltaInput, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.MessageDeltaInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNMessageDeltaInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐMessageDeltaInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalNMessageDeltaInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐMessageDeltaInput(ctx context.Context, v any) (*model.MessageDeltaInput, error) {
+	res, err := ec.unmarshalInputMessageDeltaInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNMessageEdge2ᚕᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐMessageEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.MessageEdge) graphql.Marshaler {
@@ -14623,6 +18494,50 @@ func (ec *executionContext) marshalNMessageEdge2ᚖgithubᚗcomᚋparleyᚑdev�
 func (ec *executionContext) unmarshalNMessageInput2githubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐMessageInput(ctx context.Context, v any) (model.MessageInput, error) {
 	res, err := ec.unmarshalInputMessageInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus(ctx context.Context, v any) (parley.MessageStatus, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus(ctx context.Context, sel ast.SelectionSet, v parley.MessageStatus) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+var (
+	unmarshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus = map[string]parley.MessageStatus{
+		"STREAMING":   parley.StatusStreaming,
+		"COMPLETED":   parley.StatusCompleted,
+		"ABORTED":     parley.StatusAborted,
+		"FAILED":      parley.StatusFailed,
+		"INTERRUPTED": parley.StatusInterrupted,
+	}
+	marshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus = map[parley.MessageStatus]string{
+		parley.StatusStreaming:   "STREAMING",
+		parley.StatusCompleted:   "COMPLETED",
+		parley.StatusAborted:     "ABORTED",
+		parley.StatusFailed:      "FAILED",
+		parley.StatusInterrupted: "INTERRUPTED",
+	}
+)
+
+func (ec *executionContext) marshalNMessageStreamEvent2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐMessageStreamEvent(ctx context.Context, sel ast.SelectionSet, v *model.MessageStreamEvent) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._MessageStreamEvent(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNNode2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐNode(ctx context.Context, sel ast.SelectionSet, v []parley.Node) graphql.Marshaler {
@@ -14723,6 +18638,34 @@ var (
 	marshalNProcessingStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐProcessingStatus = map[parley.ProcessingStatus]string{
 		parley.ProcessingCompleted: "COMPLETED",
 		parley.ProcessingFailed:    "FAILED",
+	}
+)
+
+func (ec *executionContext) unmarshalNProviderStreamFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐStreamFormat(ctx context.Context, v any) (parley.StreamFormat, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNProviderStreamFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐStreamFormat[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNProviderStreamFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐStreamFormat(ctx context.Context, sel ast.SelectionSet, v parley.StreamFormat) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNProviderStreamFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐStreamFormat[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+var (
+	unmarshalNProviderStreamFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐStreamFormat = map[string]parley.StreamFormat{
+		"OPENAI_CHAT":        parley.FormatOpenAIChat,
+		"ANTHROPIC_MESSAGES": parley.FormatAnthropicMessages,
+	}
+	marshalNProviderStreamFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐStreamFormat = map[parley.StreamFormat]string{
+		parley.FormatOpenAIChat:        "OPENAI_CHAT",
+		parley.FormatAnthropicMessages: "ANTHROPIC_MESSAGES",
 	}
 )
 
@@ -14858,30 +18801,26 @@ func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel
 }
 
 func (ec *executionContext) unmarshalNTime2timeᚐTime(ctx context.Context, v any) (time.Time, error) {
-	res, err := graphql.UnmarshalTime(v)
+	res, err := model.UnmarshalTime(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNTime2timeᚐTime(ctx context.Context, sel ast.SelectionSet, v time.Time) graphql.Marshaler {
 	_ = sel
-	res := graphql.MarshalTime(v)
+	res := model.MarshalTime(v)
 	if res == graphql.Null {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
 		}
 	}
-	return res
+	return graphql.WrapContextMarshaler(ctx, res)
 }
 
-func (ec *executionContext) marshalNToolCall2githubᚗcomᚋparleyᚑdevᚋparleyᚐToolCall(ctx context.Context, sel ast.SelectionSet, v parley.ToolCall) graphql.Marshaler {
-	return ec._ToolCall(ctx, sel, &v)
-}
-
-func (ec *executionContext) marshalNToolCall2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐToolCallᚄ(ctx context.Context, sel ast.SelectionSet, v []parley.ToolCall) graphql.Marshaler {
+func (ec *executionContext) marshalNToolCall2ᚕᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐToolCallᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ToolCall) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNToolCall2githubᚗcomᚋparleyᚑdevᚋparleyᚐToolCall(ctx, sel, v[i])
+		return ec.marshalNToolCall2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐToolCall(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -14891,6 +18830,16 @@ func (ec *executionContext) marshalNToolCall2ᚕgithubᚗcomᚋparleyᚑdevᚋpa
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalNToolCall2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐToolCall(ctx context.Context, sel ast.SelectionSet, v *model.ToolCall) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ToolCall(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNToolCallInput2ᚕᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐToolCallInputᚄ(ctx context.Context, v any) ([]*model.ToolCallInput, error) {
@@ -15012,6 +18961,20 @@ func (ec *executionContext) marshalNTranscriptReport2ᚖgithubᚗcomᚋparleyᚑ
 		return graphql.Null
 	}
 	return ec._TranscriptReport(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNUsage2githubᚗcomᚋparleyᚑdevᚋparleyᚐUsage(ctx context.Context, sel ast.SelectionSet, v parley.Usage) graphql.Marshaler {
+	return ec._Usage(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNUsage2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐUsage(ctx context.Context, sel ast.SelectionSet, v *parley.Usage) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Usage(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNVariantCount2githubᚗcomᚋparleyᚑdevᚋparleyᚐVariantCount(ctx context.Context, sel ast.SelectionSet, v parley.VariantCount) graphql.Marshaler {
@@ -15243,6 +19206,14 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	return res
 }
 
+func (ec *executionContext) unmarshalOCompleteMessageInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐCompleteMessageInput(ctx context.Context, v any) (*model.CompleteMessageInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputCompleteMessageInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalOConversation2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐConversation(ctx context.Context, sel ast.SelectionSet, v *parley.Conversation) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -15364,6 +19335,13 @@ func (ec *executionContext) marshalOMessage2githubᚗcomᚋparleyᚑdevᚋparley
 	return ec._Message(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalOMessageDeltaEvent2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐMessageDeltaEvent(ctx context.Context, sel ast.SelectionSet, v *model.MessageDeltaEvent) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._MessageDeltaEvent(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalONode2githubᚗcomᚋparleyᚑdevᚋparleyᚐNode(ctx context.Context, sel ast.SelectionSet, v parley.Node) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -15393,6 +19371,21 @@ func (ec *executionContext) marshalOProcessingError2ᚖgithubᚗcomᚋparleyᚑd
 		return graphql.Null
 	}
 	return ec._ProcessingError(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOProvenance2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐProvenance(ctx context.Context, sel ast.SelectionSet, v *parley.Provenance) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Provenance(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOProvenanceInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐProvenanceInput(ctx context.Context, v any) (*model.ProvenanceInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputProvenanceInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalORecognitionMode2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐRecognitionMode(ctx context.Context, v any) (*parley.RecognitionMode, error) {
@@ -15464,6 +19457,14 @@ var (
 		parley.RoleResult:     "RESULT",
 	}
 )
+
+func (ec *executionContext) unmarshalOStartMessageInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐStartMessageInput(ctx context.Context, v any) (*model.StartMessageInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputStartMessageInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
 
 func (ec *executionContext) unmarshalOString2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalString(v)
@@ -15550,7 +19551,7 @@ func (ec *executionContext) unmarshalOTime2ᚖtimeᚐTime(ctx context.Context, v
 	if v == nil {
 		return nil, nil
 	}
-	res, err := graphql.UnmarshalTime(v)
+	res, err := model.UnmarshalTime(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -15559,9 +19560,8 @@ func (ec *executionContext) marshalOTime2ᚖtimeᚐTime(ctx context.Context, sel
 		return graphql.Null
 	}
 	_ = sel
-	_ = ctx
-	res := graphql.MarshalTime(*v)
-	return res
+	res := model.MarshalTime(*v)
+	return graphql.WrapContextMarshaler(ctx, res)
 }
 
 func (ec *executionContext) marshalOToolError2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐToolErrorDetail(ctx context.Context, sel ast.SelectionSet, v *parley.ToolErrorDetail) graphql.Marshaler {
@@ -15592,6 +19592,14 @@ func (ec *executionContext) unmarshalOToolResultInput2ᚖgithubᚗcomᚋparley�
 		return nil, nil
 	}
 	res, err := ec.unmarshalInputToolResultInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOUsageInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐUsageInput(ctx context.Context, v any) (*model.UsageInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputUsageInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 

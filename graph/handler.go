@@ -52,6 +52,9 @@ type HandlerConfig struct {
 	// WebsocketAuth authenticates websockets in connection_init; nil accepts every
 	// connection as it is.
 	WebsocketAuth transport.WebsocketAuthFunc
+	// WebsocketCheck re-checks a websocket's credential before each operation it
+	// starts (see transport.Config).
+	WebsocketCheck func(ctx context.Context) error
 	// RequestTimeout bounds the execution of each query and mutation (see timeout.go);
 	// zero means no bound.
 	RequestTimeout time.Duration
@@ -119,6 +122,7 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 		WebsocketOrigins:         cfg.WebsocketOrigins,
 		MaxWebsocketMessageBytes: cfg.MaxWebsocketMessageBytes,
 		WebsocketAuth:            cfg.WebsocketAuth,
+		WebsocketCheck:           cfg.WebsocketCheck,
 		Shutdown:                 cfg.Shutdown,
 		WriteTimeout:             cfg.WriteTimeout,
 		KeepAlive:                cfg.KeepAlive,

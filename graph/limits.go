@@ -7,9 +7,11 @@ import (
 
 	"github.com/99designs/gqlgen/complexity"
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"github.com/vektah/gqlparser/v2/lexer"
+	"github.com/vektah/gqlparser/v2/parser"
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/graph/transport"
@@ -35,6 +37,11 @@ type Limits struct {
 	// MaxTokens bounds the tokens of a query document (TOO_MANY_TOKENS), checked
 	// before it is parsed.
 	MaxTokens int
+	// MaxSelections bounds the selections of a query document, fragments counted as
+	// what they spread each time they are spread (TOO_MANY_SELECTIONS), checked after
+	// parsing and before validation: validation compares the fields of a selection set
+	// pairwise, so 15,000 tokens of one field repeated cost a minute of CPU to validate.
+	MaxSelections int
 	// MaxSubscriptionsPerConnection bounds the subscriptions open at once on one
 	// websocket (TOO_MANY_SUBSCRIPTIONS).
 	MaxSubscriptionsPerConnection int
@@ -46,6 +53,7 @@ const (
 	DefaultMaxAliases                    = 30
 	DefaultMaxComplexity                 = 50000
 	DefaultMaxTokens                     = 15000
+	DefaultMaxSelections                 = 1000
 	DefaultMaxSubscriptionsPerConnection = 50
 	// MaxIntrospectionDepth is how deeply the lists of introspection types may nest
 	// (fields, inputFields, interfaces, possibleTypes), as graphql-js's
@@ -70,6 +78,9 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxTokens <= 0 {
 		l.MaxTokens = DefaultMaxTokens
 	}
+	if l.MaxSelections <= 0 {
+		l.MaxSelections = DefaultMaxSelections
+	}
 	if l.MaxSubscriptionsPerConnection <= 0 {
 		l.MaxSubscriptionsPerConnection = DefaultMaxSubscriptionsPerConnection
 	}
@@ -83,6 +94,7 @@ const (
 	codeTooComplex            = "QUERY_TOO_COMPLEX"
 	codePageTooLarge          = "PAGE_TOO_LARGE"
 	codeTooManyTokens         = "TOO_MANY_TOKENS"
+	codeTooManySelections     = "TOO_MANY_SELECTIONS"
 	codeTooManySubscriptions  = "TOO_MANY_SUBSCRIPTIONS"
 	codeIntrospectionDisabled = "INTROSPECTION_DISABLED"
 	codeIntrospectionTooDeep  = "INTROSPECTION_TOO_DEEP"
@@ -139,6 +151,9 @@ type limitsExtension struct {
 	limits        Limits
 	introspection bool
 	es            graphql.ExecutableSchema
+	// counted remembers documents whose selections were counted and found within
+	// MaxSelections, so that a client's usual queries are parsed once here.
+	counted *lru.LRU[bool]
 }
 
 var _ interface {
@@ -152,6 +167,7 @@ func (*limitsExtension) ExtensionName() string { return "Limits" }
 
 func (e *limitsExtension) Validate(es graphql.ExecutableSchema) error {
 	e.es = es
+	e.counted = lru.New[bool](1000)
 	return nil
 }
 
@@ -159,14 +175,92 @@ func limitError(code, format string, args ...any) *gqlerror.Error {
 	return &gqlerror.Error{Message: fmt.Sprintf(format, args...), Extensions: map[string]any{"code": code}}
 }
 
-// MutateOperationParameters counts the document's tokens before gqlgen parses it. A
-// token is at least one byte, so a document shorter than the limit needs no counting.
-// (gqlgen's own parser limit, set to the same number, stays as a backstop.)
-func (e *limitsExtension) MutateOperationParameters(_ context.Context, p *graphql.RawParams) *gqlerror.Error {
-	if len(p.Query) <= e.limits.MaxTokens {
+// MutateOperationParameters bounds what gqlgen's parser and validator will do with the
+// document: it counts its tokens before it is parsed, and its selections before it is
+// validated.
+func (e *limitsExtension) MutateOperationParameters(ctx context.Context, p *graphql.RawParams) *gqlerror.Error {
+	if err := e.countTokens(p.Query); err != nil {
+		return err
+	}
+	return e.countSelections(ctx, p.Query)
+}
+
+// countSelections parses the document (in time linear in its tokens) and counts its
+// selections: every field, inline fragment and fragment spread of its operations, a
+// spread counting what its fragment holds each time (memoized per fragment, so
+// counting costs the document's size), and each fragment definition once more. Too
+// many is TOO_MANY_SELECTIONS, before gqlgen's validator sees the document. A document
+// that does not parse is left to gqlgen, which reports why.
+func (e *limitsExtension) countSelections(ctx context.Context, query string) *gqlerror.Error {
+	if query == "" {
 		return nil
 	}
-	lx := lexer.New(&ast.Source{Input: p.Query})
+	if _, ok := e.counted.Get(ctx, query); ok {
+		return nil
+	}
+	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: query}, e.limits.MaxTokens)
+	if err != nil {
+		return nil
+	}
+	c := selectionCounter{doc: doc, memo: map[string]int{}}
+	n := 0
+	for _, op := range doc.Operations {
+		n = satAdd(n, c.selectionSet(op.SelectionSet))
+	}
+	for _, f := range doc.Fragments {
+		n = satAdd(n, c.fragment(f.Name))
+	}
+	if n > e.limits.MaxSelections {
+		return limitError(codeTooManySelections, "the document has %d selections (fields and fragments, a fragment counted each time it is spread); at most %d allowed",
+			n, e.limits.MaxSelections)
+	}
+	e.counted.Add(ctx, query, true)
+	return nil
+}
+
+// selectionCounter counts selections as countSelections says.
+type selectionCounter struct {
+	doc  *ast.QueryDocument
+	memo map[string]int // -1: being counted (a cycle, which validation refuses)
+}
+
+func (c *selectionCounter) selectionSet(ss ast.SelectionSet) int {
+	n := len(ss)
+	for _, sel := range ss {
+		switch s := sel.(type) {
+		case *ast.Field:
+			n = satAdd(n, c.selectionSet(s.SelectionSet))
+		case *ast.InlineFragment:
+			n = satAdd(n, c.selectionSet(s.SelectionSet))
+		case *ast.FragmentSpread:
+			n = satAdd(n, c.fragment(s.Name))
+		}
+	}
+	return n
+}
+
+func (c *selectionCounter) fragment(name string) int {
+	if n, ok := c.memo[name]; ok {
+		return max(n, 0)
+	}
+	def := c.doc.Fragments.ForName(name)
+	if def == nil {
+		return 0
+	}
+	c.memo[name] = -1
+	n := c.selectionSet(def.SelectionSet)
+	c.memo[name] = n
+	return n
+}
+
+// countTokens counts the document's tokens before gqlgen parses it. A token is at
+// least one byte, so a document shorter than the limit needs no counting. (gqlgen's
+// own parser limit, set to the same number, stays as a backstop.)
+func (e *limitsExtension) countTokens(query string) *gqlerror.Error {
+	if len(query) <= e.limits.MaxTokens {
+		return nil
+	}
+	lx := lexer.New(&ast.Source{Input: query})
 	for n := 0; ; n++ {
 		tok, err := lx.ReadToken()
 		if err != nil {

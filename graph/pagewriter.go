@@ -301,6 +301,22 @@ func integer[T any](get func(T) int) fieldCompiler[T] {
 	return scalar(func(w *jsonWriter, v T) bool { w.int(get(v)); return true })
 }
 
+func integer64[T any](get func(T) int64) fieldCompiler[T] {
+	return scalar(func(w *jsonWriter, v T) bool { w.b = strconv.AppendInt(w.b, get(v), 10); return true })
+}
+
+// optStr is a nullable string field bound to a *string.
+func optStr[T any](get func(T) *string) fieldCompiler[T] {
+	return scalar(func(w *jsonWriter, v T) bool {
+		if s := get(v); s != nil {
+			w.str(*s)
+		} else {
+			w.null()
+		}
+		return true
+	})
+}
+
 func optInteger[T any](get func(T) *int) fieldCompiler[T] {
 	return scalar(func(w *jsonWriter, v T) bool { w.optInt(get(v)); return true })
 }
@@ -442,14 +458,18 @@ func (n *nodeWriter) write(w *jsonWriter, m parley.Message) bool {
 // messageFields are the fields of MessageBase (and Node) every variant has.
 func messageFields[T parley.Message](more map[string]fieldCompiler[T]) map[string]fieldCompiler[T] {
 	fs := map[string]fieldCompiler[T]{
-		"id":             str(func(m T) string { return m.Meta().ID }),
-		"conversationId": str(func(m T) string { return m.Meta().ConversationID }),
-		"role":           scalar(func(w *jsonWriter, m T) bool { w.str(m.Meta().Role.String()); return true }),
-		"position":       integer(func(m T) int { return m.Meta().Position }),
-		"createdAt":      timestamp(func(m T) time.Time { return m.Meta().CreatedAt }),
-		"updatedAt":      timestamp(func(m T) time.Time { return m.Meta().UpdatedAt }),
-		"label":          str(func(m T) string { return m.Label() }),
-		"sourceId":       str(func(m T) string { return m.Meta().SourceID }), // nullable, bound to a string: "" stays ""
+		"id":              str(func(m T) string { return m.Meta().ID }),
+		"conversationId":  str(func(m T) string { return m.Meta().ConversationID }),
+		"role":            scalar(func(w *jsonWriter, m T) bool { w.str(m.Meta().Role.String()); return true }),
+		"position":        integer(func(m T) int { return m.Meta().Position }),
+		"createdAt":       timestamp(func(m T) time.Time { return m.Meta().CreatedAt }),
+		"updatedAt":       timestamp(func(m T) time.Time { return m.Meta().UpdatedAt }),
+		"label":           str(func(m T) string { return m.Label() }),
+		"sourceId":        str(func(m T) string { return m.Meta().SourceID }), // nullable, bound to a string: "" stays ""
+		"messageStatus":   scalar(func(w *jsonWriter, m T) bool { w.str(m.Meta().MessageStatus().String()); return true }),
+		"statusReason":    optStr(func(m T) *string { return m.Meta().StatusReason() }),
+		"clientMessageId": optStr(func(m T) *string { return m.Meta().ClientMessageID() }),
+		"provenance":      optObject(provenanceType, func(m T) *parley.Provenance { return m.Meta().Provenance() }),
 	}
 	for k, v := range more {
 		fs[k] = v
@@ -510,7 +530,13 @@ var (
 
 	toolRequestMessageType = &objectType[*parley.ToolRequestMessage]{name: "ToolRequestMessage", implementors: toolRequestMessageImplementors,
 		fields: bodyFields(func(m *parley.ToolRequestMessage) *parley.Body { return &m.Body }, map[string]fieldCompiler[*parley.ToolRequestMessage]{
-			"toolCalls": list(toolCallType, func(m *parley.ToolRequestMessage) []parley.ToolCall { return m.ToolCalls }),
+			"toolCalls": list(toolCallType, func(m *parley.ToolRequestMessage) []model.ToolCall {
+				out := make([]model.ToolCall, len(m.ToolCalls))
+				for i := range m.ToolCalls {
+					out[i] = model.ToolCall{Call: &m.ToolCalls[i], MessageID: m.ID}
+				}
+				return out
+			}),
 		})}
 
 	toolResultMessageType = &objectType[*parley.ToolResultMessage]{name: "ToolResultMessage", implementors: toolResultMessageImplementors,
@@ -548,6 +574,26 @@ var (
 			"type": str(func(m *parley.UnknownMessage) string { return m.TypeTag }),
 			"raw":  scalar(func(w *jsonWriter, m *parley.UnknownMessage) bool { return w.json(m.Raw) }),
 		})}
+
+	provenanceType = &objectType[*parley.Provenance]{name: "Provenance", implementors: provenanceImplementors,
+		fields: map[string]fieldCompiler[*parley.Provenance]{
+			"provider":           str(func(p *parley.Provenance) string { return p.Provider }),
+			"model":              str(func(p *parley.Provenance) string { return p.Model }),
+			"responseId":         str(func(p *parley.Provenance) string { return p.ResponseID }),
+			"finishReason":       str(func(p *parley.Provenance) string { return p.FinishReason }),
+			"usage":              object(usageType, func(p *parley.Provenance) *parley.Usage { return &p.Usage }),
+			"timeToFirstTokenMs": integer64(func(p *parley.Provenance) int64 { return p.TimeToFirstTokenMs }),
+			"durationMs":         integer64(func(p *parley.Provenance) int64 { return p.DurationMs }),
+		}}
+
+	usageType = &objectType[*parley.Usage]{name: "Usage", implementors: usageImplementors,
+		fields: map[string]fieldCompiler[*parley.Usage]{
+			"inputTokens":              integer64(func(u *parley.Usage) int64 { return u.InputTokens }),
+			"outputTokens":             integer64(func(u *parley.Usage) int64 { return u.OutputTokens }),
+			"cachedInputTokens":        integer64(func(u *parley.Usage) int64 { return u.CachedInputTokens }),
+			"cacheCreationInputTokens": integer64(func(u *parley.Usage) int64 { return u.CacheCreationInputTokens }),
+			"reasoningTokens":          integer64(func(u *parley.Usage) int64 { return u.ReasoningTokens }),
+		}}
 
 	partType = &objectType[*parley.Part]{name: "Part", implementors: partImplementors,
 		fields: map[string]fieldCompiler[*parley.Part]{
@@ -604,13 +650,14 @@ var (
 			"resolvedAt":   timestamp(func(r *parley.FileResolution) time.Time { return r.ResolvedAt }),
 		}}
 
-	toolCallType = &objectType[*parley.ToolCall]{name: "ToolCall", implementors: toolCallImplementors,
-		fields: map[string]fieldCompiler[*parley.ToolCall]{
-			"id":             str(func(c *parley.ToolCall) string { return c.ID }),
-			"name":           str(func(c *parley.ToolCall) string { return c.Name }),
-			"arguments":      scalar(func(w *jsonWriter, c *parley.ToolCall) bool { return w.json(c.Arguments) }),
-			"approvalStatus": enum(func(c *parley.ToolCall) parley.ApprovalStatus { return c.ApprovalStatus }),
-			"decision":       optObject(approvalDecisionType, func(c *parley.ToolCall) *parley.ApprovalDecision { return c.Decision }),
+	toolCallType = &objectType[*model.ToolCall]{name: "ToolCall", implementors: toolCallImplementors,
+		fields: map[string]fieldCompiler[*model.ToolCall]{
+			"id":             str(func(c *model.ToolCall) string { return c.ID() }),
+			"callId":         str(func(c *model.ToolCall) string { return c.CallID() }),
+			"name":           str(func(c *model.ToolCall) string { return c.Name() }),
+			"arguments":      scalar(func(w *jsonWriter, c *model.ToolCall) bool { return w.json(c.Call.Arguments) }),
+			"approvalStatus": enum(func(c *model.ToolCall) parley.ApprovalStatus { return c.ApprovalStatus() }),
+			"decision":       optObject(approvalDecisionType, func(c *model.ToolCall) *parley.ApprovalDecision { return c.Decision() }),
 		}}
 
 	approvalDecisionType = &objectType[*parley.ApprovalDecision]{name: "ApprovalDecision", implementors: approvalDecisionImplementors,

@@ -245,6 +245,8 @@ func TestPageWriterKnowsEveryField(t *testing.T) {
 	add(toolCallType.name, keys(toolCallType.fields))
 	add(approvalDecisionType.name, keys(approvalDecisionType.fields))
 	add(toolErrorType.name, keys(toolErrorType.fields))
+	add(provenanceType.name, keys(provenanceType.fields))
+	add(usageType.name, keys(usageType.fields))
 	// Every type a page can reach must be known, with every field.
 	seen := map[string]bool{}
 	var walk func(name string)

@@ -13,6 +13,10 @@ import (
 	"github.com/parley-dev/parley/graph/model"
 )
 
+func (r *awaitingToolCallResolver) ToolCall(ctx context.Context, obj *parley.AwaitingToolCall) (*model.ToolCall, error) {
+	return &model.ToolCall{Call: &obj.Call, MessageID: obj.Message.ID}, nil
+}
+
 func (r *mutationResolver) ResolveFileReference(ctx context.Context, messageID string, agent *parley.AgentRole) (*parley.FileReferenceMessage, error) {
 	if r.ProcessingService == nil {
 		return nil, errNoProcessing
@@ -67,3 +71,7 @@ func (r *subscriptionResolver) ToolCallAwaitingResult(ctx context.Context, conve
 	}
 	return r.ProcessingService.SubscribeAwaitingToolCalls(ctx, parley.AwaitingFilter{ConversationID: deref(conversationID), Names: names})
 }
+
+func (r *Resolver) AwaitingToolCall() AwaitingToolCallResolver { return &awaitingToolCallResolver{r} }
+
+type awaitingToolCallResolver struct{ *Resolver }

@@ -24,5 +24,11 @@ type Resolver struct {
 	InteropService parley.InteropService
 	// Renderer renders the html fields (Markdown to sanitized HTML). Required.
 	Renderer *render.Renderer
-	Logger   *slog.Logger
+	// LiveMessageService writes messages while they stream; without it those mutations
+	// answer SERVICE_UNAVAILABLE.
+	LiveMessageService parley.LiveMessageService
+	// LiveEventService serves messageStream; without it that subscription answers
+	// SERVICE_UNAVAILABLE.
+	LiveEventService parley.LiveEventService
+	Logger           *slog.Logger
 }

@@ -43,11 +43,12 @@ func (r *mutationResolver) DeleteConversation(ctx context.Context, id string) (s
 	return id, nil
 }
 
-func (r *mutationResolver) AddMessage(ctx context.Context, conversationID string, input model.MessageInput) (*model.MessageEdge, error) {
+func (r *mutationResolver) AddMessage(ctx context.Context, conversationID string, input model.MessageInput, clientMessageID *string, provenance *model.ProvenanceInput) (*model.MessageEdge, error) {
 	m, err := messageFromInput(input)
 	if err != nil {
 		return nil, err
 	}
+	m.Meta().Live.ClientID, m.Meta().Live.Provenance = deref(clientMessageID), provenanceFromInput(provenance)
 	if m, err = r.MessageService.AddMessage(ctx, conversationID, m); err != nil {
 		return nil, err
 	}
@@ -100,6 +101,10 @@ func (r *textMessageResolver) HTML(ctx context.Context, obj *parley.TextMessage)
 
 func (r *toolRequestMessageResolver) HTML(ctx context.Context, obj *parley.ToolRequestMessage) (string, error) {
 	return r.Renderer.HTML(obj.Text()), nil
+}
+
+func (r *toolRequestMessageResolver) ToolCalls(ctx context.Context, obj *parley.ToolRequestMessage) ([]*model.ToolCall, error) {
+	return model.ToolCalls(obj), nil
 }
 
 func (r *toolResultMessageResolver) HTML(ctx context.Context, obj *parley.ToolResultMessage) (string, error) {

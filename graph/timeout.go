@@ -12,7 +12,10 @@ import (
 // database that does not answer (a pool whose connections all hang, a host gone without
 // a word) gives up when the deadline passes, and the client gets REQUEST_CANCELLED
 // instead of a request that never ends. Subscriptions are not bounded: they last as
-// long as the client wants.
+// long as the client wants. The deadline counts from the request's arrival (when the
+// transport began reading it), so reading, parsing and validating it count too: they
+// cannot be interrupted, which is why the limits bound their work beforehand
+// (TOO_MANY_TOKENS, TOO_MANY_SELECTIONS), but what they took is not given again.
 type requestTimeout struct{ d time.Duration }
 
 var (
@@ -27,11 +30,18 @@ func (t requestTimeout) InterceptResponse(ctx context.Context, next graphql.Resp
 	if t.d <= 0 || !graphql.HasOperationContext(ctx) {
 		return next(ctx)
 	}
-	op := graphql.GetOperationContext(ctx).Operation
-	if op == nil || op.Operation == ast.Subscription {
+	oc := graphql.GetOperationContext(ctx)
+	if oc.Operation == nil || oc.Operation.Operation == ast.Subscription {
 		return next(ctx)
 	}
-	ctx, cancel := context.WithTimeout(ctx, t.d)
+	start := oc.Stats.Read.Start
+	if start.IsZero() {
+		start = oc.Stats.OperationStart
+	}
+	if start.IsZero() {
+		start = time.Now()
+	}
+	ctx, cancel := context.WithDeadline(ctx, start.Add(t.d))
 	defer cancel()
 	return next(ctx)
 }

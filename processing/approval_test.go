@@ -18,10 +18,10 @@ type awaitingNode struct {
 }
 
 const awaitingQuery = `query($c: ID, $n: [String!], $u: Boolean) { toolCallsAwaitingResult(conversationId: $c, names: $n, unclaimed: $u) {
-	conversationId message { id } toolCall { id name approvalStatus decision { decidedBy } } claimedBy } }`
+	conversationId message { id } toolCall { id: callId name approvalStatus decision { decidedBy } } claimedBy } }`
 
 const claimMutation = `mutation($m: ID!, $id: String!, $w: String!) { claimToolCall(messageId: $m, toolCallId: $id, worker: $w, leaseSeconds: 60) {
-	toolCall { id } claimedBy claimExpiresAt } }`
+	toolCall { id: callId } claimedBy claimExpiresAt } }`
 
 func (e *env) awaiting(t *testing.T, vars map[string]any) []awaitingNode {
 	t.Helper()
@@ -123,7 +123,7 @@ func TestAwaitingSubscription(t *testing.T) {
 	conv := e.CreateConversation(t, "sub")
 	req := e.AddMessage(t, conv, toolRequest(call("first", "ls"), call("later", "edit"))).ID
 
-	sub := e.subscribe(t, `subscription($c: ID) { toolCallAwaitingResult(conversationId: $c) { toolCall { id name } } }`,
+	sub := e.subscribe(t, `subscription($c: ID) { toolCallAwaitingResult(conversationId: $c) { toolCall { id: callId name } } }`,
 		map[string]any{"c": conv})
 	defer sub.close()
 	type event struct {

@@ -39,11 +39,12 @@ type Config struct {
 	// MaxImagePixels bounds an image's width times height, checked on its header
 	// before it is recognized (default parley.DefaultLimits).
 	MaxImagePixels int64
-	// Events wakes awaiting-call subscriptions when messages change (the realtime
-	// hub); nil leaves them to PollInterval.
+	// Events wakes awaiting-call subscriptions when their owner's messages change (the
+	// realtime hub, which also wakes them when events may have been lost); nil leaves
+	// them to PollInterval.
 	Events parley.EventWatcher
-	// PollInterval is how often awaiting-call subscriptions look again without a
-	// wake-up (default 5s), in case events were lost.
+	// PollInterval is how often awaiting-call subscriptions look again when there is
+	// no Events (default 5s).
 	PollInterval time.Duration
 	Logger       *slog.Logger
 }

@@ -12,8 +12,10 @@ func decodeBase64(s string) ([]byte, error) { return base64.StdEncoding.DecodeSt
 
 // SubscribeAwaitingToolCalls implements parley.ProcessingService. It registers with
 // the event hub (Config.Events) before its first read, so a call approved in between
-// is not missed; every wake-up (and every PollInterval, in case the listener is down)
-// reads the awaiting calls again and sends those not sent before.
+// is not missed; every wake-up reads the awaiting calls again and sends those not sent
+// before. The hub wakes it for its owner's changes only, and again after its listener
+// reconnects (events may have been lost), so it does not poll; without a hub it reads
+// every PollInterval.
 func (s *Service) SubscribeAwaitingToolCalls(ctx context.Context, f parley.AwaitingFilter) (<-chan *parley.AwaitingToolCall, error) {
 	if f.ConversationID != "" {
 		key, ok := parley.ParseConversationID(f.ConversationID)
@@ -47,8 +49,12 @@ func (s *Service) SubscribeAwaitingToolCalls(ctx context.Context, f parley.Await
 		}()
 		sent := map[string]bool{} // request id + call id of the calls sent, while awaiting
 		batch := first
-		ticker := time.NewTicker(s.cfg.PollInterval)
-		defer ticker.Stop()
+		var tick <-chan time.Time // nil with a hub: never
+		if wake == nil {
+			ticker := time.NewTicker(s.cfg.PollInterval)
+			defer ticker.Stop()
+			tick = ticker.C
+		}
 		for {
 			seen := make(map[string]bool, len(batch))
 			for _, a := range batch {
@@ -75,7 +81,7 @@ func (s *Service) SubscribeAwaitingToolCalls(ctx context.Context, f parley.Await
 			case <-ctx.Done():
 				return
 			case <-wake:
-			case <-ticker.C:
+			case <-tick:
 			}
 			next, err := s.cfg.Store.FindAwaitingToolCalls(ctx, f)
 			if err != nil {

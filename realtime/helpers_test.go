@@ -116,6 +116,7 @@ type event struct {
 type sub struct {
 	mu        sync.Mutex
 	events    []event
+	raw       []json.RawMessage // each event's data, as received
 	errors    []json.RawMessage
 	completed bool
 	changed   chan struct{} // signalled on every change
@@ -321,6 +322,12 @@ func (c *wsClient) read() {
 				}
 				for _, e := range p.Data {
 					s.events = append(s.events, e)
+				}
+				var raw struct{ Data map[string]json.RawMessage }
+				if json.Unmarshal(m.Payload, &raw) == nil {
+					for _, r := range raw.Data {
+						s.raw = append(s.raw, r)
+					}
 				}
 			})
 		case "error":

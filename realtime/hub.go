@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,11 +67,14 @@ var (
 	_ parley.EventWatcher = (*Hub)(nil)
 )
 
-// anyConversation keys the topic of the watchers of every conversation: no canonical
-// conversation id is empty.
-const anyConversation = ""
+// ownerTopic keys the topic of the watchers of every conversation of owner: no
+// canonical conversation id starts with a NUL.
+func ownerTopic(owner string) string { return "\x00" + owner }
 
-// topic is the subscribers of one conversation (or of all: anyConversation).
+// isOwnerTopic reports whether a topic's key is an ownerTopic.
+func isOwnerTopic(key string) bool { return strings.HasPrefix(key, "\x00") }
+
+// topic is the subscribers of one conversation (or of all of one owner's: ownerTopic).
 type topic struct {
 	// watchers maps each watcher to the kind of event it wakes for; "" is any kind.
 	// A ConversationDeleted event wakes them all: every stream must learn it is over.
@@ -164,8 +168,18 @@ func (f *Hub) Publish(ev parley.MessageEvent) {
 	if t := f.topics[ev.ConversationID]; t != nil {
 		t.publish(ev.Kind)
 	}
-	if t := f.topics[anyConversation]; t != nil {
-		t.publish(ev.Kind)
+	if ev.Owner != "" {
+		if t := f.topics[ownerTopic(ev.Owner)]; t != nil {
+			t.publish(ev.Kind)
+		}
+		return
+	}
+	// An event that does not name its owner (from a replica of an older version) may
+	// be anyone's.
+	for key, t := range f.topics {
+		if isOwnerTopic(key) {
+			t.publish(ev.Kind)
+		}
 	}
 }
 
@@ -173,7 +187,7 @@ func (f *Hub) Publish(ev parley.MessageEvent) {
 func (t *topic) publish(kind parley.MessageEventKind) {
 	t.epoch.Add(1)
 	for w, k := range t.watchers {
-		if k == "" || k == kind || kind == parley.ConversationDeleted {
+		if k == kind || kind == parley.ConversationDeleted || k == liveKind || (k == "" && kind != parley.MessageDelta) {
 			w.wake()
 		}
 	}
@@ -207,10 +221,10 @@ func (f *Hub) Stats() Stats {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	s := Stats{Conversations: len(f.topics)}
-	if f.topics[anyConversation] != nil {
-		s.Conversations--
-	}
-	for _, t := range f.topics {
+	for key, t := range f.topics {
+		if isOwnerTopic(key) {
+			s.Conversations--
+		}
 		for w, kind := range t.watchers {
 			switch {
 			case kind == "":
@@ -223,8 +237,8 @@ func (f *Hub) Stats() Stats {
 	return s
 }
 
-// watch registers a watcher of a conversation's events of kind ("" any kind; the
-// conversation anyConversation: every conversation's) until ctx ends or release is
+// watch registers a watcher of a conversation's events of kind ("" any kind; an
+// ownerTopic: every conversation of its owner) until ctx ends or release is
 // called. Registering before reading the database is what makes streams gap-free: any
 // commit the read misses wakes the watcher.
 func (f *Hub) watch(ctx context.Context, conversationID string, kind parley.MessageEventKind) (w *watcher, release func()) {
@@ -271,12 +285,18 @@ func canonical(conversationID string) (string, error) {
 
 // Watch implements parley.EventWatcher.
 func (f *Hub) Watch(ctx context.Context, conversationID string) (<-chan struct{}, func(), error) {
-	id := anyConversation
+	var id string
 	if conversationID != "" {
 		var err error
 		if id, err = canonical(conversationID); err != nil {
 			return nil, nil, err
 		}
+	} else {
+		owner, ok := parley.OwnerFrom(ctx)
+		if !ok {
+			return nil, nil, errNoOwner
+		}
+		id = ownerTopic(owner)
 	}
 	w, release := f.watch(ctx, id, "")
 	return w.c, release, nil
@@ -532,3 +552,7 @@ func (t *topic) shared(key readKey, epoch int64, fn func(context.Context) (any, 
 	}()
 	return r
 }
+
+// liveKind registers a live subscriber (messageStream): it wakes for every event of its
+// conversation, deltas included.
+const liveKind parley.MessageEventKind = "live"

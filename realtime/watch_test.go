@@ -9,20 +9,25 @@ import (
 )
 
 // Watch registers in the same hub as the message streams: a watcher of one
-// conversation wakes for its events only, a watcher of every conversation for all, and
-// both for a resync; a released watcher is gone.
+// conversation wakes for its events only, a watcher of every conversation for all of
+// its owner's (and for events that name no owner, from older replicas), not another
+// owner's, and both for a resync; a released watcher is gone.
 func TestWatch(t *testing.T) {
 	t.Parallel()
 	hub := realtime.NewHub(nil, realtime.Config{}) // Watch never reads the store
 	a, b := parley.ConversationID("6f1c0a52-3c4e-4b7a-9a43-0d5a3c1e0001"), parley.ConversationID("6f1c0a52-3c4e-4b7a-9a43-0d5a3c1e0002")
+	c := parley.ConversationID("6f1c0a52-3c4e-4b7a-9a43-0d5a3c1e0003")
 	ctx := context.Background()
 	wa, releaseA, err := hub.Watch(ctx, a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wall, releaseAll, err := hub.Watch(ctx, "")
+	wall, releaseAll, err := hub.Watch(parley.WithOwner(ctx, "alice"), "")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, _, err := hub.Watch(ctx, ""); err == nil {
+		t.Error("a watcher of every conversation without an owner: got no error, want one")
 	}
 	if got := hub.Stats(); got.Watchers != 2 || got.Conversations != 1 || got.Subscribers != 0 {
 		t.Fatalf("got %+v, want 2 watchers of 1 conversation", got)
@@ -40,10 +45,16 @@ func TestWatch(t *testing.T) {
 		publish        func()
 		wantA, wantAll bool
 	}{
-		{"added to a", func() { hub.Publish(parley.MessageEvent{Kind: parley.MessageAdded, ConversationID: a}) }, true, true},
-		{"updated in a", func() { hub.Publish(parley.MessageEvent{Kind: parley.MessageUpdated, ConversationID: a}) }, true, true},
-		{"added to b", func() { hub.Publish(parley.MessageEvent{Kind: parley.MessageAdded, ConversationID: b}) }, false, true},
-		{"b deleted", func() { hub.Publish(parley.MessageEvent{Kind: parley.ConversationDeleted, ConversationID: b}) }, false, true},
+		{"added to a", func() { hub.Publish(parley.MessageEvent{Kind: parley.MessageAdded, ConversationID: a, Owner: "alice"}) }, true, true},
+		{"updated in a", func() {
+			hub.Publish(parley.MessageEvent{Kind: parley.MessageUpdated, ConversationID: a, Owner: "alice"})
+		}, true, true},
+		{"added to b", func() { hub.Publish(parley.MessageEvent{Kind: parley.MessageAdded, ConversationID: b, Owner: "alice"}) }, false, true},
+		{"b deleted", func() {
+			hub.Publish(parley.MessageEvent{Kind: parley.ConversationDeleted, ConversationID: b, Owner: "alice"})
+		}, false, true},
+		{"added to bob's c", func() { hub.Publish(parley.MessageEvent{Kind: parley.MessageAdded, ConversationID: c, Owner: "bob"}) }, false, false},
+		{"added to c, owner unknown", func() { hub.Publish(parley.MessageEvent{Kind: parley.MessageAdded, ConversationID: c}) }, false, true},
 		{"resync", hub.Resync, true, true},
 	}
 	for _, tt := range tests {

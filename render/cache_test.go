@@ -8,11 +8,11 @@ import (
 
 func TestHTMLCachedIsRendered(t *testing.T) {
 	t.Parallel()
-	r := New(Config{})
+	r := New(Config{MaxCachedText: 1024})
 	tests := []struct{ name, text string }{
 		{"empty", ""},
 		{"markdown", "**bold** and <script>x</script>"},
-		{"long", strings.Repeat("word ", DefaultMaxCachedText/4)},
+		{"long", strings.Repeat("word ", 400)},
 	}
 	for _, tc := range tests {
 		want := r.render(tc.text)

@@ -81,7 +81,7 @@ func unauthenticated(w http.ResponseWriter, r *http.Request, msg string) {
 
 // withAuth authenticates GraphQL requests. A websocket upgrade without an
 // Authorization header goes through: it authenticates in connection_init.
-func withAuth(a parley.Authenticator, next http.Handler) http.Handler {
+func withAuth(a parley.Authenticator, rev *revocations, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a == nil {
 			if !isLoopbackHost(hostOnly(r.Host)) {
@@ -120,6 +120,13 @@ func withAuth(a parley.Authenticator, next http.Handler) http.Handler {
 			return
 		}
 		ctx := withPrincipal(r.Context(), p)
+		if transport.KindOf(ctx) == transport.EventStream {
+			// An SSE stream ends when its token is revoked. (A websocket outlives its
+			// request's context: websocketAuth watches it.)
+			if valid := rev.watch(ctx, p); valid != ctx {
+				ctx = transport.WithCredentialContext(ctx, valid)
+			}
+		}
 		if !p.ExpiresAt.IsZero() {
 			ctx = transport.WithCredentialExpiry(ctx, p.ExpiresAt)
 		}
@@ -130,7 +137,7 @@ func withAuth(a parley.Authenticator, next http.Handler) http.Handler {
 // websocketAuth authenticates a websocket's connection_init payload: {"Authorization":
 // "Bearer <token>"} (any case of the key) or {"authToken": "<token>"}. Without either,
 // the Authorization header of the upgrade request, if it had one, holds.
-func websocketAuth(a parley.Authenticator) transport.WebsocketAuthFunc {
+func websocketAuth(a parley.Authenticator, rev *revocations) transport.WebsocketAuthFunc {
 	return func(ctx context.Context, payload map[string]any) (context.Context, time.Time, error) {
 		if a == nil {
 			return withPrincipal(ctx, localPrincipal), time.Time{}, nil
@@ -148,7 +155,7 @@ func websocketAuth(a parley.Authenticator) transport.WebsocketAuthFunc {
 		}
 		if !present {
 			if p := principalFrom(ctx); p != nil {
-				return ctx, p.ExpiresAt, nil
+				return rev.watch(ctx, p), p.ExpiresAt, nil
 			}
 			return ctx, time.Time{}, &transport.WebsocketRefusal{Code: transport.CloseUnauthorized,
 				Reason: `Unauthorized: send {"Authorization": "Bearer <token>"} in connection_init`}
@@ -165,7 +172,7 @@ func websocketAuth(a parley.Authenticator) transport.WebsocketAuthFunc {
 			}
 			return ctx, time.Time{}, &transport.WebsocketRefusal{Code: transport.CloseForbidden, Reason: reason}
 		}
-		return withPrincipal(ctx, p), p.ExpiresAt, nil
+		return rev.watch(withPrincipal(ctx, p), p), p.ExpiresAt, nil
 	}
 }
 

@@ -21,7 +21,9 @@ import (
 func TestLimits(t *testing.T) {
 	t.Parallel()
 	srv := testserver.NewWith(t, testserver.Options{Configure: func(c *server.Config) {
-		c.GraphQL.Limits = graph.Limits{MaxDepth: 6, MaxAliases: 3, MaxComplexity: 2000, MaxPageSize: 100, MaxTokens: 400}
+		// Selections well above the complexity, so that the complexity check is what the
+		// fragments below meet (TestValidationCostBounded has the selections' own).
+		c.GraphQL.Limits = graph.Limits{MaxDepth: 6, MaxAliases: 3, MaxComplexity: 2000, MaxPageSize: 100, MaxTokens: 400, MaxSelections: 100000}
 	}})
 	conv := srv.CreateConversation(t, "limits")
 	deep := `{ conversations { edges { node { messages { edges { node { __typename } } } } } } }` // 7 deep

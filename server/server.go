@@ -11,6 +11,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -38,6 +39,8 @@ type Config struct {
 	// Interop imports and exports histories (an interop.Service); nil turns those
 	// requests away.
 	Interop parley.InteropService
+	// Live writes messages while they stream; nil turns those mutations off.
+	Live parley.LiveMessageService
 	// Ready reports whether the server can serve requests (the database answers).
 	Ready  func(ctx context.Context) error
 	Logger *slog.Logger
@@ -78,27 +81,37 @@ func New(cfg Config) http.Handler {
 		ConversationService: cfg.Conversations,
 		MessageService:      cfg.Messages,
 		EventService:        cfg.Metrics.Events(cfg.Events), // counts delivery lag
+		LiveEventService:    liveEvents(cfg.Events),
 		ProcessingService:   cfg.Processing,
 		ToolWorkService:     cfg.ToolWork,
 		InteropService:      cfg.Interop,
 		Renderer:            cfg.Renderer,
+		LiveMessageService:  cfg.Live,
 		Logger:              cfg.Logger,
 	}
-	gqlCfg.WebsocketAuth = websocketAuth(cfg.Auth)
+	rev := newRevocations(cfg.Auth, cfg.Logger) // nil without API tokens
+	gqlCfg.WebsocketAuth = websocketAuth(cfg.Auth, rev)
+	if rev != nil {
+		gqlCfg.WebsocketCheck = rev.checkOperation
+	}
 	if cfg.TracerProvider != nil {
 		gqlCfg.Extensions = append([]graphql.HandlerExtension{tracing.GraphQL(cfg.TracerProvider)}, gqlCfg.Extensions...)
 	}
 	if cfg.Metrics != nil {
 		gqlCfg.Extensions = append([]graphql.HandlerExtension{cfg.Metrics.GraphQL()}, gqlCfg.Extensions...)
 	}
-	endpoint := withOrigins(gqlCfg.WebsocketOrigins, withAuth(cfg.Auth, graph.NewHandler(resolver, gqlCfg)))
+	// A page on a trusted origin may also open websockets: that origin may already do
+	// more with fetch.
+	gqlCfg.WebsocketOrigins = append(slices.Clip(gqlCfg.WebsocketOrigins), cfg.TrustedOrigins...)
+	endpoint := withOrigins(gqlCfg.WebsocketOrigins, withAuth(cfg.Auth, rev, graph.NewHandler(resolver, gqlCfg)))
 	endpoint, err := withCSRF(cfg.TrustedOrigins, endpoint)
 	if err != nil {
 		panic("server: " + err.Error()) // checked with the configuration
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", transport.Classify(withShutdown(gqlCfg.Shutdown, endpoint)))
-	mux.Handle("/", playground.Handler("Parley", "/graphql", "/playground/assets/"))
+	mux.Handle("/graphql", transport.Classify(withShutdown(gqlCfg.Shutdown,
+		withCompression(withCORS(cfg.TrustedOrigins, endpoint)))))
+	mux.Handle("/", withCompression(playground.Handler("Parley", "/graphql", "/playground/assets/")))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
@@ -120,4 +133,11 @@ func New(cfg Config) http.Handler {
 		w.Write([]byte("ok\n"))
 	})
 	return withRequestID(withAccessLog(cfg.Logger, mux))
+}
+
+// liveEvents returns events as the service of messageStream, when it is one (a
+// realtime.Hub is), else nil.
+func liveEvents(events parley.EventService) parley.LiveEventService {
+	l, _ := events.(parley.LiveEventService)
+	return l
 }

@@ -39,6 +39,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			migrateCommand(stdout, stderr),
 			importCommand(stdout, stderr), exportCommand(stdout, stderr),
 			conversationsCommand(stdout, stderr), tokenCommand(stdout, stderr),
+			schemaCommand(stdout),
 		},
 	}
 	return app.Run(ctx, args)

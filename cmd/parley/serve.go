@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/urfave/cli/v3"
 
@@ -89,13 +88,15 @@ func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer)
 	// context once Shutdown returns.
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
+	conns := server.Connections{ReadTimeout: cfg.Process.ReadTimeout, IdleTimeout: cfg.Process.IdleTimeout,
+		MaxConnections: cfg.Process.MaxConnections}
 	srv := &http.Server{
-		Handler:           app.Handler,
-		BaseContext:       func(net.Listener) context.Context { return baseCtx },
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler:     app.Handler,
+		BaseContext: func(net.Listener) context.Context { return baseCtx },
 	}
+	conns.Configure(srv)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(conns.Listener(ln)) }()
 	url := "http://" + ln.Addr().String()
 	log.Info("serving", "addr", ln.Addr().String(), "playground", url+"/", "graphql", url+"/graphql")
 	fmt.Fprintf(stdout, "Parley is serving GraphQL at %s/graphql (playground at %s/)\n", url, url)

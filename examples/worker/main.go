@@ -115,14 +115,14 @@ type Call struct {
 		ID string `json:"id"`
 	} `json:"message"`
 	ToolCall struct {
-		ID        string          `json:"id"`
+		ID        string          `json:"callId"`
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	} `json:"toolCall"`
 }
 
 const awaitingSubscription = `subscription($c: ID, $n: [String!]) { toolCallAwaitingResult(conversationId: $c, names: $n) {
-	conversationId message { id } toolCall { id name arguments } } }`
+	conversationId message { id } toolCall { callId name arguments } } }`
 
 // Run works until ctx ends, subscribing again (with a growing pause) whenever the
 // connection drops; the subscription replays calls still awaiting, so none is lost.

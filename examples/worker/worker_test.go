@@ -20,8 +20,9 @@ type decision struct {
 }
 
 type toolCall struct {
-	ID, ApprovalStatus string
-	Decision           *decision
+	ID             string `json:"callId"`
+	ApprovalStatus string
+	Decision       *decision
 }
 
 type historyNode struct {
@@ -49,7 +50,7 @@ func history(t *testing.T, srv *testserver.Wired, conv string) []historyNode {
 	}
 	srv.MustDo(t, `query($c: ID!) { conversation(id: $c) { messages(first: 100) { edges { node { __typename
 		... on MessageBase { position createdAt }
-		... on ToolRequestMessage { toolCalls { id approvalStatus decision { status decidedBy reason decidedAt } } }
+		... on ToolRequestMessage { toolCalls { callId approvalStatus decision { status decidedBy reason decidedAt } } }
 		... on ToolResultMessage { toolCallId status output durationMs executedAt error { message recoverable } } } } } } }`,
 		map[string]any{"c": conv}, &out)
 	nodes := make([]historyNode, len(out.Conversation.Messages.Edges))

@@ -8,6 +8,22 @@ import (
 	"github.com/parley-dev/parley"
 )
 
+// An acknowledged append: durable once returned.
+type AppendAck struct {
+	MessageID string `json:"messageId"`
+	// The number of the last append acknowledged.
+	Seq int `json:"seq"`
+	// When the message is closed as INTERRUPTED unless its writer appends or beats first.
+	LeaseUntil time.Time `json:"leaseUntil"`
+}
+
+type CompleteMessageInput struct {
+	FinishReason *string     `json:"finishReason,omitempty"`
+	ResponseID   *string     `json:"responseId,omitempty"`
+	Model        *string     `json:"model,omitempty"`
+	Usage        *UsageInput `json:"usage,omitempty"`
+}
+
 type ConversationEdge struct {
 	Cursor string               `json:"cursor"`
 	Node   *parley.Conversation `json:"node"`
@@ -47,6 +63,32 @@ type MessageConnection struct {
 	TotalCount int `json:"totalCount"`
 }
 
+// One piece of a streaming message, as delivered.
+type MessageDelta struct {
+	Kind       parley.DeltaKind `json:"kind"`
+	Index      int              `json:"index"`
+	Text       string           `json:"text"`
+	ToolCallID *string          `json:"toolCallId,omitempty"`
+	ToolName   *string          `json:"toolName,omitempty"`
+}
+
+// One acknowledged append of a streaming message.
+type MessageDeltaEvent struct {
+	MessageID string          `json:"messageId"`
+	Position  int             `json:"position"`
+	Seq       int             `json:"seq"`
+	Deltas    []*MessageDelta `json:"deltas"`
+}
+
+// One piece of a streaming message. `index` is the part's (or, for TOOL_ARGUMENTS, the tool call's) number from 0; one past the last opens a new one.
+type MessageDeltaInput struct {
+	Kind       parley.DeltaKind `json:"kind"`
+	Index      int              `json:"index"`
+	Text       string           `json:"text"`
+	ToolCallID *string          `json:"toolCallId,omitempty"`
+	ToolName   *string          `json:"toolName,omitempty"`
+}
+
 type MessageEdge struct {
 	Cursor string         `json:"cursor"`
 	Node   parley.Message `json:"node"`
@@ -61,6 +103,15 @@ type MessageInput struct {
 	ToolResult    *ToolResultInput    `json:"toolResult,omitempty"`
 	SystemControl *SystemControlInput `json:"systemControl,omitempty"`
 	McpResource   *MCPResourceInput   `json:"mcpResource,omitempty"`
+}
+
+// One event of messageStream: a whole message (when it is added, when the subscriber
+// catches up with a streaming one, when one ends) or one append of a streaming message.
+type MessageStreamEvent struct {
+	// Resume here: subscribe again with it as `after`.
+	Cursor  string             `json:"cursor"`
+	Message parley.Message     `json:"message,omitempty"`
+	Delta   *MessageDeltaEvent `json:"delta,omitempty"`
 }
 
 type Mutation struct {
@@ -79,7 +130,28 @@ type PartInput struct {
 	Signature *string         `json:"signature,omitempty"`
 }
 
+type ProvenanceInput struct {
+	Provider           *string     `json:"provider,omitempty"`
+	Model              *string     `json:"model,omitempty"`
+	ResponseID         *string     `json:"responseId,omitempty"`
+	FinishReason       *string     `json:"finishReason,omitempty"`
+	Usage              *UsageInput `json:"usage,omitempty"`
+	TimeToFirstTokenMs *int        `json:"timeToFirstTokenMs,omitempty"`
+	DurationMs         *int        `json:"durationMs,omitempty"`
+}
+
 type Query struct {
+}
+
+type StartMessageInput struct {
+	// ASSISTANT (the default) or USER.
+	Role *parley.Role `json:"role,omitempty"`
+	// Makes starting safe to retry: the same id again in the conversation returns the stored message.
+	ClientMessageID *string `json:"clientMessageId,omitempty"`
+	Provider        *string `json:"provider,omitempty"`
+	Model           *string `json:"model,omitempty"`
+	// How long the message waits for the next append or heartbeat before it is closed as INTERRUPTED: 1 to 600, 30 by default.
+	LeaseSeconds *int `json:"leaseSeconds,omitempty"`
 }
 
 type Subscription struct {
@@ -133,4 +205,12 @@ type ToolResultInput struct {
 	Error      *ToolErrorInput `json:"error,omitempty"`
 	DurationMs *int            `json:"durationMs,omitempty"`
 	ExecutedAt *time.Time      `json:"executedAt,omitempty"`
+}
+
+type UsageInput struct {
+	InputTokens              *int `json:"inputTokens,omitempty"`
+	OutputTokens             *int `json:"outputTokens,omitempty"`
+	CachedInputTokens        *int `json:"cachedInputTokens,omitempty"`
+	CacheCreationInputTokens *int `json:"cacheCreationInputTokens,omitempty"`
+	ReasoningTokens          *int `json:"reasoningTokens,omitempty"`
 }

@@ -39,6 +39,22 @@ func credentialExpiry(ctx context.Context) time.Time {
 	return t
 }
 
+// credentialKey carries a context that ends when an HTTP request's credential stops
+// holding.
+type credentialKey struct{}
+
+// WithCredentialContext returns ctx carrying valid, a context that ends when its
+// credential is revoked: an SSE stream started with it is cut then, without
+// completing, as at its expiry.
+func WithCredentialContext(ctx, valid context.Context) context.Context {
+	return context.WithValue(ctx, credentialKey{}, valid)
+}
+
+func credentialContext(ctx context.Context) context.Context {
+	v, _ := ctx.Value(credentialKey{}).(context.Context)
+	return v
+}
+
 // WriteError answers a request turned away before GraphQL runs (unauthenticated,
 // cross-origin, not GraphQL-over-HTTP...) with a GraphQL response holding one error with
 // this code, and the request id.

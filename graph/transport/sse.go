@@ -49,6 +49,14 @@ func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 		})
 		defer timer.Stop()
 	}
+	if valid := credentialContext(ctx); valid != nil {
+		// The credential revoked: cut the stream, as at its expiry.
+		stop := context.AfterFunc(valid, func() {
+			st.abandoned.Store(true)
+			cancel()
+		})
+		defer stop()
+	}
 	sw := &sseWriter{
 		ResponseWriter: w, rc: http.NewResponseController(w), timeout: t.writeTimeout,
 		shutdown: t.shutdown, st: st, cancel: cancel,

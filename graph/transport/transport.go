@@ -25,6 +25,11 @@ type Config struct {
 	// WebsocketAuth authenticates websockets in connection_init; nil accepts every
 	// connection as it is.
 	WebsocketAuth WebsocketAuthFunc
+	// WebsocketCheck, when set, is asked before each operation a websocket starts,
+	// with the context WebsocketAuth made: an error (a *WebsocketRefusal says with
+	// which close code, else CloseForbidden) closes the connection instead, so that a
+	// credential revoked since connection_init starts nothing more.
+	WebsocketCheck func(ctx context.Context) error
 	// Shutdown is done when the server begins shutting down: websockets are then closed
 	// with 1001 "going away" and SSE streams cut, without completing their
 	// subscriptions, so that clients subscribe again elsewhere.
@@ -58,6 +63,7 @@ func New(srv *handler.Server, cfg Config) http.Handler {
 		readLimit:    cfg.MaxWebsocketMessageBytes,
 		auth:         cfg.WebsocketAuth,
 		shared:       newSharedResults(),
+		check:        cfg.WebsocketCheck,
 	})
 	// The comment lines keep proxies from closing a quiet stream.
 	srv.AddTransport(sseTransport{

@@ -53,6 +53,8 @@ type wsTransport struct {
 	auth WebsocketAuthFunc
 	// shared lets subscribers of one event share its encoded result.
 	shared *sharedResults
+	// check re-checks the credential before each operation (Config.WebsocketCheck).
+	check func(ctx context.Context) error
 }
 
 var _ graphql.Transport = wsTransport{}
@@ -83,7 +85,8 @@ const (
 // WebsocketAuthFunc authenticates a websocket from its connection_init payload (a
 // browser cannot set headers on a websocket) and returns the context its operations
 // run in (carrying the owner) and when the credential expires (zero for never): the
-// connection closes then, with CloseForbidden. An error refuses the connection; a
+// connection closes then, with CloseForbidden, and also when that context ends first
+// (the credential revoked: its cause is the close reason). An error refuses the connection; a
 // *WebsocketRefusal error says with which close code, any other CloseForbidden.
 type WebsocketAuthFunc func(ctx context.Context, payload map[string]any) (context.Context, time.Time, error)
 
@@ -286,6 +289,16 @@ func (c *wsConn) init(payload json.RawMessage) bool {
 			return false
 		}
 		ctx = actx
+		// The credential revoked: the context auth made ends, with the cause.
+		context.AfterFunc(ctx, func() {
+			if c.ctx.Err() == nil {
+				reason := "Forbidden: the credential is no longer valid"
+				if cause := context.Cause(ctx); cause != nil && cause != context.Canceled && cause != context.DeadlineExceeded {
+					reason = "Forbidden: " + cause.Error()
+				}
+				c.close(CloseForbidden, reason)
+			}
+		})
 		if !expires.IsZero() {
 			// The credential's expiry ends the connection; graphql-ws clients retry
 			// 4403, and may fetch a fresh credential for connection_init.
@@ -355,6 +368,20 @@ func (c *wsConn) subscribe(m wsMessage) bool {
 	case m.ID == "":
 		c.protocolError("a subscription needs an id")
 		return false
+	}
+	if c.t.check != nil {
+		c.mu.Lock()
+		ctx := c.opCtx
+		c.mu.Unlock()
+		if err := c.t.check(ctx); err != nil {
+			refusal := &WebsocketRefusal{Code: CloseForbidden, Reason: "Forbidden: the credential could not be checked"}
+			errors.As(err, &refusal)
+			if c.legacy {
+				c.sendConnectionError(refusal.Reason)
+			}
+			c.close(refusal.Code, refusal.Reason)
+			return false
+		}
 	}
 	if taken { // legacy: a start with a running id replaces the operation
 		c.mu.Lock()

@@ -8,7 +8,11 @@ package selection
 // misses.
 const MessageFields = `
 	__typename
-	... on MessageBase { id conversationId role position createdAt updatedAt label sourceId }
+	... on MessageBase {
+		id conversationId role position createdAt updatedAt label sourceId messageStatus statusReason clientMessageId
+		provenance { provider model responseId finishReason timeToFirstTokenMs durationMs
+			usage { inputTokens outputTokens cachedInputTokens cacheCreationInputTokens reasoningTokens } }
+	}
 	... on TextMessage { parts { kind content text html signature } content text html thinking }
 	... on ImageMessage {
 		source { kind url base64 mediaType filePath }
@@ -21,7 +25,7 @@ const MessageFields = `
 	}
 	... on ToolRequestMessage {
 		parts { kind content text html signature } content text html thinking
-		toolCalls { id name arguments approvalStatus decision { status decidedBy reason decidedAt } }
+		toolCalls { id callId name arguments approvalStatus decision { status decidedBy reason decidedAt } }
 	}
 	... on ToolResultMessage {
 		toolCallId toolName status output parts { kind content text html signature } content text html

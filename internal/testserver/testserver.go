@@ -65,6 +65,9 @@ type Options struct {
 	// authenticator auth.New makes of what it returns (given the server's store, for
 	// API tokens). Without it the configuration decides (local mode by default).
 	Auth func(store *db.DB) auth.Config
+	// SweepInterval is how often the server closes streaming messages whose lease ran
+	// out (wire.Config.SweepInterval).
+	SweepInterval time.Duration
 }
 
 // New starts a server on a fresh database and stops it when t ends.
@@ -83,7 +86,8 @@ func NewWith(t testing.TB, opts Options) *Server {
 		cfg = *opts.Config
 	}
 	wc := wire.Config{DSN: dsn, Config: cfg, Version: "test", Logger: log, DB: opts.DB,
-		Realtime: opts.Realtime, Listener: opts.Listener, Configure: opts.Configure}
+		Realtime: opts.Realtime, Listener: opts.Listener, Configure: opts.Configure,
+		SweepInterval: opts.SweepInterval}
 	if opts.DB.Logger != nil {
 		wc.Logger = opts.DB.Logger
 	}
@@ -96,7 +100,13 @@ func NewWith(t testing.TB, opts Options) *Server {
 	if err != nil {
 		t.Fatalf("testserver: %v", err)
 	}
-	hs := httptest.NewServer(ws.Handler)
+	// The connection bounds of parley serve, from the configuration.
+	hs := httptest.NewUnstartedServer(ws.Handler)
+	conns := server.Connections{ReadTimeout: cfg.Process.ReadTimeout, IdleTimeout: cfg.Process.IdleTimeout,
+		MaxConnections: cfg.Process.MaxConnections}
+	conns.Configure(hs.Config)
+	hs.Listener = conns.Listener(hs.Listener)
+	hs.Start()
 	t.Cleanup(func() {
 		hs.CloseClientConnections()
 		hs.Close()

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -22,11 +23,14 @@ import (
 	"github.com/parley-dev/parley/fileref"
 	"github.com/parley-dev/parley/graph"
 	"github.com/parley-dev/parley/interop"
+	"github.com/parley-dev/parley/interop/anthropic"
+	"github.com/parley-dev/parley/interop/openai"
 	"github.com/parley-dev/parley/mcpclient"
 	"github.com/parley-dev/parley/metrics"
 	"github.com/parley-dev/parley/processing"
 	"github.com/parley-dev/parley/realtime"
 	"github.com/parley-dev/parley/recognize"
+	"github.com/parley-dev/parley/render"
 	"github.com/parley-dev/parley/server"
 )
 
@@ -62,6 +66,9 @@ type Config struct {
 	GraphQL graph.HandlerConfig
 	// Configure, when set, may change the HTTP server's configuration last (tests).
 	Configure func(*server.Config)
+	// SweepInterval is how often this replica closes streaming messages whose lease ran
+	// out, as INTERRUPTED (default a third of parley.DefaultLease).
+	SweepInterval time.Duration
 }
 
 // Server is a wired Parley server: the pieces that run, and the handler over them.
@@ -73,6 +80,8 @@ type Server struct {
 	Listener   *db.Listener
 	Processing *Processing
 	Handler    http.Handler
+	stopSweep  context.CancelFunc
+	swept      chan struct{}
 }
 
 // New builds the server cfg describes on the database at cfg.DSN and starts its
@@ -91,6 +100,10 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	policies := cfg.Config.ToolPolicies()
 	dbc := cfg.DB
 	dbc.Logger, dbc.ToolPolicies = log, &policies
+	dbc.Assemblers = map[parley.StreamFormat]func() parley.StreamAssembler{
+		parley.FormatOpenAIChat:        func() parley.StreamAssembler { return openai.NewChatStream() },
+		parley.FormatAnthropicMessages: func() parley.StreamAssembler { return anthropic.NewMessageStream() },
+	}
 	if cfg.TracerProvider != nil {
 		dbc.TracerProvider = cfg.TracerProvider
 	}
@@ -115,11 +128,13 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.Listener, err = db.Listen(ctx, cfg.DSN, lc); err != nil {
 		return nil, err
 	}
+	s.sweep(cfg.SweepInterval, log)
 	gql := cfg.GraphQL
 	l := cfg.Config.Limits
 	gql.Limits = graph.Limits{
 		MaxDepth: l.MaxDepth, MaxAliases: l.MaxAliases, MaxComplexity: l.MaxComplexity,
-		MaxPageSize: l.MaxPageSize, MaxTokens: l.MaxTokens, MaxSubscriptionsPerConnection: l.MaxSubscriptionsPerConnection,
+		MaxPageSize: l.MaxPageSize, MaxTokens: l.MaxTokens, MaxSelections: l.MaxSelections,
+		MaxSubscriptionsPerConnection: l.MaxSubscriptionsPerConnection,
 	}
 	gql.MaxBodyBytes, gql.MaxWebsocketMessageBytes = l.MaxBodyBytes, l.MaxWebsocketMessageBytes
 	gql.WebsocketOrigins = cfg.Config.HTTP.WebsocketOrigins
@@ -132,8 +147,10 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Processing:     s.Processing.Service,
 		ToolWork:       s.Store,
 		Interop:        interop.New(s.Store, s.Store, s.Store),
+		Live:           s.Store,
 		Metrics:        cfg.Metrics, ServeMetrics: cfg.ServeMetrics, TracerProvider: cfg.TracerProvider,
-		GraphQL: gql,
+		GraphQL:  gql,
+		Renderer: render.New(render.Config{ImageHosts: cfg.Config.Render.ImageHosts}),
 	}
 	if cfg.Configure != nil {
 		cfg.Configure(&sc)
@@ -145,6 +162,10 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 // Close stops the listener, ends the MCP sessions and closes the store.
 func (s *Server) Close() error {
 	var errs []error
+	if s.stopSweep != nil {
+		s.stopSweep()
+		<-s.swept
+	}
 	if s.Listener != nil {
 		errs = append(errs, s.Listener.Close())
 	}
@@ -228,4 +249,32 @@ func newProcessing(cfg config.Config, store parley.ProcessingStore, events parle
 		Logger:        log,
 	})
 	return p
+}
+
+// sweep starts the sweeper: every interval, it closes the streaming messages whose lease
+// ran out as INTERRUPTED. Every replica runs one; they skip each other's rows (SKIP
+// LOCKED), so a message is closed once, by whichever comes first.
+func (s *Server) sweep(interval time.Duration, log *slog.Logger) {
+	if interval <= 0 {
+		interval = parley.DefaultLease / 3
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopSweep, s.swept = cancel, make(chan struct{})
+	go func() {
+		defer close(s.swept)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if n, err := s.Store.InterruptExpired(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("cannot close interrupted messages", "err", err)
+			} else if n > 0 {
+				log.Info("closed interrupted messages", "count", n)
+			}
+		}
+	}()
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/config"
 	"github.com/parley-dev/parley/internal/pgtest"
 	"github.com/parley-dev/parley/internal/wire"
@@ -18,7 +19,8 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// New wires the listener to the hub: a commit wakes a watcher of every conversation.
+// New wires the listener to the hub: a commit wakes a watcher of every conversation of
+// its owner.
 func TestNewWiresTheListenerToTheHub(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -28,7 +30,7 @@ func TestNewWiresTheListenerToTheHub(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	wake, release, err := s.Hub.Watch(ctx, "")
+	wake, release, err := s.Hub.Watch(parley.WithOwner(ctx, parley.LocalOwner), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -115,10 +115,36 @@ type record struct {
 
 // apiMessage is a record's message: an Anthropic Messages API message.
 type apiMessage struct {
-	ID      string          `json:"id"`
-	Role    string          `json:"role"`
-	Model   string          `json:"model"`
-	Content json.RawMessage `json:"content"`
+	ID         string          `json:"id"`
+	Role       string          `json:"role"`
+	Model      string          `json:"model"`
+	Content    json.RawMessage `json:"content"`
+	StopReason string          `json:"stop_reason"`
+	Usage      *struct {
+		InputTokens              int64 `json:"input_tokens"`
+		OutputTokens             int64 `json:"output_tokens"`
+		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	} `json:"usage"`
+}
+
+// provenance is what a line says of who produced a reply: its model, the API's message
+// id, stop reason and usage (Claude Code repeats the reply's usage on each of its lines;
+// the last line's is the reply's).
+func (m *apiMessage) provenance(prev *parley.Provenance) *parley.Provenance {
+	p := parley.Provenance{Provider: "anthropic", Model: m.Model, ResponseID: m.ID, FinishReason: m.StopReason}
+	if u := m.Usage; u != nil {
+		p.Usage = parley.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+			CachedInputTokens: u.CacheReadInputTokens, CacheCreationInputTokens: u.CacheCreationInputTokens}
+	}
+	if prev != nil {
+		merged := prev.Merge(&p)
+		return &merged
+	}
+	if m.Model == "" && m.Usage == nil {
+		return nil
+	}
+	return &p
 }
 
 // block is a Messages API content block of any type.
@@ -137,6 +163,7 @@ type reply struct {
 	// emitted says the reply was handed out (a later reply began): blocks of it that
 	// come later still cannot be added.
 	emitted bool
+	prov    *parley.Provenance
 }
 
 // item is one entry of the output, in file order: a finished message or a reply.
@@ -577,6 +604,7 @@ func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Tim
 		p.items = append(p.items, item{reply: r, origin: where})
 		p.turns++
 	}
+	r.prov = msg.provenance(r.prov)
 	added := 0
 	for i, b := range blocks {
 		fp := b.Type + "\x00" + b.Text + "\x00" + b.Thinking + "\x00" + b.ID + "\x00" + fingerprint(b.Input)
@@ -707,7 +735,8 @@ func (p *parser) add(it item) {
 	r.emitted = true
 	parts, calls := r.parts, r.calls
 	r.parts, r.calls = nil, nil // the message has them now
-	meta := parley.MessageMeta{Role: parley.RoleAssistant, CreatedAt: r.createdAt, SourceID: clip(r.sourceID)}
+	meta := parley.MessageMeta{Role: parley.RoleAssistant, CreatedAt: r.createdAt, SourceID: clip(r.sourceID),
+		Live: parley.Live{Provenance: r.prov}}
 	switch {
 	case len(calls) > 0:
 		meta.Role = parley.RoleInvocation

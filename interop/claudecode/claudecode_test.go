@@ -7,6 +7,7 @@ import (
 	"image"
 	"image/jpeg"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -129,5 +130,30 @@ func TestTitleAndIDs(t *testing.T) {
 	))
 	if custom.Title != "Named by the user" {
 		t.Errorf("title: got %q, want the custom title", custom.Title)
+	}
+}
+
+// A reply's lines carry its model and usage: the reply keeps them as its provenance, the
+// last line's usage (Claude Code repeats it, growing, on each line of a reply).
+func TestReplyProvenance(t *testing.T) {
+	t.Parallel()
+	line := func(uuid, block string, out int) string {
+		return `{"type":"assistant","uuid":"` + uuid + `","timestamp":"2026-02-10T10:00:01Z","message":{"id":"msg_1","role":"assistant",` +
+			`"model":"claude-opus-4","stop_reason":"end_turn","content":[{"type":"text","text":"` + block + `"}],` +
+			`"usage":{"input_tokens":12,"output_tokens":` + strconv.Itoa(out) + `,"cache_read_input_tokens":1000,"cache_creation_input_tokens":30}}}` + "\n"
+	}
+	imp := parse(t, `{"type":"user","uuid":"u1","timestamp":"2026-02-10T10:00:00Z","message":{"role":"user","content":"hi"}}`+"\n"+
+		line("a1", "one", 5)+line("a2", "two", 9))
+	if len(imp.Messages) != 2 {
+		t.Fatalf("got %d messages, want 2", len(imp.Messages))
+	}
+	got := imp.Messages[1].Message.Meta().Live.Provenance
+	want := &parley.Provenance{Provider: "anthropic", Model: "claude-opus-4", ResponseID: "msg_1", FinishReason: "end_turn",
+		Usage: parley.Usage{InputTokens: 12, OutputTokens: 9, CachedInputTokens: 1000, CacheCreationInputTokens: 30}}
+	if got == nil || *got != *want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	if p := imp.Messages[0].Message.Meta().Live.Provenance; p != nil {
+		t.Errorf("the user's message: got provenance %+v, want none", p)
 	}
 }

@@ -1,0 +1,555 @@
+// Command streaming measures live messages (`make bench-streaming`): S concurrent
+// streaming messages (one conversation each), each appended to at R appends a second
+// (one TEXT delta each) through Parley's GraphQL API, each watched by N websocket
+// subscribers of messageStream. It reports the delivery latency from the writer's
+// acknowledgement to a subscriber reading the delta (p50, p99), the appends and
+// deliveries per second achieved, the database's commits and row writes per second,
+// and the server's CPU per delivered delta; then checks that every stored message is
+// exactly the deltas sent. It runs the configured load and a single stream.
+//
+// It starts its own PostgreSQL (localpg, durability off unless -durable, as
+// bench/fanout) and one `parley serve` from the binary given with -parley, on loopback;
+// writers and subscribers run in this process and share the machine's CPUs with the
+// server. A delivery read before its writer saw the acknowledgement counts as 0 ms.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq"
+
+	"github.com/parley-dev/parley/db"
+	"github.com/parley-dev/parley/localpg"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "streaming:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	parley      string
+	streams     int
+	rate        int
+	subscribers int
+	duration    time.Duration
+	durable     bool
+	keep        bool
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	var cfg config
+	fs := flag.NewFlagSet("streaming", flag.ContinueOnError)
+	fs.StringVar(&cfg.parley, "parley", "bin/parley", "the parley binary to run")
+	fs.IntVar(&cfg.streams, "streams", 100, "concurrent streaming messages")
+	fs.IntVar(&cfg.rate, "rate", 50, "appends per second per stream (one delta each)")
+	fs.IntVar(&cfg.subscribers, "subscribers", 10, "websocket subscribers per stream")
+	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "length of each run")
+	fs.BoolVar(&cfg.durable, "durable", false, "run Postgres with fsync and synchronous commit on")
+	fs.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (server log, database)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "parley-streaming-")
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // Postgres runs as postgres when we are root
+		return err
+	}
+	if cfg.keep {
+		fmt.Fprintf(os.Stderr, "streaming: keeping %s\n", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	fmt.Fprintln(os.Stderr, "streaming: starting PostgreSQL...")
+	cluster, err := localpg.Start(ctx, localpg.Config{DataDir: filepath.Join(dir, "pg"), Fast: !cfg.durable})
+	if err != nil {
+		return err
+	}
+	defer cluster.Stop(context.Background())
+	admin, err := sqlx.Open("postgres", cluster.DSN("postgres"))
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(ctx, `CREATE DATABASE streaming`); err != nil {
+		return err
+	}
+	dsn := cluster.DSN("streaming")
+	if err := db.Migrate(ctx, dsn); err != nil {
+		return err
+	}
+	stats, err := sqlx.Open("postgres", dsn)
+	if err != nil {
+		return err
+	}
+	defer stats.Close()
+	srv, err := startServer(ctx, cfg.parley, dsn, filepath.Join(dir, "server.log"))
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+
+	fmt.Fprintf(out, "## Live messages\n\n`make bench-streaming` (bench/streaming): %s per run, one TEXT delta per append, "+
+		"%d websocket subscribers per stream, Postgres durability %s. Load average at the start: %s.\n\n",
+		cfg.duration, cfg.subscribers, map[bool]string{true: "on", false: "off"}[cfg.durable], loadAverage())
+	fmt.Fprintln(out, "| streams × appends/s | appends/s done | deliveries/s | p50 | p99 | max | DB commits/s | DB rows written/s | WAL per append | server CPU per delivery | stored = sent |")
+	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	for _, streams := range []int{cfg.streams, 1} {
+		r, err := measure(ctx, cfg, streams, srv, stats)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "| %d × %d | %.0f | %.0f | %s | %s | %s | %.0f | %.0f | %.0f B | %.1f µs | %s |\n",
+			streams, cfg.rate, r.appendsPerSec, r.deliveriesPerSec, ms(pct(r.latencies, 50)), ms(pct(r.latencies, 99)),
+			ms(pct(r.latencies, 100)), r.commitsPerSec, r.rowsPerSec, r.walPerAppend, r.cpuPerDelivery, r.check)
+	}
+	fmt.Fprintln(out)
+	return nil
+}
+
+type result struct {
+	appendsPerSec, deliveriesPerSec float64
+	latencies                       []time.Duration
+	commitsPerSec, rowsPerSec       float64
+	walPerAppend                    float64 // bytes
+	cpuPerDelivery                  float64 // µs
+	check                           string
+}
+
+// stream is one streaming message and what its writer sent.
+type stream struct {
+	conv, id string
+	mu       sync.Mutex
+	acked    map[int]time.Time // seq → when the writer read the acknowledgement
+	text     strings.Builder
+	sent     int
+}
+
+func (s *stream) ackedAt(seq int) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.acked[seq]
+	return t, ok
+}
+
+// delivery is one delta a subscriber read, and when.
+type delivery struct {
+	s   *stream
+	seq int
+	at  time.Time
+}
+
+func measure(ctx context.Context, cfg config, n int, srv *server, stats *sqlx.DB) (result, error) {
+	var r result
+	fmt.Fprintf(os.Stderr, "streaming: %d streams...\n", n)
+	streams := make([]*stream, n)
+	for i := range streams {
+		s := &stream{acked: map[int]time.Time{}}
+		var c struct {
+			CreateConversation struct{ ID string }
+		}
+		if err := gql(ctx, srv.url, `mutation { createConversation(title: "bench") { id } }`, nil, &c); err != nil {
+			return r, err
+		}
+		s.conv = c.CreateConversation.ID
+		streams[i] = s
+	}
+	// Subscribers first, so that they see each message start.
+	var deliveries []delivery
+	var dmu sync.Mutex
+	var conns []*websocket.Conn
+	var readers sync.WaitGroup
+	for _, s := range streams {
+		for range cfg.subscribers {
+			conn, err := subscribe(ctx, srv.url, s.conv)
+			if err != nil {
+				return r, err
+			}
+			conns = append(conns, conn)
+			readers.Add(1)
+			go func() {
+				defer readers.Done()
+				read(conn, func(seq int, at time.Time) {
+					dmu.Lock()
+					deliveries = append(deliveries, delivery{s, seq, at})
+					dmu.Unlock()
+				})
+			}()
+		}
+	}
+	defer func() {
+		for _, c := range conns {
+			c.Close(websocket.StatusNormalClosure, "")
+		}
+		readers.Wait()
+	}()
+	for _, s := range streams {
+		var m struct {
+			StartMessage struct{ Node struct{ ID string } }
+		}
+		if err := gql(ctx, srv.url, `mutation($c: ID!) { startMessage(conversationId: $c) { node { ... on MessageBase { id } } } }`,
+			map[string]any{"c": s.conv}, &m); err != nil {
+			return r, err
+		}
+		s.id = m.StartMessage.Node.ID
+	}
+	time.Sleep(500 * time.Millisecond) // let the start's events reach the subscribers before measuring
+	dmu.Lock()
+	deliveries = deliveries[:0]
+	dmu.Unlock()
+
+	time.Sleep(1500 * time.Millisecond) // the counters settle (see dbStats)
+	commits0, rows0, wal0, err := dbStats(ctx, stats)
+	if err != nil {
+		return r, err
+	}
+	cpu0, err := srv.cpuTime()
+	if err != nil {
+		return r, err
+	}
+	start := time.Now()
+	end := start.Add(cfg.duration)
+	interval := time.Second / time.Duration(cfg.rate)
+	var writers sync.WaitGroup
+	var werr error
+	var wmu sync.Mutex
+	for i, s := range streams {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			// Stagger the streams over one interval, then pace each at its rate.
+			next := start.Add(interval * time.Duration(i) / time.Duration(len(streams)))
+			for seq := 1; ; seq++ {
+				if d := time.Until(next); d > 0 {
+					time.Sleep(d)
+				}
+				if time.Now().After(end) {
+					return
+				}
+				next = next.Add(interval)
+				piece := fmt.Sprintf("t%d ", seq)
+				err := gql(ctx, srv.url, `mutation($m: ID!, $s: Int!, $t: String!) {
+					appendMessageDeltas(messageId: $m, seq: $s, deltas: [{kind: TEXT, index: 0, text: $t}]) { seq } }`,
+					map[string]any{"m": s.id, "s": seq, "t": piece}, nil)
+				at := time.Now()
+				if err != nil {
+					wmu.Lock()
+					werr = errors.Join(werr, err)
+					wmu.Unlock()
+					return
+				}
+				s.mu.Lock()
+				s.acked[seq] = at
+				s.text.WriteString(piece)
+				s.sent = seq
+				s.mu.Unlock()
+			}
+		}()
+	}
+	writers.Wait()
+	elapsed := time.Since(start)
+	if werr != nil {
+		return r, werr
+	}
+	// Wait (up to 30 s) for the subscribers to have every delta.
+	total := 0
+	for _, s := range streams {
+		total += s.sent * cfg.subscribers
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		dmu.Lock()
+		got := len(deliveries)
+		dmu.Unlock()
+		if got >= total || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	drained := time.Since(start)
+	cpu1, err := srv.cpuTime()
+	if err != nil {
+		return r, err
+	}
+	time.Sleep(1500 * time.Millisecond) // the counters settle (see dbStats)
+	commits1, rows1, wal1, err := dbStats(ctx, stats)
+	if err != nil {
+		return r, err
+	}
+	dmu.Lock()
+	ds := slices.Clone(deliveries)
+	dmu.Unlock()
+	sent := 0
+	for _, s := range streams {
+		sent += s.sent
+	}
+	r.appendsPerSec = float64(sent) / elapsed.Seconds()
+	r.deliveriesPerSec = float64(len(ds)) / drained.Seconds()
+	r.commitsPerSec = float64(commits1-commits0) / drained.Seconds()
+	r.rowsPerSec = float64(rows1-rows0) / drained.Seconds()
+	r.walPerAppend = float64(wal1-wal0) / float64(max(sent, 1))
+	if len(ds) > 0 {
+		r.cpuPerDelivery = float64((cpu1 - cpu0).Microseconds()) / float64(len(ds))
+	}
+	for _, d := range ds {
+		if at, ok := d.s.ackedAt(d.seq); ok {
+			r.latencies = append(r.latencies, max(d.at.Sub(at), 0))
+		} else {
+			r.latencies = append(r.latencies, 0) // read before the writer had its acknowledgement
+		}
+	}
+	slices.Sort(r.latencies)
+	missing := total - len(ds)
+	// Complete every message and compare the stored text with what was sent.
+	bad := 0
+	for _, s := range streams {
+		var m struct {
+			CompleteMessage struct{ Text string }
+		}
+		if err := gql(ctx, srv.url, `mutation($m: ID!) { completeMessage(messageId: $m) { ... on TextMessage { text } } }`,
+			map[string]any{"m": s.id}, &m); err != nil {
+			return r, err
+		}
+		if m.CompleteMessage.Text != s.text.String() {
+			bad++
+		}
+	}
+	switch {
+	case bad > 0:
+		r.check = fmt.Sprintf("**%d of %d differ**", bad, len(streams))
+	case missing > 0:
+		r.check = fmt.Sprintf("yes (%d deliveries not read within 30 s)", missing)
+	default:
+		r.check = "yes"
+	}
+	return r, nil
+}
+
+// dbStats returns the database's commits and rows written so far, and the WAL
+// position. Backends report their counters at most once a second when idle, so callers
+// let a second and a half pass after the load before reading the end.
+func dbStats(ctx context.Context, stats *sqlx.DB) (commits, rows, wal int64, err error) {
+	err = stats.QueryRowxContext(ctx, `SELECT xact_commit, tup_inserted + tup_updated + tup_deleted,
+		pg_current_wal_lsn() - '0/0'::pg_lsn
+		FROM pg_stat_database WHERE datname = current_database()`).Scan(&commits, &rows, &wal)
+	return commits, rows, wal, err
+}
+
+var httpClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+
+func gql(ctx context.Context, url, query string, vars map[string]any, v any) error {
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Data   json.RawMessage
+		Errors []struct{ Message string }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return fmt.Errorf("status %d: %w", resp.StatusCode, err)
+	}
+	if len(out.Errors) > 0 {
+		return errors.New(out.Errors[0].Message)
+	}
+	if v != nil {
+		return json.Unmarshal(out.Data, v)
+	}
+	return nil
+}
+
+// subscribe opens a websocket subscribed to the conversation's messageStream.
+func subscribe(ctx context.Context, url, conv string) (*websocket.Conn, error) {
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(dctx, "ws"+strings.TrimPrefix(url, "http")+"/graphql",
+		&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+	if err != nil {
+		return nil, fmt.Errorf("dial: %w", err)
+	}
+	conn.SetReadLimit(1 << 20)
+	sub, _ := json.Marshal(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
+		"query":     `subscription($c: ID!) { messageStream(conversationId: $c) { cursor delta { seq deltas { text } } } }`,
+		"variables": map[string]any{"c": conv},
+	}})
+	err = conn.Write(dctx, websocket.MessageText, []byte(`{"type":"connection_init"}`))
+	if err == nil {
+		_, _, err = conn.Read(dctx) // connection_ack
+	}
+	if err == nil {
+		err = conn.Write(dctx, websocket.MessageText, sub)
+	}
+	if err != nil {
+		conn.CloseNow()
+		return nil, fmt.Errorf("subscribe: %w", err)
+	}
+	return conn, nil
+}
+
+// read calls got with each delta's number and when it was read, until the connection
+// ends. It picks the number out of the frame without decoding the JSON: it shares the
+// CPUs with the server.
+func read(conn *websocket.Conn, got func(seq int, at time.Time)) {
+	key := []byte(`"seq":`)
+	for {
+		_, b, err := conn.Read(context.Background())
+		if err != nil {
+			if os.Getenv("STREAMING_DEBUG") != "" {
+				fmt.Fprintln(os.Stderr, "read:", err)
+			}
+			return
+		}
+		if os.Getenv("STREAMING_DEBUG") != "" {
+			fmt.Fprintf(os.Stderr, "frame: %.300s\n", b)
+		}
+		at := time.Now()
+		switch {
+		case bytes.Contains(b, []byte(`"type":"next"`)):
+			i := bytes.Index(b, key)
+			if i < 0 {
+				continue // a whole message
+			}
+			j := i + len(key)
+			k := j
+			for k < len(b) && b[k] >= '0' && b[k] <= '9' {
+				k++
+			}
+			if seq, err := strconv.Atoi(string(b[j:k])); err == nil {
+				got(seq, at)
+			}
+		case bytes.Contains(b, []byte(`"type":"ping"`)):
+			conn.Write(context.Background(), websocket.MessageText, []byte(`{"type":"pong"}`))
+		}
+	}
+}
+
+func pct(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	i := int(float64(len(ds)-1) * p / 100)
+	return ds[i]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+// server is the parley serve process under test.
+type server struct {
+	cmd    *exec.Cmd
+	url    string
+	exited chan struct{}
+}
+
+var servingLine = regexp.MustCompile(`serving GraphQL at (http://[^ ]+)/graphql`)
+
+func startServer(ctx context.Context, bin, dsn, logPath string) (*server, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(bin, "--log-level", "warn", "serve", "--database-url", dsn, "--addr", "127.0.0.1:0")
+	cmd.Stderr = logFile
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	s := &server{cmd: cmd, exited: make(chan struct{})}
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
+				urls <- m[1]
+			}
+		}
+	}()
+	go func() {
+		cmd.Wait()
+		close(s.exited)
+	}()
+	select {
+	case s.url = <-urls:
+		return s, nil
+	case <-s.exited:
+		return nil, fmt.Errorf("%s exited before serving; see %s", bin, logPath)
+	case <-time.After(time.Minute):
+		s.stop()
+		return nil, fmt.Errorf("%s did not serve within a minute; see %s", bin, logPath)
+	case <-ctx.Done():
+		s.stop()
+		return nil, ctx.Err()
+	}
+}
+
+func (s *server) stop() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(20 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// cpuTime returns the CPU time the server has used so far (user and system).
+func (s *server) cpuTime() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return time.Duration(utime+stime) * time.Second / 100, nil // USER_HZ
+}
+
+// loadAverage is the machine's 1-minute load average, or "unknown".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
+}

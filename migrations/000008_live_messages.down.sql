@@ -1,0 +1,15 @@
+DROP TABLE message_deltas;
+DROP INDEX messages_lease_idx;
+DROP INDEX messages_client_id_idx;
+ALTER TABLE messages
+    DROP CONSTRAINT messages_streaming_lease,
+    DROP COLUMN lease_until,
+    DROP COLUMN first_delta_at,
+    DROP COLUMN lease_seconds,
+    DROP COLUMN stream_format,
+    DROP COLUMN stream_seq,
+    DROP COLUMN provenance,
+    DROP COLUMN body_digest,
+    DROP COLUMN client_message_id,
+    DROP COLUMN status_reason,
+    DROP COLUMN status;

@@ -1,0 +1,118 @@
+package realtime
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/parley-dev/parley"
+)
+
+// LiveStore is what a Hub reads for live subscribers (SubscribeStream). db.DB
+// implements it.
+type LiveStore interface {
+	// StreamStart returns where a subscriber without a cursor starts. Returns ENOTFOUND.
+	StreamStart(ctx context.Context, conversationID string) (int, error)
+	// StreamAfter reads what a subscriber at c has not had (parley.StreamRead); more
+	// says another read may find more. Returns ENOTFOUND when the conversation is gone.
+	StreamAfter(ctx context.Context, conversationID string, c parley.StreamCursor, limit int) (parley.StreamRead, bool, error)
+}
+
+var _ parley.LiveEventService = (*Hub)(nil)
+
+// errNoLiveStore is what SubscribeStream answers when the Hub's store cannot serve it.
+var errNoLiveStore = &parley.Error{Code: parley.EUNAVAILABLE, Message: "Live message streams are not available on this server."}
+
+// SubscribeStream implements parley.LiveEventService. Like the other streams it
+// registers before it reads, re-reads after every wake-up (deltas wake it too), and
+// shares each read with the conversation's subscribers at the same cursor: a stream
+// watched by many costs one read per append, not one per subscriber.
+func (f *Hub) SubscribeStream(ctx context.Context, conversationID string, after *parley.StreamCursor) (parley.StreamSubscription, error) {
+	store, ok := f.store.(LiveStore)
+	if !ok {
+		return nil, errNoLiveStore
+	}
+	id, err := canonical(conversationID)
+	if err != nil {
+		return nil, err
+	}
+	owner, ok := parley.OwnerFrom(ctx)
+	if !ok {
+		return nil, errNoOwner
+	}
+	w, cancel := f.watch(ctx, id, liveKind)
+	var cur parley.StreamCursor
+	if after != nil {
+		cur = *after
+	} else if cur.Position, err = store.StreamStart(ctx, id); err != nil {
+		cancel()
+		return nil, err
+	}
+	w.started.Store(true)
+	return &liveStream{f: f, store: store, conv: id, owner: owner, w: w, cancel: cancel, cur: cur, stale: true}, nil
+}
+
+// liveStream delivers a conversation's messages and appends after cur.
+type liveStream struct {
+	f       *Hub
+	store   LiveStore
+	conv    string
+	owner   string
+	w       *watcher
+	cancel  func()
+	cur     parley.StreamCursor
+	pending []parley.StreamEvent
+	stale   bool
+}
+
+// liveRead is one shared read: what it found and whether there may be more.
+type liveRead struct {
+	r    parley.StreamRead
+	more bool
+}
+
+// Next implements parley.StreamSubscription.
+func (s *liveStream) Next(ctx context.Context) (parley.StreamEvent, error) {
+	for {
+		if s.w.woken() {
+			s.stale = true
+		}
+		if len(s.pending) > 0 {
+			ev := s.pending[0]
+			s.pending = s.pending[1:]
+			s.cur = ev.Cursor
+			return ev, nil
+		}
+		if s.stale {
+			cur, conv, size := s.cur, s.conv, s.f.cfg.PageSize
+			res, err := s.f.read(ctx, s.w.t, "s"+openKey(cur), s.owner, conv, int64(cur.Position), func(ctx context.Context) (any, error) {
+				r, more, err := s.store.StreamAfter(ctx, conv, cur, size)
+				return liveRead{r, more}, err
+			})
+			if err != nil {
+				s.cancel()
+				return parley.StreamEvent{}, err
+			}
+			lr := res.(liveRead)
+			s.pending = cur.Advance(lr.r)
+			s.stale = lr.more
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			s.cancel()
+			return parley.StreamEvent{}, ctx.Err()
+		case <-s.w.c:
+			s.stale = true
+		}
+	}
+}
+
+// openKey tells shared reads apart by the open messages of their cursor.
+func openKey(c parley.StreamCursor) string {
+	var sb strings.Builder
+	for _, o := range c.Open {
+		sb.WriteString(strconv.Itoa(o.Position) + "." + strconv.Itoa(o.Seq) + ";")
+	}
+	return sb.String()
+}

@@ -1,0 +1,173 @@
+package realtime_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const streamQuery = `subscription($c: ID!, $a: String) { messageStream(conversationId: $c, after: $a) {
+	cursor
+	message { ... on MessageBase { id position messageStatus } ... on TextMessage { text } }
+	delta { messageId position seq deltas { kind index text } } } }`
+
+// streamEvent is one messageStream event as received.
+type streamEvent struct {
+	Cursor  string
+	Message *struct {
+		ID            string
+		Position      int
+		MessageStatus string
+		Text          string
+	}
+	Delta *struct {
+		MessageID string
+		Position  int
+		Seq       int
+		Deltas    []struct {
+			Kind  string
+			Index int
+			Text  string
+		}
+	}
+}
+
+// streamEvents decodes what s received.
+func streamEvents(t *testing.T, s *sub) []streamEvent {
+	t.Helper()
+	s.mu.Lock()
+	raw := slices.Clone(s.raw)
+	s.mu.Unlock()
+	out := make([]streamEvent, len(raw))
+	for i, r := range raw {
+		if err := json.Unmarshal(r, &out[i]); err != nil {
+			t.Fatalf("event %d: %v: %s", i, err, r)
+		}
+	}
+	return out
+}
+
+// waitStream waits until s has received an event for which done holds.
+func waitStream(t *testing.T, s *sub, done func(streamEvent) bool) []streamEvent {
+	t.Helper()
+	var evs []streamEvent
+	waitUntil(t, "the stream's event", s.changed, func() bool {
+		evs = streamEvents(t, s)
+		_, errs, completed := s.snapshot()
+		if len(errs) > 0 || completed {
+			t.Fatalf("subscription ended: errors %s", errs)
+		}
+		return slices.ContainsFunc(evs, done)
+	})
+	return evs
+}
+
+// checkStream checks that evs is one message delivered whole, then its appends after the
+// number it was delivered at, exactly once and in order, then the message whole again,
+// COMPLETED, beginning with the text the deltas make; it returns the completed text. A
+// subscriber still behind when the message ends gets the completed message instead of
+// the appends it had not had (they are folded into it), so the appends may stop short.
+func checkStream(t *testing.T, name string, evs []streamEvent) string {
+	t.Helper()
+	if len(evs) == 0 || evs[0].Message == nil || evs[0].Message.MessageStatus != "STREAMING" {
+		t.Fatalf("%s: the first event is not the streaming message: %+v", name, evs[:min(1, len(evs))])
+	}
+	text := evs[0].Message.Text
+	seq := -1
+	for i, ev := range evs[1 : len(evs)-1] {
+		if ev.Delta == nil {
+			t.Fatalf("%s: event %d is not a delta: %+v", name, i+1, ev)
+		}
+		if seq >= 0 && ev.Delta.Seq != seq+1 {
+			t.Fatalf("%s: event %d has seq %d after %d", name, i+1, ev.Delta.Seq, seq)
+		}
+		seq = ev.Delta.Seq
+		for _, d := range ev.Delta.Deltas {
+			text += d.Text
+		}
+	}
+	last := evs[len(evs)-1]
+	if last.Message == nil || last.Message.MessageStatus != "COMPLETED" {
+		t.Fatalf("%s: the last event is not the completed message: %+v", name, last)
+	}
+	if !strings.HasPrefix(last.Message.Text, text) {
+		t.Errorf("%s: the deltas make %d bytes that do not begin the completed message's %d", name, len(text), len(last.Message.Text))
+	}
+	t.Logf("%s: %d deltas before the completed message", name, len(evs)-2)
+	return last.Message.Text
+}
+
+// TestStreamAcrossReplicas: a 500-append stream written through one replica reaches
+// subscribers of another exactly once and in order, and the stored text is the deltas
+// concatenated; a subscriber that resumes from the cursor of its 200th delta gets the
+// rest, and nothing twice.
+func TestStreamAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	const appends = 500
+	a := newReplica(t, "", replicaOptions{})
+	b := newReplica(t, a.DSN, replicaOptions{})
+	conv := a.CreateConversation(t, "live")
+	c := dial(t, b.URL, transportWS)
+	subs := []*sub{
+		c.subscribe(t, streamQuery, map[string]any{"c": conv}),
+		c.subscribe(t, streamQuery, map[string]any{"c": conv}),
+	}
+	pollUntil(t, "the subscribers to start", func() bool { return b.Hub.Stats().Subscribers == len(subs) })
+
+	data, err := post(a.URL, `mutation($c: ID!) { startMessage(conversationId: $c) { node { ... on MessageBase { id } } } }`, map[string]any{"c": conv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started struct {
+		StartMessage struct{ Node struct{ ID string } }
+	}
+	if err := json.Unmarshal(data, &started); err != nil {
+		t.Fatal(err)
+	}
+	id := started.StartMessage.Node.ID
+	var want strings.Builder
+	var resumed *sub
+	for i := 1; i <= appends; i++ {
+		piece := fmt.Sprintf("d%d ", i)
+		want.WriteString(piece)
+		if _, err := post(a.URL, `mutation($m: ID!, $s: Int!, $d: [MessageDeltaInput!]!) { appendMessageDeltas(messageId: $m, seq: $s, deltas: $d) { seq } }`,
+			map[string]any{"m": id, "s": i, "d": []map[string]any{{"kind": "TEXT", "index": 0, "text": piece}}}); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		if i == 250 {
+			// A subscriber that dropped after its 200th delta resumes from its cursor.
+			evs := waitStream(t, subs[0], func(ev streamEvent) bool { return ev.Delta != nil && ev.Delta.Seq == 200 })
+			k := slices.IndexFunc(evs, func(ev streamEvent) bool { return ev.Delta != nil && ev.Delta.Seq == 200 })
+			resumed = c.subscribe(t, streamQuery, map[string]any{"c": conv, "a": evs[k].Cursor})
+		}
+	}
+	if _, err := post(a.URL, `mutation($m: ID!) { completeMessage(messageId: $m) { __typename } }`, map[string]any{"m": id}); err != nil {
+		t.Fatal(err)
+	}
+	done := func(ev streamEvent) bool { return ev.Message != nil && ev.Message.MessageStatus == "COMPLETED" }
+	for i, s := range subs {
+		evs := waitStream(t, s, done)
+		if got := checkStream(t, fmt.Sprintf("subscriber %d", i), evs); got != want.String() {
+			t.Errorf("subscriber %d: got %d bytes of text, want %d", i, len(got), want.Len())
+		}
+	}
+	evs := waitStream(t, resumed, done)
+	if len(evs) == 0 || evs[0].Delta == nil || evs[0].Delta.Seq != 201 {
+		t.Fatalf("the resumed subscriber starts with %+v, want delta 201", evs[:min(1, len(evs))])
+	}
+	text := ""
+	for i, ev := range evs[:len(evs)-1] {
+		if ev.Delta == nil || ev.Delta.Seq != 201+i {
+			t.Fatalf("resumed: event %d is %+v, want delta %d", i, ev, 201+i)
+		}
+		text += ev.Delta.Deltas[0].Text
+	}
+	if rest := want.String()[strings.Index(want.String(), "d201 "):]; !strings.HasPrefix(rest, text) || !strings.HasPrefix(text, "d201 ") {
+		t.Errorf("resumed: got %q..., which does not continue the text from delta 201", text[:min(40, len(text))])
+	}
+	if evs[len(evs)-1].Message.Text != want.String() {
+		t.Errorf("resumed: the completed message differs from the deltas sent")
+	}
+}
