@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/parley
 
-.PHONY: run build test test-go test-fuzz test-e2e deps deps-e2e generate vet fmt bench bench-go bench-realtime bench-streaming clean
+.PHONY: run build test test-go test-fuzz test-e2e deps deps-e2e generate vet fmt bench bench-go bench-realtime bench-streaming clean release-snapshot release-reproducible
 
 run: deps build
 	./$(BIN) serve $(ARGS)
@@ -76,5 +76,26 @@ bench-realtime: deps build
 bench-streaming: deps build
 	$(GO) run ./bench/streaming -parley $(BIN) $(STREAMING_ARGS)
 
+# GoReleaser builds the release archives (.goreleaser.yaml). It is installed from the Go
+# module proxy at a pinned version: v2.17.1 is the newest that builds with Go 1.26
+# (v2.18 needs Go 1.27).
+GORELEASER_VERSION := v2.17.1
+GORELEASER := $(shell $(GO) env GOPATH)/bin/goreleaser
+
+$(GORELEASER):
+	GOFLAGS= $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
+
+# release-snapshot builds every release archive (linux, darwin; amd64, arm64) and
+# checksums.txt into dist/, as a tagged release would, without publishing anything.
+release-snapshot: $(GORELEASER)
+	$(GORELEASER) release --snapshot --clean --skip=publish
+
+# release-reproducible builds the snapshot twice and checks that both give the same
+# checksums: the same commit must give the same bytes.
+release-reproducible: release-snapshot
+	cp dist/checksums.txt dist.checksums.first
+	$(GORELEASER) release --snapshot --clean --skip=publish
+	@if diff -u dist.checksums.first dist/checksums.txt; then echo "reproducible: both builds gave the same checksums"; rm -f dist.checksums.first; else echo "not reproducible"; rm -f dist.checksums.first; exit 1; fi
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

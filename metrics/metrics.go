@@ -7,7 +7,9 @@ package metrics
 
 import (
 	"context"
+	"database/sql"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -15,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/parley-dev/parley/internal/buildinfo"
 )
 
 // Metrics holds the server's collectors. Its methods are safe for concurrent use; a nil
@@ -26,6 +30,7 @@ type Metrics struct {
 	subscriptions prometheus.Gauge
 	reconnects    prometheus.Counter
 	lag           prometheus.Histogram
+	refused       *prometheus.CounterVec
 }
 
 // New returns a Metrics with its collectors registered, beside Go's and the process's.
@@ -59,14 +64,49 @@ func New() *Metrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}),
 	}
-	m.reg.MustRegister(m.requests, m.duration, m.subscriptions, m.reconnects, m.lag,
+	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "parley_http_refused_total",
+		Help: "Requests to /graphql answered with an error before GraphQL read them, by HTTP status: " +
+			"401 unauthenticated, 403 origin or cross-origin refused, 405, 406, 413 body too large, 415, 421 local mode, 429 rate limited, 400 unreadable body.",
+	}, []string{"status"})
+	m.reg.MustRegister(m.requests, m.duration, m.subscriptions, m.reconnects, m.lag, m.refused, buildInfo(buildinfo.Get()),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// buildInfo is the parley_build_info gauge: always 1, its labels saying which build
+// runs, as Prometheus's own *_build_info metrics do (join on it to label other series).
+func buildInfo(i buildinfo.Info) prometheus.Collector {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "parley_build_info",
+		Help: "Which build of Parley is running: its module version, VCS revision and Go toolchain. Always 1.",
+		ConstLabels: prometheus.Labels{
+			"version": i.Version, "revision": i.ShortRevision(), "goversion": i.GoVersion,
+		},
+	})
+	g.Set(1)
+	return g
 }
 
 // Handler serves the metrics in Prometheus's text (or OpenMetrics) format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Refused counts a request refused before GraphQL read it, with its HTTP status.
+func (m *Metrics) Refused(status int) {
+	if m != nil {
+		m.refused.WithLabelValues(strconv.Itoa(status)).Inc()
+	}
+}
+
+// RegisterDB exports the connection pool's statistics (database/sql's DBStats: open,
+// in use and idle connections, waits for a connection and their total time,
+// connections closed for each reason) as go_sql_* metrics labelled db_name="parley".
+func (m *Metrics) RegisterDB(db *sql.DB) {
+	if m != nil {
+		m.reg.MustRegister(collectors.NewDBStatsCollector(db, "parley"))
+	}
 }
 
 // ListenerReconnected counts a reconnection of the database listener.

@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/parley-dev/parley/config"
+	"github.com/parley-dev/parley/internal/buildinfo"
 )
 
 func main() {
@@ -33,8 +34,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Usage:     "store LLM conversation history and serve it over GraphQL",
 		Writer:    stdout,
 		ErrWriter: stderr,
+		Version:   buildinfo.Get().String(),
 		Flags:     flagsOf(config.Global),
 		Commands: []*cli.Command{
+			versionCommand(stdout),
 			serveCommand(stdout, stderr),
 			migrateCommand(stdout, stderr),
 			importCommand(stdout, stderr), exportCommand(stdout, stderr),
@@ -45,8 +48,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return app.Run(ctx, args)
 }
 
+func init() {
+	// --version prints what `parley version` prints.
+	cli.VersionPrinter = func(cmd *cli.Command) {
+		fmt.Fprintf(cmd.Root().Writer, "parley %s\n", cmd.Root().Version)
+	}
+}
+
+// versionCommand prints the build's version, VCS revision and Go toolchain, as
+// --version does.
+func versionCommand(stdout io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print the version, the VCS revision it was built from and the Go toolchain",
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			_, err := fmt.Fprintf(stdout, "parley %s\n", buildinfo.Get())
+			return err
+		},
+	}
+}
+
 // clientVersion is how Parley names its version to MCP servers and tracers.
-const clientVersion = "0.1.0"
+var clientVersion = buildinfo.Get().Version
 
 // logger builds the slog logger the configuration asks for (--log-level, --log-format).
 func logger(cfg config.Config, stderr io.Writer) (*slog.Logger, error) {
