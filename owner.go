@@ -65,6 +65,10 @@ type Principal struct {
 	Method string
 	// TokenID names the API token used, for logs ("" for other methods).
 	TokenID string
+	// ReadOnly credentials (an API token made with --read-only, a JWT whose scopes
+	// grant reading only) may query and subscribe, never mutate: every mutation is
+	// refused with EFORBIDDEN, over every transport.
+	ReadOnly bool
 }
 
 // Authenticator turns a bearer credential into the principal it stands for.
@@ -85,6 +89,8 @@ type APIToken struct {
 	LastUsedAt *time.Time
 	ExpiresAt  *time.Time
 	RevokedAt  *time.Time
+	// ReadOnly tokens may read and subscribe, never write.
+	ReadOnly bool
 }
 
 // TokenPrefix starts every API token, so that the server (and secret scanners) can tell
@@ -94,9 +100,10 @@ const TokenPrefix = "prl_"
 // TokenService stores API tokens.
 type TokenService interface {
 	// CreateToken makes a token for owner, named name ("" for none), valid until
-	// expiresAt (nil for ever), and returns it with its secret, which is not stored and
-	// cannot be shown again. Returns EINVALID for a bad owner, name or expiry.
-	CreateToken(ctx context.Context, owner, name string, expiresAt *time.Time) (*APIToken, string, error)
+	// expiresAt (nil for ever), allowed to read only when readOnly, and returns it with
+	// its secret, which is not stored and cannot be shown again. Returns EINVALID for a
+	// bad owner, name or expiry.
+	CreateToken(ctx context.Context, owner, name string, expiresAt *time.Time, readOnly bool) (*APIToken, string, error)
 	// RevokeToken revokes the token with this id, or this token (its secret). Returns
 	// ENOTFOUND when there is none; revoking a revoked token is not an error.
 	RevokeToken(ctx context.Context, idOrSecret string) (*APIToken, error)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/parley-dev/parley"
 )
@@ -20,13 +21,39 @@ type Auth struct {
 	JWTSecret string `yaml:"jwt_secret"`
 	// JWKSFile is a JSON Web Key Set file whose public keys verify JWTs.
 	JWKSFile string `yaml:"jwks_file"`
+	// JWKSURL is an identity provider's JSON Web Key Set, fetched at start and
+	// refreshed every JWKSRefresh (default 1h) and when a JWT names an unknown key.
+	JWKSURL     string   `yaml:"jwks_url"`
+	JWKSRefresh Duration `yaml:"jwks_refresh"`
+	// OwnerClaim is the JWT claim naming the owner (default sub).
+	OwnerClaim string `yaml:"owner_claim"`
 	// Issuer and Audience, when set, must match a JWT's iss and aud.
 	Issuer   string `yaml:"issuer"`
 	Audience string `yaml:"audience"`
 }
 
 // Configured reports whether any authentication is configured.
-func (a Auth) Configured() bool { return a.Tokens || a.JWTSecret != "" || a.JWKSFile != "" }
+func (a Auth) Configured() bool {
+	return a.Tokens || a.JWTSecret != "" || a.JWKSFile != "" || a.JWKSURL != ""
+}
+
+// The defaults of JWT verification.
+const (
+	DefaultOwnerClaim  = "sub"
+	DefaultJWKSRefresh = time.Hour
+)
+
+func (a *Auth) applyDefaults() {
+	if a.OwnerClaim == "" {
+		a.OwnerClaim = DefaultOwnerClaim
+	}
+	if a.JWKSRefresh == 0 {
+		a.JWKSRefresh = Duration(DefaultJWKSRefresh)
+	}
+}
+
+// JWT reports whether JWTs are accepted.
+func (a Auth) JWT() bool { return a.JWTSecret != "" || a.JWKSFile != "" || a.JWKSURL != "" }
 
 // Limits bound what one request may ask for; see graph.Limits. Zero keys take the
 // defaults.
@@ -107,8 +134,22 @@ func (c *Config) validateAuthAndLimits() error {
 	if c.Auth.JWTSecret != "" && len(c.Auth.JWTSecret) < 32 {
 		return keyError("auth.jwt_secret", "must be at least 32 bytes: an HS256 secret shorter than its hash can be guessed")
 	}
-	if (c.Auth.Issuer != "" || c.Auth.Audience != "") && c.Auth.JWTSecret == "" && c.Auth.JWKSFile == "" {
-		return keyError("auth.issuer", "issuer and audience apply to JWTs: give auth.jwt_secret or auth.jwks_file too")
+	if (c.Auth.Issuer != "" || c.Auth.Audience != "") && !c.Auth.JWT() {
+		return keyError("auth.issuer", "issuer and audience apply to JWTs: give auth.jwt_secret, auth.jwks_file or auth.jwks_url too")
+	}
+	if c.Auth.JWKSURL != "" {
+		if u, err := url.Parse(c.Auth.JWKSURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return keyError("auth.jwks_url", fmt.Sprintf("%q is not an http(s) URL", c.Auth.JWKSURL))
+		}
+	}
+	if c.Auth.JWKSRefresh < 0 {
+		return keyError("auth.jwks_refresh", "must be positive")
+	}
+	if c.Auth.OwnerClaim != "" && strings.TrimSpace(c.Auth.OwnerClaim) != c.Auth.OwnerClaim {
+		return keyError("auth.owner_claim", fmt.Sprintf("%q has spaces around it", c.Auth.OwnerClaim))
+	}
+	if err := c.RateLimits.validate(); err != nil {
+		return err
 	}
 	for i, o := range c.HTTP.TrustedOrigins {
 		if u, err := url.Parse(o); err != nil || u.Scheme == "" || u.Host == "" || (u.Path != "" && u.Path != "/") {

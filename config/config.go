@@ -24,17 +24,18 @@ import (
 
 // Config is the whole configuration file.
 type Config struct {
-	Workspace Workspace                                `yaml:"workspace"`
-	Agents    map[parley.AgentRole][]parley.Permission `yaml:"agents"`
-	Tools     Tools                                    `yaml:"tools"`
-	MCP       MCP                                      `yaml:"mcp"`
-	Vision    Vision                                   `yaml:"vision"`
-	OCR       OCR                                      `yaml:"ocr"`
-	Fetch     Fetch                                    `yaml:"fetch"`
-	Auth      Auth                                     `yaml:"auth"`
-	Limits    Limits                                   `yaml:"limits"`
-	HTTP      HTTP                                     `yaml:"http"`
-	Render    Render                                   `yaml:"render"`
+	Workspace  Workspace                                `yaml:"workspace"`
+	Agents     map[parley.AgentRole][]parley.Permission `yaml:"agents"`
+	Tools      Tools                                    `yaml:"tools"`
+	MCP        MCP                                      `yaml:"mcp"`
+	Vision     Vision                                   `yaml:"vision"`
+	OCR        OCR                                      `yaml:"ocr"`
+	Fetch      Fetch                                    `yaml:"fetch"`
+	Auth       Auth                                     `yaml:"auth"`
+	Limits     Limits                                   `yaml:"limits"`
+	RateLimits RateLimits                               `yaml:"rate_limits"`
+	HTTP       HTTP                                     `yaml:"http"`
+	Render     Render                                   `yaml:"render"`
 	// Process is what only flags and the environment set: it is not in the file.
 	Process Process `yaml:"-"`
 }
@@ -297,6 +298,8 @@ func (c *Config) applyDefaults() {
 		c.Fetch.Timeout = Duration(DefaultFetchTimeout)
 	}
 	c.Limits.applyDefaults()
+	c.RateLimits.applyDefaults()
+	c.Auth.applyDefaults()
 	if c.HTTP.Introspection == nil {
 		on := true
 		c.HTTP.Introspection = &on

@@ -39,9 +39,10 @@ type tokenRow struct {
 	LastUsedAt sql.NullTime `db:"last_used_at"`
 	ExpiresAt  sql.NullTime `db:"expires_at"`
 	RevokedAt  sql.NullTime `db:"revoked_at"`
+	ReadOnly   bool         `db:"read_only"`
 }
 
-const tokenColumns = `id, owner, name, created_at, last_used_at, expires_at, revoked_at`
+const tokenColumns = `id, owner, name, created_at, last_used_at, expires_at, revoked_at, read_only`
 
 func nullTimePtr(t sql.NullTime) *time.Time {
 	if !t.Valid {
@@ -55,11 +56,12 @@ func (r *tokenRow) token() *parley.APIToken {
 	return &parley.APIToken{
 		ID: tokenID(r.ID), Owner: r.Owner, Name: r.Name, CreatedAt: r.CreatedAt,
 		LastUsedAt: nullTimePtr(r.LastUsedAt), ExpiresAt: nullTimePtr(r.ExpiresAt), RevokedAt: nullTimePtr(r.RevokedAt),
+		ReadOnly: r.ReadOnly,
 	}
 }
 
 // CreateToken implements parley.TokenService.
-func (db *DB) CreateToken(ctx context.Context, owner, name string, expiresAt *time.Time) (*parley.APIToken, string, error) {
+func (db *DB) CreateToken(ctx context.Context, owner, name string, expiresAt *time.Time, readOnly bool) (*parley.APIToken, string, error) {
 	owner, err := parley.CleanOwner(owner)
 	if err != nil {
 		return nil, "", err
@@ -79,9 +81,9 @@ func (db *DB) CreateToken(ctx context.Context, owner, name string, expiresAt *ti
 	err = db.transact(ctx, func(tx *txn) error {
 		// The expiry is checked against the insert's own time, read along; a token
 		// already expired is refused and rolled back.
-		if err := tx.GetContext(ctx, &row, `INSERT INTO api_tokens (owner, name, token_sha256, expires_at)
-			VALUES ($1, $2, $3, $4) RETURNING `+tokenColumns+`, transaction_timestamp() AS tx_now`,
-			owner, name, hashToken(secret), expiresAt); err != nil {
+		if err := tx.GetContext(ctx, &row, `INSERT INTO api_tokens (owner, name, token_sha256, expires_at, read_only)
+			VALUES ($1, $2, $3, $4, $5) RETURNING `+tokenColumns+`, transaction_timestamp() AS tx_now`,
+			owner, name, hashToken(secret), expiresAt, readOnly); err != nil {
 			return err
 		}
 		return parley.CheckTokenExpiry(expiresAt, row.Now)
@@ -216,7 +218,7 @@ func (db *DB) AuthenticateToken(ctx context.Context, secret string) (*parley.Pri
 		WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`, row.ID); err != nil {
 		db.log.WarnContext(ctx, "cannot record a token's use", "token", tokenID(row.ID), "err", err)
 	}
-	p := &parley.Principal{Owner: row.Owner, Method: "token", TokenID: tokenID(row.ID)}
+	p := &parley.Principal{Owner: row.Owner, Method: "token", TokenID: tokenID(row.ID), ReadOnly: row.ReadOnly}
 	if row.ExpiresAt.Valid {
 		p.ExpiresAt = row.ExpiresAt.Time
 	}

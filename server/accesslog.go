@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley/graph/transport"
+	"github.com/parley-dev/parley/metrics"
 )
 
 // statusRecorder remembers the status a handler wrote. It passes Flush and Unwrap
@@ -31,18 +32,37 @@ func (s *statusRecorder) Flush() {
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // withAccessLog logs every request once it is answered: method, path, status, duration
-// and request id.
-func withAccessLog(log *slog.Logger, next http.Handler) http.Handler {
+// in milliseconds, request id, and for GraphQL requests the owner it acted for and the
+// operation it ran (the log handler adds the trace id). A request refused before it
+// reached GraphQL (401, 403, 405, 413, 421, 429...) is counted by m, by status.
+func withAccessLog(log *slog.Logger, m *metrics.Metrics, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
-		next.ServeHTTP(rec, r)
+		ctx, ri := withRequestInfo(r.Context())
+		next.ServeHTTP(rec, r.WithContext(ctx))
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
-		log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+		owner, op, opType, reached := ri.get()
+		attrs := []slog.Attr{
 			slog.String("method", r.Method), slog.String("path", r.URL.Path),
-			slog.Int("status", rec.status), slog.Duration("duration", time.Since(start)),
-			slog.String("requestId", transport.RequestID(r.Context())))
+			slog.Int("status", rec.status),
+			slog.Float64("durationMs", float64(time.Since(start).Microseconds())/1000),
+			slog.String("requestId", transport.RequestID(r.Context())),
+		}
+		if owner != "" {
+			attrs = append(attrs, slog.String("owner", owner))
+		}
+		if opType != "" {
+			attrs = append(attrs, slog.String("operationType", opType))
+		}
+		if op != "" {
+			attrs = append(attrs, slog.String("operation", op))
+		}
+		log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+		if r.URL.Path == "/graphql" && !reached && rec.status >= 400 {
+			m.Refused(rec.status)
+		}
 	})
 }

@@ -56,6 +56,7 @@ func principalFrom(ctx context.Context) *parley.Principal {
 }
 
 func withPrincipal(ctx context.Context, p *parley.Principal) context.Context {
+	requestInfoFrom(ctx).setOwner(p.Owner)
 	return parley.WithOwner(context.WithValue(ctx, principalKey{}, p), p.Owner)
 }
 

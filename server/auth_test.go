@@ -43,7 +43,7 @@ func authServer(t *testing.T) *testserver.Server {
 // token makes an API token for owner in srv's store.
 func token(t *testing.T, srv *testserver.Server, owner string, expires *time.Time) (string, *parley.APIToken) {
 	t.Helper()
-	tok, secret, err := srv.Store.CreateToken(context.Background(), owner, "test", expires)
+	tok, secret, err := srv.Store.CreateToken(context.Background(), owner, "test", expires, false)
 	if err != nil {
 		t.Fatalf("create token: %v", err)
 	}

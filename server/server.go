@@ -64,6 +64,9 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	// Renderer renders messages' html fields; nil is render.New with the defaults.
 	Renderer *render.Renderer
+	// RateLimits bound each owner's requests and writes (ratelimit.go); zero rates, and
+	// local mode, have none.
+	RateLimits RateLimits
 }
 
 // New returns the server's handler: the playground at /, GraphQL at /graphql, and
@@ -94,6 +97,10 @@ func New(cfg Config) http.Handler {
 	if rev != nil {
 		gqlCfg.WebsocketCheck = rev.checkOperation
 	}
+	gqlCfg.Extensions = append(gqlCfg.Extensions, operationInfo{}, readOnly{})
+	if l := newOwnerLimiter(cfg.RateLimits.Writes, cfg.RateLimits.WritesBurst); l != nil {
+		gqlCfg.Extensions = append(gqlCfg.Extensions, writeLimit{l})
+	}
 	if cfg.TracerProvider != nil {
 		gqlCfg.Extensions = append([]graphql.HandlerExtension{tracing.GraphQL(cfg.TracerProvider)}, gqlCfg.Extensions...)
 	}
@@ -103,7 +110,8 @@ func New(cfg Config) http.Handler {
 	// A page on a trusted origin may also open websockets: that origin may already do
 	// more with fetch.
 	gqlCfg.WebsocketOrigins = append(slices.Clip(gqlCfg.WebsocketOrigins), cfg.TrustedOrigins...)
-	endpoint := withOrigins(gqlCfg.WebsocketOrigins, withAuth(cfg.Auth, rev, graph.NewHandler(resolver, gqlCfg)))
+	endpoint := withOrigins(gqlCfg.WebsocketOrigins, withAuth(cfg.Auth, rev,
+		withRateLimit(newOwnerLimiter(cfg.RateLimits.Requests, cfg.RateLimits.RequestsBurst), graph.NewHandler(resolver, gqlCfg))))
 	endpoint, err := withCSRF(cfg.TrustedOrigins, endpoint)
 	if err != nil {
 		panic("server: " + err.Error()) // checked with the configuration
@@ -132,7 +140,7 @@ func New(cfg Config) http.Handler {
 		}
 		w.Write([]byte("ok\n"))
 	})
-	return withRequestID(withAccessLog(cfg.Logger, mux))
+	return withRequestID(withAccessLog(cfg.Logger, cfg.Metrics, mux))
 }
 
 // liveEvents returns events as the service of messageStream, when it is one (a

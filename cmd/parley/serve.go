@@ -14,6 +14,7 @@ import (
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/config"
 	"github.com/parley-dev/parley/graph"
+	"github.com/parley-dev/parley/internal/buildinfo"
 	"github.com/parley-dev/parley/internal/wire"
 	"github.com/parley-dev/parley/server"
 )
@@ -35,11 +36,12 @@ func serveCommand(stdout, stderr io.Writer) *cli.Command {
 
 // runServer runs the server cfg describes until ctx ends, then shuts it down.
 func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) error {
-	tuneGC()
+	memLimit := tuneGC()
 	log, err := logger(cfg, stderr)
 	if err != nil {
 		return err
 	}
+	log.Info("starting", "version", clientVersion, "revision", buildinfo.Get().ShortRevision(), "memoryLimit", memLimit)
 	// Before anything starts: local mode on a reachable address is refused.
 	if err := server.CheckListenAddr(cfg.Process.Addr, cfg.Auth.Configured()); err != nil {
 		return err
@@ -123,5 +125,6 @@ func logAuth(log *slog.Logger, cfg config.Config) {
 		return
 	}
 	log.Info("authentication", "apiTokens", cfg.Auth.Tokens, "jwtHS256", cfg.Auth.JWTSecret != "",
-		"jwks", cfg.Auth.JWKSFile, "issuer", cfg.Auth.Issuer, "audience", cfg.Auth.Audience)
+		"jwks", cfg.Auth.JWKSFile, "jwksURL", cfg.Auth.JWKSURL, "ownerClaim", cfg.Auth.OwnerClaim,
+		"issuer", cfg.Auth.Issuer, "audience", cfg.Auth.Audience)
 }

@@ -28,6 +28,7 @@ func tokenCommand(stdout, stderr io.Writer) *cli.Command {
 					&cli.StringFlag{Name: "owner", Required: true, Usage: "the owner whose conversations the token sees"},
 					&cli.StringFlag{Name: "name", Usage: "a label to recognize the token by"},
 					&cli.DurationFlag{Name: "expires", Usage: "how long the token is valid, e.g. 720h (default: until revoked)"},
+					&cli.BoolFlag{Name: "read-only", Usage: "the token may query and subscribe, never mutate (a read-only frontend, a share link)"},
 					&cli.BoolFlag{Name: "json", Usage: "print the token and its details as JSON"},
 				),
 				Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -40,7 +41,7 @@ func tokenCommand(stdout, stderr io.Writer) *cli.Command {
 						expires = &t
 					}
 					return withStore(ctx, cmd, stderr, func(_ config.Config, s *db.DB) error {
-						tok, secret, err := s.CreateToken(ctx, cmd.String("owner"), cmd.String("name"), expires)
+						tok, secret, err := s.CreateToken(ctx, cmd.String("owner"), cmd.String("name"), expires, cmd.Bool("read-only"))
 						if err != nil {
 							return userError(err)
 						}
@@ -51,8 +52,12 @@ func tokenCommand(stdout, stderr io.Writer) *cli.Command {
 							}{secret, tok})
 						}
 						fmt.Fprintln(stdout, secret)
-						fmt.Fprintf(stderr, "Token %s for owner %q%s. It is shown once: only its hash is stored.\n",
-							tok.ID, tok.Owner, describeExpiry(tok.ExpiresAt))
+						scope := ""
+						if tok.ReadOnly {
+							scope = ", read-only"
+						}
+						fmt.Fprintf(stderr, "Token %s for owner %q%s%s. It is shown once: only its hash is stored.\n",
+							tok.ID, tok.Owner, scope, describeExpiry(tok.ExpiresAt))
 						return nil
 					})
 				},
@@ -96,9 +101,13 @@ func tokenCommand(stdout, stderr io.Writer) *cli.Command {
 							return printJSON(stdout, toks)
 						}
 						tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-						fmt.Fprintln(tw, "ID\tOWNER\tNAME\tCREATED\tLAST USED\tEXPIRES\tSTATUS")
+						fmt.Fprintln(tw, "ID\tOWNER\tNAME\tSCOPE\tCREATED\tLAST USED\tEXPIRES\tSTATUS")
 						for _, t := range toks {
-							fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Owner, t.Name, stamp(&t.CreatedAt),
+							scope := "read-write"
+							if t.ReadOnly {
+								scope = "read-only"
+							}
+							fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Owner, t.Name, scope, stamp(&t.CreatedAt),
 								stamp(t.LastUsedAt), stamp(t.ExpiresAt), tokenStatus(t))
 						}
 						return tw.Flush()

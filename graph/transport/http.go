@@ -35,6 +35,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -115,8 +116,10 @@ func (httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 			return
 		}
 		if err := jsonDecode(bytes.NewReader(body), params); err != nil {
+			// The decoder's message says what and where; the body itself is not echoed
+			// back, which would send a megabyte of error for a megabyte of garbage.
 			writeRequestError(w, http.StatusBadRequest, exec.DispatchError(ctx, gqlerror.List{
-				gqlerror.Errorf("json request body could not be decoded: %+v body:%s", err, string(body))}))
+				gqlerror.Errorf("the JSON request body (%d bytes) could not be decoded: %s", len(body), truncate(err.Error(), 200))}))
 			return
 		}
 	}
@@ -303,4 +306,15 @@ func pick(graphQLResponse bool) string {
 		return mediaGraphQLResponse
 	}
 	return mediaJSON
+}
+
+// truncate cuts s to at most n bytes, at a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }

@@ -82,6 +82,8 @@ type Server struct {
 	Handler    http.Handler
 	stopSweep  context.CancelFunc
 	swept      chan struct{}
+	// closeAuth stops what the authenticator runs (refreshing a JWKS URL).
+	closeAuth func()
 }
 
 // New builds the server cfg describes on the database at cfg.DSN and starts its
@@ -110,9 +112,13 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.Store, err = db.Open(ctx, cfg.DSN, dbc); err != nil {
 		return nil, err
 	}
+	cfg.Metrics.RegisterDB(s.Store.SQL().DB)
 	authn, err := authenticator(cfg, s.Store)
 	if err != nil {
 		return nil, err
+	}
+	if c, ok := authn.(interface{ Close() }); ok {
+		s.closeAuth = c.Close
 	}
 	rc := cfg.Realtime
 	rc.Logger = log
@@ -152,11 +158,24 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		GraphQL:  gql,
 		Renderer: render.New(render.Config{ImageHosts: cfg.Config.Render.ImageHosts}),
 	}
+	if authn != nil {
+		// Local mode has no rate limits: one owner, on one machine.
+		r := cfg.Config.RateLimits
+		sc.RateLimits = server.RateLimits{Requests: deref(r.Requests), RequestsBurst: deref(r.RequestsBurst),
+			Writes: deref(r.Writes), WritesBurst: deref(r.WritesBurst)}
+	}
 	if cfg.Configure != nil {
 		cfg.Configure(&sc)
 	}
 	s.Handler = server.New(sc)
 	return s, nil
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
 
 // Close stops the listener, ends the MCP sessions and closes the store.
@@ -165,6 +184,9 @@ func (s *Server) Close() error {
 	if s.stopSweep != nil {
 		s.stopSweep()
 		<-s.swept
+	}
+	if s.closeAuth != nil {
+		s.closeAuth()
 	}
 	if s.Listener != nil {
 		errs = append(errs, s.Listener.Close())
@@ -188,7 +210,8 @@ func authenticator(cfg Config, store *db.DB) (parley.Authenticator, error) {
 	if !a.Configured() {
 		return nil, nil
 	}
-	ac := auth.Config{JWTSecret: []byte(a.JWTSecret), JWKSFile: a.JWKSFile, Issuer: a.Issuer, Audience: a.Audience}
+	ac := auth.Config{JWTSecret: []byte(a.JWTSecret), JWKSFile: a.JWKSFile, JWKSURL: a.JWKSURL,
+		JWKSRefresh: a.JWKSRefresh.Std(), OwnerClaim: a.OwnerClaim, Issuer: a.Issuer, Audience: a.Audience}
 	if a.Tokens {
 		ac.Tokens = store
 	}
