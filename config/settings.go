@@ -75,7 +75,7 @@ var Settings = []Setting{
 		Field: func(c *Config) any { return &c.Process.IdleTimeout }},
 	{Flag: "max-connections", Env: "PARLEY_MAX_CONNECTIONS", Usage: "the most connections open at once; more wait until one closes", Scope: Serve,
 		Field: func(c *Config) any { return &c.Process.MaxConnections }},
-	{Flag: "metrics-addr", Env: "PARLEY_METRICS_ADDR", Usage: `HOST:PORT to serve Prometheus metrics (/metrics) on, apart from the API; empty: at /metrics on --addr; "off": nowhere`, Scope: Serve,
+	{Flag: "metrics-addr", Env: "PARLEY_METRICS_ADDR", Usage: `HOST:PORT to serve Prometheus metrics (/metrics) on, apart from the API; empty: at /metrics on --addr, or on 127.0.0.1:9464 when authentication is configured; "off": nowhere`, Scope: Serve,
 		Field: func(c *Config) any { return &c.Process.MetricsAddr }},
 	{Flag: "debug-addr", Env: "PARLEY_DEBUG_ADDR", Usage: "HOST:PORT to serve Go's profiles (/debug/pprof/) and runtime counters (/debug/vars) on; off when empty", Scope: Serve,
 		Field: func(c *Config) any { return &c.Process.DebugAddr }},

@@ -15,10 +15,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/XSAM/otelsql"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
@@ -36,7 +38,7 @@ type Config struct {
 	ToolPolicies *parley.ToolPolicies
 	Logger       *slog.Logger
 	// TracerProvider traces each transaction (a span named "db.transaction" under the
-	// request's); nil traces nothing.
+	// request's) and each statement (otelsql); nil traces nothing.
 	TracerProvider trace.TracerProvider
 	// Assemblers make the assembler of each provider stream format that
 	// AppendProviderEvents reads (wire.New sets interop/openai's and interop/anthropic's).
@@ -68,7 +70,18 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	conn := sqlx.NewDb(sql.OpenDB(pc), "postgres")
+	var pool *sql.DB
+	if cfg.TracerProvider != nil {
+		// A span for every statement, reads as well as writes, with the stable
+		// database semantic conventions (db.system.name, db.query.text: Parley's
+		// statements, whose arguments are bound, never inlined).
+		pool = otelsql.OpenDB(pc, otelsql.WithTracerProvider(cfg.TracerProvider),
+			otelsql.WithAttributes(semconv.DBSystemNamePostgreSQL),
+			otelsql.WithSpanOptions(otelsql.SpanOptions{DisableErrSkip: true, OmitConnResetSession: true, OmitRows: true}))
+	} else {
+		pool = sql.OpenDB(pc)
+	}
+	conn := sqlx.NewDb(pool, "postgres")
 	if cfg.MaxOpenConns <= 0 {
 		cfg.MaxOpenConns = 20
 	}
@@ -188,7 +201,7 @@ func (db *DB) transact(ctx context.Context, fn func(tx *txn) error) error {
 // cannot start over (a streamed import, whose input is read as it goes).
 func (db *DB) transactN(ctx context.Context, attempts int, fn func(tx *txn) error) (err error) {
 	ctx, span := db.tracer.Start(ctx, "db.transaction", trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("db.system", "postgresql")))
+		trace.WithAttributes(semconv.DBSystemNamePostgreSQL))
 	attempt := 1
 	defer func() {
 		if attempt > 1 {

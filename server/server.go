@@ -140,7 +140,7 @@ func New(cfg Config) http.Handler {
 		}
 		w.Write([]byte("ok\n"))
 	})
-	return withRequestID(withAccessLog(cfg.Logger, cfg.Metrics, mux))
+	return tracing.Handler(cfg.TracerProvider, withRequestID(withAccessLog(cfg.Logger, cfg.Metrics, mux)))
 }
 
 // liveEvents returns events as the service of messageStream, when it is one (a

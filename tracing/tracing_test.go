@@ -6,15 +6,19 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/parley-dev/parley/auth"
 	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/pgtest"
 	"github.com/parley-dev/parley/internal/testserver"
@@ -80,10 +84,14 @@ func TestSpans(t *testing.T) {
 	post(t, srv.URL, `mutation Create { createConversation(title: "traced") { id } }`, "00-"+traceID+"-00f067aa0ba902b7-01")
 	post(t, srv.URL, `{ conversation(id: "conv_00000000-0000-0000-0000-000000000000") { title } }`, "")
 
-	spans := exp.GetSpans()
+	// The HTTP server spans end once the handler returns, which may be just after the
+	// client has read the response.
+	spans := waitSpans(t, exp, func(s tracetest.SpanStubs) bool { return count(s, "POST /graphql") == 2 })
 	byName := map[string]tracetest.SpanStub{}
 	for _, s := range spans {
-		byName[s.Name] = s
+		if _, seen := byName[s.Name]; !seen {
+			byName[s.Name] = s
+		}
 	}
 	op, ok := byName["mutation Create"]
 	if !ok {
@@ -92,8 +100,18 @@ func TestSpans(t *testing.T) {
 	if got := op.SpanContext.TraceID().String(); got != traceID {
 		t.Errorf("operation span: trace id %s, want the caller's %s", got, traceID)
 	}
-	if op.SpanKind != trace.SpanKindServer {
-		t.Errorf("operation span kind: got %v, want server", op.SpanKind)
+	if op.SpanKind != trace.SpanKindInternal {
+		t.Errorf("operation span kind: got %v, want internal, inside the HTTP request's server span", op.SpanKind)
+	}
+	var httpSpan tracetest.SpanStub
+	for _, s := range spans {
+		if s.Name == "POST /graphql" && s.SpanContext.SpanID() == op.Parent.SpanID() {
+			httpSpan = s
+		}
+	}
+	if httpSpan.SpanKind != trace.SpanKindServer || httpSpan.SpanContext.TraceID().String() != traceID {
+		t.Errorf("the operation's parent: got %q kind %v trace %s, want the server span POST /graphql in the caller's trace",
+			httpSpan.Name, httpSpan.SpanKind, httpSpan.SpanContext.TraceID())
 	}
 	tx, ok := byName["db.transaction"]
 	if !ok {
@@ -117,6 +135,142 @@ func TestSpans(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("failed query's span: attributes %v lack graphql.error.codes [NOT_FOUND]", q.Attributes)
+	}
+}
+
+// waitSpans polls exp until done holds for its spans, for at most 30 s.
+func waitSpans(t *testing.T, exp *tracetest.InMemoryExporter, done func(tracetest.SpanStubs) bool) tracetest.SpanStubs {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		spans := exp.GetSpans()
+		if done(spans) {
+			return spans
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("spans not there after 30 s; got %v", names(spans))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func count(spans tracetest.SpanStubs, name string) int {
+	n := 0
+	for _, s := range spans {
+		if s.Name == name {
+			n++
+		}
+	}
+	return n
+}
+
+func attr(s tracetest.SpanStub, key string) (attribute.Value, bool) {
+	for _, a := range s.Attributes {
+		if string(a.Key) == key {
+			return a.Value, true
+		}
+	}
+	return attribute.Value{}, false
+}
+
+// TestSpansOfRefusedRequests: requests refused before GraphQL runs, without a
+// credential (401) or with a body over the limit (413), still have a server span with
+// their status, and the caller's trace.
+func TestSpansOfRefusedRequests(t *testing.T) {
+	t.Parallel()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	srv := testserver.NewWith(t, testserver.Options{
+		Auth: func(store *db.DB) auth.Config { return auth.Config{Tokens: store} },
+		Configure: func(c *server.Config) {
+			c.TracerProvider = tp
+			c.GraphQL.MaxBodyBytes = 1024
+		},
+	})
+	const traceID = "0af7651916cd43dd8448eb211c80319c"
+	post(t, srv.URL, `{ conversations { totalCount } }`, "00-"+traceID+"-b7ad6b7169203331-01")
+	_, secret, err := srv.Store.CreateToken(context.Background(), "zoe", "", nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := `{"query": "{ conversations { totalCount } }", "variables": {"pad": "` + strings.Repeat("x", 4096) + `"}}`
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/graphql", strings.NewReader(big))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a body over the limit: got %d, want 413", resp.StatusCode)
+	}
+	spans := waitSpans(t, exp, func(s tracetest.SpanStubs) bool { return count(s, "POST /graphql") == 2 })
+	statuses := map[int64]tracetest.SpanStub{}
+	for _, s := range spans {
+		if v, ok := attr(s, "http.response.status_code"); ok && s.Name == "POST /graphql" {
+			statuses[v.AsInt64()] = s
+		}
+	}
+	if s, ok := statuses[401]; !ok || s.SpanContext.TraceID().String() != traceID || s.SpanKind != trace.SpanKindServer {
+		t.Errorf("401: got span %+v, want a server span with http.response.status_code 401 in the caller's trace", s.Name)
+	}
+	if _, ok := statuses[413]; !ok {
+		t.Errorf("413: no server span with http.response.status_code 413 in %v", names(spans))
+	}
+	if count(spans, "query") != 0 {
+		t.Errorf("refused requests ran GraphQL: spans %v", names(spans))
+	}
+}
+
+// TestSpansOfAHistoryRead: a read of a conversation's history, which runs no
+// transaction, has a span for each statement, with the stable database conventions,
+// inside the operation's span.
+func TestSpansOfAHistoryRead(t *testing.T) {
+	t.Parallel()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	srv := tracedServer(t, tp)
+	conv := srv.CreateConversation(t, "history")
+	srv.AddMessage(t, conv, testserver.Text("USER", "hello"))
+	exp.Reset()
+	body, _ := json.Marshal(map[string]any{"query": `query History($c: ID!) { conversation(id: $c) { messages(first: 10) { edges { cursor } } } }`,
+		"variables": map[string]any{"c": conv}})
+	resp, err := http.Post(srv.URL+"/graphql", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	spans := waitSpans(t, exp, func(s tracetest.SpanStubs) bool { return count(s, "POST /graphql") == 1 })
+	var op tracetest.SpanStub
+	for _, s := range spans {
+		if s.Name == "query History" {
+			op = s
+		}
+	}
+	if !op.SpanContext.IsValid() {
+		t.Fatalf("no span \"query History\" in %v", names(spans))
+	}
+	reads := 0
+	for _, s := range spans {
+		system, _ := attr(s, "db.system.name")
+		text, _ := attr(s, "db.query.text")
+		if system.AsString() != "postgresql" || !strings.Contains(text.AsString(), "SELECT") {
+			continue
+		}
+		reads++
+		if s.SpanContext.TraceID() != op.SpanContext.TraceID() {
+			t.Errorf("statement span %q is not in the operation's trace", s.Name)
+		}
+		if s.SpanKind != trace.SpanKindClient {
+			t.Errorf("statement span %q: kind %v, want client", s.Name, s.SpanKind)
+		}
+	}
+	if reads == 0 {
+		t.Errorf("no statement span with db.system.name postgresql and a SELECT in db.query.text among %v", names(spans))
+	}
+	if count(spans, "db.transaction") != 0 {
+		t.Errorf("a read ran a transaction: %v", names(spans))
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/parley-dev/parley/config"
 	"github.com/parley-dev/parley/internal/buildinfo"
+	"github.com/parley-dev/parley/tracing"
 )
 
 func main() {
@@ -78,11 +79,12 @@ func logger(cfg config.Config, stderr io.Writer) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
 	opts := &slog.HandlerOptions{Level: level}
+	// Lines logged in a traced request carry its trace_id and span_id.
 	switch cfg.Process.LogFormat {
 	case "text":
-		return slog.New(slog.NewTextHandler(stderr, opts)), nil
+		return slog.New(tracing.LogHandler(slog.NewTextHandler(stderr, opts))), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(stderr, opts)), nil
+		return slog.New(tracing.LogHandler(slog.NewJSONHandler(stderr, opts))), nil
 	}
 	return nil, fmt.Errorf("--log-format: %q is not text or json", cfg.Process.LogFormat)
 }

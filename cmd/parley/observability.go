@@ -37,13 +37,22 @@ func startObservability(ctx context.Context, cfg config.Config, log *slog.Logger
 	}
 	if tp != nil {
 		o.tracer = tp
-		log.Info("tracing: exporting spans over OTLP/HTTP as OTEL_EXPORTER_OTLP_* say")
+		log.Info("tracing: exporting spans as OTEL_TRACES_EXPORTER and OTEL_EXPORTER_OTLP_* say")
 	}
 	stopMetrics := func() {}
-	switch addr := cfg.Process.MetricsAddr; addr {
-	case "":
+	switch addr := cfg.Process.MetricsAddr; {
+	case addr == "" && cfg.Auth.Configured():
+		// With authentication configured the API's address is meant for the
+		// world, and /metrics (every owner's traffic, the build, the pool) is not:
+		// serve it on loopback apart. Another process may hold the port: the API
+		// serves anyway, and the log says how to choose one.
+		if stopMetrics, err = serveMetrics(defaultAuthMetricsAddr, o.metrics, log); err != nil {
+			log.Warn("metrics: not served; set --metrics-addr to a free HOST:PORT", "err", err)
+			stopMetrics = func() {}
+		}
+	case addr == "":
 		o.onAddr = true
-	case "off":
+	case addr == "off":
 	default:
 		if stopMetrics, err = serveMetrics(addr, o.metrics, log); err != nil {
 			stopTracing(ctx)
@@ -60,6 +69,11 @@ func startObservability(ctx context.Context, cfg config.Config, log *slog.Logger
 	}
 	return o, nil
 }
+
+// defaultAuthMetricsAddr is where /metrics is served when authentication is configured
+// and --metrics-addr is not given: loopback only, on the port OpenTelemetry's
+// Prometheus exporter uses by convention.
+const defaultAuthMetricsAddr = "127.0.0.1:9464"
 
 // serveMetrics serves m at /metrics on addr, and returns a function that stops it.
 func serveMetrics(addr string, m *metrics.Metrics, log *slog.Logger) (stop func(), err error) {

@@ -36,6 +36,12 @@ type process struct {
 // and returns once it serves. It is killed, if still running, when t ends.
 func startProcess(t *testing.T, args ...string) *process {
 	t.Helper()
+	return startProcessEnv(t, nil, args...)
+}
+
+// startProcessEnv is startProcess with env added to the child's environment.
+func startProcessEnv(t *testing.T, env []string, args ...string) *process {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +49,7 @@ func startProcess(t *testing.T, args ...string) *process {
 	var stdout syncBuffer
 	p := &process{stderr: &syncBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(exe, append([]string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json"}, args...)...)
-	p.cmd.Env = append(os.Environ(), actAsParley+"=1", "DATABASE_URL=", "PARLEY_DATA_DIR=")
+	p.cmd.Env = append(append(os.Environ(), actAsParley+"=1", "DATABASE_URL=", "PARLEY_DATA_DIR="), env...)
 	p.cmd.Stdout, p.cmd.Stderr = &stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
