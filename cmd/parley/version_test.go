@@ -41,4 +41,8 @@ func TestBuildInfoMetric(t *testing.T) {
 	if status != http.StatusOK || !want.MatchString(body) {
 		t.Errorf("got %d, want a line matching %s in:\n%.3000s", status, want, body)
 	}
+	// The connection pool's statistics are there too.
+	if !strings.Contains(body, `go_sql_open_connections{db_name="parley"}`) {
+		t.Errorf("no go_sql_open_connections{db_name=\"parley\"} in /metrics:\n%.3000s", body)
+	}
 }
