@@ -77,9 +77,9 @@ bench-streaming: deps build
 	$(GO) run ./bench/streaming -parley $(BIN) $(STREAMING_ARGS)
 
 # GoReleaser builds the release archives (.goreleaser.yaml). It is installed from the Go
-# module proxy at a pinned version: v2.17.1 is the newest that builds with Go 1.26
-# (v2.18 needs Go 1.27).
-GORELEASER_VERSION := v2.17.1
+# module proxy at a pinned version: v2.16.0, because v2.18 needs Go 1.27 and v2.17's
+# nfpm needs a module (go.digitalxero.dev/go-msix) the proxy here refuses.
+GORELEASER_VERSION := v2.16.0
 GORELEASER := $(shell $(GO) env GOPATH)/bin/goreleaser
 
 $(GORELEASER):
