@@ -78,7 +78,7 @@ func TestAwaitingWakesOnlyForItsOwner(t *testing.T) {
 		return auth.Config{Tokens: store}
 	}})
 	newToken := func(owner string) string {
-		_, secret, err := srv.Store.CreateToken(context.Background(), owner, "test", nil)
+		_, secret, err := srv.Store.CreateToken(context.Background(), owner, "test", nil, false)
 		if err != nil {
 			t.Fatalf("create token: %v", err)
 		}
