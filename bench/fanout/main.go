@@ -17,7 +17,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -28,10 +27,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -46,6 +43,7 @@ import (
 	_ "github.com/lib/pq"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/bench/internal/parleyproc"
 	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/localpg"
 )
@@ -152,18 +150,18 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
-	srv, err := startServer(ctx, cfg.parley, dsn, filepath.Join(dir, "server.log"), cfg.debugAddr)
+	srv, err := parleyproc.Start(ctx, cfg.parley, dsn, filepath.Join(dir, "server.log"), debugFlags(cfg.debugAddr)...)
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
+	defer srv.Stop()
 
-	b := &bench{cfg: cfg, url: srv.url, writer: writer}
+	b := &bench{cfg: cfg, url: srv.URL, writer: writer}
 	fmt.Fprintf(out, "## Realtime fan-out\n\n")
 	fmt.Fprintf(out, "%s, %d CPUs, Go %s; one `parley serve`, subscribers and writer in the benchmark process, all on loopback; load average at the start %s.\n\n",
-		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), runtime.Version(), loadAverage())
+		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), runtime.Version(), parleyproc.LoadAverage())
 	defer func() {
-		fmt.Fprintf(out, "\nLoad average at the end: %s (other processes compete for the same CPUs).\n", loadAverage())
+		fmt.Fprintf(out, "\nLoad average at the end: %s (other processes compete for the same CPUs).\n", parleyproc.LoadAverage())
 	}()
 
 	// Memory first, on a fresh server: the largest level's subscriptions, idle.
@@ -185,7 +183,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	before, err := srv.settledRSS(ctx)
+	before, err := settledRSS(ctx, srv)
 	if err != nil {
 		return err
 	}
@@ -201,7 +199,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	after, err := srv.settledRSS(ctx)
+	after, err := settledRSS(ctx, srv)
 	if err != nil {
 		return err
 	}
@@ -236,7 +234,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 				return err
 			}
 		}
-		cpu0, err := srv.cpuTime()
+		cpu0, err := srv.CPUTime()
 		if err != nil {
 			return err
 		}
@@ -244,7 +242,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%d subscribers: %w", n, err)
 		}
-		cpu1, err := srv.cpuTime()
+		cpu1, err := srv.CPUTime()
 		if err != nil {
 			return err
 		}
@@ -298,76 +296,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
-// server is the parley serve process under test.
-type server struct {
-	cmd    *exec.Cmd
-	url    string
-	exited chan struct{}
-}
-
-var servingLine = regexp.MustCompile(`serving GraphQL at (http://[^ ]+)/graphql`)
-
-func startServer(ctx context.Context, bin, dsn, logPath, debugAddr string) (*server, error) {
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close()
-	args := []string{"--log-level", "warn", "serve", "--database-url", dsn, "--addr", "127.0.0.1:0"}
-	if debugAddr != "" {
-		args = append(args, "--debug-addr", debugAddr)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stderr = logFile
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	s := &server{cmd: cmd, exited: make(chan struct{})}
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
-				urls <- m[1]
-			}
-		}
-	}()
-	go func() {
-		cmd.Wait()
-		close(s.exited)
-	}()
-	select {
-	case s.url = <-urls:
-		return s, nil
-	case <-s.exited:
-		return nil, fmt.Errorf("%s exited before serving; see %s", bin, logPath)
-	case <-time.After(time.Minute):
-		s.stop()
-		return nil, fmt.Errorf("%s did not serve within a minute; see %s", bin, logPath)
-	case <-ctx.Done():
-		s.stop()
-		return nil, ctx.Err()
-	}
-}
-
-func (s *server) stop() {
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(20 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.exited
-	}
-}
-
 // rss returns the server's resident set size in bytes.
-func (s *server) rss() (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+func rss(s *parleyproc.Server) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.Pid()))
 	if err != nil {
 		return 0, err
 	}
@@ -380,30 +311,10 @@ func (s *server) rss() (int64, error) {
 	return 0, errors.New("no VmRSS in /proc status")
 }
 
-// cpuTime returns the CPU time the server has used so far (user and system).
-func (s *server) cpuTime() (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	// The fields after the command name (which may hold spaces) in parentheses.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(f) < 13 {
-		return 0, errors.New("short /proc stat")
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
-	}
-	const ticksPerSecond = 100 // USER_HZ on Linux
-	return time.Duration(utime+stime) * time.Second / ticksPerSecond, nil
-}
-
 // settledRSS waits until the resident set stops moving (two samples a second apart
 // within 1%), then returns it.
-func (s *server) settledRSS(ctx context.Context) (int64, error) {
-	prev, err := s.rss()
+func settledRSS(ctx context.Context, s *parleyproc.Server) (int64, error) {
+	prev, err := rss(s)
 	if err != nil {
 		return 0, err
 	}
@@ -413,7 +324,7 @@ func (s *server) settledRSS(ctx context.Context) (int64, error) {
 			return 0, ctx.Err()
 		case <-time.After(time.Second):
 		}
-		cur, err := s.rss()
+		cur, err := rss(s)
 		if err != nil {
 			return 0, err
 		}
@@ -426,15 +337,6 @@ func (s *server) settledRSS(ctx context.Context) (int64, error) {
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
-
-// loadAverage is the machine's 1-minute load average, or "unknown".
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
-		return f[0]
-	}
-	return "unknown"
-}
 
 // freeAddr returns a loopback address with a port free a moment ago.
 func freeAddr() (string, error) {
@@ -792,4 +694,12 @@ func pct(ds []time.Duration, p float64) time.Duration {
 
 func ms(d time.Duration) string {
 	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+}
+
+// debugFlags are serve's flags for a debug address: none when it is empty.
+func debugFlags(addr string) []string {
+	if addr == "" {
+		return nil
+	}
+	return []string{"--debug-addr", addr}
 }

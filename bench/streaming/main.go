@@ -14,7 +14,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -24,10 +23,8 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,6 +36,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq"
 
+	"github.com/parley-dev/parley/bench/internal/parleyproc"
 	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/localpg"
 )
@@ -110,15 +108,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer stats.Close()
-	srv, err := startServer(ctx, cfg.parley, dsn, filepath.Join(dir, "server.log"))
+	srv, err := parleyproc.Start(ctx, cfg.parley, dsn, filepath.Join(dir, "server.log"))
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
+	defer srv.Stop()
 
 	fmt.Fprintf(out, "## Live messages\n\n`make bench-streaming` (bench/streaming): %s per run, one TEXT delta per append, "+
 		"%d websocket subscribers per stream, Postgres durability %s. Load average at the start: %s.\n\n",
-		cfg.duration, cfg.subscribers, map[bool]string{true: "on", false: "off"}[cfg.durable], loadAverage())
+		cfg.duration, cfg.subscribers, map[bool]string{true: "on", false: "off"}[cfg.durable], parleyproc.LoadAverage())
 	fmt.Fprintln(out, "| streams × appends/s | appends/s done | deliveries/s | p50 | p99 | max | DB commits/s | DB rows written/s | WAL per append | server CPU per delivery | stored = sent |")
 	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, streams := range []int{cfg.streams, 1} {
@@ -166,7 +164,7 @@ type delivery struct {
 	at  time.Time
 }
 
-func measure(ctx context.Context, cfg config, n int, srv *server, stats *sqlx.DB) (result, error) {
+func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, stats *sqlx.DB) (result, error) {
 	var r result
 	fmt.Fprintf(os.Stderr, "streaming: %d streams...\n", n)
 	streams := make([]*stream, n)
@@ -175,7 +173,7 @@ func measure(ctx context.Context, cfg config, n int, srv *server, stats *sqlx.DB
 		var c struct {
 			CreateConversation struct{ ID string }
 		}
-		if err := gql(ctx, srv.url, `mutation { createConversation(title: "bench") { id } }`, nil, &c); err != nil {
+		if err := gql(ctx, srv.URL, `mutation { createConversation(title: "bench") { id } }`, nil, &c); err != nil {
 			return r, err
 		}
 		s.conv = c.CreateConversation.ID
@@ -188,7 +186,7 @@ func measure(ctx context.Context, cfg config, n int, srv *server, stats *sqlx.DB
 	var readers sync.WaitGroup
 	for _, s := range streams {
 		for range cfg.subscribers {
-			conn, err := subscribe(ctx, srv.url, s.conv)
+			conn, err := subscribe(ctx, srv.URL, s.conv)
 			if err != nil {
 				return r, err
 			}
@@ -214,7 +212,7 @@ func measure(ctx context.Context, cfg config, n int, srv *server, stats *sqlx.DB
 		var m struct {
 			StartMessage struct{ Node struct{ ID string } }
 		}
-		if err := gql(ctx, srv.url, `mutation($c: ID!) { startMessage(conversationId: $c) { node { ... on MessageBase { id } } } }`,
+		if err := gql(ctx, srv.URL, `mutation($c: ID!) { startMessage(conversationId: $c) { node { ... on MessageBase { id } } } }`,
 			map[string]any{"c": s.conv}, &m); err != nil {
 			return r, err
 		}
@@ -230,7 +228,7 @@ func measure(ctx context.Context, cfg config, n int, srv *server, stats *sqlx.DB
 	if err != nil {
 		return r, err
 	}
-	cpu0, err := srv.cpuTime()
+	cpu0, err := srv.CPUTime()
 	if err != nil {
 		return r, err
 	}
@@ -255,7 +253,7 @@ func measure(ctx context.Context, cfg config, n int, srv *server, stats *sqlx.DB
 				}
 				next = next.Add(interval)
 				piece := fmt.Sprintf("t%d ", seq)
-				err := gql(ctx, srv.url, `mutation($m: ID!, $s: Int!, $t: String!) {
+				err := gql(ctx, srv.URL, `mutation($m: ID!, $s: Int!, $t: String!) {
 					appendMessageDeltas(messageId: $m, seq: $s, deltas: [{kind: TEXT, index: 0, text: $t}]) { seq } }`,
 					map[string]any{"m": s.id, "s": seq, "t": piece}, nil)
 				at := time.Now()
@@ -294,7 +292,7 @@ func measure(ctx context.Context, cfg config, n int, srv *server, stats *sqlx.DB
 		time.Sleep(20 * time.Millisecond)
 	}
 	drained := time.Since(start)
-	cpu1, err := srv.cpuTime()
+	cpu1, err := srv.CPUTime()
 	if err != nil {
 		return r, err
 	}
@@ -333,7 +331,7 @@ func measure(ctx context.Context, cfg config, n int, srv *server, stats *sqlx.DB
 		var m struct {
 			CompleteMessage struct{ Text string }
 		}
-		if err := gql(ctx, srv.url, `mutation($m: ID!) { completeMessage(messageId: $m) { ... on TextMessage { text } } }`,
+		if err := gql(ctx, srv.URL, `mutation($m: ID!) { completeMessage(messageId: $m) { ... on TextMessage { text } } }`,
 			map[string]any{"m": s.id}, &m); err != nil {
 			return r, err
 		}
@@ -463,93 +461,3 @@ func pct(ds []time.Duration, p float64) time.Duration {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
-
-// server is the parley serve process under test.
-type server struct {
-	cmd    *exec.Cmd
-	url    string
-	exited chan struct{}
-}
-
-var servingLine = regexp.MustCompile(`serving GraphQL at (http://[^ ]+)/graphql`)
-
-func startServer(ctx context.Context, bin, dsn, logPath string) (*server, error) {
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close()
-	cmd := exec.Command(bin, "--log-level", "warn", "serve", "--database-url", dsn, "--addr", "127.0.0.1:0")
-	cmd.Stderr = logFile
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	s := &server{cmd: cmd, exited: make(chan struct{})}
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
-				urls <- m[1]
-			}
-		}
-	}()
-	go func() {
-		cmd.Wait()
-		close(s.exited)
-	}()
-	select {
-	case s.url = <-urls:
-		return s, nil
-	case <-s.exited:
-		return nil, fmt.Errorf("%s exited before serving; see %s", bin, logPath)
-	case <-time.After(time.Minute):
-		s.stop()
-		return nil, fmt.Errorf("%s did not serve within a minute; see %s", bin, logPath)
-	case <-ctx.Done():
-		s.stop()
-		return nil, ctx.Err()
-	}
-}
-
-func (s *server) stop() {
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(20 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.exited
-	}
-}
-
-// cpuTime returns the CPU time the server has used so far (user and system).
-func (s *server) cpuTime() (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(f) < 13 {
-		return 0, errors.New("short /proc stat")
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
-	}
-	return time.Duration(utime+stime) * time.Second / 100, nil // USER_HZ
-}
-
-// loadAverage is the machine's 1-minute load average, or "unknown".
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
-		return f[0]
-	}
-	return "unknown"
-}
