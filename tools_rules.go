@@ -155,3 +155,23 @@ func CheckNewToolCalls(calls []ToolCall, taken []string) error {
 	}
 	return nil
 }
+
+// DenialText is what an LLM is told in place of the result of a call denied by d: a
+// denial by a tool policy is worded as the policy's, naming it (its reason), never as a
+// person's; a person's (or an agent's) denial says so, with the reason given.
+func DenialText(d *ApprovalDecision) string {
+	reason := ""
+	if d != nil {
+		reason = strings.TrimSpace(d.Reason)
+	}
+	if d != nil && d.DecidedBy == PolicyDecidedBy {
+		if reason == "" {
+			return "A tool policy denied this tool call."
+		}
+		return "A tool policy denied this tool call: " + reason + "."
+	}
+	if reason == "" {
+		return "The user denied this tool call."
+	}
+	return "The user denied this tool call. Reason: " + reason
+}

@@ -285,3 +285,27 @@ func TestCheckNewToolCalls(t *testing.T) {
 		})
 	}
 }
+
+func TestDenialText(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		d    *parley.ApprovalDecision
+		want string
+	}{
+		{name: "by a policy", d: &parley.ApprovalDecision{Status: parley.ApprovalDenied, DecidedBy: parley.PolicyDecidedBy, Reason: `tool policy DENY for "rm"`},
+			want: `A tool policy denied this tool call: tool policy DENY for "rm".`},
+		{name: "by a policy, no reason", d: &parley.ApprovalDecision{Status: parley.ApprovalDenied, DecidedBy: parley.PolicyDecidedBy},
+			want: "A tool policy denied this tool call."},
+		{name: "by a person", d: &parley.ApprovalDecision{Status: parley.ApprovalDenied, DecidedBy: "carol", Reason: "not now"},
+			want: "The user denied this tool call. Reason: not now"},
+		{name: "no decision recorded", want: "The user denied this tool call."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := parley.DenialText(tt.d); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -194,11 +194,7 @@ func requestUnit(req *parley.ToolRequestMessage, results map[string]*parley.Tool
 		switch {
 		case res != nil:
 		case c.ApprovalStatus == parley.ApprovalDenied:
-			text := "The user denied this tool call."
-			if c.Decision != nil && strings.TrimSpace(c.Decision.Reason) != "" {
-				text += " Reason: " + c.Decision.Reason
-			}
-			res = madeUpResult(req, c, text)
+			res = madeUpResult(req, c, parley.DenialText(c.Decision))
 			rep.Notes = append(rep.Notes, fmt.Sprintf("the denied tool call %q (%s) at position %d is sent with a result saying it was denied", c.ID, c.Name, req.Position))
 		case last:
 			rep.Repairs = append(rep.Repairs, fmt.Sprintf("dropped the unanswered tool call %q (%s) at position %d, which the history ends with: the model can make it again", c.ID, c.Name, req.Position))
