@@ -22,6 +22,9 @@ const (
 	ETOOMANYTOOLCALLS  = "too_many_tool_calls"      // a tool request has over MaxToolCallsPerMessage calls
 	EARGUMENTSTOOLARGE = "tool_arguments_too_large" // a tool call's arguments are over MaxToolArgumentsBytes
 	EIMAGETOOLARGE     = "image_too_large"          // an image has more pixels than allowed
+
+	// ECLAIMED refuses a tool result for a call another worker holds a live claim on.
+	ECLAIMED = "tool_call_claimed"
 )
 
 // Error is an error meant for the user: a code and a message that says what to fix.

@@ -258,6 +258,10 @@ type ToolResultMessage struct {
 	// OriginalSize is then the size in bytes of what was given.
 	Truncated    bool
 	OriginalSize *int
+	// Worker is who sends the result, as it named itself when it claimed the call ("" for
+	// none): checked against a claim that lasts (CheckResultClaim) when the result is
+	// added, and not stored.
+	Worker string
 }
 
 // Kind implements Message.

@@ -175,3 +175,20 @@ func DenialText(d *ApprovalDecision) string {
 	}
 	return "The user denied this tool call. Reason: " + reason
 }
+
+// CheckResultClaim decides whether a result sent by worker ("" when it names none) may
+// answer the call callID, claimed by claimedBy until expiresAt (nil for no claim), at
+// now: while a claim lasts, only its claimant's result is accepted, so that a second
+// worker running the call by mistake cannot answer it under the first. A lapsed claim
+// holds nobody off. Returns ECLAIMED naming the claimant and the claim's end.
+func CheckResultClaim(callID string, claimedBy *string, expiresAt *time.Time, worker string, now time.Time) error {
+	if claimedBy == nil || expiresAt == nil || !expiresAt.After(now) || *claimedBy == worker {
+		return nil
+	}
+	if worker == "" {
+		return Errorf(ECLAIMED, "toolResult.worker: tool call %q is claimed by %q until %s; only its claimant may add the result while the claim lasts (name it in worker)",
+			callID, *claimedBy, expiresAt.UTC().Format(time.RFC3339))
+	}
+	return Errorf(ECLAIMED, "toolResult.worker: tool call %q is claimed by %q until %s, not by %q; only its claimant may add the result while the claim lasts",
+		callID, *claimedBy, expiresAt.UTC().Format(time.RFC3339), worker)
+}

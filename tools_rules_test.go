@@ -309,3 +309,39 @@ func TestDenialText(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckResultClaim(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	later, earlier := now.Add(time.Minute), now.Add(-time.Second)
+	w1 := "w1"
+	tests := []struct {
+		name      string
+		claimedBy *string
+		expires   *time.Time
+		worker    string
+		msg       string // "" for accepted
+	}{
+		{name: "no claim", worker: ""},
+		{name: "the claimant", claimedBy: &w1, expires: &later, worker: "w1"},
+		{name: "another worker", claimedBy: &w1, expires: &later, worker: "w2",
+			msg: `toolResult.worker: tool call "a" is claimed by "w1" until 2026-01-02T03:05:05Z, not by "w2"; only its claimant may add the result while the claim lasts`},
+		{name: "no worker named", claimedBy: &w1, expires: &later,
+			msg: `toolResult.worker: tool call "a" is claimed by "w1" until 2026-01-02T03:05:05Z; only its claimant may add the result while the claim lasts (name it in worker)`},
+		{name: "a lapsed claim", claimedBy: &w1, expires: &earlier, worker: "w2"},
+		{name: "expiring now", claimedBy: &w1, expires: &now, worker: "w2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := parley.CheckResultClaim("a", tt.claimedBy, tt.expires, tt.worker, now)
+			if tt.msg == "" {
+				if err != nil {
+					t.Errorf("got %v, want nil", err)
+				}
+				return
+			}
+			checkError(t, err, parley.ECLAIMED, tt.msg)
+		})
+	}
+}

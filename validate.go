@@ -388,6 +388,13 @@ func (m *ToolResultMessage) prepare(lim Limits) error {
 	if m.DurationMs != nil && *m.DurationMs < 0 {
 		return Errorf(EINVALID, "toolResult.durationMs: %d is negative", *m.DurationMs)
 	}
+	worker, err := CleanText("toolResult.worker", strings.TrimSpace(m.Worker))
+	if err != nil {
+		return err
+	}
+	if m.Worker = worker; len(m.Worker) > maxNameBytes {
+		return Errorf(EINVALID, "toolResult.worker: %d bytes, at most %d allowed", len(m.Worker), maxNameBytes)
+	}
 	signatures := 0
 	for _, p := range m.Parts {
 		signatures += len(p.Signature)

@@ -41,6 +41,10 @@ type bulkCall struct {
 	// copied in with its result.
 	stored    bool
 	resultNew bool // the result is the import's
+	// claimedBy and claimExpiresAt are a stored call's claim: an imported result names
+	// no worker, so it cannot answer a call while another's claim lasts.
+	claimedBy      *string
+	claimExpiresAt *time.Time
 }
 
 // flushRows and flushBytes bound a batch: memory, not round trips, sets them.
@@ -75,19 +79,21 @@ func (w *bulkWriter) loadCalls(ctx context.Context, tx *txn, callIDs []string) e
 	}
 	// One index lookup per id (see recordToolCalls for why not call_id = ANY).
 	var rows []struct {
-		CallID   string  `db:"call_id"`
-		Name     string  `db:"name"`
-		Request  string  `db:"request_id"`
-		ResultID *string `db:"result_id"`
+		CallID         string     `db:"call_id"`
+		Name           string     `db:"name"`
+		Request        string     `db:"request_id"`
+		ResultID       *string    `db:"result_id"`
+		ClaimedBy      *string    `db:"claimed_by"`
+		ClaimExpiresAt *time.Time `db:"claim_expires_at"`
 	}
-	if err := tx.SelectContext(ctx, &rows, `SELECT t.call_id, t.name, t.request_id, t.result_id
+	if err := tx.SelectContext(ctx, &rows, `SELECT t.call_id, t.name, t.request_id, t.result_id, t.claimed_by, t.claim_expires_at
 		FROM unnest($2::text[]) AS c(call_id)
-		CROSS JOIN LATERAL (SELECT call_id, name, request_id, result_id FROM tool_calls
+		CROSS JOIN LATERAL (SELECT call_id, name, request_id, result_id, claimed_by, claim_expires_at FROM tool_calls
 			WHERE conversation_id = $1 AND call_id = c.call_id LIMIT 1) t`, w.convKey, pq.Array(unknown)); err != nil {
 		return fmt.Errorf("find stored tool calls: %w", err)
 	}
 	for _, r := range rows {
-		c := &bulkCall{name: r.Name, requestKey: r.Request, stored: true}
+		c := &bulkCall{name: r.Name, requestKey: r.Request, stored: true, claimedBy: r.ClaimedBy, claimExpiresAt: r.ClaimExpiresAt}
 		if r.ResultID != nil {
 			c.resultKey = *r.ResultID
 		}
@@ -130,6 +136,9 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message) error {
 			answeredBy = parley.MessageID(c.resultKey)
 		}
 		if err := parley.CheckResultCall(m.ToolCallID, found, answeredBy); err != nil {
+			return err
+		}
+		if err := parley.CheckResultClaim(m.ToolCallID, c.claimedBy, c.claimExpiresAt, m.Worker, w.now); err != nil {
 			return err
 		}
 		if c.stored {

@@ -161,7 +161,7 @@ func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m pa
 				return err
 			}
 		}
-		name, err := toolCallForResult(ctx, tx, convKey, res.ToolCallID)
+		name, err := toolCallForResult(ctx, tx, convKey, res.ToolCallID, res.Worker)
 		if err != nil {
 			return err
 		}
@@ -260,15 +260,19 @@ func lockConversation(ctx context.Context, tx *txn, convKey string) error {
 	return nil
 }
 
-// toolCallForResult checks that a result answers a call of the conversation that has no
-// result yet, and returns the call's tool name.
-func toolCallForResult(ctx context.Context, tx *txn, convKey, callID string) (string, error) {
+// toolCallForResult checks that a result sent by worker answers a call of the
+// conversation that has no result yet, and that no other worker's claim on it lasts;
+// it returns the call's tool name.
+func toolCallForResult(ctx context.Context, tx *txn, convKey, callID, worker string) (string, error) {
 	var call struct {
-		Name     string         `db:"name"`
-		ResultID sql.NullString `db:"result_id"`
+		Name           string         `db:"name"`
+		ResultID       sql.NullString `db:"result_id"`
+		ClaimedBy      *string        `db:"claimed_by"`
+		ClaimExpiresAt *time.Time     `db:"claim_expires_at"`
+		Now            time.Time      `db:"tx_now"`
 	}
-	err := tx.GetContext(ctx, &call, `SELECT name, result_id FROM tool_calls
-		WHERE conversation_id = $1 AND call_id = $2 FOR UPDATE`, convKey, callID)
+	err := tx.GetContext(ctx, &call, `SELECT name, result_id, claimed_by, claim_expires_at, transaction_timestamp() AS tx_now
+		FROM tool_calls WHERE conversation_id = $1 AND call_id = $2 FOR UPDATE`, convKey, callID)
 	found := !errors.Is(err, sql.ErrNoRows)
 	if found && err != nil {
 		return "", err
@@ -278,6 +282,9 @@ func toolCallForResult(ctx context.Context, tx *txn, convKey, callID string) (st
 		answeredBy = parley.MessageID(call.ResultID.String)
 	}
 	if err := parley.CheckResultCall(callID, found, answeredBy); err != nil {
+		return "", err
+	}
+	if err := parley.CheckResultClaim(callID, call.ClaimedBy, call.ClaimExpiresAt, worker, call.Now); err != nil {
 		return "", err
 	}
 	return call.Name, nil

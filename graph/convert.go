@@ -102,7 +102,7 @@ func toolRequestFromInput(in *model.ToolRequestInput) (parley.Message, error) {
 func toolResultFromInput(in *model.ToolResultInput) parley.Message {
 	m := &parley.ToolResultMessage{
 		ToolCallID: in.ToolCallID, Status: in.Status, Output: in.Output,
-		DurationMs: in.DurationMs, ExecutedAt: in.ExecutedAt,
+		DurationMs: in.DurationMs, ExecutedAt: in.ExecutedAt, Worker: deref(in.Worker),
 	}
 	if in.Content != nil {
 		m.Body = parley.TextBody(*in.Content)

@@ -28,6 +28,7 @@ var extensionCodes = map[string]string{
 	parley.ETOOMANYTOOLCALLS:  "TOO_MANY_TOOL_CALLS",
 	parley.EARGUMENTSTOOLARGE: "TOOL_ARGUMENTS_TOO_LARGE",
 	parley.EIMAGETOOLARGE:     "IMAGE_TOO_LARGE",
+	parley.ECLAIMED:           "TOOL_CALL_CLAIMED",
 }
 
 // errorPresenter is the one place errors become what a client sees. Domain errors keep

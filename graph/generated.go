@@ -3065,6 +3065,12 @@ input ToolResultInput {
   error: ToolErrorInput
   durationMs: Int
   executedAt: Time
+  """
+  The worker that ran the call, as it named itself to ` + "`" + `claimToolCall` + "`" + `. While a claim on
+  the call lasts, only a result naming its claimant is accepted (` + "`" + `TOOL_CALL_CLAIMED` + "`" + `
+  otherwise). Checked, not stored.
+  """
+  worker: String
 }
 
 input SystemControlInput {
@@ -14069,7 +14075,7 @@ func (ec *executionContext) unmarshalInputToolResultInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"toolCallId", "status", "output", "content", "error", "durationMs", "executedAt"}
+	fieldsInOrder := [...]string{"toolCallId", "status", "output", "content", "error", "durationMs", "executedAt", "worker"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14125,6 +14131,13 @@ func (ec *executionContext) unmarshalInputToolResultInput(ctx context.Context, o
 				return it, err
 			}
 			it.ExecutedAt = data
+		case "worker":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("worker"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Worker = data
 		}
 	}
 	return it, nil

@@ -106,7 +106,7 @@ func TestAwaitingAndClaims(t *testing.T) {
 	e.MustDo(t, claimMutation, map[string]any{"m": req, "id": "a", "w": "w2"}, nil)
 
 	// A result takes the call out of the queue; claiming it then is a conflict.
-	e.AddMessage(t, conv, map[string]any{"toolResult": map[string]any{"toolCallId": "a", "status": "SUCCESS", "output": map[string]any{"ok": true}}})
+	e.AddMessage(t, conv, map[string]any{"toolResult": map[string]any{"toolCallId": "a", "status": "SUCCESS", "output": map[string]any{"ok": true}, "worker": "w2"}})
 	if got := ids(e.awaiting(t, map[string]any{"c": conv})); len(got) != 2 || got[0] != "b" {
 		t.Errorf("after a's result: got %v, want [b d]", got)
 	}

@@ -241,6 +241,7 @@ func (w *Worker) handle(ctx context.Context, c Call) {
 		"toolCallId": c.ToolCall.ID,
 		"durationMs": duration.Milliseconds(),
 		"executedAt": start.UTC().Format(time.RFC3339Nano),
+		"worker":     w.Name, // while its claim lasts, only the claimant's result is taken
 	}
 	if runErr != nil {
 		te := &ToolError{Message: runErr.Error()}

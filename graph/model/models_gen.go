@@ -205,6 +205,10 @@ type ToolResultInput struct {
 	Error      *ToolErrorInput `json:"error,omitempty"`
 	DurationMs *int            `json:"durationMs,omitempty"`
 	ExecutedAt *time.Time      `json:"executedAt,omitempty"`
+	// The worker that ran the call, as it named itself to `claimToolCall`. While a claim on
+	// the call lasts, only a result naming its claimant is accepted (`TOOL_CALL_CLAIMED`
+	// otherwise). Checked, not stored.
+	Worker *string `json:"worker,omitempty"`
 }
 
 type UsageInput struct {
