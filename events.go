@@ -17,6 +17,10 @@ const (
 	MessageDelta MessageEventKind = "delta"
 	// ConversationDeleted: the conversation and all its messages are gone.
 	ConversationDeleted MessageEventKind = "deleted"
+	// ToolCallClaimed: a worker claimed (or renewed its claim on) a tool call of the
+	// conversation. No message changed: it wakes the watchers of awaiting tool calls,
+	// which learn when the claim will lapse.
+	ToolCallClaimed MessageEventKind = "claimed"
 )
 
 // MessageEvent says that a conversation's messages changed. It names the change but

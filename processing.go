@@ -164,6 +164,9 @@ type AwaitingToolCall struct {
 	// ClaimedBy and ClaimExpiresAt name the worker running the call, if one claimed it.
 	ClaimedBy      *string
 	ClaimExpiresAt *time.Time
+	// ClaimLapsed says the claim had expired when the call was read, by the database's
+	// clock (the one claims are checked against): the call is free to claim again.
+	ClaimLapsed bool
 }
 
 // AwaitingFilter selects awaiting tool calls.

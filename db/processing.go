@@ -218,13 +218,15 @@ type awaitingRow struct {
 	CallID         string         `db:"call_id"`
 	ClaimedBy      sql.NullString `db:"claimed_by"`
 	ClaimExpiresAt sql.NullTime   `db:"claim_expires_at"`
+	ClaimLapsed    bool           `db:"claim_lapsed"`
 }
 
 // awaitingQuery selects awaiting calls from the index, without their messages: a tool
 // request holds up to 128 calls, each with up to 1 MiB of arguments, and a row per
 // call carrying its whole request made one page of 1,000 calls read and decode a
 // request per call (see awaitingCalls).
-const awaitingQuery = `SELECT t.request_id::text AS request_id, t.call_id, t.claimed_by, t.claim_expires_at
+const awaitingQuery = `SELECT t.request_id::text AS request_id, t.call_id, t.claimed_by, t.claim_expires_at,
+		coalesce(t.claim_expires_at <= now(), false) AS claim_lapsed
 	FROM tool_calls t
 	WHERE t.approval_status = 'APPROVED' AND t.result_id IS NULL`
 
@@ -268,7 +270,7 @@ func (db *DB) awaitingCalls(ctx context.Context, q sqlx.QueryerContext, rows []a
 		if call == nil {
 			continue
 		}
-		a := &parley.AwaitingToolCall{ConversationID: req.ConversationID, Message: req, Call: *call}
+		a := &parley.AwaitingToolCall{ConversationID: req.ConversationID, Message: req, Call: *call, ClaimLapsed: r.ClaimLapsed}
 		if r.ClaimedBy.Valid {
 			a.ClaimedBy = &r.ClaimedBy.String
 		}
@@ -317,7 +319,8 @@ func (db *DB) FindAwaitingToolCalls(ctx context.Context, f parley.AwaitingFilter
 		return nil, classify(fmt.Errorf("find awaiting tool calls: %w", ctx.Err()))
 	}
 	var rows []awaitingRow
-	err = db.db.SelectContext(ctx, &rows, `SELECT t.request_id::text AS request_id, t.call_id, t.claimed_by, t.claim_expires_at
+	err = db.db.SelectContext(ctx, &rows, `SELECT t.request_id::text AS request_id, t.call_id, t.claimed_by, t.claim_expires_at,
+			coalesce(t.claim_expires_at <= now(), false) AS claim_lapsed
 		FROM conversations own JOIN tool_calls t ON t.conversation_id = own.id
 		WHERE own.owner = $5 AND ($1 = '' OR own.id = nullif($1, '')::uuid)
 		AND t.approval_status = 'APPROVED' AND t.result_id IS NULL
@@ -357,13 +360,14 @@ func (db *DB) ClaimToolCall(ctx context.Context, c parley.ToolCallClaim) (*parle
 	var out []*parley.AwaitingToolCall
 	err = db.transact(ctx, func(tx *txn) error {
 		var st struct {
+			ConvKey        string         `db:"conversation_id"`
 			Status         string         `db:"approval_status"`
 			ResultID       sql.NullString `db:"result_id"`
 			ClaimedBy      sql.NullString `db:"claimed_by"`
 			ClaimExpiresAt sql.NullTime   `db:"claim_expires_at"`
 			Now            time.Time      `db:"tx_now"`
 		}
-		err := tx.GetContext(ctx, &st, `SELECT approval_status, result_id, claimed_by, claim_expires_at,
+		err := tx.GetContext(ctx, &st, `SELECT conversation_id, approval_status, result_id, claimed_by, claim_expires_at,
 			transaction_timestamp() AS tx_now
 			FROM tool_calls WHERE request_id = $1 AND call_id = $2
 				AND EXISTS (SELECT 1 FROM conversations own WHERE own.id = tool_calls.conversation_id AND own.owner = $3)
@@ -387,6 +391,11 @@ func (db *DB) ClaimToolCall(ctx context.Context, c parley.ToolCallClaim) (*parle
 		if _, err := tx.ExecContext(ctx, `UPDATE tool_calls SET claimed_by = $3,
 			claim_expires_at = now() + $4 * interval '1 millisecond' WHERE request_id = $1 AND call_id = $2`,
 			key, c.ToolCallID, c.Worker, c.Lease.Milliseconds()); err != nil {
+			return err
+		}
+		// Watchers of awaiting calls learn of the claim, so they can offer the call
+		// again the moment it lapses (the lapse itself is no write: nothing would tell them).
+		if err := notify(ctx, tx, eventPayload{Kind: parley.ToolCallClaimed, ConvKey: st.ConvKey}); err != nil {
 			return err
 		}
 		var rows []awaitingRow

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -207,4 +208,82 @@ func equal(x, y any) bool {
 	bx, _ := json.Marshal(x)
 	by, _ := json.Marshal(y)
 	return string(bx) == string(by)
+}
+
+// lockedBuffer is a log destination the test reads while the worker writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	return len(p), nil
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
+
+// A call whose claimant died is offered again to a worker already waiting, once the
+// claim lapses: the running worker, refused while the claim lasted, runs it without a
+// restart.
+func TestLapsedClaimIsOfferedAgain(t *testing.T) {
+	t.Parallel()
+	srv := testserver.NewWired(t, "tools:\n  policies:\n    echo: AUTO_APPROVE\n")
+	conv := srv.CreateConversation(t, "lapse")
+	req := srv.AddMessage(t, conv, map[string]any{"toolRequest": map[string]any{"toolCalls": []any{
+		map[string]any{"id": "c-echo", "name": "echo", "arguments": map[string]any{"text": "again"}},
+	}}})
+	claim := func(lease int) {
+		srv.MustDo(t, `mutation($m: ID!, $l: Int) { claimToolCall(messageId: $m, toolCallId: "c-echo", worker: "dead-worker", leaseSeconds: $l) { claimedBy } }`,
+			map[string]any{"m": req.ID, "l": lease}, nil)
+	}
+	claim(3600) // a worker claims the call, and dies
+
+	logs := &lockedBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	w := &Worker{URL: srv.URL + "/graphql", Name: "live-worker", Concurrency: 1, Lease: time.Minute,
+		Tools: BuiltinTools(), Log: slog.New(slog.NewTextHandler(logs, nil))}
+	wg.Add(1)
+	go func() { defer wg.Done(); w.Run(ctx) }()
+
+	// The waiting worker is offered the call, and refused while the claim lasts.
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(logs.String(), "not claimed; leaving it") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker was never refused the claimed call; its log:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond) // polling the worker's log, with a deadline
+	}
+	// The dead worker's last renewal lapses in a second: nothing is written then.
+	claim(1)
+
+	for {
+		var result *historyNode
+		for _, n := range history(t, srv, conv) {
+			if n.Typename == "ToolResultMessage" && n.ToolCallID == "c-echo" {
+				result = &n
+			}
+		}
+		if result != nil {
+			if result.Status != "SUCCESS" || !jsonEqual(result.Output, `{"text": "again"}`) {
+				t.Errorf("got %s %s, want SUCCESS {\"text\": \"again\"}", result.Status, result.Output)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lapsed claim was never taken up by the waiting worker; its log:\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond) // polling the API, with a deadline
+	}
+	if n := strings.Count(logs.String(), "not claimed; leaving it"); n != 1 {
+		t.Errorf("the worker was refused %d times, want once (offered again only when the claim lapsed); its log:\n%s", n, logs.String())
+	}
 }
