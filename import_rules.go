@@ -212,3 +212,34 @@ func replyOf(m Message) ([]ToolCall, Body, bool) {
 	}
 	return nil, Body{}, false
 }
+
+// ImportDecidedBy is the decidedBy of the decision recorded for a call imported with its
+// result.
+const ImportDecidedBy = "import"
+
+// MarkImported marks the calls of an imported message (a tool request) as imported:
+// history, not requests. Whatever decision they carry was made where they come from,
+// and stays theirs, flagged so: refusing a decision "by policy" would make Parley's own
+// lossless export of a conversation its policies decided impossible to import again.
+func MarkImported(m Message) {
+	if req, ok := m.(*ToolRequestMessage); ok {
+		for i := range req.ToolCalls {
+			req.ToolCalls[i].Imported = true
+		}
+	}
+}
+
+// ApproveAnsweredImport records that an imported call still PENDING was answered by an
+// imported result (at at, the result's time): it ran where it came from, so it is not
+// left PENDING but APPROVED by ImportDecidedBy. It reports whether it changed c; calls
+// decided already, and calls not imported (answered by an import, but requested here),
+// are left as they are.
+func ApproveAnsweredImport(c *ToolCall, at time.Time) bool {
+	if !c.Imported || c.ApprovalStatus != ApprovalPending {
+		return false
+	}
+	c.ApprovalStatus = ApprovalApproved
+	c.Decision = &ApprovalDecision{Status: ApprovalApproved, DecidedBy: ImportDecidedBy,
+		Reason: "imported with its result: it ran where it was imported from", DecidedAt: at}
+	return true
+}

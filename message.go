@@ -212,6 +212,11 @@ type ToolCall struct {
 	ApprovalStatus ApprovalStatus
 	// Decision is nil while the call is pending.
 	Decision *ApprovalDecision
+	// Imported says the call came with an import and has not been decided here since:
+	// it is history, not a request. Its decision, if any, was made where it came from
+	// (a "policy" there is not this server's), and it never enters the work queue
+	// unless a person approves it here, under this server's tool policies.
+	Imported bool
 }
 
 // ToolRequestMessage is the assistant asking for one or more tool calls, with any text

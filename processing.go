@@ -145,13 +145,17 @@ func (p ToolPolicies) Apply(calls []ToolCall, now time.Time) {
 		default:
 			continue
 		}
-		reason := fmt.Sprintf("tool policy %s (default)", pol)
-		if rule != "" {
-			reason = fmt.Sprintf("tool policy %s for %q", pol, rule)
-		}
 		c.ApprovalStatus = status
-		c.Decision = &ApprovalDecision{Status: status, DecidedBy: PolicyDecidedBy, Reason: reason, DecidedAt: now}
+		c.Decision = &ApprovalDecision{Status: status, DecidedBy: PolicyDecidedBy, Reason: policyReason(pol, rule), DecidedAt: now}
 	}
+}
+
+// policyReason names a policy and the rule that gave it ("" for the default).
+func policyReason(pol ToolPolicy, rule string) string {
+	if rule == "" {
+		return fmt.Sprintf("tool policy %s (default)", pol)
+	}
+	return fmt.Sprintf("tool policy %s for %q", pol, rule)
 }
 
 // AwaitingToolCall is an approved tool call that has no result yet: work for the client

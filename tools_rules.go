@@ -35,9 +35,12 @@ func CleanApprovalDecision(d ApprovalDecision) (ApprovalDecision, error) {
 
 // DecideToolCall applies a cleaned decision, made at now, to the call toolCallID of the
 // stored message m (whose id is messageID), and returns the request with the call
-// decided, for the store to write back. Returns EINVALID when m is not a tool request,
-// ENOTFOUND when it has no such call, ECONFLICT when the call was already decided.
-func DecideToolCall(m Message, messageID, toolCallID string, d ApprovalDecision, now time.Time) (*ToolRequestMessage, *ToolCall, error) {
+// decided, for the store to write back. Deciding an imported call here makes it this
+// server's request again (no longer Imported), so approving it must pass policies (nil:
+// none configured) as a new request would: a call its tool's policy denies cannot be
+// approved. Returns EINVALID when m is not a tool request, ENOTFOUND when it has no such
+// call, ECONFLICT when the call was already decided, EFORBIDDEN when a policy denies it.
+func DecideToolCall(m Message, messageID, toolCallID string, d ApprovalDecision, now time.Time, policies *ToolPolicies) (*ToolRequestMessage, *ToolCall, error) {
 	req, ok := m.(*ToolRequestMessage)
 	if !ok {
 		return nil, nil, Errorf(EINVALID, "messageId: message %s is a %s, not a tool request", messageID, m.Kind())
@@ -49,8 +52,14 @@ func DecideToolCall(m Message, messageID, toolCallID string, d ApprovalDecision,
 	if call.ApprovalStatus != ApprovalPending {
 		return nil, nil, Errorf(ECONFLICT, "tool call %q was already decided: %s", toolCallID, call.ApprovalStatus)
 	}
+	if call.Imported && d.Status == ApprovalApproved && policies != nil {
+		if pol, rule := policies.PolicyFor(call.Name); pol == PolicyDeny {
+			return nil, nil, Errorf(EFORBIDDEN, "toolCallId: tool call %q was imported, and %s: it cannot be approved here",
+				toolCallID, policyReason(pol, rule))
+		}
+	}
 	d.DecidedAt = now
-	call.ApprovalStatus, call.Decision = d.Status, &d
+	call.ApprovalStatus, call.Decision, call.Imported = d.Status, &d, false
 	return req, call, nil
 }
 
@@ -91,6 +100,8 @@ type ToolCallState struct {
 	// ClaimedBy and ClaimExpiresAt are the current claim, if any.
 	ClaimedBy      *string
 	ClaimExpiresAt *time.Time
+	// Imported says the call came with an import and was not decided here since.
+	Imported bool
 }
 
 // CheckClaim decides whether worker may claim (or renew its claim on) the call toolCallID
@@ -100,6 +111,8 @@ func CheckClaim(toolCallID string, st ToolCallState, worker string, now time.Tim
 	switch {
 	case st.Answered:
 		return Errorf(ECONFLICT, "tool call %q already has a result", toolCallID)
+	case st.Imported:
+		return Errorf(ECONFLICT, "tool call %q was imported: it is history, not a request (a person may approve it here with setToolCallApproval while it is PENDING)", toolCallID)
 	case st.ApprovalStatus != ApprovalApproved:
 		return Errorf(ECONFLICT, "tool call %q is %s, not APPROVED", toolCallID, st.ApprovalStatus)
 	case st.ClaimedBy != nil && *st.ClaimedBy != worker && st.ClaimExpiresAt != nil && st.ClaimExpiresAt.After(now):

@@ -102,8 +102,13 @@ func TestDecideToolCall(t *testing.T) {
 		return &parley.ToolRequestMessage{ToolCalls: []parley.ToolCall{
 			{ID: "a", Name: "ls", ApprovalStatus: parley.ApprovalPending},
 			{ID: "b", Name: "rm", ApprovalStatus: parley.ApprovalDenied},
+			{ID: "i", Name: "ls", ApprovalStatus: parley.ApprovalPending, Imported: true},
+			{ID: "j", Name: "rm", ApprovalStatus: parley.ApprovalPending, Imported: true},
+			{ID: "k", Name: "rm", ApprovalStatus: parley.ApprovalApproved, Imported: true,
+				Decision: &parley.ApprovalDecision{Status: parley.ApprovalApproved, DecidedBy: parley.PolicyDecidedBy}},
 		}}
 	}
+	policies := &parley.ToolPolicies{Default: parley.PolicyRequireApproval, Rules: map[string]parley.ToolPolicy{"rm": parley.PolicyDeny}}
 	decision := parley.ApprovalDecision{Status: parley.ApprovalApproved, DecidedBy: "ann"}
 	tests := []struct {
 		name string
@@ -115,11 +120,14 @@ func TestDecideToolCall(t *testing.T) {
 		{"already decided", request(), "b", parley.ECONFLICT},
 		{"no such call", request(), "c", parley.ENOTFOUND},
 		{"not a tool request", &parley.TextMessage{}, "a", parley.EINVALID},
+		{"an imported pending call: approving re-opens it", request(), "i", ""},
+		{"an imported call its tool's policy denies", request(), "j", parley.EFORBIDDEN},
+		{"an imported decision, even one claiming a policy", request(), "k", parley.ECONFLICT},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			req, call, err := parley.DecideToolCall(tt.m, "msg_1", tt.call, decision, now)
+			req, call, err := parley.DecideToolCall(tt.m, "msg_1", tt.call, decision, now, policies)
 			if got := parley.ErrorCode(err); got != tt.code {
 				t.Fatalf("code: got %q, want %q (%v)", got, tt.code, err)
 			}
@@ -131,6 +139,9 @@ func TestDecideToolCall(t *testing.T) {
 			}
 			if d := call.Decision; d == nil || !d.DecidedAt.Equal(now) || d.DecidedBy != "ann" {
 				t.Errorf("decision: got %+v, want ann's at %s", d, now)
+			}
+			if call.Imported {
+				t.Errorf("imported: got true, want false once decided here (re-opened)")
 			}
 			if other := req.ToolCall("b"); other.ApprovalStatus != parley.ApprovalDenied {
 				t.Errorf("other call: got %s, want it untouched", other.ApprovalStatus)
@@ -342,6 +353,37 @@ func TestCheckResultClaim(t *testing.T) {
 				return
 			}
 			checkError(t, err, parley.ECLAIMED, tt.msg)
+		})
+	}
+}
+
+func TestApproveAnsweredImport(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	denied := &parley.ApprovalDecision{Status: parley.ApprovalDenied, DecidedBy: "x"}
+	tests := []struct {
+		name    string
+		call    parley.ToolCall
+		changed bool
+		want    parley.ApprovalStatus
+	}{
+		{"imported pending", parley.ToolCall{ApprovalStatus: parley.ApprovalPending, Imported: true}, true, parley.ApprovalApproved},
+		{"imported denied", parley.ToolCall{ApprovalStatus: parley.ApprovalDenied, Decision: denied, Imported: true}, false, parley.ApprovalDenied},
+		{"requested here, pending", parley.ToolCall{ApprovalStatus: parley.ApprovalPending}, false, parley.ApprovalPending},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := tt.call
+			if got := parley.ApproveAnsweredImport(&c, at); got != tt.changed {
+				t.Fatalf("changed: got %v, want %v", got, tt.changed)
+			}
+			if c.ApprovalStatus != tt.want {
+				t.Errorf("status: got %s, want %s", c.ApprovalStatus, tt.want)
+			}
+			if tt.changed && (c.Decision == nil || c.Decision.DecidedBy != parley.ImportDecidedBy || !c.Decision.DecidedAt.Equal(at) || !c.Imported) {
+				t.Errorf("decision: got %+v (imported %v), want one by %q at %s, still imported", c.Decision, c.Imported, parley.ImportDecidedBy, at)
+			}
 		})
 	}
 }

@@ -27,6 +27,12 @@ type bulkWriter struct {
 
 	rows     [][]any // messages not yet sent
 	rowBytes int
+	// requests are the queued rows of tool requests, encoded when they are sent: a
+	// result later in the batch may still approve their calls (ApproveAnsweredImport).
+	requests []queuedRequest
+	// answeredStored are stored calls, imported PENDING, that the import answered: their
+	// requests are approved in the database after the flush.
+	answeredStored []answeredCall
 	added    int
 	lastKey  string // the key of the last message numbered, for the notification
 }
@@ -45,6 +51,23 @@ type bulkCall struct {
 	// no worker, so it cannot answer a call while another's claim lasts.
 	claimedBy      *string
 	claimExpiresAt *time.Time
+	// call is the call in its request while the request's row is queued here, unsent.
+	call *parley.ToolCall
+	// pendingImported says a stored call is imported and PENDING: a result approves it
+	// (ApproveAnsweredImport) in its stored request.
+	pendingImported bool
+}
+
+// queuedRequest is a tool request's row in bulkWriter.rows, to encode when it is sent.
+type queuedRequest struct {
+	row int
+	m   *parley.ToolRequestMessage
+}
+
+// answeredCall is a stored call answered by the import at the result's time.
+type answeredCall struct {
+	requestKey, callID string
+	at                 time.Time
 }
 
 // flushRows and flushBytes bound a batch: memory, not round trips, sets them.
@@ -85,15 +108,20 @@ func (w *bulkWriter) loadCalls(ctx context.Context, tx *txn, callIDs []string) e
 		ResultID       *string    `db:"result_id"`
 		ClaimedBy      *string    `db:"claimed_by"`
 		ClaimExpiresAt *time.Time `db:"claim_expires_at"`
+		Status         string     `db:"approval_status"`
+		Imported       bool       `db:"imported"`
 	}
-	if err := tx.SelectContext(ctx, &rows, `SELECT t.call_id, t.name, t.request_id, t.result_id, t.claimed_by, t.claim_expires_at
+	if err := tx.SelectContext(ctx, &rows, `SELECT t.call_id, t.name, t.request_id, t.result_id, t.claimed_by, t.claim_expires_at,
+			t.approval_status, t.imported
 		FROM unnest($2::text[]) AS c(call_id)
-		CROSS JOIN LATERAL (SELECT call_id, name, request_id, result_id, claimed_by, claim_expires_at FROM tool_calls
+		CROSS JOIN LATERAL (SELECT call_id, name, request_id, result_id, claimed_by, claim_expires_at,
+			approval_status, imported FROM tool_calls
 			WHERE conversation_id = $1 AND call_id = c.call_id LIMIT 1) t`, w.convKey, pq.Array(unknown)); err != nil {
 		return fmt.Errorf("find stored tool calls: %w", err)
 	}
 	for _, r := range rows {
-		c := &bulkCall{name: r.Name, requestKey: r.Request, stored: true, claimedBy: r.ClaimedBy, claimExpiresAt: r.ClaimExpiresAt}
+		c := &bulkCall{name: r.Name, requestKey: r.Request, stored: true, claimedBy: r.ClaimedBy, claimExpiresAt: r.ClaimExpiresAt,
+			pendingImported: r.Imported && r.Status == string(parley.ApprovalPending)}
 		if r.ResultID != nil {
 			c.resultKey = *r.ResultID
 		}
@@ -106,7 +134,8 @@ func (w *bulkWriter) loadCalls(ctx context.Context, tx *txn, callIDs []string) e
 // that grew), so that results later in the import update them.
 func (w *bulkWriter) noteStoredCalls(requestKey string, calls []parley.ToolCall) {
 	for _, c := range calls {
-		w.calls[c.ID] = &bulkCall{name: c.Name, requestKey: requestKey, stored: true}
+		w.calls[c.ID] = &bulkCall{name: c.Name, requestKey: requestKey, stored: true,
+			pendingImported: c.Imported && c.ApprovalStatus == parley.ApprovalPending}
 	}
 }
 
@@ -125,8 +154,8 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message) error {
 		if err := parley.CheckNewToolCalls(m.ToolCalls, taken); err != nil {
 			return err
 		}
-		for _, c := range m.ToolCalls {
-			w.calls[c.ID] = &bulkCall{name: c.Name, requestKey: key}
+		for i, c := range m.ToolCalls {
+			w.calls[c.ID] = &bulkCall{name: c.Name, requestKey: key, call: &m.ToolCalls[i]}
 			w.dirty = append(w.dirty, c.ID)
 		}
 	case *parley.ToolResultMessage:
@@ -146,6 +175,18 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message) error {
 		}
 		c.resultKey, c.resultNew = key, true
 		m.ToolName = c.name
+		// The call ran where it came from: an imported call is not left PENDING.
+		at := w.now
+		if !m.CreatedAt.IsZero() {
+			at = m.CreatedAt.Round(time.Microsecond)
+		}
+		switch {
+		case c.call != nil: // its request's row is queued: encoded with the approval
+			parley.ApproveAnsweredImport(c.call, at)
+		case c.pendingImported:
+			w.answeredStored = append(w.answeredStored, answeredCall{requestKey: c.requestKey, callID: m.ToolCallID, at: at})
+			c.pendingImported = false
+		}
 	case *parley.MCPResourceMessage:
 		if m.RetrievedAt.IsZero() {
 			m.RetrievedAt = w.now // retrieved now: the transaction's time, also its createdAt
@@ -156,10 +197,6 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message) error {
 	if !meta.CreatedAt.IsZero() {
 		created = meta.CreatedAt.Round(time.Microsecond) // what Postgres keeps
 	}
-	row, err := encodeMessage(m)
-	if err != nil {
-		return err
-	}
 	w.last++
 	w.added++
 	w.lastKey = key
@@ -167,9 +204,23 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message) error {
 	meta.ConversationID = parley.ConversationID(w.convKey)
 	meta.Position = w.last
 	meta.CreatedAt, meta.UpdatedAt = created, w.now
-	w.rows = append(w.rows, []any{key, w.convKey, w.last, row.SchemaVersion, row.Kind, row.Role, row.Content,
-		nullJSON(row.ToolCalls), nullJSON(row.ToolResults), string(row.Payload), row.SourceID, created, w.now, encodeProvenance(meta.Live.Provenance)})
-	w.rowBytes += len(row.Content) + len(row.ToolCalls) + len(row.ToolResults) + len(row.Payload)
+	if req, ok := m.(*parley.ToolRequestMessage); ok {
+		// Encoded when sent (encodeRequests); counted by its text and arguments.
+		w.requests = append(w.requests, queuedRequest{row: len(w.rows), m: req})
+		w.rows = append(w.rows, []any{key, w.convKey, w.last, nil, nil, nil, nil, nil, nil, nil, nil, created, w.now, encodeProvenance(meta.Live.Provenance)})
+		w.rowBytes += 2 * len(req.Text())
+		for _, c := range req.ToolCalls {
+			w.rowBytes += len(c.Arguments)
+		}
+	} else {
+		row, err := encodeMessage(m)
+		if err != nil {
+			return err
+		}
+		w.rows = append(w.rows, []any{key, w.convKey, w.last, row.SchemaVersion, row.Kind, row.Role, row.Content,
+			nullJSON(row.ToolCalls), nullJSON(row.ToolResults), string(row.Payload), row.SourceID, created, w.now, encodeProvenance(meta.Live.Provenance)})
+		w.rowBytes += len(row.Content) + len(row.ToolCalls) + len(row.ToolResults) + len(row.Payload)
+	}
 	if len(w.rows) >= flushRows || w.rowBytes >= flushBytes {
 		return w.flush(ctx, tx)
 	}
@@ -180,6 +231,16 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message) error {
 // and (when answered) result are now stored: new calls copied in, stored calls that the
 // import answered updated with one statement.
 func (w *bulkWriter) flush(ctx context.Context, tx *txn) error {
+	for _, q := range w.requests {
+		row, err := encodeMessage(q.m)
+		if err != nil {
+			return err
+		}
+		copy(w.rows[q.row][3:11], []any{row.SchemaVersion, row.Kind, row.Role, row.Content,
+			nullJSON(row.ToolCalls), nullJSON(row.ToolResults), string(row.Payload), row.SourceID})
+	}
+	clear(w.requests)
+	w.requests = w.requests[:0]
 	if len(w.rows) > 0 {
 		if err := copyIn(ctx, tx, "messages", messageCopyColumns, w.rows); err != nil {
 			return fmt.Errorf("copy messages into %s: %w", parley.ConversationID(w.convKey), err)
@@ -193,19 +254,25 @@ func (w *bulkWriter) flush(ctx context.Context, tx *txn) error {
 		c := w.calls[id]
 		switch {
 		case !c.stored:
-			var result any
+			var result, decidedAt any
 			if c.resultKey != "" {
 				result = c.resultKey
 			}
-			calls = append(calls, []any{w.convKey, id, c.name, c.requestKey, result})
+			if d := c.call.Decision; d != nil {
+				decidedAt = d.DecidedAt
+			}
+			calls = append(calls, []any{w.convKey, id, c.name, c.requestKey, result, string(c.call.ApprovalStatus), decidedAt, c.call.Imported})
 			c.stored, c.resultNew = true, false
+			c.pendingImported = c.call.Imported && c.call.ApprovalStatus == parley.ApprovalPending
+			c.call = nil // sent: a result from now on approves it in the database
 		case c.resultNew:
 			storedIDs, storedResults = append(storedIDs, id), append(storedResults, c.resultKey)
 			c.resultNew = false
 		}
 	}
 	if len(calls) > 0 {
-		if err := copyIn(ctx, tx, "tool_calls", []string{"conversation_id", "call_id", "name", "request_id", "result_id"}, calls); err != nil {
+		if err := copyIn(ctx, tx, "tool_calls", []string{"conversation_id", "call_id", "name", "request_id", "result_id",
+			"approval_status", "decided_at", "imported"}, calls); err != nil {
 			return fmt.Errorf("copy tool calls into %s: %w", parley.ConversationID(w.convKey), err)
 		}
 	}
@@ -217,6 +284,54 @@ func (w *bulkWriter) flush(ctx context.Context, tx *txn) error {
 		}
 	}
 	w.dirty = w.dirty[:0]
+	return w.approveStored(ctx, tx)
+}
+
+// approveStored approves, in their stored requests and in the index, the imported calls
+// still PENDING that results of the import answered (ApproveAnsweredImport): calls
+// stored before the import, or sent in an earlier batch of it.
+func (w *bulkWriter) approveStored(ctx context.Context, tx *txn) error {
+	if len(w.answeredStored) == 0 {
+		return nil
+	}
+	byRequest := make(map[string][]answeredCall)
+	var order []string
+	for _, a := range w.answeredStored {
+		if byRequest[a.requestKey] == nil {
+			order = append(order, a.requestKey)
+		}
+		byRequest[a.requestKey] = append(byRequest[a.requestKey], a)
+	}
+	w.answeredStored = w.answeredStored[:0]
+	for _, key := range order {
+		var row messageRow
+		if err := tx.GetContext(ctx, &row, `SELECT `+messageColumns+` FROM messages WHERE id = $1 FOR UPDATE`, key); err != nil {
+			return fmt.Errorf("read tool request %s: %w", parley.MessageID(key), err)
+		}
+		m, err := decodeMessage(&row, nil)
+		if err != nil {
+			return err
+		}
+		req, ok := m.(*parley.ToolRequestMessage)
+		if !ok {
+			continue
+		}
+		var changed []parley.ToolCall
+		for _, a := range byRequest[key] {
+			if c := req.ToolCall(a.callID); c != nil && parley.ApproveAnsweredImport(c, a.at) {
+				changed = append(changed, *c)
+			}
+		}
+		if len(changed) == 0 {
+			continue
+		}
+		if err := rewriteMessage(ctx, tx, w.convKey, key, req); err != nil {
+			return err
+		}
+		if err := recordApprovals(ctx, tx, w.convKey, changed); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

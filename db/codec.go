@@ -110,6 +110,7 @@ type (
 		Arguments      parley.JSON           `json:"arguments"`
 		ApprovalStatus parley.ApprovalStatus `json:"approvalStatus"`
 		Decision       *decisionJSON         `json:"decision,omitempty"`
+		Imported       bool                  `json:"imported,omitempty"`
 	}
 	toolErrorJSON struct {
 		Message     string `json:"message"`
@@ -162,7 +163,7 @@ func decodeBody(p bodyPayload) parley.Body {
 func encodeToolCalls(calls []parley.ToolCall) []toolCallJSON {
 	out := make([]toolCallJSON, len(calls))
 	for i, c := range calls {
-		out[i] = toolCallJSON{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ApprovalStatus: c.ApprovalStatus}
+		out[i] = toolCallJSON{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ApprovalStatus: c.ApprovalStatus, Imported: c.Imported}
 		if d := c.Decision; d != nil {
 			out[i].Decision = &decisionJSON{Status: d.Status, DecidedBy: d.DecidedBy, Reason: d.Reason, DecidedAt: d.DecidedAt}
 		}
@@ -173,7 +174,7 @@ func encodeToolCalls(calls []parley.ToolCall) []toolCallJSON {
 func decodeToolCalls(calls []toolCallJSON) []parley.ToolCall {
 	out := make([]parley.ToolCall, len(calls))
 	for i, c := range calls {
-		out[i] = parley.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ApprovalStatus: c.ApprovalStatus}
+		out[i] = parley.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ApprovalStatus: c.ApprovalStatus, Imported: c.Imported}
 		if d := c.Decision; d != nil {
 			out[i].Decision = &parley.ApprovalDecision{Status: d.Status, DecidedBy: d.DecidedBy, Reason: d.Reason, DecidedAt: d.DecidedAt}
 		}

@@ -122,6 +122,7 @@ func (db *DB) importFrom(ctx context.Context, target parley.ImportTarget, attemp
 						return err
 					}
 				}
+				parley.MarkImported(im.Message) // history, not requests
 				batch = append(batch, im)
 			}
 			if len(batch) == 0 {

@@ -290,13 +290,19 @@ func toolCallForResult(ctx context.Context, tx *txn, convKey, callID, worker str
 	return call.Name, nil
 }
 
-// recordToolCalls indexes a request's call ids; an id already used in the conversation
-// is refused, naming it.
+// recordToolCalls indexes a request's call ids, with each call's approval status and
+// whether it is imported; an id already used in the conversation is refused, naming it.
 func recordToolCalls(ctx context.Context, tx *txn, convKey, messageKey string, calls []parley.ToolCall) error {
 	ids := make([]string, len(calls))
 	names := make([]string, len(calls))
+	statuses := make([]string, len(calls))
+	decided := make([]*time.Time, len(calls))
+	imported := make([]bool, len(calls))
 	for i, c := range calls {
-		ids[i], names[i] = c.ID, c.Name
+		ids[i], names[i], statuses[i], imported[i] = c.ID, c.Name, string(c.ApprovalStatus), c.Imported
+		if c.Decision != nil {
+			decided[i] = &c.Decision.DecidedAt
+		}
 	}
 	// One index lookup per id, on both columns. With call_id = ANY($2), or a plain join,
 	// Postgres looks the conversation up by its id alone and filters its calls one by one
@@ -313,8 +319,10 @@ func recordToolCalls(ctx context.Context, tx *txn, convKey, messageKey string, c
 	if err := parley.CheckNewToolCalls(calls, taken); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO tool_calls (conversation_id, call_id, name, request_id)
-		SELECT $1, unnest($2::text[]), unnest($3::text[]), $4`, convKey, pq.Array(ids), pq.Array(names), messageKey)
+	_, err := tx.ExecContext(ctx, `INSERT INTO tool_calls (conversation_id, call_id, name, request_id, approval_status, decided_at, imported)
+		SELECT $1, c.id, c.name, $4, c.status, c.decided_at, c.imported
+		FROM unnest($2::text[], $3::text[], $5::text[], $6::timestamptz[], $7::boolean[]) AS c(id, name, status, decided_at, imported)`,
+		convKey, pq.Array(ids), pq.Array(names), messageKey, pq.Array(statuses), pq.Array(timeArray(decided)), pq.Array(imported))
 	return err
 }
 
@@ -348,7 +356,7 @@ func (db *DB) SetToolCallApproval(ctx context.Context, messageID, toolCallID str
 		if err != nil {
 			return err
 		}
-		req, call, err := parley.DecideToolCall(m, messageID, toolCallID, d, tx.now)
+		req, call, err := parley.DecideToolCall(m, messageID, toolCallID, d, tx.now, db.policies)
 		if err != nil {
 			return err
 		}
@@ -366,4 +374,15 @@ func (db *DB) SetToolCallApproval(ctx context.Context, messageID, toolCallID str
 		return nil, fmt.Errorf("decide tool call %q of %s: %w", toolCallID, messageID, err)
 	}
 	return out, nil
+}
+
+// timeArray passes nullable times as a timestamptz[] parameter (NULL for nil).
+func timeArray(ts []*time.Time) []sql.NullString {
+	out := make([]sql.NullString, len(ts))
+	for i, t := range ts {
+		if t != nil {
+			out[i] = sql.NullString{String: t.UTC().Format(time.RFC3339Nano), Valid: true}
+		}
+	}
+	return out
 }

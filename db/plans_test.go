@@ -94,7 +94,9 @@ var operations = []operation{
 		must(t, err)
 	}},
 	{"add a tool result", func(ctx context.Context, t *testing.T, s *db.DB, f *fixture) {
-		_, err := s.AddMessage(ctx, f.conv.ID, toolResult("new"))
+		r := toolResult("new")
+		r.Worker = "w" // the claimant: its claim lasts
+		_, err := s.AddMessage(ctx, f.conv.ID, r)
 		must(t, err)
 	}},
 	{"find a message", func(ctx context.Context, t *testing.T, s *db.DB, f *fixture) {

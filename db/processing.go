@@ -192,20 +192,21 @@ func (db *DB) applyToolPolicies(ctx context.Context, tx *txn, m parley.Message) 
 	return nil
 }
 
-// recordApprovals copies the approval status of calls into the tool_calls index, which
-// the awaiting-result queries read. Callers hold the conversation's lock already, so
-// that every writer takes the conversation's row before tool_calls rows.
+// recordApprovals copies the approval status of calls (and whether they are imported)
+// into the tool_calls index, which the awaiting-result queries read. Callers hold the
+// conversation's lock already, so that every writer takes the conversation's row before
+// tool_calls rows.
 func recordApprovals(ctx context.Context, tx *txn, convKey string, calls []parley.ToolCall) error {
 	for _, c := range calls {
 		if c.ApprovalStatus == parley.ApprovalPending {
-			continue // the column's default
+			continue // the column's default; recordToolCalls wrote whether it is imported
 		}
 		var decidedAt *time.Time
 		if c.Decision != nil {
 			decidedAt = &c.Decision.DecidedAt
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE tool_calls SET approval_status = $3, decided_at = $4
-			WHERE conversation_id = $1 AND call_id = $2`, convKey, c.ID, string(c.ApprovalStatus), decidedAt); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE tool_calls SET approval_status = $3, decided_at = $4, imported = $5
+			WHERE conversation_id = $1 AND call_id = $2`, convKey, c.ID, string(c.ApprovalStatus), decidedAt, c.Imported); err != nil {
 			return fmt.Errorf("record approval of %q: %w", c.ID, err)
 		}
 	}
@@ -228,7 +229,7 @@ type awaitingRow struct {
 const awaitingQuery = `SELECT t.request_id::text AS request_id, t.call_id, t.claimed_by, t.claim_expires_at,
 		coalesce(t.claim_expires_at <= now(), false) AS claim_lapsed
 	FROM tool_calls t
-	WHERE t.approval_status = 'APPROVED' AND t.result_id IS NULL`
+	WHERE t.approval_status = 'APPROVED' AND t.result_id IS NULL AND NOT t.imported`
 
 // awaitingCalls reads the tool requests that rows name, each once, and pairs each
 // row with its call; the calls of one request share its decoded message. A request
@@ -323,7 +324,7 @@ func (db *DB) FindAwaitingToolCalls(ctx context.Context, f parley.AwaitingFilter
 			coalesce(t.claim_expires_at <= now(), false) AS claim_lapsed
 		FROM conversations own JOIN tool_calls t ON t.conversation_id = own.id
 		WHERE own.owner = $5 AND ($1 = '' OR own.id = nullif($1, '')::uuid)
-		AND t.approval_status = 'APPROVED' AND t.result_id IS NULL
+		AND t.approval_status = 'APPROVED' AND t.result_id IS NULL AND NOT t.imported
 		AND (cardinality($2::text[]) = 0 OR t.name = ANY($2))
 		AND (NOT $3 OR t.claim_expires_at IS NULL OR t.claim_expires_at <= now())
 		ORDER BY t.decided_at, t.conversation_id, t.call_id LIMIT $4`,
@@ -365,9 +366,10 @@ func (db *DB) ClaimToolCall(ctx context.Context, c parley.ToolCallClaim) (*parle
 			ResultID       sql.NullString `db:"result_id"`
 			ClaimedBy      sql.NullString `db:"claimed_by"`
 			ClaimExpiresAt sql.NullTime   `db:"claim_expires_at"`
+			Imported       bool           `db:"imported"`
 			Now            time.Time      `db:"tx_now"`
 		}
-		err := tx.GetContext(ctx, &st, `SELECT conversation_id, approval_status, result_id, claimed_by, claim_expires_at,
+		err := tx.GetContext(ctx, &st, `SELECT conversation_id, approval_status, result_id, claimed_by, claim_expires_at, imported,
 			transaction_timestamp() AS tx_now
 			FROM tool_calls WHERE request_id = $1 AND call_id = $2
 				AND EXISTS (SELECT 1 FROM conversations own WHERE own.id = tool_calls.conversation_id AND own.owner = $3)
@@ -378,7 +380,7 @@ func (db *DB) ClaimToolCall(ctx context.Context, c parley.ToolCallClaim) (*parle
 			return err
 		}
 		tx.setNow(st.Now)
-		state := parley.ToolCallState{ApprovalStatus: parley.ApprovalStatus(st.Status), Answered: st.ResultID.Valid}
+		state := parley.ToolCallState{ApprovalStatus: parley.ApprovalStatus(st.Status), Answered: st.ResultID.Valid, Imported: st.Imported}
 		if st.ClaimedBy.Valid {
 			state.ClaimedBy = &st.ClaimedBy.String
 		}

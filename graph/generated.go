@@ -342,6 +342,7 @@ type ComplexityRoot struct {
 		CallID         func(childComplexity int) int
 		Decision       func(childComplexity int) int
 		ID             func(childComplexity int) int
+		Imported       func(childComplexity int) int
 		Name           func(childComplexity int) int
 	}
 
@@ -1966,6 +1967,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolCall.ID(childComplexity), true
+	case "ToolCall.imported":
+		if e.ComplexityRoot.ToolCall.Imported == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolCall.Imported(childComplexity), true
 	case "ToolCall.name":
 		if e.ComplexityRoot.ToolCall.Name == nil {
 			break
@@ -2818,6 +2825,14 @@ type ToolCall {
   approvalStatus: ApprovalStatus!
   "Null while the call is pending."
   decision: ApprovalDecision
+  """
+  The call came with an import and has not been decided here since: it is history, not
+  a request. Its decision, if any, was made where it came from (` + "`" + `decidedBy: "policy"` + "`" + `
+  there is not this server's policy); a call imported with its result is APPROVED by
+  ` + "`" + `"import"` + "`" + `. It is never offered to workers unless a person approves it here
+  (` + "`" + `setToolCallApproval` + "`" + `), which this server's tool policies may refuse.
+  """
+  imported: Boolean!
 }
 
 "The assistant asking for tool calls, with any text or thinking that came with them."
@@ -3512,6 +3527,8 @@ func (ec *executionContext) childFields_ToolCall(ctx context.Context, field grap
 		return ec.fieldContext_ToolCall_approvalStatus(ctx, field)
 	case "decision":
 		return ec.fieldContext_ToolCall_decision(ctx, field)
+	case "imported":
+		return ec.fieldContext_ToolCall_imported(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ToolCall", field.Name)
 }
@@ -10386,6 +10403,29 @@ func (ec *executionContext) fieldContext_ToolCall_decision(_ context.Context, fi
 	return fc, nil
 }
 
+func (ec *executionContext) _ToolCall_imported(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolCall_imported(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Imported(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolCall_imported(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _ToolError_message(ctx context.Context, field graphql.CollectedField, obj *parley.ToolErrorDetail) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -16839,6 +16879,11 @@ func (ec *executionContext) _ToolCall(ctx context.Context, sel ast.SelectionSet,
 		case "decision":
 			out.Values[i] = ec._ToolCall_decision(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "imported":
+			out.Values[i] = ec._ToolCall_imported(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:

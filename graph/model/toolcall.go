@@ -37,3 +37,6 @@ func (c *ToolCall) ApprovalStatus() parley.ApprovalStatus { return c.Call.Approv
 
 // Decision is who decided the call, nil while it is pending.
 func (c *ToolCall) Decision() *parley.ApprovalDecision { return c.Call.Decision }
+
+// Imported says the call came with an import and was not decided here since.
+func (c *ToolCall) Imported() bool { return c.Call.Imported }
