@@ -33,8 +33,8 @@ type bulkWriter struct {
 	// answeredStored are stored calls, imported PENDING, that the import answered: their
 	// requests are approved in the database after the flush.
 	answeredStored []answeredCall
-	added    int
-	lastKey  string // the key of the last message numbered, for the notification
+	added          int
+	lastKey        string // the key of the last message numbered, for the notification
 }
 
 // bulkCall is a tool call of the conversation as the import sees it.
