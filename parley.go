@@ -56,6 +56,17 @@ type PageRequest struct {
 	After  *string
 	Last   *int
 	Before *string
+	// MaxBytes bounds the bytes of the stored messages a page (or all the pages of one
+	// read of several conversations) holds, 0 for no bound: a page that would pass it
+	// ends early (FitsBudget), saying there is more.
+	MaxBytes int
+}
+
+// FitsBudget reports whether a message of size bytes may join a page that holds held
+// messages already, when used of the budget's bytes are spent (budget 0: no bound). The
+// first message of a page always fits, so that paging always moves on.
+func FitsBudget(budget, used, size, held int) bool {
+	return budget <= 0 || held == 0 || used+size <= budget
 }
 
 // DefaultPageSize is the page size when neither first nor last is given.
@@ -109,4 +120,6 @@ type MessagePage struct {
 	Messages []Message
 	PageInfo
 	TotalCount int
+	// Bytes is what the page's messages take as stored: what it spent of a budget.
+	Bytes int
 }

@@ -64,6 +64,7 @@ type Limits struct {
 	MaxPageSize                   int   `yaml:"max_page_size"`
 	MaxTokens                     int   `yaml:"max_tokens"`
 	MaxSelections                 int   `yaml:"max_selections"`
+	MaxPageBytes                  int   `yaml:"max_page_bytes"`
 	MaxBodyBytes                  int64 `yaml:"max_body_bytes"`
 	MaxWebsocketMessageBytes      int64 `yaml:"max_websocket_message_bytes"`
 	MaxSubscriptionsPerConnection int   `yaml:"max_subscriptions_per_connection"`
@@ -88,6 +89,7 @@ const (
 	DefaultMaxComplexity                 = 50000
 	DefaultMaxTokens                     = 15000
 	DefaultMaxSelections                 = 1000
+	DefaultMaxPageBytes                  = 16 << 20
 	DefaultMaxBodyBytes                  = 32 << 20
 	DefaultMaxWebsocketMessageBytes      = 1 << 20
 	DefaultMaxSubscriptionsPerConnection = 50
@@ -100,7 +102,7 @@ func (l *Limits) applyDefaults() {
 	}{
 		{&l.MaxDepth, DefaultMaxDepth}, {&l.MaxAliases, DefaultMaxAliases}, {&l.MaxComplexity, DefaultMaxComplexity},
 		{&l.MaxPageSize, parley.MaxPageSize}, {&l.MaxTokens, DefaultMaxTokens},
-		{&l.MaxSelections, DefaultMaxSelections},
+		{&l.MaxSelections, DefaultMaxSelections}, {&l.MaxPageBytes, DefaultMaxPageBytes},
 		{&l.MaxSubscriptionsPerConnection, DefaultMaxSubscriptionsPerConnection},
 	} {
 		if *f.v == 0 {
@@ -120,6 +122,7 @@ func (c *Config) validateAuthAndLimits() error {
 		"limits.max_depth": int64(c.Limits.MaxDepth), "limits.max_aliases": int64(c.Limits.MaxAliases),
 		"limits.max_complexity": int64(c.Limits.MaxComplexity), "limits.max_page_size": int64(c.Limits.MaxPageSize),
 		"limits.max_tokens": int64(c.Limits.MaxTokens), "limits.max_selections": int64(c.Limits.MaxSelections),
+		"limits.max_page_bytes":                   int64(c.Limits.MaxPageBytes),
 		"limits.max_body_bytes":                   c.Limits.MaxBodyBytes,
 		"limits.max_websocket_message_bytes":      c.Limits.MaxWebsocketMessageBytes,
 		"limits.max_subscriptions_per_connection": int64(c.Limits.MaxSubscriptionsPerConnection),

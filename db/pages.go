@@ -61,7 +61,7 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 	} else {
 		result, err = db.db.QueryContext(ctx, pageSQL[backward], args...)
 	}
-	rows, err := scanMessages(result, err, min(len(keys)*(limit+1), 1024))
+	rows, cut, err := scanPage(result, err, min(len(keys)*(limit+1), 1024), page.MaxBytes)
 	if err != nil {
 		return nil, classify(fmt.Errorf("find messages: %w", err))
 	}
@@ -76,7 +76,7 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 	}
 	pages := make([]*parley.MessagePage, len(convs))
 	for i, conv := range convs {
-		if pages[i], err = db.assemblePage(conv, grouped[i], page, limit, after, before); err != nil {
+		if pages[i], err = db.assemblePage(conv, grouped[i], page, limit, after, before, cut[keys[i]]); err != nil {
 			return nil, err
 		}
 		if err := db.foldLive(ctx, db.db, pages[i].Messages); err != nil {
@@ -128,10 +128,10 @@ var pageColumns = strings.Replace(strings.Replace(messageColumns,
 
 // assemblePage turns the rows read for one conversation (limit+1 at most, in read order)
 // into its page.
-func (db *DB) assemblePage(conv *parley.Conversation, rows []messageRow, page parley.PageRequest, limit, after, before int) (*parley.MessagePage, error) {
+func (db *DB) assemblePage(conv *parley.Conversation, rows []messageRow, page parley.PageRequest, limit, after, before int, cut bool) (*parley.MessagePage, error) {
 	backward := page.First == nil
-	more := len(rows) > limit
-	if more {
+	more := len(rows) > limit || cut // cut: the byte budget left rows out (scanPage)
+	if len(rows) > limit {
 		rows = rows[:limit]
 	}
 	if backward {
@@ -146,6 +146,7 @@ func (db *DB) assemblePage(conv *parley.Conversation, rows []messageRow, page pa
 			return nil, err
 		}
 		out.Messages = append(out.Messages, m)
+		out.Bytes += rowBytes(&rows[i])
 	}
 	// Positions are dense, so what lies beyond the page follows from its bounds; "more"
 	// covers messages added since conv was read.

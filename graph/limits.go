@@ -45,6 +45,11 @@ type Limits struct {
 	// MaxSubscriptionsPerConnection bounds the subscriptions open at once on one
 	// websocket (TOO_MANY_SUBSCRIPTIONS).
 	MaxSubscriptionsPerConnection int
+	// MaxPageBytes bounds the bytes of stored messages (parley.MessageBytes) that the
+	// message pages of one response hold together: a page that would pass it ends
+	// early, with hasNextPage (hasPreviousPage, backwards) true and its cursors at what
+	// it holds, and every page holds at least one message.
+	MaxPageBytes int
 }
 
 // The default limits.
@@ -55,6 +60,7 @@ const (
 	DefaultMaxTokens                     = 15000
 	DefaultMaxSelections                 = 1000
 	DefaultMaxSubscriptionsPerConnection = 50
+	DefaultMaxPageBytes                  = 16 << 20
 	// MaxIntrospectionDepth is how deeply the lists of introspection types may nest
 	// (fields, inputFields, interfaces, possibleTypes), as graphql-js's
 	// MaxIntrospectionDepthRule has it: the standard introspection query nests two,
@@ -77,6 +83,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxTokens <= 0 {
 		l.MaxTokens = DefaultMaxTokens
+	}
+	if l.MaxPageBytes <= 0 {
+		l.MaxPageBytes = DefaultMaxPageBytes
 	}
 	if l.MaxSelections <= 0 {
 		l.MaxSelections = DefaultMaxSelections

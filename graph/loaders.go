@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -16,6 +17,20 @@ import (
 // they hold goes stale.
 type loaders struct {
 	messagePages *dataloadgen.Loader[pageKey, *parley.MessagePage]
+	// pageBytes is what is left of the response's budget of message bytes
+	// (Limits.MaxPageBytes), spent by every page read for it.
+	pageBytes atomic.Int64
+}
+
+// pageBudget is what a page read now may hold: what is left of the response's budget,
+// and at least a byte, so that every page holds at least one message.
+func (l *loaders) pageBudget() int { return int(max(l.pageBytes.Load(), 1)) }
+
+// spend takes what pages hold from the response's budget.
+func (l *loaders) spend(pages ...*parley.MessagePage) {
+	for _, p := range pages {
+		l.pageBytes.Add(-int64(p.Bytes))
+	}
 }
 
 // pageKey is one conversation's page; conversations asking for the same page are read
@@ -66,7 +81,9 @@ func (a pageArgs) request() parley.PageRequest {
 	return p
 }
 
-func newLoaders(messages parley.MessageService) *loaders {
+func newLoaders(messages parley.MessageService, pageBytes int64) *loaders {
+	l := &loaders{}
+	l.pageBytes.Store(pageBytes)
 	fetch := func(ctx context.Context, keys []pageKey) (map[pageKey]*parley.MessagePage, error) {
 		groups := make(map[pageArgs][]*parley.Conversation)
 		for _, k := range keys {
@@ -74,28 +91,30 @@ func newLoaders(messages parley.MessageService) *loaders {
 		}
 		out := make(map[pageKey]*parley.MessagePage, len(keys))
 		for args, convs := range groups {
-			pages, err := messages.FindMessagePages(ctx, convs, args.request())
+			req := args.request()
+			req.MaxBytes = l.pageBudget()
+			pages, err := messages.FindMessagePages(ctx, convs, req)
 			if err != nil {
 				return nil, err
 			}
+			l.spend(pages...)
 			for i, c := range convs {
 				out[pageKey{conv: c, page: args}] = pages[i]
 			}
 		}
 		return out, nil
 	}
-	return &loaders{
-		// A short wait lets the sibling resolvers of one list register their keys.
-		messagePages: dataloadgen.NewMappedLoader(fetch, dataloadgen.WithWait(time.Millisecond)),
-	}
+	// A short wait lets the sibling resolvers of one list register their keys.
+	l.messagePages = dataloadgen.NewMappedLoader(fetch, dataloadgen.WithWait(time.Millisecond))
+	return l
 }
 
 type loadersKey struct{}
 
 // withLoaders is an AroundResponses hook giving each response its own loaders.
-func withLoaders(messages parley.MessageService) graphql.ResponseMiddleware {
+func withLoaders(messages parley.MessageService, pageBytes int64) graphql.ResponseMiddleware {
 	return func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-		return next(context.WithValue(ctx, loadersKey{}, newLoaders(messages)))
+		return next(context.WithValue(ctx, loadersKey{}, newLoaders(messages, pageBytes)))
 	}
 }
 
@@ -104,10 +123,18 @@ func withLoaders(messages parley.MessageService) graphql.ResponseMiddleware {
 // conversation read on its own has no siblings to batch with, so it does not wait the
 // loader's millisecond for them.
 func (r *Resolver) messagePage(ctx context.Context, conv *parley.Conversation, page parley.PageRequest) (*parley.MessagePage, error) {
-	if l, ok := ctx.Value(loadersKey{}).(*loaders); ok && inList(ctx) {
+	l, ok := ctx.Value(loadersKey{}).(*loaders)
+	if ok && inList(ctx) {
 		return l.messagePages.Load(ctx, pageKey{conv: conv, page: newPageArgs(page)})
 	}
-	return r.MessageService.FindMessages(ctx, conv, page)
+	if ok {
+		page.MaxBytes = l.pageBudget()
+	}
+	p, err := r.MessageService.FindMessages(ctx, conv, page)
+	if ok && err == nil {
+		l.spend(p)
+	}
+	return p, err
 }
 
 // inList reports whether the field being resolved is under an element of a list.

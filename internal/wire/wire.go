@@ -139,7 +139,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	l := cfg.Config.Limits
 	gql.Limits = graph.Limits{
 		MaxDepth: l.MaxDepth, MaxAliases: l.MaxAliases, MaxComplexity: l.MaxComplexity,
-		MaxPageSize: l.MaxPageSize, MaxTokens: l.MaxTokens, MaxSelections: l.MaxSelections,
+		MaxPageSize: l.MaxPageSize, MaxTokens: l.MaxTokens, MaxSelections: l.MaxSelections, MaxPageBytes: l.MaxPageBytes,
 		MaxSubscriptionsPerConnection: l.MaxSubscriptionsPerConnection,
 	}
 	gql.MaxBodyBytes, gql.MaxWebsocketMessageBytes = l.MaxBodyBytes, l.MaxWebsocketMessageBytes

@@ -1,0 +1,61 @@
+package db
+
+import (
+	"database/sql"
+
+	"github.com/parley-dev/parley"
+)
+
+// scanPage scans the rows of a page query (pageSQL) as scanMessages does, keeping only
+// what fits the byte budget (parley.FitsBudget; 0: no bound), shared by the pages of all
+// the conversations read: a page of 1,000 messages of 1 MiB each would otherwise be read
+// whole into memory, and written whole into the response. Rows past the budget are
+// read into one scratch row and dropped, so memory holds the budget and one message;
+// cut names the conversations (by key) whose pages lost rows to it.
+//
+// Rows come conversation by conversation, each page in read order (backward pages
+// newest first), so a cut page keeps the rows nearest its starting cursor, and the next
+// page, from its end cursor, reads what it left.
+func scanPage(rows *sql.Rows, err error, expect, budget int) ([]messageRow, map[string]bool, error) {
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	out := make([]messageRow, 0, expect)
+	var cut map[string]bool
+	held := map[string]int{}
+	used := 0
+	var r messageRow
+	for rows.Next() {
+		r = messageRow{}
+		if err := rows.Scan(&r.ID, &r.ConversationID, &r.Position, &r.SchemaVersion, &r.Kind, &r.Role, &r.Content,
+			&r.ToolCalls, &r.ToolResults, &r.Payload, &r.SourceID, &r.CreatedAt, &r.UpdatedAt,
+			&r.Status, &r.StatusReason, &r.ClientID, &r.Provenance, &r.StreamSeq); err != nil {
+			return nil, nil, err
+		}
+		size := rowBytes(&r)
+		if !fitsPage(budget, used, size, held[r.ConversationID], cut[r.ConversationID]) {
+			if cut == nil {
+				cut = map[string]bool{}
+			}
+			cut[r.ConversationID] = true
+			continue
+		}
+		used += size
+		held[r.ConversationID]++
+		out = append(out, r)
+	}
+	return out, cut, rows.Err()
+}
+
+// fitsPage is parley.FitsBudget for a page that may have been cut already: once a row of
+// a page is left out, every later one is too, so that the page stays contiguous.
+func fitsPage(budget, used, size, held int, cut bool) bool {
+	return !cut && parley.FitsBudget(budget, used, size, held)
+}
+
+// rowBytes is what a stored message takes: its text, calls, results, payload and
+// provenance, as read.
+func rowBytes(r *messageRow) int {
+	return len(r.Content) + len(r.ToolCalls) + len(r.ToolResults) + len(r.Payload) + len(r.Provenance)
+}
