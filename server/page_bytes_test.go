@@ -168,7 +168,9 @@ func TestPageBytesBounded(t *testing.T) {
 		pageInfo { hasNextPage } edges { node { ... on TextBearing { text } } } } } } } }`, nil)
 	var list struct {
 		Data struct {
-			Conversations struct{ Edges []struct{ Node struct{ Messages bytesPage } } }
+			Conversations struct {
+				Edges []struct{ Node struct{ Messages bytesPage } }
+			}
 		}
 	}
 	if err := json.Unmarshal(raw, &list); err != nil {
