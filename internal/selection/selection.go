@@ -25,7 +25,7 @@ const MessageFields = `
 	}
 	... on ToolRequestMessage {
 		parts { kind content text html signature } content text html thinking
-		toolCalls { id callId name arguments approvalStatus decision { status decidedBy reason decidedAt } }
+		toolCalls { id callId name arguments approvalStatus decision { status decidedBy reason decidedAt } imported }
 	}
 	... on ToolResultMessage {
 		toolCallId toolName status output parts { kind content text html signature } content text html
