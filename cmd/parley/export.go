@@ -23,7 +23,7 @@ func exportCommand(stdout, stderr io.Writer) *cli.Command {
 		Description: "Formats: OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC_MESSAGES (for an LLM to continue from),\n" +
 			"MARKDOWN (for people), PARLEY_JSON (lossless; parley import reads it back).\n" +
 			"The transcript goes to standard output; what was dropped, repaired or noted, to standard error.",
-		Flags: append(append(flagsOf(config.Database), flagsOf(config.Owner)...),
+		Flags: append(clientFlags(),
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Required: true, Usage: "OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC_MESSAGES, MARKDOWN or PARLEY_JSON"},
 			&cli.StringFlag{Name: "system", Usage: "system prompt to put first (used, never stored)"},
 			&cli.IntFlag{Name: "max-tokens", Usage: "fit the history into this many tokens (estimated), dropping the oldest context first"},
@@ -42,12 +42,39 @@ func exportCommand(stdout, stderr io.Writer) *cli.Command {
 				n := cmd.Int("max-tokens")
 				opts.MaxTokens = &n
 			}
+			id := cmd.Args().First()
+			c, cfg, err := clientOf(cmd)
+			if err != nil {
+				return err
+			}
+			if c != nil {
+				if _, err := c.checkOwner(ctx, cfg.Process.Owner, cmd.IsSet("owner")); err != nil {
+					return err
+				}
+				prog := newProgress(stderr, -1, "exporting "+id, unitBytes, false)
+				t, err := c.transcript(ctx, id, format, opts, prog)
+				prog.Finish()
+				if err != nil {
+					return err
+				}
+				if err := writeTranscript(stdout, format, t.Body); err != nil {
+					return err
+				}
+				printTranscriptReport(stderr, &t.Report)
+				return nil
+			}
 			return withStore(ctx, cmd, stderr, func(cfg config.Config, store *db.DB) error {
 				ctx, err := withOwner(ctx, cfg)
 				if err != nil {
 					return err
 				}
-				t, err := interop.New(store, store, store).Transcript(ctx, cmd.Args().First(), format, opts)
+				conv, err := store.FindConversationByID(ctx, id)
+				if err != nil {
+					return userError(err)
+				}
+				prog := newProgress(stderr, int64(conv.MessageCount), "exporting "+id, unitMessages, false)
+				t, err := interop.New(store, store, countedMessages{store, prog}).Transcript(ctx, id, format, opts)
+				prog.Finish()
 				if err != nil {
 					return userError(err)
 				}
@@ -59,6 +86,20 @@ func exportCommand(stdout, stderr io.Writer) *cli.Command {
 			}, config.Owner)
 		},
 	}
+}
+
+// countedMessages feeds progress with the messages an export reads.
+type countedMessages struct {
+	parley.MessageService
+	progress progress
+}
+
+func (m countedMessages) FindMessages(ctx context.Context, conv *parley.Conversation, page parley.PageRequest) (*parley.MessagePage, error) {
+	p, err := m.MessageService.FindMessages(ctx, conv, page)
+	if err == nil {
+		m.progress.Add(len(p.Messages))
+	}
+	return p, err
 }
 
 // writeTranscript writes Markdown as text and JSON indented, each ending in a newline.

@@ -54,14 +54,14 @@ func TestImportProgressOnATerminal(t *testing.T) {
 func TestImportProgressPlain(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	p := newProgress(&buf, 1000, "importing x.jsonl")
+	p := newProgress(&buf, 1000, "importing x.jsonl", unitBytes, false)
 	p.Write(make([]byte, 400))
 	p.Finish()
 	if buf.Len() != 0 {
 		t.Errorf("a quick read printed progress: %q", buf.String())
 	}
 	buf.Reset()
-	p = newProgress(&buf, 1000, "importing x.jsonl")
+	p = newProgress(&buf, 1000, "importing x.jsonl", unitBytes, false)
 	p.(*plainProgress).next = time.Now() // as if an interval had passed
 	p.Write(make([]byte, 500))
 	p.Write(make([]byte, 500))
