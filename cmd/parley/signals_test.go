@@ -46,6 +46,13 @@ func startProcessEnv(t *testing.T, env []string, args ...string) *process {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startProcessExe(t, exe, env, args...)
+}
+
+// startProcessExe is startProcessEnv running the parley executable exe (this test
+// binary acts as parley).
+func startProcessExe(t *testing.T, exe string, env []string, args ...string) *process {
+	t.Helper()
 	var stdout syncBuffer
 	p := &process{stderr: &syncBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(exe, append([]string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json"}, args...)...)
