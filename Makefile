@@ -97,11 +97,14 @@ release-snapshot: $(GORELEASER)
 	$(GORELEASER_ENV) $(GORELEASER) release --snapshot --clean --skip=publish
 
 # release-reproducible builds the snapshot twice and checks that both give the same
-# checksums: the same commit must give the same bytes.
+# checksums: the same commit must give the same bytes. The first checksums wait outside
+# the work tree: a file left in it would make the second build's binaries say
+# vcs.modified=true (-dirty), and differ.
 release-reproducible: release-snapshot
-	cp dist/checksums.txt dist.checksums.first
-	$(GORELEASER_ENV) $(GORELEASER) release --snapshot --clean --skip=publish
-	@if diff -u dist.checksums.first dist/checksums.txt; then echo "reproducible: both builds gave the same checksums"; rm -f dist.checksums.first; else echo "not reproducible"; rm -f dist.checksums.first; exit 1; fi
+	@first=$$(mktemp); cp dist/checksums.txt $$first; \
+	$(GORELEASER_ENV) $(GORELEASER) release --snapshot --clean --skip=publish || { rm -f $$first; exit 1; }; \
+	if diff -u $$first dist/checksums.txt; then echo "reproducible: both builds gave the same checksums"; rm -f $$first; \
+	else echo "not reproducible"; rm -f $$first; exit 1; fi
 
 clean:
 	rm -rf bin dist
