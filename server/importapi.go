@@ -124,6 +124,10 @@ var importParams = []string{"format", "conversationId", "title"}
 type importHandler struct {
 	interop parley.InteropService
 	limits  ImportAPI
+	// wholeBytes bounds the formats read whole (JSON documents: OPENAI_CHAT,
+	// ANTHROPIC_MESSAGES, PARLEY_JSON), which are held in memory as importConversation
+	// holds them: the GraphQL body limit (limits.max_body_bytes).
+	wholeBytes int64
 	writes  *ownerLimiter
 	log     *slog.Logger
 }
@@ -168,8 +172,12 @@ func (h *importHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, r, "query parameter \"format\": "+parley.ErrorMessage(err))
 		return
 	}
-	if r.ContentLength > h.limits.MaxBytes {
-		tooLarge(w, r, h.limits.MaxBytes)
+	limit, key := h.limits.MaxBytes, "limits.max_import_bytes"
+	if format != parley.ImportClaudeCode && h.wholeBytes > 0 && h.wholeBytes < limit {
+		limit, key = h.wholeBytes, "limits.max_body_bytes: "+string(format)+" is read whole; only CLAUDE_CODE_JSONL streams"
+	}
+	if r.ContentLength > limit {
+		tooLarge(w, r, limit, key)
 		return
 	}
 	// The upload of a large history takes longer than a request's read timeout allows.
@@ -179,11 +187,11 @@ func (h *importHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
-	body := http.MaxBytesReader(w, r.Body, h.limits.MaxBytes)
+	body := http.MaxBytesReader(w, r.Body, limit)
 	rep, err := h.interop.ImportConversation(ctx, format, body,
 		parley.ImportTarget{ConversationID: q.Get("conversationId"), Title: q.Get("title")})
 	if err != nil {
-		h.fail(w, r, err)
+		h.fail(w, r, err, key)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
@@ -194,11 +202,11 @@ func (h *importHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // fail answers err as the API's error: its code and message for a domain error, 413
 // for a body over the limit, a generic message (the cause logged) for anything else.
-func (h *importHandler) fail(w http.ResponseWriter, r *http.Request, err error) {
+func (h *importHandler) fail(w http.ResponseWriter, r *http.Request, err error, key string) {
 	var tooBig *http.MaxBytesError
 	switch code := parley.ErrorCode(err); {
 	case errors.As(err, &tooBig):
-		tooLarge(w, r, tooBig.Limit)
+		tooLarge(w, r, tooBig.Limit, key)
 	case code != "" && code != parley.EINTERNAL:
 		status, ok := importStatus[code]
 		if !ok {
@@ -238,9 +246,9 @@ func badRequest(w http.ResponseWriter, r *http.Request, msg string) {
 	transport.WriteError(w, r, http.StatusBadRequest, "BAD_USER_INPUT", msg)
 }
 
-func tooLarge(w http.ResponseWriter, r *http.Request, limit int64) {
+func tooLarge(w http.ResponseWriter, r *http.Request, limit int64, key string) {
 	transport.WriteError(w, r, http.StatusRequestEntityTooLarge, "REQUEST_TOO_LARGE",
-		fmt.Sprintf("The history is larger than this server imports: at most %d bytes (limits.max_import_bytes). Nothing was stored.", limit))
+		fmt.Sprintf("The history is larger than this server imports: at most %d bytes (%s). Nothing was stored.", limit, key))
 }
 
 // serveWhoami serves GET /api/whoami.

@@ -158,6 +158,8 @@ func TestImportAPIRefusals(t *testing.T) {
 		{"bad line", "POST", import_, alice, bytes.NewReader(badLine), nil, 400, "BAD_USER_INPUT", "line 2"},
 		{"over the limit, said up front", "POST", import_, alice, bytes.NewReader(session), nil, 413, "REQUEST_TOO_LARGE", "limits.max_import_bytes"},
 		{"over the limit, found reading", "POST", import_, alice, io.MultiReader(bytes.NewReader(session)), nil, 413, "REQUEST_TOO_LARGE", "Nothing was stored"},
+		{"a format read whole, over the body limit", "POST", srv.URL + "/api/import?format=OPENAI_CHAT", alice,
+			strings.NewReader(`[{"role":"user","content":"` + strings.Repeat("x", 2000) + `"}]`), nil, 413, "REQUEST_TOO_LARGE", "limits.max_body_bytes: OPENAI_CHAT is read whole"},
 		{"cross-origin page", "POST", import_, alice, bytes.NewReader(badLine), []string{"Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site"}, 403, "CROSS_ORIGIN_REFUSED", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -160,7 +160,11 @@ func apiHandler(cfg Config, rev *revocations, requests, writes *ownerLimiter) ht
 		limits.Timeout = DefaultImportTimeout
 	}
 	mux := http.NewServeMux()
-	mux.Handle("POST /api/import", &importHandler{interop: cfg.Interop, limits: limits, writes: writes, log: cfg.Logger})
+	whole := cfg.GraphQL.MaxBodyBytes
+	if whole <= 0 {
+		whole = graph.DefaultMaxBodyBytes
+	}
+	mux.Handle("POST /api/import", &importHandler{interop: cfg.Interop, limits: limits, wholeBytes: whole, writes: writes, log: cfg.Logger})
 	mux.HandleFunc("GET /api/whoami", serveWhoami)
 	h, err := withCSRF(cfg.TrustedOrigins, withAuth(cfg.Auth, rev, withRateLimit(requests, mux)))
 	if err != nil {
