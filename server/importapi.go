@@ -128,8 +128,8 @@ type importHandler struct {
 	// ANTHROPIC_MESSAGES, PARLEY_JSON), which are held in memory as importConversation
 	// holds them: the GraphQL body limit (limits.max_body_bytes).
 	wholeBytes int64
-	writes  *ownerLimiter
-	log     *slog.Logger
+	writes     *ownerLimiter
+	log        *slog.Logger
 }
 
 func (h *importHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
