@@ -8,8 +8,8 @@ type Conversation struct {
 	Title     string
 	CreatedAt time.Time
 	UpdatedAt time.Time
-	// MessageCount is how many messages it has; LastPosition is the position of its
-	// newest message (equal while messages are never removed singly).
+	// MessageCount is how many messages its active branch has; LastPosition is the
+	// position of that branch's leaf (the two are equal: positions are depths).
 	MessageCount int
 	LastPosition int
 }

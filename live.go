@@ -119,6 +119,9 @@ type StartMessage struct {
 	// Lease is how long the message waits for the writer's next append or heartbeat
 	// (DefaultLease when zero).
 	Lease time.Duration
+	// Place is where the message goes in the conversation's tree: a regenerated reply
+	// is a sibling of the one it replaces.
+	Place Placement
 }
 
 // CleanStart checks a start and applies its defaults. Returns EINVALID naming the field.
@@ -130,6 +133,9 @@ func CleanStart(s StartMessage) (StartMessage, error) {
 		return s, Errorf(EINVALID, "input.role: %s; a streaming message is ASSISTANT or USER", s.Role)
 	}
 	if err := CheckClientMessageID(s.ClientID); err != nil {
+		return s, err
+	}
+	if err := CheckPlacement(s.Place); err != nil {
 		return s, err
 	}
 	if s.Lease == 0 {
@@ -469,7 +475,7 @@ func (c StreamCursor) Advance(r StreamRead) []StreamEvent {
 		return slices.IndexFunc(cur.Open, func(o OpenMessage) bool { return o.Position == pos })
 	}
 	for _, m := range r.Open {
-		pos := m.Meta().Position
+		pos := m.Meta().Seq
 		i := find(pos)
 		if i < 0 {
 			continue
@@ -489,12 +495,12 @@ func (c StreamCursor) Advance(r StreamRead) []StreamEvent {
 	}
 	for _, m := range r.New {
 		meta := m.Meta()
-		if meta.Position <= cur.Position {
+		if meta.Seq <= cur.Position {
 			continue
 		}
-		cur.Position = meta.Position
+		cur.Position = meta.Seq
 		if meta.Live.Status.Normal() == StatusStreaming {
-			cur.Open = append(cur.Open, OpenMessage{Position: meta.Position, Seq: meta.Live.Seq})
+			cur.Open = append(cur.Open, OpenMessage{Position: meta.Seq, Seq: meta.Live.Seq})
 		}
 		emit(m, nil)
 	}

@@ -36,7 +36,16 @@ type MessageMeta struct {
 	ID             string
 	ConversationID string
 	Role           Role
-	Position       int
+	// Position is the message's depth along its branch: 1 for a root, its parent's
+	// plus one otherwise. Positions are gap-free along every branch.
+	Position int
+	// Seq is the store's conversation-wide, gap-free, commit-ordered number of the
+	// message, which realtime replay follows; not shown to clients.
+	Seq int
+	// Place, on a message to store, says where in the tree it goes; Tree, on a message
+	// read, where it is (nil unless it was asked for).
+	Place Placement
+	Tree  *TreeInfo
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	// SourceID is the id of the record an import made this message from ("" otherwise).

@@ -60,6 +60,11 @@ type PageRequest struct {
 	// read of several conversations) holds, 0 for no bound: a page that would pass it
 	// ends early (FitsBudget), saying there is more.
 	MaxBytes int
+	// Branch names the branch to read by a message on it (the branch through it,
+	// continued along first children to a leaf); "" reads the active branch.
+	Branch string
+	// Tree asks for each message's TreeInfo.
+	Tree bool
 }
 
 // FitsBudget reports whether a message of size bytes may join a page that holds held
@@ -115,10 +120,12 @@ type ConversationPage struct {
 	TotalCount int
 }
 
-// MessagePage is a page of one conversation's messages, in ascending position.
+// MessagePage is a page of one conversation's messages along one branch, in ascending
+// position.
 type MessagePage struct {
 	Messages []Message
 	PageInfo
+	// TotalCount is the branch's length.
 	TotalCount int
 	// Bytes is what the page's messages take as stored: what it spent of a budget.
 	Bytes int

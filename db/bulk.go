@@ -21,7 +21,10 @@ import (
 type bulkWriter struct {
 	convKey string
 	now     time.Time
-	last    int // the position of the last message numbered
+	last    int // the number (position column) of the last message numbered
+	// The active branch the import continues: its segment, and the depth of the last
+	// message added to it.
+	segment, depth int
 	calls   map[string]*bulkCall
 	dirty   []string // calls whose row is to be copied in or given its result at the next flush
 
@@ -77,15 +80,26 @@ const (
 )
 
 var messageCopyColumns = []string{"id", "conversation_id", "position", "schema_version", "kind", "role", "content",
-	"tool_calls", "tool_results", "payload", "source_id", "created_at", "updated_at", "provenance"}
+	"tool_calls", "tool_results", "payload", "source_id", "created_at", "updated_at", "provenance", "segment", "depth"}
 
-// newBulkWriter starts writing after position last of the conversation.
-func newBulkWriter(ctx context.Context, tx *txn, convKey string, last int) (*bulkWriter, error) {
+// newBulkWriter starts writing after the conversation's last message, continuing its
+// active branch. The conversation's row must be the transaction's.
+func newBulkWriter(ctx context.Context, tx *txn, convKey string) (*bulkWriter, error) {
 	now, err := tx.Now(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &bulkWriter{convKey: convKey, now: now, last: last, calls: make(map[string]*bulkCall)}, nil
+	w := &bulkWriter{convKey: convKey, now: now, calls: make(map[string]*bulkCall)}
+	var head struct {
+		Last    int `db:"last_position"`
+		Segment int `db:"active_segment"`
+		Depth   int `db:"active_depth"`
+	}
+	if err := tx.GetContext(ctx, &head, `SELECT last_position, active_segment, `+leafDepth+` AS active_depth FROM conversations WHERE id = $1`, convKey); err != nil {
+		return nil, err
+	}
+	w.last, w.segment, w.depth = head.Last, head.Segment, head.Depth
+	return w, nil
 }
 
 // loadCalls reads the stored rows of those of callIDs the writer does not know yet:
@@ -198,16 +212,18 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message) error {
 		created = meta.CreatedAt.Round(time.Microsecond) // what Postgres keeps
 	}
 	w.last++
+	w.depth++
 	w.added++
 	w.lastKey = key
 	meta.ID = parley.MessageID(key)
 	meta.ConversationID = parley.ConversationID(w.convKey)
-	meta.Position = w.last
+	meta.Position, meta.Seq = w.depth, w.last
 	meta.CreatedAt, meta.UpdatedAt = created, w.now
 	if req, ok := m.(*parley.ToolRequestMessage); ok {
 		// Encoded when sent (encodeRequests); counted by its text and arguments.
 		w.requests = append(w.requests, queuedRequest{row: len(w.rows), m: req})
-		w.rows = append(w.rows, []any{key, w.convKey, w.last, nil, nil, nil, nil, nil, nil, nil, nil, created, w.now, encodeProvenance(meta.Live.Provenance)})
+		w.rows = append(w.rows, []any{key, w.convKey, w.last, nil, nil, nil, nil, nil, nil, nil, nil, created, w.now, encodeProvenance(meta.Live.Provenance),
+			w.segment, w.depth})
 		w.rowBytes += 2 * len(req.Text())
 		for _, c := range req.ToolCalls {
 			w.rowBytes += len(c.Arguments)
@@ -218,7 +234,8 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message) error {
 			return err
 		}
 		w.rows = append(w.rows, []any{key, w.convKey, w.last, row.SchemaVersion, row.Kind, row.Role, row.Content,
-			nullJSON(row.ToolCalls), nullJSON(row.ToolResults), string(row.Payload), row.SourceID, created, w.now, encodeProvenance(meta.Live.Provenance)})
+			nullJSON(row.ToolCalls), nullJSON(row.ToolResults), string(row.Payload), row.SourceID, created, w.now, encodeProvenance(meta.Live.Provenance),
+			w.segment, w.depth})
 		w.rowBytes += len(row.Content) + len(row.ToolCalls) + len(row.ToolResults) + len(row.Payload)
 	}
 	if len(w.rows) >= flushRows || w.rowBytes >= flushBytes {
@@ -345,8 +362,8 @@ func (w *bulkWriter) finish(ctx context.Context, db *DB, tx *txn) error {
 	if w.added == 0 {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET last_position = $2,
-		message_count = message_count + $3, updated_at = now() WHERE id = $1`, w.convKey, w.last, w.added); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET last_position = $2, active_depth = $4,
+		message_count = message_count + $3, updated_at = now() WHERE id = $1`, w.convKey, w.last, w.added, w.depth); err != nil {
 		return fmt.Errorf("bump conversation: %w", err)
 	}
 	return db.notifyAdded(ctx, tx, w.convKey, w.lastKey, w.last)

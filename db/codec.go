@@ -40,12 +40,15 @@ type messageRow struct {
 	ClientID     sql.NullString `db:"client_message_id"`
 	Provenance   []byte         `db:"provenance"`
 	StreamSeq    int            `db:"stream_seq"`
+	// Where it is in the tree: its segment, and its depth (the API's position).
+	Segment int `db:"segment"`
+	Depth   int `db:"depth"`
 }
 
 // messageColumns lists messageRow's columns, for SELECT and RETURNING.
 const messageColumns = `id, conversation_id, position, schema_version, kind, role, content,
 	tool_calls, tool_results, payload, source_id, created_at, updated_at,
-	status, status_reason, client_message_id, provenance, stream_seq`
+	status, status_reason, client_message_id, provenance, stream_seq, segment, depth`
 
 // scanMessages scans the rows of a query selecting messageColumns (its results, as
 // QueryContext returns them, and how many rows to expect) without sqlx's reflection: a
@@ -61,7 +64,7 @@ func scanMessages(rows *sql.Rows, err error, expect int) ([]messageRow, error) {
 		r := &out[len(out)-1]
 		if err := rows.Scan(&r.ID, &r.ConversationID, &r.Position, &r.SchemaVersion, &r.Kind, &r.Role, &r.Content,
 			&r.ToolCalls, &r.ToolResults, &r.Payload, &r.SourceID, &r.CreatedAt, &r.UpdatedAt,
-			&r.Status, &r.StatusReason, &r.ClientID, &r.Provenance, &r.StreamSeq); err != nil {
+			&r.Status, &r.StatusReason, &r.ClientID, &r.Provenance, &r.StreamSeq, &r.Segment, &r.Depth); err != nil {
 			return nil, err
 		}
 	}
@@ -251,7 +254,8 @@ func decodeMessage(row *messageRow, log *slog.Logger) (parley.Message, error) {
 		ID:             parley.MessageID(row.ID),
 		ConversationID: parley.ConversationID(row.ConversationID),
 		Role:           parley.Role(row.Role),
-		Position:       row.Position,
+		Position:       row.Depth,
+		Seq:            row.Position,
 		CreatedAt:      row.CreatedAt,
 		UpdatedAt:      row.UpdatedAt,
 		SourceID:       row.SourceID.String,

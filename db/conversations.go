@@ -26,7 +26,8 @@ type conversationRow struct {
 	LastPosition int       `db:"last_position"`
 }
 
-const conversationColumns = `id, title, created_at, updated_at, message_count, last_position`
+// A conversation's message count and last position are its active branch's length.
+const conversationColumns = `id, title, created_at, updated_at, ` + leafDepth + ` AS message_count, ` + leafDepth + ` AS last_position`
 
 // findConversationSQL reads a conversation of an owner. It runs prepared (DB.prepare):
 // every read of a history starts with it.

@@ -187,16 +187,16 @@ func (db *DB) StreamAfter(ctx context.Context, conversationID string, c parley.S
 		if err != nil {
 			return r, false, err
 		}
-		if m.Meta().Position > c.Position {
+		if m.Meta().Seq > c.Position {
 			r.New = append(r.New, m)
 			continue
 		}
 		r.Open = append(r.Open, m)
 		if m.Meta().Live.Status == parley.StatusStreaming {
 			for _, o := range c.Open {
-				if o.Position == m.Meta().Position {
+				if o.Position == m.Meta().Seq {
 					streaming, seqs = append(streaming, rows[i].ID), append(seqs, o.Seq)
-					byKey[rows[i].ID] = m.Meta().Position
+					byKey[rows[i].ID] = m.Meta().Seq
 				}
 			}
 		}

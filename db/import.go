@@ -91,11 +91,7 @@ func (db *DB) importFrom(ctx context.Context, target parley.ImportTarget, attemp
 		}
 		// The conversation's row is this transaction's (created or locked): the writer
 		// numbers the messages and bumps the conversation once, at the end.
-		var last int
-		if err := tx.GetContext(ctx, &last, `SELECT last_position FROM conversations WHERE id = $1`, convKey); err != nil {
-			return err
-		}
-		w, err := newBulkWriter(ctx, tx, convKey, last)
+		w, err := newBulkWriter(ctx, tx, convKey)
 		if err != nil {
 			return err
 		}

@@ -134,6 +134,41 @@ func (db *DB) findByClientID(ctx context.Context, tx *txn, convKey, clientID str
 	return db.foldOne(ctx, tx, m)
 }
 
+// startMessageSQL stores a streaming message as the next one of the active branch
+// (insertMessageSQL).
+const startMessageSQL = `
+	WITH conv AS (
+		UPDATE conversations
+		SET last_position = last_position + 1, message_count = message_count + 1,
+			active_depth = CASE WHEN segments = 0 THEN last_position ELSE active_depth END + 1, updated_at = now()
+		WHERE id = $1 AND owner = $2
+		RETURNING id, last_position, active_segment, active_depth
+	)
+	INSERT INTO messages (conversation_id, position, segment, depth, schema_version, kind, role, payload, status,
+		client_message_id, body_digest, provenance, lease_seconds, lease_until)
+	SELECT conv.id, conv.last_position, conv.active_segment, conv.active_depth, 2, 'text', $3, '{}', 'streaming',
+		$4, $5, $6::jsonb, $7::int, now() + make_interval(secs => $7::int)
+	FROM conv
+	RETURNING ` + messageColumns
+
+// startPlacedSQL is startMessageSQL for a message placed in the tree ($8, $9), which
+// becomes the active leaf when $10 (insertPlacedSQL).
+const startPlacedSQL = `
+	WITH conv AS (
+		UPDATE conversations
+		SET last_position = last_position + 1, message_count = message_count + 1, updated_at = now(),
+			active_segment = CASE WHEN $10 THEN $8 ELSE active_segment END,
+			active_depth = CASE WHEN $10 THEN $9 ELSE active_depth END
+		WHERE id = $1 AND owner = $2
+		RETURNING id, last_position
+	)
+	INSERT INTO messages (conversation_id, position, segment, depth, schema_version, kind, role, payload, status,
+		client_message_id, body_digest, provenance, lease_seconds, lease_until)
+	SELECT conv.id, conv.last_position, $8, $9, 2, 'text', $3, '{}', 'streaming',
+		$4, $5, $6::jsonb, $7::int, now() + make_interval(secs => $7::int)
+	FROM conv
+	RETURNING ` + messageColumns
+
 // StartMessage implements parley.LiveMessageService.
 func (db *DB) StartMessage(ctx context.Context, conversationID string, s parley.StartMessage) (parley.Message, error) {
 	key, ok := parley.ParseConversationID(conversationID)
@@ -166,19 +201,19 @@ func (db *DB) StartMessage(ctx context.Context, conversationID string, s parley.
 				return err
 			}
 		}
+		query, args := startMessageSQL, []any{key, owner, s.Role, sql.NullString{String: s.ClientID, Valid: s.ClientID != ""}, want, provCol, lease}
+		if !s.Place.IsZero() {
+			if err := lockConversation(ctx, tx, key); err != nil {
+				return err
+			}
+			at, _, err := place(ctx, tx, key, s.Place)
+			if err != nil {
+				return err
+			}
+			query, args = startPlacedSQL, append(args, at.Segment, at.Depth, at.activate)
+		}
 		var row messageRow
-		err := tx.GetContext(ctx, &row, `
-			WITH conv AS (
-				UPDATE conversations
-				SET last_position = last_position + 1, message_count = message_count + 1, updated_at = now()
-				WHERE id = $1 AND owner = $2
-				RETURNING id, last_position
-			)
-			INSERT INTO messages (conversation_id, position, schema_version, kind, role, payload, status,
-				client_message_id, body_digest, provenance, lease_seconds, lease_until)
-			SELECT conv.id, conv.last_position, 2, 'text', $3, '{}', 'streaming', $4, $5, $6::jsonb, $7::int, now() + make_interval(secs => $7::int)
-			FROM conv
-			RETURNING `+messageColumns, key, owner, s.Role, sql.NullString{String: s.ClientID, Valid: s.ClientID != ""}, want, provCol, lease)
+		err := tx.GetContext(ctx, &row, query, args...)
 		if errors.Is(err, sql.ErrNoRows) {
 			return conversationNotFound(conversationID)
 		} else if err != nil {
@@ -195,7 +230,7 @@ func (db *DB) StartMessage(ctx context.Context, conversationID string, s parley.
 	if meta := out.Meta(); meta.Live.Status == parley.StatusStreaming && meta.Live.Seq == 0 {
 		// Its first append can take the fast path.
 		msgKey, _ := parley.ParseMessageID(meta.ID)
-		db.live.put(msgKey, &liveEntry{conv: key, position: meta.Position})
+		db.live.put(msgKey, &liveEntry{conv: key, position: meta.Seq})
 	}
 	return out, nil
 }

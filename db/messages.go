@@ -98,7 +98,7 @@ func (db *DB) AddMessage(ctx context.Context, conversationID string, m parley.Me
 		if err := db.applyToolPolicies(ctx, tx, m); err != nil {
 			return err
 		}
-		if err := db.insertMessageAt(ctx, tx, key, m, 0, want); err != nil {
+		if err := db.insertMessageAt(ctx, tx, key, m, want); err != nil {
 			return err
 		}
 		if req, ok := m.(*parley.ToolRequestMessage); ok {
@@ -134,38 +134,45 @@ func restorer(m parley.Message) func() {
 	return func() { *m.Meta() = meta }
 }
 
-// insertMessage stores a prepared message as the conversation's next one and fills in
-// its meta fields. Taking the next position locks the conversation's row until the
-// transaction ends, so concurrent writers get consecutive positions in commit order.
+// insertMessage stores a prepared message as the next one of the conversation's active
+// branch and fills in its meta fields. Taking the next number locks the conversation's
+// row until the transaction ends, so concurrent writers get consecutive numbers in
+// commit order.
 func (db *DB) insertMessage(ctx context.Context, tx *txn, convKey string, m parley.Message) error {
-	return db.insertMessageAt(ctx, tx, convKey, m, 0, nil)
+	return db.insertMessageAt(ctx, tx, convKey, m, nil)
 }
 
-// insertMessageAt is insertMessage for a writer that holds the conversation's row lock
-// and numbers many messages itself, an import: with a position, the message goes there
-// and the conversation is not bumped, for the writer to bump once at the end. Bumping it
-// for each of thousands of messages in one transaction is quadratic: every update adds
-// a version of the conversation's row that each later one steps over. digest, with a
-// client id, is the message's as given (rowDigest, before the store fills anything in).
-func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m parley.Message, position int, digest []byte) error {
+// insertMessageAt stores a prepared message where its meta's Place says (by default,
+// continuing the active branch) and fills in its meta fields. digest, with a client id,
+// is the message's as given (rowDigest, before the store fills anything in).
+func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m parley.Message, digest []byte) error {
 	owner, err := ownerOf(ctx)
 	if err != nil {
 		return err
 	}
 	meta := m.Meta()
 	convID := parley.ConversationID(convKey)
-	if res, ok := m.(*parley.ToolResultMessage); ok {
-		// Fill in the tool's name before encoding, once the call is known to exist.
-		if position == 0 {
-			if err := lockConversation(ctx, tx, convKey); err != nil {
-				return err
-			}
+	res, isResult := m.(*parley.ToolResultMessage)
+	var at *placed
+	if isResult || !meta.Place.IsZero() {
+		// Placing a message reads the tree, which must not change meanwhile: lock first.
+		if err := lockConversation(ctx, tx, convKey); err != nil {
+			return err
 		}
-		name, err := toolCallForResult(ctx, tx, convKey, res.ToolCallID, res.Worker)
+		p, parent, err := place(ctx, tx, convKey, meta.Place)
 		if err != nil {
 			return err
 		}
-		res.ToolName = name
+		at = &p
+		if isResult {
+			// Fill in the tool's name before encoding, once the call is known to exist
+			// on this branch.
+			name, err := toolCallForResult(ctx, tx, convKey, res.ToolCallID, res.Worker, parent)
+			if err != nil {
+				return err
+			}
+			res.ToolName = name
+		}
 	}
 	if res, ok := m.(*parley.MCPResourceMessage); ok && res.RetrievedAt.IsZero() {
 		// Retrieved now: the transaction's time, which is also the message's createdAt.
@@ -181,8 +188,8 @@ func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m pa
 	query, args := insertMessageSQL, []any{convKey, row.SchemaVersion, row.Kind, row.Role, row.Content,
 		nullJSON(row.ToolCalls), nullJSON(row.ToolResults), row.Payload, row.SourceID, nullTime(meta.CreatedAt), owner,
 		sql.NullString{String: meta.Live.ClientID, Valid: meta.Live.ClientID != ""}, digest, encodeProvenance(meta.Live.Provenance)}
-	if position > 0 {
-		query, args[10] = insertMessageAtSQL, position
+	if at != nil {
+		query, args = insertPlacedSQL, append(args, at.Segment, at.Depth, at.activate)
 	}
 	if s := db.stmt(query); s != nil {
 		err = tx.StmtxContext(ctx, s).GetContext(ctx, &created, args...)
@@ -196,7 +203,8 @@ func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m pa
 	}
 	meta.ID = parley.MessageID(created.ID)
 	meta.ConversationID = convID
-	meta.Position = created.Position
+	meta.Position, meta.Seq = created.Depth, created.Position
+	meta.Place = parley.Placement{}
 	meta.CreatedAt, meta.UpdatedAt = created.CreatedAt, created.UpdatedAt
 	// Subscribers on every replica hear of it at commit, and never if this rolls back.
 	if err := db.notifyAdded(ctx, tx, convKey, created.ID, created.Position); err != nil {
@@ -213,31 +221,47 @@ func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m pa
 	return nil
 }
 
-// insertMessageSQL takes the conversation's next position, bumps the conversation and
-// inserts the row, in one statement. It runs prepared (DB.prepare): it is the write.
+// insertMessageSQL takes the conversation's next number, continues its active branch
+// (the next depth of the active leaf's segment: a leaf ends its segment), bumps the
+// conversation and inserts the row, in one statement. It runs prepared (DB.prepare):
+// it is the write.
 const insertMessageSQL = `
 	WITH conv AS (
 		UPDATE conversations
-		SET last_position = last_position + 1, message_count = message_count + 1, updated_at = now()
+		SET last_position = last_position + 1, message_count = message_count + 1,
+			active_depth = CASE WHEN segments = 0 THEN last_position ELSE active_depth END + 1, updated_at = now()
+		WHERE id = $1 AND owner = $11
+		RETURNING id, last_position, active_segment, active_depth
+	)
+	INSERT INTO messages (conversation_id, position, segment, depth, schema_version, kind, role, content,
+		tool_calls, tool_results, payload, source_id, created_at, client_message_id, body_digest, provenance)
+	SELECT conv.id, conv.last_position, conv.active_segment, conv.active_depth, $2, $3, $4, $5, $6, $7, $8, $9,
+		coalesce($10, now()), $12, $13, $14
+	FROM conv
+	RETURNING id, position, depth, created_at, updated_at`
+
+// insertPlacedSQL is insertMessageSQL for a message placed in the tree ($15, $16), which
+// becomes the active leaf when $17: the conversation's row is locked and the place
+// decided (place).
+const insertPlacedSQL = `
+	WITH conv AS (
+		UPDATE conversations
+		SET last_position = last_position + 1, message_count = message_count + 1, updated_at = now(),
+			active_segment = CASE WHEN $17 THEN $15 ELSE active_segment END,
+			active_depth = CASE WHEN $17 THEN $16 ELSE active_depth END
 		WHERE id = $1 AND owner = $11
 		RETURNING id, last_position
 	)
-	INSERT INTO messages (conversation_id, position, schema_version, kind, role, content,
+	INSERT INTO messages (conversation_id, position, segment, depth, schema_version, kind, role, content,
 		tool_calls, tool_results, payload, source_id, created_at, client_message_id, body_digest, provenance)
-	SELECT conv.id, conv.last_position, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now()), $12, $13, $14
+	SELECT conv.id, conv.last_position, $15, $16, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now()), $12, $13, $14
 	FROM conv
-	RETURNING id, position, created_at, updated_at`
-
-// insertMessageAtSQL inserts the row at the position $11 (insertMessageAt).
-const insertMessageAtSQL = `
-	INSERT INTO messages (conversation_id, position, schema_version, kind, role, content,
-		tool_calls, tool_results, payload, source_id, created_at, client_message_id, body_digest, provenance)
-	VALUES ($1, $11, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now()), $12, $13, $14)
-	RETURNING id, position, created_at, updated_at`
+	RETURNING id, position, depth, created_at, updated_at`
 
 type createdRow struct {
 	ID        string    `db:"id"`
 	Position  int       `db:"position"`
+	Depth     int       `db:"depth"`
 	CreatedAt time.Time `db:"created_at"`
 	UpdatedAt time.Time `db:"updated_at"`
 }
@@ -260,19 +284,23 @@ func lockConversation(ctx context.Context, tx *txn, convKey string) error {
 	return nil
 }
 
-// toolCallForResult checks that a result sent by worker answers a call of the
-// conversation that has no result yet, and that no other worker's claim on it lasts;
-// it returns the call's tool name.
-func toolCallForResult(ctx context.Context, tx *txn, convKey, callID, worker string) (string, error) {
+// toolCallForResult checks that a result sent by worker, to be added under parent,
+// answers a call of the conversation on parent's branch that has no result yet, and
+// that no other worker's claim on it lasts; it returns the call's tool name.
+func toolCallForResult(ctx context.Context, tx *txn, convKey, callID, worker string, parent spot) (string, error) {
 	var call struct {
 		Name           string         `db:"name"`
 		ResultID       sql.NullString `db:"result_id"`
 		ClaimedBy      *string        `db:"claimed_by"`
 		ClaimExpiresAt *time.Time     `db:"claim_expires_at"`
 		Now            time.Time      `db:"tx_now"`
+		Segment        int            `db:"segment"`
+		Depth          int            `db:"depth"`
 	}
-	err := tx.GetContext(ctx, &call, `SELECT name, result_id, claimed_by, claim_expires_at, transaction_timestamp() AS tx_now
-		FROM tool_calls WHERE conversation_id = $1 AND call_id = $2 FOR UPDATE`, convKey, callID)
+	err := tx.GetContext(ctx, &call, `SELECT t.name, t.result_id, t.claimed_by, t.claim_expires_at,
+			transaction_timestamp() AS tx_now, m.segment, m.depth
+		FROM tool_calls t JOIN messages m ON m.id = t.request_id
+		WHERE t.conversation_id = $1 AND t.call_id = $2 FOR UPDATE OF t`, convKey, callID)
 	found := !errors.Is(err, sql.ErrNoRows)
 	if found && err != nil {
 		return "", err
@@ -286,6 +314,14 @@ func toolCallForResult(ctx context.Context, tx *txn, convKey, callID, worker str
 	}
 	if err := parley.CheckResultClaim(callID, call.ClaimedBy, call.ClaimExpiresAt, worker, call.Now); err != nil {
 		return "", err
+	}
+	on, err := onBranch(ctx, tx, convKey, spot{Segment: call.Segment, Depth: call.Depth}, parent)
+	if err != nil {
+		return "", err
+	}
+	if !on {
+		return "", parley.Errorf(parley.EINVALID,
+			"toolResult.toolCallId: the tool call %q is on another branch of the conversation; a result goes on its call's branch", callID)
 	}
 	return call.Name, nil
 }

@@ -13,9 +13,9 @@ import (
 )
 
 // FindMessagePages implements parley.MessageService: the same page of several
-// conversations in one query (a LATERAL join runs the page's index range scan per
+// conversations in one query (a LATERAL join runs the page's index range scans per
 // conversation), so a list of conversations with their messages costs one round trip.
-// Positions are dense (1..LastPosition), so a page is a range of positions.
+// Positions are dense along a branch (1..its leaf's), so a page is a range of positions.
 func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation, page parley.PageRequest) ([]*parley.MessagePage, error) {
 	page, err := parley.CheckPage(page)
 	if err != nil {
@@ -54,7 +54,16 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 	if err != nil {
 		return nil, err
 	}
-	args := []any{pq.Array(keys), after, before, limit + 1, owner}
+	branch := spot{Segment: -1}
+	if page.Branch != "" {
+		if len(convs) != 1 {
+			return nil, parley.Errorf(parley.EINVALID, "branch: a branch names one conversation's messages")
+		}
+		if branch, err = db.branchEnd(ctx, keys[0], page.Branch); err != nil {
+			return nil, err
+		}
+	}
+	args := []any{pq.Array(keys), after, before, limit + 1, owner, branch.Segment, branch.Depth}
 	var result *sql.Rows
 	if s := db.stmt(pageSQL[backward]); s != nil {
 		result, err = s.QueryContext(ctx, args...)
@@ -76,8 +85,17 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 	}
 	pages := make([]*parley.MessagePage, len(convs))
 	for i, conv := range convs {
-		if pages[i], err = db.assemblePage(conv, grouped[i], page, limit, after, before, cut[keys[i]]); err != nil {
+		last := conv.LastPosition
+		if branch.Segment >= 0 {
+			last = branch.Depth
+		}
+		if pages[i], err = db.assemblePage(grouped[i], page, limit, after, before, last, cut[keys[i]]); err != nil {
 			return nil, err
+		}
+		if page.Tree {
+			if err := db.fillTree(ctx, db.db, pages[i].Messages); err != nil {
+				return nil, err
+			}
 		}
 		if err := db.foldLive(ctx, db.db, pages[i].Messages); err != nil {
 			return nil, err
@@ -86,20 +104,28 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 	return pages, nil
 }
 
-// pageSQL reads the same page of several conversations, forward (pageSQL[false]: up
-// from $2) or backward (pageSQL[true]: down from $3, or from the end when $3 is 0), one
-// row more than the page ($4) to tell whether there are more. Only the owner's ($5)
-// conversations are read: another's come back as empty pages, as they would if they had
-// been deleted since they were read. Both run prepared (DB.prepare).
+// pageSQL reads the same page of several conversations along a branch each, forward
+// (pageSQL[false]: up from $2) or backward (pageSQL[true]: down from $3, or from the
+// branch's end when $3 is 0), one row more than the page ($4) to tell whether there are
+// more. The branch is the active one, or with $6 >= 0 the one ending at depth $7 of
+// segment $6 (one conversation only). Only the owner's ($5) conversations are read:
+// another's come back as empty pages, as they would if they had been deleted since they
+// were read. Both run prepared (DB.prepare).
 //
-// Positions are dense (1..last_position), so a page is a known range of positions, and
-// both bounds of that range are index conditions on (conversation_id, position): the
-// plan is an index range scan of at most $4 entries per conversation whatever the
-// statistics say and whether Postgres plans the statement for its arguments or once for
-// all (its plan cache switches a prepared statement to a generic plan after five runs).
-// An optional bound written as "($3 = 0 OR position < $3)" is not an index condition in
-// a generic plan: there the backward page filtered every row of the conversation. The
-// backward page's end comes from the conversation's own row, already joined for the owner.
+// Positions are depths, dense along a branch (1..its leaf's), so a page is a known
+// range of depths. The branch is a chain of segments, one per fork on its path (chain,
+// read through message_segments' primary key), and the page is, per segment of the
+// chain, a range of depths both of whose bounds are index conditions on
+// (conversation_id, segment, depth): an index range scan of at most $4 entries in all,
+// whatever the tree's size, the statistics, and whether Postgres plans the statement
+// for its arguments or once for all (its plan cache switches a prepared statement to a
+// generic plan after five runs). An optional bound written as "($3 = 0 OR depth < $3)"
+// is not an index condition in a generic plan: there the backward page filtered every
+// row of the conversation. The segments are visited in the page's order (the chain is
+// sorted, never the messages): root first forward, leaf first backward.
+//
+// A conversation without segments is one line (leafDepth); its forward pages are not
+// bounded by its last position, as before the tree.
 var pageSQL = map[bool]string{false: pageQuery(false), true: pageQuery(true)}
 
 // noBound stands for "no upper bound" in the forward page's range: larger than any
@@ -107,17 +133,26 @@ var pageSQL = map[bool]string{false: pageQuery(false), true: pageQuery(true)}
 const noBound = "2147483647"
 
 func pageQuery(backward bool) string {
-	rng, order := `position > $2 AND position <= $2 + $4 AND position < COALESCE(NULLIF($3, 0), `+noBound+`)`, "ASC"
+	rng, order, chainOrder := `depth > $2 AND depth <= LEAST(ch.hi, $2 + $4) AND depth < COALESCE(NULLIF($3, 0), `+noBound+`)`, "ASC", "DESC"
 	if backward {
-		// The end: before ($3), or just past the conversation's last position.
-		end := `COALESCE(NULLIF($3, 0), own.last_position + 1)`
-		rng, order = `position < `+end+` AND position >= `+end+` - $4 AND position > $2`, "DESC"
+		// The end: before ($3), or just past the branch's leaf.
+		end := `COALESCE(NULLIF($3, 0), ch.leaf + 1)`
+		rng, order, chainOrder = `depth < `+end+` AND depth >= `+end+` - $4 AND depth > $2 AND depth <= ch.hi`, "DESC", "ASC"
 	}
-	return fmt.Sprintf(`SELECT m.* FROM unnest($1::uuid[]) AS c(id)
-		JOIN conversations own ON own.id = c.id AND own.owner = $5
+	return fmt.Sprintf(`WITH RECURSIVE chain(ord, conv, seg, hi, leaf, lvl) AS (
+			SELECT c.ord, own.id, b.seg, CASE WHEN own.segments = 0 THEN %s ELSE b.leaf END, b.leaf, 0
+			FROM unnest($1::uuid[]) WITH ORDINALITY AS c(id, ord)
+			JOIN conversations own ON own.id = c.id AND own.owner = $5
+			CROSS JOIN LATERAL (SELECT CASE WHEN $6::int >= 0 THEN $6::int ELSE own.active_segment END AS seg,
+				CASE WHEN $6::int >= 0 THEN $7::int ELSE %s END AS leaf) b
+			UNION ALL
+			SELECT ch.ord, ch.conv, s.parent_segment, s.fork_depth, ch.leaf, ch.lvl + 1 FROM chain ch
+			JOIN message_segments s ON s.conversation_id = ch.conv AND s.segment = ch.seg
+			WHERE s.parent_segment IS NOT NULL)
+		SELECT m.* FROM (SELECT * FROM chain ORDER BY ord, lvl %s) ch
 		CROSS JOIN LATERAL (
-		SELECT %s FROM messages WHERE conversation_id = own.id AND %s
-		ORDER BY position %s LIMIT $4) m`, pageColumns, rng, order)
+		SELECT %s FROM messages WHERE conversation_id = ch.conv AND segment = ch.seg AND %s
+		ORDER BY depth %s LIMIT $4) m`, noBound, leafDepth, chainOrder, pageColumns, rng, order)
 }
 
 // pageColumns are messageColumns with the ids as text: lib/pq reads a uuid in binary
@@ -127,8 +162,8 @@ var pageColumns = strings.Replace(strings.Replace(messageColumns,
 	"id, conversation_id,", "id::text AS id, conversation_id::text AS conversation_id,", 1), "\n", " ", -1)
 
 // assemblePage turns the rows read for one conversation (limit+1 at most, in read order)
-// into its page.
-func (db *DB) assemblePage(conv *parley.Conversation, rows []messageRow, page parley.PageRequest, limit, after, before int, cut bool) (*parley.MessagePage, error) {
+// into its page of a branch ending at position last.
+func (db *DB) assemblePage(rows []messageRow, page parley.PageRequest, limit, after, before, last int, cut bool) (*parley.MessagePage, error) {
 	backward := page.First == nil
 	more := len(rows) > limit || cut // cut: the byte budget left rows out (scanPage)
 	if len(rows) > limit {
@@ -139,7 +174,7 @@ func (db *DB) assemblePage(conv *parley.Conversation, rows []messageRow, page pa
 	} else if page.Last != nil && len(rows) > *page.Last {
 		rows = rows[len(rows)-*page.Last:]
 	}
-	out := &parley.MessagePage{Messages: make([]parley.Message, 0, len(rows)), TotalCount: conv.MessageCount}
+	out := &parley.MessagePage{Messages: make([]parley.Message, 0, len(rows)), TotalCount: last}
 	for i := range rows {
 		m, err := decodeMessage(&rows[i], db.log)
 		if err != nil {
@@ -151,11 +186,11 @@ func (db *DB) assemblePage(conv *parley.Conversation, rows []messageRow, page pa
 	// Positions are dense, so what lies beyond the page follows from its bounds; "more"
 	// covers messages added since conv was read.
 	if n := len(rows); n > 0 {
-		out.HasPreviousPage = rows[0].Position > 1
-		out.HasNextPage = (!backward && more) || rows[n-1].Position < conv.LastPosition
+		out.HasPreviousPage = rows[0].Depth > 1
+		out.HasNextPage = (!backward && more) || rows[n-1].Depth < last
 	} else {
-		out.HasPreviousPage = (backward && more) || (after > 0 && conv.LastPosition > 0)
-		out.HasNextPage = (!backward && more) || (before > 0 && before <= conv.LastPosition)
+		out.HasPreviousPage = (backward && more) || (after > 0 && last > 0)
+		out.HasNextPage = (!backward && more) || (before > 0 && before <= last)
 	}
 	return out, nil
 }

@@ -375,7 +375,7 @@ func (s *addedStream) Poll(ctx context.Context) (parley.Message, error) {
 		for len(s.pending) > 0 {
 			m := s.pending[0]
 			s.pending = s.pending[1:]
-			if p := m.Meta().Position; p > s.last {
+			if p := m.Meta().Seq; p > s.last {
 				s.last = p
 				return m, nil
 			}

@@ -1,0 +1,290 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/lib/pq"
+
+	"github.com/parley-dev/parley"
+)
+
+// The tree (migration 10): a message is at (segment, depth) of its conversation. A
+// segment is a run of messages without a fork; segment 0 starts at the root and has no
+// row, every other one has a row in message_segments naming the message it forks after
+// (parent_segment, fork_depth), or none for another root. The active branch is named by
+// its leaf's place, conversations.(active_segment, active_depth): a leaf is always the
+// last message of its segment, so continuing the active branch is the next depth of the
+// active segment, one statement as before the tree.
+
+// leafDepth is the depth of a conversation's active leaf, as an expression on its row:
+// a conversation without segments is one line ending at its last message.
+const leafDepth = `(CASE WHEN segments = 0 THEN last_position ELSE active_depth END)`
+
+// spot is a message's place in its conversation's tree; depth 0 is "before the root".
+type spot struct {
+	Segment int `db:"segment"`
+	Depth   int `db:"depth"`
+}
+
+// placed is where a new message goes: its spot, and whether it becomes the active
+// branch's leaf.
+type placed struct {
+	spot
+	activate bool
+}
+
+// chainSQL is a recursive CTE, chain(seg, hi), of the segments of the branch that ends at
+// ($leafSeg, $leafDepth) in conversation $conv: each segment with the depth its part of
+// the branch ends at. One row per fork on the path, read through the primary key.
+func chainSQL(conv, leafSeg, leafDepth string) string {
+	return `WITH RECURSIVE chain(seg, hi) AS (
+		SELECT ` + leafSeg + `::int, ` + leafDepth + `::int
+		UNION ALL
+		SELECT s.parent_segment, s.fork_depth FROM chain
+		JOIN message_segments s ON s.conversation_id = ` + conv + ` AND s.segment = chain.seg
+		WHERE s.parent_segment IS NOT NULL)`
+}
+
+// onBranch reports whether the message at m is on the branch that ends at leaf (m is
+// leaf or one of its ancestors).
+func onBranch(ctx context.Context, tx *txn, convKey string, m, leaf spot) (bool, error) {
+	if m.Depth > leaf.Depth || m.Depth == 0 {
+		return m.Depth == 0, nil
+	}
+	var on bool
+	err := tx.GetContext(ctx, &on, chainSQL("$1", "$2", "$3")+`
+		SELECT EXISTS (SELECT 1 FROM chain WHERE seg = $4 AND hi >= $5)`, convKey, leaf.Segment, leaf.Depth, m.Segment, m.Depth)
+	return on, err
+}
+
+// spotOf returns the place of a message of the conversation; ENOTFOUND naming field
+// when the conversation has no such message.
+func spotOf(ctx context.Context, tx *txn, convKey, field, id string) (spot, error) {
+	key, ok := parley.ParseMessageID(id)
+	var s spot
+	if ok {
+		err := tx.GetContext(ctx, &s, `SELECT segment, depth FROM messages WHERE id = $1 AND conversation_id = $2`, key, convKey)
+		if errors.Is(err, sql.ErrNoRows) {
+			ok = false
+		} else if err != nil {
+			return s, err
+		}
+	}
+	if !ok {
+		return s, parley.Errorf(parley.ENOTFOUND, "%s: message %q not found in conversation %s", field, id, parley.ConversationID(convKey))
+	}
+	return s, nil
+}
+
+// parentOf returns the place of the parent of the message at m: depth 0 for a root.
+func parentOf(ctx context.Context, tx *txn, convKey string, m spot) (spot, error) {
+	if m.Segment == 0 || m.Depth == 1 {
+		return spot{Segment: m.Segment, Depth: m.Depth - 1}, nil
+	}
+	var fork struct {
+		Parent sql.NullInt64 `db:"parent_segment"`
+		Depth  int           `db:"fork_depth"`
+	}
+	if err := tx.GetContext(ctx, &fork, `SELECT parent_segment, fork_depth FROM message_segments
+		WHERE conversation_id = $1 AND segment = $2`, convKey, m.Segment); err != nil {
+		return spot{}, fmt.Errorf("read segment %d: %w", m.Segment, err)
+	}
+	if m.Depth > fork.Depth+1 {
+		return spot{Segment: m.Segment, Depth: m.Depth - 1}, nil
+	}
+	return spot{Segment: int(fork.Parent.Int64), Depth: fork.Depth}, nil
+}
+
+// activeLeaf reads the conversation's active leaf; its row must be locked.
+func activeLeaf(ctx context.Context, tx *txn, convKey string) (spot, error) {
+	var s spot
+	err := tx.GetContext(ctx, &s, `SELECT active_segment AS segment, `+leafDepth+` AS depth FROM conversations WHERE id = $1`, convKey)
+	return s, err
+}
+
+// place decides where a message placed by p goes, and makes the segment it starts when
+// it forks. The conversation's row must be locked by tx. A message added under a
+// message of the active branch (an edit, another reply) becomes the active branch's
+// leaf; one added to another branch leaves the active branch as it is.
+func place(ctx context.Context, tx *txn, convKey string, p parley.Placement) (placed, spot, error) {
+	if err := parley.CheckPlacement(p); err != nil {
+		return placed{}, spot{}, err
+	}
+	active, err := activeLeaf(ctx, tx, convKey)
+	if err != nil {
+		return placed{}, spot{}, err
+	}
+	parent := active
+	switch {
+	case p.ParentID != "":
+		if parent, err = spotOf(ctx, tx, convKey, "parentId", p.ParentID); err != nil {
+			return placed{}, spot{}, err
+		}
+	case p.SiblingOf != "":
+		sib, err := spotOf(ctx, tx, convKey, "siblingOf", p.SiblingOf)
+		if err != nil {
+			return placed{}, spot{}, err
+		}
+		if parent, err = parentOf(ctx, tx, convKey, sib); err != nil {
+			return placed{}, spot{}, err
+		}
+	}
+	activate, err := onBranch(ctx, tx, convKey, parent, active)
+	if err != nil {
+		return placed{}, spot{}, err
+	}
+	// The parent's own segment goes on unless it has a message past the parent.
+	next := spot{Segment: parent.Segment, Depth: parent.Depth + 1}
+	var taken bool
+	if err := tx.GetContext(ctx, &taken, `SELECT EXISTS (SELECT 1 FROM messages
+		WHERE conversation_id = $1 AND segment = $2 AND depth = $3)`, convKey, next.Segment, next.Depth); err != nil {
+		return placed{}, spot{}, err
+	}
+	if taken {
+		// The active depth is kept from the first fork on (leafDepth).
+		if err := tx.GetContext(ctx, &next.Segment, `UPDATE conversations SET segments = segments + 1,
+			active_depth = `+leafDepth+` WHERE id = $1 RETURNING segments`, convKey); err != nil {
+			return placed{}, spot{}, fmt.Errorf("number a segment: %w", err)
+		}
+		var forkSeg any
+		if parent.Depth > 0 {
+			forkSeg = parent.Segment
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO message_segments (conversation_id, segment, parent_segment, fork_depth)
+			VALUES ($1, $2, $3, $4)`, convKey, next.Segment, forkSeg, parent.Depth); err != nil {
+			return placed{}, spot{}, fmt.Errorf("start a segment: %w", err)
+		}
+	}
+	return placed{spot: next, activate: activate}, parent, nil
+}
+
+// branchEnd returns the end of the branch through the message id of the conversation:
+// the last message of its segment (the branch continues along first children, which
+// stay in their parent's segment). ENOTFOUND when the conversation has no such message.
+func (db *DB) branchEnd(ctx context.Context, convKey, id string) (spot, error) {
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return spot{}, err
+	}
+	key, ok := parley.ParseMessageID(id)
+	var s spot
+	if ok {
+		err = db.db.GetContext(ctx, &s, `SELECT m.segment, (SELECT max(depth) FROM messages e
+				WHERE e.conversation_id = m.conversation_id AND e.segment = m.segment) AS depth
+			FROM messages m JOIN conversations own ON own.id = m.conversation_id AND own.owner = $3
+			WHERE m.id = $1 AND m.conversation_id = $2`, key, convKey, owner)
+		if errors.Is(err, sql.ErrNoRows) {
+			ok = false
+		} else if err != nil {
+			return s, classify(fmt.Errorf("find branch %s: %w", id, err))
+		}
+	}
+	if !ok {
+		return s, parley.Errorf(parley.ENOTFOUND, "branch: message %q not found in conversation %s", id, parley.ConversationID(convKey))
+	}
+	return s, nil
+}
+
+// treeSQL reads where the messages $1 sit in their trees: each one's parent, and its
+// parent's children (the roots, for a root) oldest first. A message's parent is the
+// message before it in its segment, or for the first of a segment the message its
+// segment forks after. The children of a message are the next in its segment and the
+// first of each segment forking after it. A few index lookups per message, in one
+// statement for a page.
+const treeSQL = `
+	WITH m AS (SELECT id, conversation_id AS conv, segment AS seg, depth FROM messages WHERE id = ANY($1::uuid[])),
+	p AS (
+		SELECT m.id, m.conv, m.depth - 1 AS pdepth,
+			CASE WHEN m.depth = 1 THEN 0 WHEN m.seg = 0 OR m.depth > s.fork_depth + 1 THEN m.seg ELSE s.parent_segment END AS pseg
+		FROM m LEFT JOIN message_segments s ON s.conversation_id = m.conv AND s.segment = m.seg
+	)
+	SELECT p.id::text AS id,
+		(SELECT x.id::text FROM messages x WHERE x.conversation_id = p.conv AND x.segment = p.pseg AND x.depth = p.pdepth) AS parent,
+		ARRAY(SELECT c.id::text FROM (
+			SELECT x.id, x.position FROM messages x
+			WHERE x.conversation_id = p.conv AND x.segment = p.pseg AND x.depth = p.pdepth + 1
+			UNION ALL
+			SELECT x.id, x.position FROM message_segments ss
+			JOIN messages x ON x.conversation_id = ss.conversation_id AND x.segment = ss.segment AND x.depth = p.pdepth + 1
+			WHERE ss.conversation_id = p.conv AND ss.fork_depth = p.pdepth
+				AND ((p.pdepth = 0 AND ss.parent_segment IS NULL) OR (p.pdepth > 0 AND ss.parent_segment = p.pseg))
+		) c ORDER BY c.position) AS siblings
+	FROM p`
+
+// findTree reads the TreeInfo of the messages with the given keys, by key.
+func findTree(ctx context.Context, q queryer, keys []string) (map[string]*parley.TreeInfo, error) {
+	rows, err := q.QueryContext(ctx, treeSQL, pq.Array(keys))
+	if err != nil {
+		return nil, classify(fmt.Errorf("read tree: %w", err))
+	}
+	defer rows.Close()
+	out := make(map[string]*parley.TreeInfo, len(keys))
+	for rows.Next() {
+		var id string
+		var parent sql.NullString
+		var sibs []string
+		if err := rows.Scan(&id, &parent, pq.Array(&sibs)); err != nil {
+			return nil, err
+		}
+		t := &parley.TreeInfo{SiblingIDs: make([]string, len(sibs))}
+		if parent.Valid {
+			t.ParentID = parley.MessageID(parent.String)
+		}
+		for i, s := range sibs {
+			t.SiblingIDs[i] = parley.MessageID(s)
+		}
+		out[id] = t
+	}
+	return out, rows.Err()
+}
+
+// fillTree sets the Tree of each message read.
+func (db *DB) fillTree(ctx context.Context, q queryer, msgs []parley.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	keys := make([]string, len(msgs))
+	for i, m := range msgs {
+		keys[i], _ = parley.ParseMessageID(m.Meta().ID)
+	}
+	info, err := findTree(ctx, q, keys)
+	if err != nil {
+		return err
+	}
+	for i, m := range msgs {
+		m.Meta().Tree = info[keys[i]]
+	}
+	return nil
+}
+
+// FindTreeInfo implements parley.TreeService.
+func (db *DB) FindTreeInfo(ctx context.Context, messageIDs []string) (map[string]*parley.TreeInfo, error) {
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(messageIDs))
+	for _, id := range messageIDs {
+		if k, ok := parley.ParseMessageID(id); ok {
+			keys = append(keys, k)
+		}
+	}
+	var owned []string
+	if err := db.db.SelectContext(ctx, &owned, `SELECT m.id::text FROM messages m
+		JOIN conversations own ON own.id = m.conversation_id AND own.owner = $2
+		WHERE m.id = ANY($1::uuid[])`, pq.Array(keys), owner); err != nil {
+		return nil, classify(fmt.Errorf("read tree: %w", err))
+	}
+	info, err := findTree(ctx, db.db, owned)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*parley.TreeInfo, len(info))
+	for k, t := range info {
+		out[parley.MessageID(k)] = t
+	}
+	return out, nil
+}
