@@ -44,10 +44,10 @@ type MessageMeta struct {
 	Seq int
 	// Place, on a message to store, says where in the tree it goes; Tree, on a message
 	// read, where it is (nil unless it was asked for).
-	Place Placement
-	Tree  *TreeInfo
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	Place     Placement
+	Tree      *TreeInfo
+	CreatedAt time.Time
+	UpdatedAt time.Time
 	// SourceID is the id of the record an import made this message from ("" otherwise).
 	SourceID string
 	// Live is the message's status, client id and provenance.

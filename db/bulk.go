@@ -25,8 +25,8 @@ type bulkWriter struct {
 	// The active branch the import continues: its segment, and the depth of the last
 	// message added to it.
 	segment, depth int
-	calls   map[string]*bulkCall
-	dirty   []string // calls whose row is to be copied in or given its result at the next flush
+	calls          map[string]*bulkCall
+	dirty          []string // calls whose row is to be copied in or given its result at the next flush
 
 	rows     [][]any // messages not yet sent
 	rowBytes int
