@@ -47,7 +47,7 @@ func (t *TreeInfo) SiblingIndex(id string) int { return slices.Index(t.SiblingID
 
 // Branch is one path of a conversation's tree, named by its leaf.
 type Branch struct {
-	// LeafID is the branch's last message.
+	// Leaf is the branch's last message.
 	Leaf Message
 	// ForkID is the message the branch leaves another at (the parent of its first
 	// message not shared with an older branch), "" for the conversation's first branch.
@@ -72,7 +72,7 @@ type TreeService interface {
 	// who switched. Returns ENOTFOUND for a missing conversation or message, EINVALID
 	// for a message of another conversation.
 	SwitchBranch(ctx context.Context, conversationID, messageID, by string) (*SystemControlMessage, error)
-	// FindBranches lists a conversation's branches, the most recently active first.
-	// Returns ENOTFOUND for a missing conversation.
-	FindBranches(ctx context.Context, conversationID string) ([]*Branch, error)
+	// FindBranches lists up to limit of a conversation's branches, those with the
+	// newest leaves first. Returns ENOTFOUND for a missing conversation.
+	FindBranches(ctx context.Context, conversationID string, limit int) ([]*Branch, error)
 }

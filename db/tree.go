@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -285,6 +286,169 @@ func (db *DB) FindTreeInfo(ctx context.Context, messageIDs []string) (map[string
 	out := make(map[string]*parley.TreeInfo, len(info))
 	for k, t := range info {
 		out[parley.MessageID(k)] = t
+	}
+	return out, nil
+}
+
+// SwitchBranch implements parley.TreeService.
+func (db *DB) SwitchBranch(ctx context.Context, conversationID, messageID, by string) (*parley.SystemControlMessage, error) {
+	key, ok := parley.ParseConversationID(conversationID)
+	if !ok {
+		return nil, conversationNotFound(conversationID)
+	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if by == "" {
+		by = owner
+	}
+	var out *parley.SystemControlMessage
+	err = db.transact(ctx, func(tx *txn) error {
+		out = nil
+		if err := lockConversation(ctx, tx, key); err != nil {
+			return err
+		}
+		old, err := activeLeaf(ctx, tx, key)
+		if err != nil {
+			return err
+		}
+		target, err := spotOf(ctx, tx, key, "messageId", messageID)
+		if err != nil {
+			return err
+		}
+		leaf := spot{Segment: target.Segment}
+		if err := tx.GetContext(ctx, &leaf.Depth, `SELECT max(depth) FROM messages WHERE conversation_id = $1 AND segment = $2`,
+			key, target.Segment); err != nil {
+			return err
+		}
+		if leaf == old {
+			return nil
+		}
+		// The fork point: the deepest message both branches share.
+		var ends struct {
+			Old  string         `db:"old"`
+			New  string         `db:"new"`
+			Fork sql.NullString `db:"fork"`
+			At   int            `db:"at"`
+		}
+		if err := tx.GetContext(ctx, &ends, `WITH RECURSIVE
+			a(seg, hi) AS (SELECT $2::int, $3::int UNION ALL SELECT s.parent_segment, s.fork_depth FROM a
+				JOIN message_segments s ON s.conversation_id = $1 AND s.segment = a.seg WHERE s.parent_segment IS NOT NULL),
+			b(seg, hi) AS (SELECT $4::int, $5::int UNION ALL SELECT s.parent_segment, s.fork_depth FROM b
+				JOIN message_segments s ON s.conversation_id = $1 AND s.segment = b.seg WHERE s.parent_segment IS NOT NULL),
+			f AS (SELECT a.seg, least(a.hi, b.hi) AS depth FROM a JOIN b ON a.seg = b.seg ORDER BY 2 DESC LIMIT 1)
+			SELECT (SELECT id::text FROM messages WHERE conversation_id = $1 AND segment = $2 AND depth = $3) AS old,
+				(SELECT id::text FROM messages WHERE conversation_id = $1 AND segment = $4 AND depth = $5) AS new,
+				(SELECT m.id::text FROM f JOIN messages m ON m.conversation_id = $1 AND m.segment = f.seg AND m.depth = f.depth) AS fork,
+				coalesce((SELECT depth FROM f), 0) AS at`,
+			key, old.Segment, old.Depth, leaf.Segment, leaf.Depth); err != nil {
+			return fmt.Errorf("read the branches: %w", err)
+		}
+		params := map[string]any{"switchedBy": by, "forkPosition": ends.At, "forkPoint": nil}
+		if ends.Fork.Valid {
+			params["forkPoint"] = parley.MessageID(ends.Fork.String)
+		}
+		raw, err := json.Marshal(params)
+		if err != nil {
+			return err
+		}
+		m := &parley.SystemControlMessage{
+			MessageMeta: parley.MessageMeta{Role: parley.RoleSupervisor},
+			ControlKind: parley.ControlBranchSwitch,
+			From:        parley.MessageID(ends.Old),
+			To:          parley.MessageID(ends.New),
+			Params:      parley.JSON(raw),
+		}
+		if err := parley.Prepare(m, db.limits); err != nil {
+			return err
+		}
+		// The switch is recorded at the end of the branch switched to, which it then
+		// ends: the transition is where the history on that branch resumes.
+		if _, err := tx.ExecContext(ctx, `UPDATE conversations SET active_segment = $2, active_depth = $3 WHERE id = $1`,
+			key, leaf.Segment, leaf.Depth); err != nil {
+			return err
+		}
+		m.Place = parley.Placement{ParentID: parley.MessageID(ends.New)}
+		if err := db.insertMessageAt(ctx, tx, key, m, nil); err != nil {
+			return err
+		}
+		out = m
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("switch branch of %s: %w", conversationID, err)
+	}
+	return out, nil
+}
+
+// FindBranches implements parley.TreeService: one row per segment, whose last message
+// is a leaf (a segment's last message has no child: a child would continue the segment).
+func (db *DB) FindBranches(ctx context.Context, conversationID string, limit int) ([]*parley.Branch, error) {
+	key, ok := parley.ParseConversationID(conversationID)
+	if !ok {
+		return nil, conversationNotFound(conversationID)
+	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	type branchRow struct {
+		messageRow
+		Fork   sql.NullString `db:"fork"`
+		ForkAt int            `db:"fork_depth"`
+		Active bool           `db:"active"`
+	}
+	result, err := db.db.QueryxContext(ctx, `
+		SELECT leaf.*, f.id::text AS fork, seg.fork_depth,
+			(seg.segment = own.active_segment OR own.segments = 0) AS active
+		FROM conversations own
+		CROSS JOIN LATERAL (SELECT 0 AS segment, NULL::int AS parent_segment, 0 AS fork_depth
+			UNION ALL
+			SELECT segment, parent_segment, fork_depth FROM message_segments WHERE conversation_id = own.id) seg
+		CROSS JOIN LATERAL (SELECT `+messageColumns+` FROM messages
+			WHERE conversation_id = own.id AND segment = seg.segment ORDER BY depth DESC LIMIT 1) leaf
+		LEFT JOIN messages f ON f.conversation_id = own.id AND f.segment = seg.parent_segment AND f.depth = seg.fork_depth
+		WHERE own.id = $1 AND own.owner = $2
+		ORDER BY leaf.position DESC LIMIT $3`, key, owner, limit)
+	if err != nil {
+		return nil, classify(fmt.Errorf("find branches of %s: %w", conversationID, err))
+	}
+	defer result.Close()
+	var out []*parley.Branch
+	for result.Next() {
+		var r branchRow
+		if err := result.StructScan(&r); err != nil {
+			return nil, classify(fmt.Errorf("find branches of %s: %w", conversationID, err))
+		}
+		m, err := decodeMessage(&r.messageRow, db.log)
+		if err != nil {
+			return nil, err
+		}
+		b := &parley.Branch{Leaf: m, Length: r.Depth, Active: r.Active}
+		if r.Fork.Valid {
+			b.ForkID, b.ForkPosition = parley.MessageID(r.Fork.String), r.ForkAt
+		}
+		out = append(out, b)
+	}
+	if err := result.Err(); err != nil {
+		return nil, classify(fmt.Errorf("find branches of %s: %w", conversationID, err))
+	}
+	if out == nil {
+		// Nothing read: an empty conversation, or none of the owner's.
+		if _, err := db.FindConversationByID(ctx, conversationID); err != nil {
+			return nil, err
+		}
+	}
+	ls := make([]parley.Message, len(out))
+	for i, b := range out {
+		ls[i] = b.Leaf
+	}
+	if err := db.foldLive(ctx, db.db, ls); err != nil {
+		return nil, err
+	}
+	for i, b := range out {
+		b.Leaf = ls[i]
 	}
 	return out, nil
 }

@@ -34,14 +34,18 @@ type ResolverRoot interface {
 	AwaitingToolCall() AwaitingToolCallResolver
 	Conversation() ConversationResolver
 	ConversationConnection() ConversationConnectionResolver
+	FileReferenceMessage() FileReferenceMessageResolver
+	ImageMessage() ImageMessageResolver
 	MCPResourceMessage() MCPResourceMessageResolver
 	Mutation() MutationResolver
 	Part() PartResolver
 	Query() QueryResolver
 	Subscription() SubscriptionResolver
+	SystemControlMessage() SystemControlMessageResolver
 	TextMessage() TextMessageResolver
 	ToolRequestMessage() ToolRequestMessageResolver
 	ToolResultMessage() ToolResultMessageResolver
+	UnknownMessage() UnknownMessageResolver
 }
 
 type DirectiveRoot struct {
@@ -69,11 +73,27 @@ type ComplexityRoot struct {
 		ToolCall       func(childComplexity int) int
 	}
 
+	Branch struct {
+		Active         func(childComplexity int) int
+		ForkPointID    func(childComplexity int) int
+		ForkPosition   func(childComplexity int) int
+		LastActivityAt func(childComplexity int) int
+		Leaf           func(childComplexity int) int
+		Length         func(childComplexity int) int
+	}
+
+	BranchSwitch struct {
+		Control      func(childComplexity int) int
+		Conversation func(childComplexity int) int
+	}
+
 	Conversation struct {
+		ActiveLeaf       func(childComplexity int) int
+		Branches         func(childComplexity int, first *int) int
 		CreatedAt        func(childComplexity int) int
 		ID               func(childComplexity int) int
 		MessageCount     func(childComplexity int) int
-		Messages         func(childComplexity int, first *int, after *string, last *int, before *string) int
+		Messages         func(childComplexity int, first *int, after *string, last *int, before *string, branch *string) int
 		Title            func(childComplexity int) int
 		Transcript       func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) int
 		TranscriptReport func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) int
@@ -100,11 +120,13 @@ type ComplexityRoot struct {
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
+		ParentID        func(childComplexity int) int
 		Path            func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		Resolution      func(childComplexity int) int
 		Role            func(childComplexity int) int
+		Siblings        func(childComplexity int) int
 		SourceID        func(childComplexity int) int
 		StartLine       func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
@@ -127,11 +149,13 @@ type ComplexityRoot struct {
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
+		ParentID        func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		Recognition     func(childComplexity int) int
 		RecognitionMode func(childComplexity int) int
 		Role            func(childComplexity int) int
+		Siblings        func(childComplexity int) int
 		Source          func(childComplexity int) int
 		SourceID        func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
@@ -180,12 +204,14 @@ type ComplexityRoot struct {
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
 		MimeType        func(childComplexity int) int
+		ParentID        func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		ResourceURI     func(childComplexity int) int
 		RetrievedAt     func(childComplexity int) int
 		Role            func(childComplexity int) int
 		ServerName      func(childComplexity int) int
+		Siblings        func(childComplexity int) int
 		SourceID        func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
 		Text            func(childComplexity int) int
@@ -227,13 +253,14 @@ type ComplexityRoot struct {
 
 	Mutation struct {
 		AbortMessage         func(childComplexity int, messageID string, reason *string) int
-		AddMessage           func(childComplexity int, conversationID string, input model.MessageInput, clientMessageID *string, provenance *model.ProvenanceInput) int
+		AddMessage           func(childComplexity int, conversationID string, input model.MessageInput, clientMessageID *string, provenance *model.ProvenanceInput, parentID *string, siblingOf *string) int
 		AppendMessageDeltas  func(childComplexity int, messageID string, seq int, deltas []*model.MessageDeltaInput) int
 		AppendProviderEvents func(childComplexity int, messageID string, format parley.StreamFormat, seq int, events []parley.JSON) int
 		ClaimToolCall        func(childComplexity int, messageID string, toolCallID string, worker string, leaseSeconds *int) int
 		CompleteMessage      func(childComplexity int, messageID string, input *model.CompleteMessageInput) int
 		CreateConversation   func(childComplexity int, title *string) int
 		DeleteConversation   func(childComplexity int, id string) int
+		EditMessage          func(childComplexity int, messageID string, input model.MessageInput, clientMessageID *string, provenance *model.ProvenanceInput) int
 		FailMessage          func(childComplexity int, messageID string, error string) int
 		HeartbeatMessage     func(childComplexity int, messageID string) int
 		ImportConversation   func(childComplexity int, format parley.ImportFormat, data string, conversationID *string, title *string) int
@@ -243,6 +270,7 @@ type ComplexityRoot struct {
 		ResolveFileReference func(childComplexity int, messageID string, agent *parley.AgentRole) int
 		SetToolCallApproval  func(childComplexity int, messageID string, toolCallID string, status parley.ApprovalStatus, reason *string, decidedBy *string) int
 		StartMessage         func(childComplexity int, conversationID string, input *model.StartMessageInput) int
+		SwitchBranch         func(childComplexity int, conversationID string, messageID string, switchedBy *string) int
 	}
 
 	PageInfo struct {
@@ -284,6 +312,12 @@ type ComplexityRoot struct {
 		ToolCallsAwaitingResult func(childComplexity int, conversationID *string, names []string, unclaimed *bool, first *int) int
 	}
 
+	Siblings struct {
+		Count func(childComplexity int) int
+		Ids   func(childComplexity int) int
+		Index func(childComplexity int) int
+	}
+
 	SkippedRecords struct {
 		Count  func(childComplexity int) int
 		Reason func(childComplexity int) int
@@ -307,9 +341,11 @@ type ComplexityRoot struct {
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
 		Params          func(childComplexity int) int
+		ParentID        func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		Role            func(childComplexity int) int
+		Siblings        func(childComplexity int) int
 		SourceID        func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
 		To              func(childComplexity int) int
@@ -325,10 +361,12 @@ type ComplexityRoot struct {
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
+		ParentID        func(childComplexity int) int
 		Parts           func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		Role            func(childComplexity int) int
+		Siblings        func(childComplexity int) int
 		SourceID        func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
 		Text            func(childComplexity int) int
@@ -361,10 +399,12 @@ type ComplexityRoot struct {
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
+		ParentID        func(childComplexity int) int
 		Parts           func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		Role            func(childComplexity int) int
+		Siblings        func(childComplexity int) int
 		SourceID        func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
 		Text            func(childComplexity int) int
@@ -387,10 +427,12 @@ type ComplexityRoot struct {
 		MessageStatus   func(childComplexity int) int
 		OriginalSize    func(childComplexity int) int
 		Output          func(childComplexity int) int
+		ParentID        func(childComplexity int) int
 		Parts           func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		Role            func(childComplexity int) int
+		Siblings        func(childComplexity int) int
 		SourceID        func(childComplexity int) int
 		Status          func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
@@ -425,10 +467,12 @@ type ComplexityRoot struct {
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
+		ParentID        func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		Raw             func(childComplexity int) int
 		Role            func(childComplexity int) int
+		Siblings        func(childComplexity int) int
 		SourceID        func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
 		TypeTag         func(childComplexity int) int
@@ -457,22 +501,35 @@ type AwaitingToolCallResolver interface {
 	ToolCall(ctx context.Context, obj *parley.AwaitingToolCall) (*model.ToolCall, error)
 }
 type ConversationResolver interface {
-	Messages(ctx context.Context, obj *parley.Conversation, first *int, after *string, last *int, before *string) (*model.MessageConnection, error)
+	Messages(ctx context.Context, obj *parley.Conversation, first *int, after *string, last *int, before *string, branch *string) (*model.MessageConnection, error)
 	Transcript(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) (parley.JSON, error)
 	TranscriptReport(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) (*parley.TranscriptReport, error)
 	Usage(ctx context.Context, obj *parley.Conversation) (*parley.Usage, error)
+	ActiveLeaf(ctx context.Context, obj *parley.Conversation) (parley.Message, error)
+	Branches(ctx context.Context, obj *parley.Conversation, first *int) ([]*model.Branch, error)
 }
 type ConversationConnectionResolver interface {
 	TotalCount(ctx context.Context, obj *model.ConversationConnection) (int, error)
 }
+type FileReferenceMessageResolver interface {
+	ParentID(ctx context.Context, obj *parley.FileReferenceMessage) (*string, error)
+	Siblings(ctx context.Context, obj *parley.FileReferenceMessage) (*model.Siblings, error)
+}
+type ImageMessageResolver interface {
+	ParentID(ctx context.Context, obj *parley.ImageMessage) (*string, error)
+	Siblings(ctx context.Context, obj *parley.ImageMessage) (*model.Siblings, error)
+}
 type MCPResourceMessageResolver interface {
 	HTML(ctx context.Context, obj *parley.MCPResourceMessage) (string, error)
+
+	ParentID(ctx context.Context, obj *parley.MCPResourceMessage) (*string, error)
+	Siblings(ctx context.Context, obj *parley.MCPResourceMessage) (*model.Siblings, error)
 }
 type MutationResolver interface {
 	CreateConversation(ctx context.Context, title *string) (*parley.Conversation, error)
 	RenameConversation(ctx context.Context, id string, title string) (*parley.Conversation, error)
 	DeleteConversation(ctx context.Context, id string) (string, error)
-	AddMessage(ctx context.Context, conversationID string, input model.MessageInput, clientMessageID *string, provenance *model.ProvenanceInput) (*model.MessageEdge, error)
+	AddMessage(ctx context.Context, conversationID string, input model.MessageInput, clientMessageID *string, provenance *model.ProvenanceInput, parentID *string, siblingOf *string) (*model.MessageEdge, error)
 	SetToolCallApproval(ctx context.Context, messageID string, toolCallID string, status parley.ApprovalStatus, reason *string, decidedBy *string) (*parley.ToolRequestMessage, error)
 	ImportConversation(ctx context.Context, format parley.ImportFormat, data string, conversationID *string, title *string) (*parley.ImportReport, error)
 	ResolveFileReference(ctx context.Context, messageID string, agent *parley.AgentRole) (*parley.FileReferenceMessage, error)
@@ -486,6 +543,8 @@ type MutationResolver interface {
 	CompleteMessage(ctx context.Context, messageID string, input *model.CompleteMessageInput) (parley.Message, error)
 	AbortMessage(ctx context.Context, messageID string, reason *string) (parley.Message, error)
 	FailMessage(ctx context.Context, messageID string, error string) (parley.Message, error)
+	EditMessage(ctx context.Context, messageID string, input model.MessageInput, clientMessageID *string, provenance *model.ProvenanceInput) (*model.MessageEdge, error)
+	SwitchBranch(ctx context.Context, conversationID string, messageID string, switchedBy *string) (*model.BranchSwitch, error)
 }
 type PartResolver interface {
 	HTML(ctx context.Context, obj *parley.Part) (string, error)
@@ -504,16 +563,33 @@ type SubscriptionResolver interface {
 	ToolCallAwaitingResult(ctx context.Context, conversationID *string, names []string) (<-chan *parley.AwaitingToolCall, error)
 	MessageStream(ctx context.Context, conversationID string, after *string) (<-chan *model.MessageStreamEvent, error)
 }
+type SystemControlMessageResolver interface {
+	ParentID(ctx context.Context, obj *parley.SystemControlMessage) (*string, error)
+	Siblings(ctx context.Context, obj *parley.SystemControlMessage) (*model.Siblings, error)
+}
 type TextMessageResolver interface {
 	HTML(ctx context.Context, obj *parley.TextMessage) (string, error)
+
+	ParentID(ctx context.Context, obj *parley.TextMessage) (*string, error)
+	Siblings(ctx context.Context, obj *parley.TextMessage) (*model.Siblings, error)
 }
 type ToolRequestMessageResolver interface {
 	HTML(ctx context.Context, obj *parley.ToolRequestMessage) (string, error)
 
 	ToolCalls(ctx context.Context, obj *parley.ToolRequestMessage) ([]*model.ToolCall, error)
+
+	ParentID(ctx context.Context, obj *parley.ToolRequestMessage) (*string, error)
+	Siblings(ctx context.Context, obj *parley.ToolRequestMessage) (*model.Siblings, error)
 }
 type ToolResultMessageResolver interface {
 	HTML(ctx context.Context, obj *parley.ToolResultMessage) (string, error)
+
+	ParentID(ctx context.Context, obj *parley.ToolResultMessage) (*string, error)
+	Siblings(ctx context.Context, obj *parley.ToolResultMessage) (*model.Siblings, error)
+}
+type UnknownMessageResolver interface {
+	ParentID(ctx context.Context, obj *parley.UnknownMessage) (*string, error)
+	Siblings(ctx context.Context, obj *parley.UnknownMessage) (*model.Siblings, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -609,6 +685,73 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.AwaitingToolCall.ToolCall(childComplexity), true
 
+	case "Branch.active":
+		if e.ComplexityRoot.Branch.Active == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Branch.Active(childComplexity), true
+	case "Branch.forkPointId":
+		if e.ComplexityRoot.Branch.ForkPointID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Branch.ForkPointID(childComplexity), true
+	case "Branch.forkPosition":
+		if e.ComplexityRoot.Branch.ForkPosition == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Branch.ForkPosition(childComplexity), true
+	case "Branch.lastActivityAt":
+		if e.ComplexityRoot.Branch.LastActivityAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Branch.LastActivityAt(childComplexity), true
+	case "Branch.leaf":
+		if e.ComplexityRoot.Branch.Leaf == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Branch.Leaf(childComplexity), true
+	case "Branch.length":
+		if e.ComplexityRoot.Branch.Length == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Branch.Length(childComplexity), true
+
+	case "BranchSwitch.control":
+		if e.ComplexityRoot.BranchSwitch.Control == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BranchSwitch.Control(childComplexity), true
+	case "BranchSwitch.conversation":
+		if e.ComplexityRoot.BranchSwitch.Conversation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BranchSwitch.Conversation(childComplexity), true
+
+	case "Conversation.activeLeaf":
+		if e.ComplexityRoot.Conversation.ActiveLeaf == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.ActiveLeaf(childComplexity), true
+	case "Conversation.branches":
+		if e.ComplexityRoot.Conversation.Branches == nil {
+			break
+		}
+
+		args, err := ec.field_Conversation_branches_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Conversation.Branches(childComplexity, args["first"].(*int)), true
 	case "Conversation.createdAt":
 		if e.ComplexityRoot.Conversation.CreatedAt == nil {
 			break
@@ -637,7 +780,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Conversation.Messages(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
+		return e.ComplexityRoot.Conversation.Messages(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["branch"].(*string)), true
 	case "Conversation.title":
 		if e.ComplexityRoot.Conversation.Title == nil {
 			break
@@ -753,6 +896,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FileReferenceMessage.MessageStatus(childComplexity), true
+	case "FileReferenceMessage.parentId":
+		if e.ComplexityRoot.FileReferenceMessage.ParentID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FileReferenceMessage.ParentID(childComplexity), true
 	case "FileReferenceMessage.path":
 		if e.ComplexityRoot.FileReferenceMessage.Path == nil {
 			break
@@ -783,6 +932,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FileReferenceMessage.Role(childComplexity), true
+	case "FileReferenceMessage.siblings":
+		if e.ComplexityRoot.FileReferenceMessage.Siblings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FileReferenceMessage.Siblings(childComplexity), true
 	case "FileReferenceMessage.sourceId":
 		if e.ComplexityRoot.FileReferenceMessage.SourceID == nil {
 			break
@@ -881,6 +1036,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ImageMessage.MessageStatus(childComplexity), true
+	case "ImageMessage.parentId":
+		if e.ComplexityRoot.ImageMessage.ParentID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageMessage.ParentID(childComplexity), true
 	case "ImageMessage.position":
 		if e.ComplexityRoot.ImageMessage.Position == nil {
 			break
@@ -911,6 +1072,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ImageMessage.Role(childComplexity), true
+	case "ImageMessage.siblings":
+		if e.ComplexityRoot.ImageMessage.Siblings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageMessage.Siblings(childComplexity), true
 	case "ImageMessage.source":
 		if e.ComplexityRoot.ImageMessage.Source == nil {
 			break
@@ -1131,6 +1298,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MCPResourceMessage.MimeType(childComplexity), true
+	case "MCPResourceMessage.parentId":
+		if e.ComplexityRoot.MCPResourceMessage.ParentID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MCPResourceMessage.ParentID(childComplexity), true
 	case "MCPResourceMessage.position":
 		if e.ComplexityRoot.MCPResourceMessage.Position == nil {
 			break
@@ -1167,6 +1340,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MCPResourceMessage.ServerName(childComplexity), true
+	case "MCPResourceMessage.siblings":
+		if e.ComplexityRoot.MCPResourceMessage.Siblings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MCPResourceMessage.Siblings(childComplexity), true
 	case "MCPResourceMessage.sourceId":
 		if e.ComplexityRoot.MCPResourceMessage.SourceID == nil {
 			break
@@ -1326,7 +1505,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.AddMessage(childComplexity, args["conversationId"].(string), args["input"].(model.MessageInput), args["clientMessageId"].(*string), args["provenance"].(*model.ProvenanceInput)), true
+		return e.ComplexityRoot.Mutation.AddMessage(childComplexity, args["conversationId"].(string), args["input"].(model.MessageInput), args["clientMessageId"].(*string), args["provenance"].(*model.ProvenanceInput), args["parentId"].(*string), args["siblingOf"].(*string)), true
 	case "Mutation.appendMessageDeltas":
 		if e.ComplexityRoot.Mutation.AppendMessageDeltas == nil {
 			break
@@ -1393,6 +1572,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteConversation(childComplexity, args["id"].(string)), true
+	case "Mutation.editMessage":
+		if e.ComplexityRoot.Mutation.EditMessage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_editMessage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.EditMessage(childComplexity, args["messageId"].(string), args["input"].(model.MessageInput), args["clientMessageId"].(*string), args["provenance"].(*model.ProvenanceInput)), true
 	case "Mutation.failMessage":
 		if e.ComplexityRoot.Mutation.FailMessage == nil {
 			break
@@ -1492,6 +1682,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.StartMessage(childComplexity, args["conversationId"].(string), args["input"].(*model.StartMessageInput)), true
+	case "Mutation.switchBranch":
+		if e.ComplexityRoot.Mutation.SwitchBranch == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_switchBranch_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SwitchBranch(childComplexity, args["conversationId"].(string), args["messageId"].(string), args["switchedBy"].(*string)), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -1673,6 +1874,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.ToolCallsAwaitingResult(childComplexity, args["conversationId"].(*string), args["names"].([]string), args["unclaimed"].(*bool), args["first"].(*int)), true
 
+	case "Siblings.count":
+		if e.ComplexityRoot.Siblings.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Siblings.Count(childComplexity), true
+	case "Siblings.ids":
+		if e.ComplexityRoot.Siblings.Ids == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Siblings.Ids(childComplexity), true
+	case "Siblings.index":
+		if e.ComplexityRoot.Siblings.Index == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Siblings.Index(childComplexity), true
+
 	case "SkippedRecords.count":
 		if e.ComplexityRoot.SkippedRecords.Count == nil {
 			break
@@ -1791,6 +2011,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SystemControlMessage.Params(childComplexity), true
+	case "SystemControlMessage.parentId":
+		if e.ComplexityRoot.SystemControlMessage.ParentID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SystemControlMessage.ParentID(childComplexity), true
 	case "SystemControlMessage.position":
 		if e.ComplexityRoot.SystemControlMessage.Position == nil {
 			break
@@ -1809,6 +2035,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SystemControlMessage.Role(childComplexity), true
+	case "SystemControlMessage.siblings":
+		if e.ComplexityRoot.SystemControlMessage.Siblings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SystemControlMessage.Siblings(childComplexity), true
 	case "SystemControlMessage.sourceId":
 		if e.ComplexityRoot.SystemControlMessage.SourceID == nil {
 			break
@@ -1882,6 +2114,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TextMessage.MessageStatus(childComplexity), true
+	case "TextMessage.parentId":
+		if e.ComplexityRoot.TextMessage.ParentID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TextMessage.ParentID(childComplexity), true
 	case "TextMessage.parts":
 		if e.ComplexityRoot.TextMessage.Parts == nil {
 			break
@@ -1906,6 +2144,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TextMessage.Role(childComplexity), true
+	case "TextMessage.siblings":
+		if e.ComplexityRoot.TextMessage.Siblings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TextMessage.Siblings(childComplexity), true
 	case "TextMessage.sourceId":
 		if e.ComplexityRoot.TextMessage.SourceID == nil {
 			break
@@ -2047,6 +2291,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolRequestMessage.MessageStatus(childComplexity), true
+	case "ToolRequestMessage.parentId":
+		if e.ComplexityRoot.ToolRequestMessage.ParentID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolRequestMessage.ParentID(childComplexity), true
 	case "ToolRequestMessage.parts":
 		if e.ComplexityRoot.ToolRequestMessage.Parts == nil {
 			break
@@ -2071,6 +2321,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolRequestMessage.Role(childComplexity), true
+	case "ToolRequestMessage.siblings":
+		if e.ComplexityRoot.ToolRequestMessage.Siblings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolRequestMessage.Siblings(childComplexity), true
 	case "ToolRequestMessage.sourceId":
 		if e.ComplexityRoot.ToolRequestMessage.SourceID == nil {
 			break
@@ -2186,6 +2442,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolResultMessage.Output(childComplexity), true
+	case "ToolResultMessage.parentId":
+		if e.ComplexityRoot.ToolResultMessage.ParentID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultMessage.ParentID(childComplexity), true
 	case "ToolResultMessage.parts":
 		if e.ComplexityRoot.ToolResultMessage.Parts == nil {
 			break
@@ -2210,6 +2472,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolResultMessage.Role(childComplexity), true
+	case "ToolResultMessage.siblings":
+		if e.ComplexityRoot.ToolResultMessage.Siblings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultMessage.Siblings(childComplexity), true
 	case "ToolResultMessage.sourceId":
 		if e.ComplexityRoot.ToolResultMessage.SourceID == nil {
 			break
@@ -2363,6 +2631,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UnknownMessage.MessageStatus(childComplexity), true
+	case "UnknownMessage.parentId":
+		if e.ComplexityRoot.UnknownMessage.ParentID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UnknownMessage.ParentID(childComplexity), true
 	case "UnknownMessage.position":
 		if e.ComplexityRoot.UnknownMessage.Position == nil {
 			break
@@ -2387,6 +2661,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UnknownMessage.Role(childComplexity), true
+	case "UnknownMessage.siblings":
+		if e.ComplexityRoot.UnknownMessage.Siblings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UnknownMessage.Siblings(childComplexity), true
 	case "UnknownMessage.sourceId":
 		if e.ComplexityRoot.UnknownMessage.SourceID == nil {
 			break
@@ -2571,7 +2851,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "schema/interop.graphqls" "schema/processing.graphqls" "schema/realtime.graphqls" "schema/streaming.graphqls"
+//go:embed "schema/interop.graphqls" "schema/processing.graphqls" "schema/realtime.graphqls" "schema/streaming.graphqls" "schema/tree.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -2627,7 +2907,7 @@ interface MessageBase implements Node {
   id: ID!
   conversationId: ID!
   role: Role!
-  "The message's place in its conversation: 1, 2, 3... without gaps."
+  "The message's place along its branch of the conversation (its depth: 1 for a root, its parent's plus one): 1, 2, 3... without gaps on every branch."
   position: Int!
   createdAt: Time!
   "When the message last changed (a tool call decided, a file resolved...)."
@@ -2957,9 +3237,14 @@ type Conversation implements Node {
   createdAt: Time!
   "When the conversation or its messages last changed."
   updatedAt: Time!
+  "How many messages its active branch has."
   messageCount: Int!
-  "Messages in ascending position. ` + "`" + `before` + "`" + ` always means older. At most 1000 a page; 50 when neither first nor last is given."
-  messages(first: Int, after: String, last: Int, before: String): MessageConnection!
+  """
+  Messages of the active branch, or of the branch through the message ` + "`" + `branch` + "`" + ` (continued
+  along first children to a leaf), in ascending position. ` + "`" + `before` + "`" + ` always means older.
+  At most 1000 a page; 50 when neither first nor last is given.
+  """
+  messages(first: Int, after: String, last: Int, before: String, branch: ID): MessageConnection!
 }
 
 type PageInfo {
@@ -2977,7 +3262,7 @@ type MessageEdge {
 type MessageConnection {
   edges: [MessageEdge!]!
   pageInfo: PageInfo!
-  "All messages of the conversation."
+  "All messages of the branch read."
   totalCount: Int!
 }
 
@@ -3113,11 +3398,14 @@ type Mutation {
   "Deletes the conversation and all its messages; returns its id."
   deleteConversation(id: ID!): ID!
   """
-  Adds a message as the conversation's next one. With a clientMessageId already used in
-  the conversation, returns the stored message and writes nothing; a different message
-  under the same id is a CONFLICT. ` + "`" + `provenance` + "`" + ` says who produced it.
+  Adds a message as the next one of the conversation's active branch, or as a child of
+  ` + "`" + `parentId` + "`" + `, or as a sibling of ` + "`" + `siblingOf` + "`" + ` (give one of the two at most). A message
+  added under a message of the active branch ends the active branch; one added to
+  another branch leaves it. With a clientMessageId already used in the conversation,
+  returns the stored message and writes nothing; a different message under the same id
+  is a CONFLICT. ` + "`" + `provenance` + "`" + ` says who produced it.
   """
-  addMessage(conversationId: ID!, input: MessageInput!, clientMessageId: String, provenance: ProvenanceInput): MessageEdge!
+  addMessage(conversationId: ID!, input: MessageInput!, clientMessageId: String, provenance: ProvenanceInput, parentId: ID, siblingOf: ID): MessageEdge!
   "Approves or denies a pending tool call, recording who decided (` + "`" + `decidedBy` + "`" + `: a person or an agent), why and when; deciding a decided call is a CONFLICT."
   setToolCallApproval(messageId: ID!, toolCallId: String!, status: ApprovalStatus!, reason: String, decidedBy: String): ToolRequestMessage!
 }
@@ -3126,6 +3414,7 @@ type Mutation {
 	{Name: "schema/processing.graphqls", Input: sourceData("schema/processing.graphqls"), BuiltIn: false},
 	{Name: "schema/realtime.graphqls", Input: sourceData("schema/realtime.graphqls"), BuiltIn: false},
 	{Name: "schema/streaming.graphqls", Input: sourceData("schema/streaming.graphqls"), BuiltIn: false},
+	{Name: "schema/tree.graphqls", Input: sourceData("schema/tree.graphqls"), BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
@@ -3175,6 +3464,34 @@ func (ec *executionContext) childFields_AwaitingToolCall(ctx context.Context, fi
 	return nil, fmt.Errorf("no field named %q was found under type AwaitingToolCall", field.Name)
 }
 
+func (ec *executionContext) childFields_Branch(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "leaf":
+		return ec.fieldContext_Branch_leaf(ctx, field)
+	case "forkPointId":
+		return ec.fieldContext_Branch_forkPointId(ctx, field)
+	case "forkPosition":
+		return ec.fieldContext_Branch_forkPosition(ctx, field)
+	case "length":
+		return ec.fieldContext_Branch_length(ctx, field)
+	case "lastActivityAt":
+		return ec.fieldContext_Branch_lastActivityAt(ctx, field)
+	case "active":
+		return ec.fieldContext_Branch_active(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Branch", field.Name)
+}
+
+func (ec *executionContext) childFields_BranchSwitch(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "conversation":
+		return ec.fieldContext_BranchSwitch_conversation(ctx, field)
+	case "control":
+		return ec.fieldContext_BranchSwitch_control(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type BranchSwitch", field.Name)
+}
+
 func (ec *executionContext) childFields_Conversation(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -3195,6 +3512,10 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_transcriptReport(ctx, field)
 	case "usage":
 		return ec.fieldContext_Conversation_usage(ctx, field)
+	case "activeLeaf":
+		return ec.fieldContext_Conversation_activeLeaf(ctx, field)
+	case "branches":
+		return ec.fieldContext_Conversation_branches(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Conversation", field.Name)
 }
@@ -3255,6 +3576,10 @@ func (ec *executionContext) childFields_FileReferenceMessage(ctx context.Context
 		return ec.fieldContext_FileReferenceMessage_clientMessageId(ctx, field)
 	case "provenance":
 		return ec.fieldContext_FileReferenceMessage_provenance(ctx, field)
+	case "parentId":
+		return ec.fieldContext_FileReferenceMessage_parentId(ctx, field)
+	case "siblings":
+		return ec.fieldContext_FileReferenceMessage_siblings(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type FileReferenceMessage", field.Name)
 }
@@ -3309,6 +3634,10 @@ func (ec *executionContext) childFields_ImageMessage(ctx context.Context, field 
 		return ec.fieldContext_ImageMessage_clientMessageId(ctx, field)
 	case "provenance":
 		return ec.fieldContext_ImageMessage_provenance(ctx, field)
+	case "parentId":
+		return ec.fieldContext_ImageMessage_parentId(ctx, field)
+	case "siblings":
+		return ec.fieldContext_ImageMessage_siblings(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ImageMessage", field.Name)
 }
@@ -3501,6 +3830,18 @@ func (ec *executionContext) childFields_Provenance(ctx context.Context, field gr
 	return nil, fmt.Errorf("no field named %q was found under type Provenance", field.Name)
 }
 
+func (ec *executionContext) childFields_Siblings(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "count":
+		return ec.fieldContext_Siblings_count(ctx, field)
+	case "index":
+		return ec.fieldContext_Siblings_index(ctx, field)
+	case "ids":
+		return ec.fieldContext_Siblings_ids(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Siblings", field.Name)
+}
+
 func (ec *executionContext) childFields_SkippedRecords(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "reason":
@@ -3511,6 +3852,48 @@ func (ec *executionContext) childFields_SkippedRecords(ctx context.Context, fiel
 		return ec.fieldContext_SkippedRecords_where(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SkippedRecords", field.Name)
+}
+
+func (ec *executionContext) childFields_SystemControlMessage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_SystemControlMessage_id(ctx, field)
+	case "conversationId":
+		return ec.fieldContext_SystemControlMessage_conversationId(ctx, field)
+	case "role":
+		return ec.fieldContext_SystemControlMessage_role(ctx, field)
+	case "position":
+		return ec.fieldContext_SystemControlMessage_position(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_SystemControlMessage_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_SystemControlMessage_updatedAt(ctx, field)
+	case "label":
+		return ec.fieldContext_SystemControlMessage_label(ctx, field)
+	case "sourceId":
+		return ec.fieldContext_SystemControlMessage_sourceId(ctx, field)
+	case "kind":
+		return ec.fieldContext_SystemControlMessage_kind(ctx, field)
+	case "from":
+		return ec.fieldContext_SystemControlMessage_from(ctx, field)
+	case "to":
+		return ec.fieldContext_SystemControlMessage_to(ctx, field)
+	case "params":
+		return ec.fieldContext_SystemControlMessage_params(ctx, field)
+	case "messageStatus":
+		return ec.fieldContext_SystemControlMessage_messageStatus(ctx, field)
+	case "statusReason":
+		return ec.fieldContext_SystemControlMessage_statusReason(ctx, field)
+	case "clientMessageId":
+		return ec.fieldContext_SystemControlMessage_clientMessageId(ctx, field)
+	case "provenance":
+		return ec.fieldContext_SystemControlMessage_provenance(ctx, field)
+	case "parentId":
+		return ec.fieldContext_SystemControlMessage_parentId(ctx, field)
+	case "siblings":
+		return ec.fieldContext_SystemControlMessage_siblings(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SystemControlMessage", field.Name)
 }
 
 func (ec *executionContext) childFields_ToolCall(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3583,6 +3966,10 @@ func (ec *executionContext) childFields_ToolRequestMessage(ctx context.Context, 
 		return ec.fieldContext_ToolRequestMessage_clientMessageId(ctx, field)
 	case "provenance":
 		return ec.fieldContext_ToolRequestMessage_provenance(ctx, field)
+	case "parentId":
+		return ec.fieldContext_ToolRequestMessage_parentId(ctx, field)
+	case "siblings":
+		return ec.fieldContext_ToolRequestMessage_siblings(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ToolRequestMessage", field.Name)
 }
@@ -3763,6 +4150,20 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 
 // region    ***************************** args.gotpl *****************************
 
+func (ec *executionContext) field_Conversation_branches_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Conversation_messages_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3798,6 +4199,14 @@ func (ec *executionContext) field_Conversation_messages_args(ctx context.Context
 		return nil, err
 	}
 	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "branch",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["branch"] = arg4
 	return args, nil
 }
 
@@ -3934,6 +4343,22 @@ func (ec *executionContext) field_Mutation_addMessage_args(ctx context.Context, 
 		return nil, err
 	}
 	args["provenance"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "parentId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["parentId"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "siblingOf",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["siblingOf"] = arg5
 	return args, nil
 }
 
@@ -4090,6 +4515,44 @@ func (ec *executionContext) field_Mutation_deleteConversation_args(ctx context.C
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_editMessage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "messageId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["messageId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.MessageInput, error) {
+			return ec.unmarshalNMessageInput2githubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐMessageInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "clientMessageId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["clientMessageId"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "provenance",
+		func(ctx context.Context, v any) (*model.ProvenanceInput, error) {
+			return ec.unmarshalOProvenanceInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐProvenanceInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["provenance"] = arg3
 	return args, nil
 }
 
@@ -4344,6 +4807,36 @@ func (ec *executionContext) field_Mutation_startMessage_args(ctx context.Context
 		return nil, err
 	}
 	args["input"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_switchBranch_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "messageId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["messageId"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "switchedBy",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["switchedBy"] = arg2
 	return args, nil
 }
 
@@ -4927,6 +5420,208 @@ func (ec *executionContext) fieldContext_AwaitingToolCall_claimExpiresAt(_ conte
 	return graphql.NewScalarFieldContext("AwaitingToolCall", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
+func (ec *executionContext) _Branch_leaf(ctx context.Context, field graphql.CollectedField, obj *model.Branch) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Branch_leaf(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Leaf, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.Message) graphql.Marshaler {
+			return ec.marshalNMessage2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Branch_leaf(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Branch", field, false, false, errors.New("field of type Message does not have child fields"))
+}
+
+func (ec *executionContext) _Branch_forkPointId(ctx context.Context, field graphql.CollectedField, obj *model.Branch) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Branch_forkPointId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ForkPointID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Branch_forkPointId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Branch", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Branch_forkPosition(ctx context.Context, field graphql.CollectedField, obj *model.Branch) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Branch_forkPosition(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ForkPosition, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Branch_forkPosition(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Branch", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Branch_length(ctx context.Context, field graphql.CollectedField, obj *model.Branch) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Branch_length(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Length, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Branch_length(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Branch", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Branch_lastActivityAt(ctx context.Context, field graphql.CollectedField, obj *model.Branch) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Branch_lastActivityAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastActivityAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Branch_lastActivityAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Branch", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Branch_active(ctx context.Context, field graphql.CollectedField, obj *model.Branch) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Branch_active(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Active, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Branch_active(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Branch", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _BranchSwitch_conversation(ctx context.Context, field graphql.CollectedField, obj *model.BranchSwitch) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BranchSwitch_conversation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Conversation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.Conversation) graphql.Marshaler {
+			return ec.marshalNConversation2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐConversation(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BranchSwitch_conversation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "BranchSwitch",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Conversation(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _BranchSwitch_control(ctx context.Context, field graphql.CollectedField, obj *model.BranchSwitch) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BranchSwitch_control(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Control, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.SystemControlMessage) graphql.Marshaler {
+			return ec.marshalOSystemControlMessage2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐSystemControlMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_BranchSwitch_control(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "BranchSwitch",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SystemControlMessage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Conversation_id(ctx context.Context, field graphql.CollectedField, obj *parley.Conversation) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5052,7 +5747,7 @@ func (ec *executionContext) _Conversation_messages(ctx context.Context, field gr
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Conversation().Messages(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
+			return ec.Resolvers.Conversation().Messages(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["branch"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.MessageConnection) graphql.Marshaler {
@@ -5202,6 +5897,73 @@ func (ec *executionContext) fieldContext_Conversation_usage(_ context.Context, f
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Usage(ctx, field)
 		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Conversation_activeLeaf(ctx context.Context, field graphql.CollectedField, obj *parley.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_activeLeaf(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Conversation().ActiveLeaf(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.Message) graphql.Marshaler {
+			return ec.marshalOMessage2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_activeLeaf(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Conversation", field, true, true, errors.New("field of type Message does not have child fields"))
+}
+
+func (ec *executionContext) _Conversation_branches(ctx context.Context, field graphql.CollectedField, obj *parley.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_branches(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Conversation().Branches(ctx, obj, fc.Args["first"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Branch) graphql.Marshaler {
+			return ec.marshalNBranch2ᚕᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐBranchᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_branches(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Conversation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Branch(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Conversation_branches_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -5734,6 +6496,61 @@ func (ec *executionContext) fieldContext_FileReferenceMessage_provenance(_ conte
 	return fc, nil
 }
 
+func (ec *executionContext) _FileReferenceMessage_parentId(ctx context.Context, field graphql.CollectedField, obj *parley.FileReferenceMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FileReferenceMessage_parentId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.FileReferenceMessage().ParentID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FileReferenceMessage_parentId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FileReferenceMessage", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _FileReferenceMessage_siblings(ctx context.Context, field graphql.CollectedField, obj *parley.FileReferenceMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FileReferenceMessage_siblings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.FileReferenceMessage().Siblings(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Siblings) graphql.Marshaler {
+			return ec.marshalNSiblings2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐSiblings(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FileReferenceMessage_siblings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FileReferenceMessage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Siblings(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _FileResolution_status(ctx context.Context, field graphql.CollectedField, obj *parley.FileResolution) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6248,6 +7065,61 @@ func (ec *executionContext) fieldContext_ImageMessage_provenance(_ context.Conte
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Provenance(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ImageMessage_parentId(ctx context.Context, field graphql.CollectedField, obj *parley.ImageMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImageMessage_parentId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ImageMessage().ParentID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ImageMessage_parentId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImageMessage", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _ImageMessage_siblings(ctx context.Context, field graphql.CollectedField, obj *parley.ImageMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImageMessage_siblings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ImageMessage().Siblings(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Siblings) graphql.Marshaler {
+			return ec.marshalNSiblings2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐSiblings(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImageMessage_siblings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ImageMessage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Siblings(ctx, field)
 		},
 	}
 	return fc, nil
@@ -7287,6 +8159,61 @@ func (ec *executionContext) fieldContext_MCPResourceMessage_provenance(_ context
 	return fc, nil
 }
 
+func (ec *executionContext) _MCPResourceMessage_parentId(ctx context.Context, field graphql.CollectedField, obj *parley.MCPResourceMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MCPResourceMessage_parentId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.MCPResourceMessage().ParentID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MCPResourceMessage_parentId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MCPResourceMessage", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _MCPResourceMessage_siblings(ctx context.Context, field graphql.CollectedField, obj *parley.MCPResourceMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MCPResourceMessage_siblings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.MCPResourceMessage().Siblings(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Siblings) graphql.Marshaler {
+			return ec.marshalNSiblings2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐSiblings(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MCPResourceMessage_siblings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MCPResourceMessage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Siblings(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _MessageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.MessageConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7856,7 +8783,7 @@ func (ec *executionContext) _Mutation_addMessage(ctx context.Context, field grap
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().AddMessage(ctx, fc.Args["conversationId"].(string), fc.Args["input"].(model.MessageInput), fc.Args["clientMessageId"].(*string), fc.Args["provenance"].(*model.ProvenanceInput))
+			return ec.Resolvers.Mutation().AddMessage(ctx, fc.Args["conversationId"].(string), fc.Args["input"].(model.MessageInput), fc.Args["clientMessageId"].(*string), fc.Args["provenance"].(*model.ProvenanceInput), fc.Args["parentId"].(*string), fc.Args["siblingOf"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.MessageEdge) graphql.Marshaler {
@@ -8456,6 +9383,94 @@ func (ec *executionContext) fieldContext_Mutation_failMessage(ctx context.Contex
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_failMessage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_editMessage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_editMessage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().EditMessage(ctx, fc.Args["messageId"].(string), fc.Args["input"].(model.MessageInput), fc.Args["clientMessageId"].(*string), fc.Args["provenance"].(*model.ProvenanceInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MessageEdge) graphql.Marshaler {
+			return ec.marshalNMessageEdge2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐMessageEdge(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_editMessage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MessageEdge(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_editMessage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_switchBranch(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_switchBranch(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SwitchBranch(ctx, fc.Args["conversationId"].(string), fc.Args["messageId"].(string), fc.Args["switchedBy"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.BranchSwitch) graphql.Marshaler {
+			return ec.marshalNBranchSwitch2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐBranchSwitch(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_switchBranch(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BranchSwitch(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_switchBranch_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -9225,6 +10240,75 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 	return fc, nil
 }
 
+func (ec *executionContext) _Siblings_count(ctx context.Context, field graphql.CollectedField, obj *model.Siblings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Siblings_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Siblings_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Siblings", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Siblings_index(ctx context.Context, field graphql.CollectedField, obj *model.Siblings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Siblings_index(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Index, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Siblings_index(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Siblings", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Siblings_ids(ctx context.Context, field graphql.CollectedField, obj *model.Siblings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Siblings_ids(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ids, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNID2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Siblings_ids(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Siblings", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
 func (ec *executionContext) _SkippedRecords_reason(ctx context.Context, field graphql.CollectedField, obj *parley.SkippedRecords) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9847,6 +10931,61 @@ func (ec *executionContext) fieldContext_SystemControlMessage_provenance(_ conte
 	return fc, nil
 }
 
+func (ec *executionContext) _SystemControlMessage_parentId(ctx context.Context, field graphql.CollectedField, obj *parley.SystemControlMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SystemControlMessage_parentId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SystemControlMessage().ParentID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SystemControlMessage_parentId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SystemControlMessage", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _SystemControlMessage_siblings(ctx context.Context, field graphql.CollectedField, obj *parley.SystemControlMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SystemControlMessage_siblings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SystemControlMessage().Siblings(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Siblings) graphql.Marshaler {
+			return ec.marshalNSiblings2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐSiblings(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SystemControlMessage_siblings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SystemControlMessage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Siblings(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _TextMessage_id(ctx context.Context, field graphql.CollectedField, obj *parley.TextMessage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10251,6 +11390,61 @@ func (ec *executionContext) fieldContext_TextMessage_provenance(_ context.Contex
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Provenance(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TextMessage_parentId(ctx context.Context, field graphql.CollectedField, obj *parley.TextMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TextMessage_parentId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.TextMessage().ParentID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TextMessage_parentId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TextMessage", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _TextMessage_siblings(ctx context.Context, field graphql.CollectedField, obj *parley.TextMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TextMessage_siblings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.TextMessage().Siblings(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Siblings) graphql.Marshaler {
+			return ec.marshalNSiblings2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐSiblings(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TextMessage_siblings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TextMessage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Siblings(ctx, field)
 		},
 	}
 	return fc, nil
@@ -10936,6 +12130,61 @@ func (ec *executionContext) fieldContext_ToolRequestMessage_provenance(_ context
 	return fc, nil
 }
 
+func (ec *executionContext) _ToolRequestMessage_parentId(ctx context.Context, field graphql.CollectedField, obj *parley.ToolRequestMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolRequestMessage_parentId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ToolRequestMessage().ParentID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolRequestMessage_parentId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolRequestMessage", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _ToolRequestMessage_siblings(ctx context.Context, field graphql.CollectedField, obj *parley.ToolRequestMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolRequestMessage_siblings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ToolRequestMessage().Siblings(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Siblings) graphql.Marshaler {
+			return ec.marshalNSiblings2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐSiblings(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolRequestMessage_siblings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ToolRequestMessage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Siblings(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _ToolResultMessage_id(ctx context.Context, field graphql.CollectedField, obj *parley.ToolResultMessage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11538,6 +12787,61 @@ func (ec *executionContext) fieldContext_ToolResultMessage_provenance(_ context.
 	return fc, nil
 }
 
+func (ec *executionContext) _ToolResultMessage_parentId(ctx context.Context, field graphql.CollectedField, obj *parley.ToolResultMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultMessage_parentId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ToolResultMessage().ParentID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultMessage_parentId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultMessage", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _ToolResultMessage_siblings(ctx context.Context, field graphql.CollectedField, obj *parley.ToolResultMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultMessage_siblings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ToolResultMessage().Siblings(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Siblings) graphql.Marshaler {
+			return ec.marshalNSiblings2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐSiblings(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultMessage_siblings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ToolResultMessage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Siblings(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _TranscriptDrop_messageId(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptDrop) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12126,6 +13430,61 @@ func (ec *executionContext) fieldContext_UnknownMessage_provenance(_ context.Con
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Provenance(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UnknownMessage_parentId(ctx context.Context, field graphql.CollectedField, obj *parley.UnknownMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UnknownMessage_parentId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.UnknownMessage().ParentID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UnknownMessage_parentId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UnknownMessage", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _UnknownMessage_siblings(ctx context.Context, field graphql.CollectedField, obj *parley.UnknownMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UnknownMessage_siblings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.UnknownMessage().Siblings(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Siblings) graphql.Marshaler {
+			return ec.marshalNSiblings2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐSiblings(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UnknownMessage_siblings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UnknownMessage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Siblings(ctx, field)
 		},
 	}
 	return fc, nil
@@ -13830,7 +15189,7 @@ func (ec *executionContext) unmarshalInputStartMessageInput(ctx context.Context,
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"role", "clientMessageId", "provider", "model", "leaseSeconds"}
+	fieldsInOrder := [...]string{"role", "clientMessageId", "provider", "model", "leaseSeconds", "parentId", "siblingOf"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -13872,6 +15231,20 @@ func (ec *executionContext) unmarshalInputStartMessageInput(ctx context.Context,
 				return it, err
 			}
 			it.LeaseSeconds = data
+		case "parentId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("parentId"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ParentID = data
+		case "siblingOf":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("siblingOf"))
+			data, err := ec.unmarshalOID2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SiblingOf = data
 		}
 	}
 	return it, nil
@@ -14651,6 +16024,112 @@ func (ec *executionContext) _AwaitingToolCall(ctx context.Context, sel ast.Selec
 	return out
 }
 
+var branchImplementors = []string{"Branch"}
+
+func (ec *executionContext) _Branch(ctx context.Context, sel ast.SelectionSet, obj *model.Branch) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, branchImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Branch")
+		case "leaf":
+			out.Values[i] = ec._Branch_leaf(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "forkPointId":
+			out.Values[i] = ec._Branch_forkPointId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "forkPosition":
+			out.Values[i] = ec._Branch_forkPosition(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "length":
+			out.Values[i] = ec._Branch_length(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastActivityAt":
+			out.Values[i] = ec._Branch_lastActivityAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "active":
+			out.Values[i] = ec._Branch_active(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var branchSwitchImplementors = []string{"BranchSwitch"}
+
+func (ec *executionContext) _BranchSwitch(ctx context.Context, sel ast.SelectionSet, obj *model.BranchSwitch) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, branchSwitchImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("BranchSwitch")
+		case "conversation":
+			out.Values[i] = ec._BranchSwitch_conversation(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "control":
+			out.Values[i] = ec._BranchSwitch_control(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var conversationImplementors = []string{"Conversation", "Node"}
 
 func (ec *executionContext) _Conversation(ctx context.Context, sel ast.SelectionSet, obj *parley.Conversation) graphql.Marshaler {
@@ -14840,6 +16319,82 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "activeLeaf":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Conversation_activeLeaf(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "branches":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Conversation_branches(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -15000,83 +16555,159 @@ func (ec *executionContext) _FileReferenceMessage(ctx context.Context, sel ast.S
 		case "id":
 			out.Values[i] = ec._FileReferenceMessage_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "conversationId":
 			out.Values[i] = ec._FileReferenceMessage_conversationId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "role":
 			out.Values[i] = ec._FileReferenceMessage_role(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "position":
 			out.Values[i] = ec._FileReferenceMessage_position(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
 			out.Values[i] = ec._FileReferenceMessage_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "updatedAt":
 			out.Values[i] = ec._FileReferenceMessage_updatedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "label":
 			out.Values[i] = ec._FileReferenceMessage_label(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "sourceId":
 			out.Values[i] = ec._FileReferenceMessage_sourceId(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "path":
 			out.Values[i] = ec._FileReferenceMessage_path(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "startLine":
 			out.Values[i] = ec._FileReferenceMessage_startLine(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "endLine":
 			out.Values[i] = ec._FileReferenceMessage_endLine(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "resolution":
 			out.Values[i] = ec._FileReferenceMessage_resolution(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "messageStatus":
 			out.Values[i] = ec._FileReferenceMessage_messageStatus(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "statusReason":
 			out.Values[i] = ec._FileReferenceMessage_statusReason(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "clientMessageId":
 			out.Values[i] = ec._FileReferenceMessage_clientMessageId(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "provenance":
 			out.Values[i] = ec._FileReferenceMessage_provenance(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "parentId":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._FileReferenceMessage_parentId(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "siblings":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._FileReferenceMessage_siblings(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -15176,78 +16807,154 @@ func (ec *executionContext) _ImageMessage(ctx context.Context, sel ast.Selection
 		case "id":
 			out.Values[i] = ec._ImageMessage_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "conversationId":
 			out.Values[i] = ec._ImageMessage_conversationId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "role":
 			out.Values[i] = ec._ImageMessage_role(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "position":
 			out.Values[i] = ec._ImageMessage_position(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
 			out.Values[i] = ec._ImageMessage_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "updatedAt":
 			out.Values[i] = ec._ImageMessage_updatedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "label":
 			out.Values[i] = ec._ImageMessage_label(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "sourceId":
 			out.Values[i] = ec._ImageMessage_sourceId(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "source":
 			out.Values[i] = ec._ImageMessage_source(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "recognitionMode":
 			out.Values[i] = ec._ImageMessage_recognitionMode(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "recognition":
 			out.Values[i] = ec._ImageMessage_recognition(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "messageStatus":
 			out.Values[i] = ec._ImageMessage_messageStatus(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "statusReason":
 			out.Values[i] = ec._ImageMessage_statusReason(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "clientMessageId":
 			out.Values[i] = ec._ImageMessage_clientMessageId(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "provenance":
 			out.Values[i] = ec._ImageMessage_provenance(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "parentId":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._ImageMessage_parentId(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "siblings":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._ImageMessage_siblings(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -15628,6 +17335,82 @@ func (ec *executionContext) _MCPResourceMessage(ctx context.Context, sel ast.Sel
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "parentId":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._MCPResourceMessage_parentId(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "siblings":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._MCPResourceMessage_siblings(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -16034,6 +17817,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "failMessage":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_failMessage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "editMessage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_editMessage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "switchBranch":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_switchBranch(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -16501,6 +18298,54 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 	return out
 }
 
+var siblingsImplementors = []string{"Siblings"}
+
+func (ec *executionContext) _Siblings(ctx context.Context, sel ast.SelectionSet, obj *model.Siblings) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, siblingsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Siblings")
+		case "count":
+			out.Values[i] = ec._Siblings_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "index":
+			out.Values[i] = ec._Siblings_index(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "ids":
+			out.Values[i] = ec._Siblings_ids(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var skippedRecordsImplementors = []string{"SkippedRecords"}
 
 func (ec *executionContext) _SkippedRecords(ctx context.Context, sel ast.SelectionSet, obj *parley.SkippedRecords) graphql.Marshaler {
@@ -16590,83 +18435,159 @@ func (ec *executionContext) _SystemControlMessage(ctx context.Context, sel ast.S
 		case "id":
 			out.Values[i] = ec._SystemControlMessage_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "conversationId":
 			out.Values[i] = ec._SystemControlMessage_conversationId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "role":
 			out.Values[i] = ec._SystemControlMessage_role(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "position":
 			out.Values[i] = ec._SystemControlMessage_position(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
 			out.Values[i] = ec._SystemControlMessage_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "updatedAt":
 			out.Values[i] = ec._SystemControlMessage_updatedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "label":
 			out.Values[i] = ec._SystemControlMessage_label(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "sourceId":
 			out.Values[i] = ec._SystemControlMessage_sourceId(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "kind":
 			out.Values[i] = ec._SystemControlMessage_kind(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "from":
 			out.Values[i] = ec._SystemControlMessage_from(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "to":
 			out.Values[i] = ec._SystemControlMessage_to(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "params":
 			out.Values[i] = ec._SystemControlMessage_params(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "messageStatus":
 			out.Values[i] = ec._SystemControlMessage_messageStatus(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "statusReason":
 			out.Values[i] = ec._SystemControlMessage_statusReason(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "clientMessageId":
 			out.Values[i] = ec._SystemControlMessage_clientMessageId(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "provenance":
 			out.Values[i] = ec._SystemControlMessage_provenance(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "parentId":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._SystemControlMessage_parentId(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "siblings":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._SystemControlMessage_siblings(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -16818,6 +18739,82 @@ func (ec *executionContext) _TextMessage(ctx context.Context, sel ast.SelectionS
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "parentId":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._TextMessage_parentId(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "siblings":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._TextMessage_siblings(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -17123,6 +19120,82 @@ func (ec *executionContext) _ToolRequestMessage(ctx context.Context, sel ast.Sel
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "parentId":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._ToolRequestMessage_parentId(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "siblings":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._ToolRequestMessage_siblings(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -17314,6 +19387,82 @@ func (ec *executionContext) _ToolResultMessage(ctx context.Context, sel ast.Sele
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "parentId":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._ToolResultMessage_parentId(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "siblings":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._ToolResultMessage_siblings(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -17471,73 +19620,149 @@ func (ec *executionContext) _UnknownMessage(ctx context.Context, sel ast.Selecti
 		case "id":
 			out.Values[i] = ec._UnknownMessage_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "conversationId":
 			out.Values[i] = ec._UnknownMessage_conversationId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "role":
 			out.Values[i] = ec._UnknownMessage_role(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "position":
 			out.Values[i] = ec._UnknownMessage_position(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
 			out.Values[i] = ec._UnknownMessage_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "updatedAt":
 			out.Values[i] = ec._UnknownMessage_updatedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "label":
 			out.Values[i] = ec._UnknownMessage_label(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "sourceId":
 			out.Values[i] = ec._UnknownMessage_sourceId(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "type":
 			out.Values[i] = ec._UnknownMessage_type(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "raw":
 			out.Values[i] = ec._UnknownMessage_raw(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "messageStatus":
 			out.Values[i] = ec._UnknownMessage_messageStatus(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "statusReason":
 			out.Values[i] = ec._UnknownMessage_statusReason(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "clientMessageId":
 			out.Values[i] = ec._UnknownMessage_clientMessageId(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "provenance":
 			out.Values[i] = ec._UnknownMessage_provenance(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "parentId":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._UnknownMessage_parentId(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "siblings":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._UnknownMessage_siblings(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -18132,6 +20357,42 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 		}
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNBranch2ᚕᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐBranchᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Branch) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNBranch2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐBranch(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNBranch2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐBranch(ctx context.Context, sel ast.SelectionSet, v *model.Branch) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Branch(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNBranchSwitch2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐBranchSwitch(ctx context.Context, sel ast.SelectionSet, v *model.BranchSwitch) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._BranchSwitch(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNControlKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐControlKind(ctx context.Context, v any) (parley.ControlKind, error) {
@@ -18792,6 +21053,16 @@ var (
 		parley.RoleResult:     "RESULT",
 	}
 )
+
+func (ec *executionContext) marshalNSiblings2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐSiblings(ctx context.Context, sel ast.SelectionSet, v *model.Siblings) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Siblings(ctx, sel, v)
+}
 
 func (ec *executionContext) marshalNSkippedRecords2githubᚗcomᚋparleyᚑdevᚋparleyᚐSkippedRecords(ctx context.Context, sel ast.SelectionSet, v parley.SkippedRecords) graphql.Marshaler {
 	return ec._SkippedRecords(ctx, sel, &v)
@@ -19595,6 +21866,13 @@ func (ec *executionContext) unmarshalOSystemControlInput2ᚖgithubᚗcomᚋparle
 	}
 	res, err := ec.unmarshalInputSystemControlInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOSystemControlMessage2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐSystemControlMessage(ctx context.Context, sel ast.SelectionSet, v *parley.SystemControlMessage) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._SystemControlMessage(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOTextInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐTextInput(ctx context.Context, v any) (*model.TextInput, error) {

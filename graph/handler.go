@@ -116,7 +116,7 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](100)})
 	srv.Use(&strictEnums{}) // enums.go: enum variables spelled exactly
 	srv.Use(&limitsExtension{limits: cfg.Limits, introspection: cfg.Introspection})
-	srv.AroundResponses(withLoaders(r.MessageService, int64(cfg.Limits.MaxPageBytes)))
+	srv.AroundResponses(withLoaders(r.MessageService, r.TreeService, int64(cfg.Limits.MaxPageBytes)))
 	srv.AroundFields(writeMessagePages(r.Renderer)) // pagewriter.go: message pages written straight to JSON
 	present := errorPresenter(cfg.Logger)
 	srv.SetErrorPresenter(present)

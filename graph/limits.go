@@ -123,9 +123,10 @@ func complexityFuncs(c *ComplexityRoot, l Limits) {
 	c.Query.Conversations = func(child int, first *int, _ *string, last *int, _ *string) int {
 		return page(child, first, last)
 	}
-	c.Conversation.Messages = func(child int, first *int, _ *string, last *int, _ *string) int {
+	c.Conversation.Messages = func(child int, first *int, _ *string, last *int, _ *string, _ *string) int {
 		return page(child, first, last)
 	}
+	c.Conversation.Branches = func(child int, first *int) int { return page(child, first, nil) }
 	c.Query.Nodes = func(child int, ids []string) int { return weigh(child, len(ids)) }
 	c.Query.ToolCallsAwaitingResult = func(child int, _ *string, _ []string, _ *bool, first *int) int {
 		return page(child, first, nil)

@@ -17,6 +17,9 @@ import (
 // they hold goes stale.
 type loaders struct {
 	messagePages *dataloadgen.Loader[pageKey, *parley.MessagePage]
+	// trees reads the place in its tree of each message a response asks about that
+	// was not read with its page (nil without a TreeService).
+	trees *dataloadgen.Loader[string, *parley.TreeInfo]
 	// pageBytes is what is left of the response's budget of message bytes
 	// (Limits.MaxPageBytes), spent by every page read for it.
 	pageBytes atomic.Int64
@@ -45,10 +48,12 @@ type pageArgs struct {
 	first, last                            int
 	after, before                          string
 	hasFirst, hasLast, hasAfter, hasBefore bool
+	branch                                 string
+	tree                                   bool
 }
 
 func newPageArgs(p parley.PageRequest) pageArgs {
-	var a pageArgs
+	a := pageArgs{branch: p.Branch, tree: p.Tree}
 	if p.First != nil {
 		a.first, a.hasFirst = *p.First, true
 	}
@@ -65,7 +70,7 @@ func newPageArgs(p parley.PageRequest) pageArgs {
 }
 
 func (a pageArgs) request() parley.PageRequest {
-	var p parley.PageRequest
+	p := parley.PageRequest{Branch: a.branch, Tree: a.tree}
 	if a.hasFirst {
 		p.First = &a.first
 	}
@@ -81,7 +86,7 @@ func (a pageArgs) request() parley.PageRequest {
 	return p
 }
 
-func newLoaders(messages parley.MessageService, pageBytes int64) *loaders {
+func newLoaders(messages parley.MessageService, tree parley.TreeService, pageBytes int64) *loaders {
 	l := &loaders{}
 	l.pageBytes.Store(pageBytes)
 	fetch := func(ctx context.Context, keys []pageKey) (map[pageKey]*parley.MessagePage, error) {
@@ -106,15 +111,20 @@ func newLoaders(messages parley.MessageService, pageBytes int64) *loaders {
 	}
 	// A short wait lets the sibling resolvers of one list register their keys.
 	l.messagePages = dataloadgen.NewMappedLoader(fetch, dataloadgen.WithWait(time.Millisecond))
+	if tree != nil {
+		l.trees = dataloadgen.NewMappedLoader(func(ctx context.Context, ids []string) (map[string]*parley.TreeInfo, error) {
+			return tree.FindTreeInfo(ctx, ids)
+		}, dataloadgen.WithWait(time.Millisecond))
+	}
 	return l
 }
 
 type loadersKey struct{}
 
 // withLoaders is an AroundResponses hook giving each response its own loaders.
-func withLoaders(messages parley.MessageService, pageBytes int64) graphql.ResponseMiddleware {
+func withLoaders(messages parley.MessageService, tree parley.TreeService, pageBytes int64) graphql.ResponseMiddleware {
 	return func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-		return next(context.WithValue(ctx, loadersKey{}, newLoaders(messages, pageBytes)))
+		return next(context.WithValue(ctx, loadersKey{}, newLoaders(messages, tree, pageBytes)))
 	}
 }
 

@@ -470,6 +470,30 @@ func messageFields[T parley.Message](more map[string]fieldCompiler[T]) map[strin
 		"statusReason":    optStr(func(m T) *string { return m.Meta().StatusReason() }),
 		"clientMessageId": optStr(func(m T) *string { return m.Meta().ClientMessageID() }),
 		"provenance":      optObject(provenanceType, func(m T) *parley.Provenance { return m.Meta().Provenance() }),
+		// The tree, when it was read with the page; otherwise the page is gqlgen's,
+		// whose resolvers read it.
+		"parentId": scalar(func(w *jsonWriter, m T) bool {
+			t := m.Meta().Tree
+			if t == nil {
+				return false
+			}
+			if t.ParentID == "" {
+				w.null()
+			} else {
+				w.str(t.ParentID)
+			}
+			return true
+		}),
+		"siblings": func(oc *graphql.OperationContext, f graphql.CollectedField) (writeFunc[T], bool) {
+			write, ok := siblingsType.compile(oc, f.Selections)
+			if !ok {
+				return nil, false
+			}
+			return func(w *jsonWriter, m T) bool {
+				t := m.Meta().Tree
+				return t != nil && write(w, siblingsOf(m, t))
+			}, true
+		},
 	}
 	for k, v := range more {
 		fs[k] = v
@@ -584,6 +608,23 @@ var (
 			"usage":              object(usageType, func(p *parley.Provenance) *parley.Usage { return &p.Usage }),
 			"timeToFirstTokenMs": integer64(func(p *parley.Provenance) int64 { return p.TimeToFirstTokenMs }),
 			"durationMs":         integer64(func(p *parley.Provenance) int64 { return p.DurationMs }),
+		}}
+
+	siblingsType = &objectType[*model.Siblings]{name: "Siblings", implementors: siblingsImplementors,
+		fields: map[string]fieldCompiler[*model.Siblings]{
+			"count": integer(func(s *model.Siblings) int { return s.Count }),
+			"index": integer(func(s *model.Siblings) int { return s.Index }),
+			"ids": scalar(func(w *jsonWriter, s *model.Siblings) bool {
+				w.b = append(w.b, '[')
+				for i, id := range s.Ids {
+					if i > 0 {
+						w.b = append(w.b, ',')
+					}
+					w.str(id)
+				}
+				w.b = append(w.b, ']')
+				return true
+			}),
 		}}
 
 	usageType = &objectType[*parley.Usage]{name: "Usage", implementors: usageImplementors,

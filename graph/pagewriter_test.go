@@ -247,6 +247,7 @@ func TestPageWriterKnowsEveryField(t *testing.T) {
 	add(toolErrorType.name, keys(toolErrorType.fields))
 	add(provenanceType.name, keys(provenanceType.fields))
 	add(usageType.name, keys(usageType.fields))
+	add(siblingsType.name, keys(siblingsType.fields))
 	// Every type a page can reach must be known, with every field.
 	seen := map[string]bool{}
 	var walk func(name string)

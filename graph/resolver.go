@@ -30,5 +30,8 @@ type Resolver struct {
 	// LiveEventService serves messageStream; without it that subscription answers
 	// SERVICE_UNAVAILABLE.
 	LiveEventService parley.LiveEventService
+	// TreeService reads and switches branches; without it parentId, siblings, branches,
+	// activeLeaf and switchBranch answer SERVICE_UNAVAILABLE.
+	TreeService parley.TreeService
 	Logger           *slog.Logger
 }

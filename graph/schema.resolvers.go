@@ -12,7 +12,7 @@ import (
 	"github.com/parley-dev/parley/graph/model"
 )
 
-func (r *conversationResolver) Messages(ctx context.Context, obj *parley.Conversation, first *int, after *string, last *int, before *string) (*model.MessageConnection, error) {
+func (r *conversationResolver) Messages(ctx context.Context, obj *parley.Conversation, first *int, after *string, last *int, before *string, branch *string) (*model.MessageConnection, error) {
 	page, err := r.messagePage(ctx, obj, parley.PageRequest{First: first, After: after, Last: last, Before: before})
 	if err != nil {
 		return nil, err
@@ -43,12 +43,13 @@ func (r *mutationResolver) DeleteConversation(ctx context.Context, id string) (s
 	return id, nil
 }
 
-func (r *mutationResolver) AddMessage(ctx context.Context, conversationID string, input model.MessageInput, clientMessageID *string, provenance *model.ProvenanceInput) (*model.MessageEdge, error) {
+func (r *mutationResolver) AddMessage(ctx context.Context, conversationID string, input model.MessageInput, clientMessageID *string, provenance *model.ProvenanceInput, parentID *string, siblingOf *string) (*model.MessageEdge, error) {
 	m, err := messageFromInput(input)
 	if err != nil {
 		return nil, err
 	}
 	m.Meta().Live.ClientID, m.Meta().Live.Provenance = deref(clientMessageID), provenanceFromInput(provenance)
+	m.Meta().Place = parley.Placement{ParentID: deref(parentID), SiblingOf: deref(siblingOf)}
 	if m, err = r.MessageService.AddMessage(ctx, conversationID, m); err != nil {
 		return nil, err
 	}
@@ -117,6 +118,12 @@ func (r *Resolver) ConversationConnection() ConversationConnectionResolver {
 	return &conversationConnectionResolver{r}
 }
 
+func (r *Resolver) FileReferenceMessage() FileReferenceMessageResolver {
+	return &fileReferenceMessageResolver{r}
+}
+
+func (r *Resolver) ImageMessage() ImageMessageResolver { return &imageMessageResolver{r} }
+
 func (r *Resolver) MCPResourceMessage() MCPResourceMessageResolver {
 	return &mCPResourceMessageResolver{r}
 }
@@ -126,6 +133,10 @@ func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
 func (r *Resolver) Part() PartResolver { return &partResolver{r} }
 
 func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
+
+func (r *Resolver) SystemControlMessage() SystemControlMessageResolver {
+	return &systemControlMessageResolver{r}
+}
 
 func (r *Resolver) TextMessage() TextMessageResolver { return &textMessageResolver{r} }
 
@@ -137,14 +148,20 @@ func (r *Resolver) ToolResultMessage() ToolResultMessageResolver {
 	return &toolResultMessageResolver{r}
 }
 
+func (r *Resolver) UnknownMessage() UnknownMessageResolver { return &unknownMessageResolver{r} }
+
 type (
 	conversationResolver           struct{ *Resolver }
 	conversationConnectionResolver struct{ *Resolver }
+	fileReferenceMessageResolver   struct{ *Resolver }
+	imageMessageResolver           struct{ *Resolver }
 	mCPResourceMessageResolver     struct{ *Resolver }
 	mutationResolver               struct{ *Resolver }
 	partResolver                   struct{ *Resolver }
 	queryResolver                  struct{ *Resolver }
+	systemControlMessageResolver   struct{ *Resolver }
 	textMessageResolver            struct{ *Resolver }
 	toolRequestMessageResolver     struct{ *Resolver }
 	toolResultMessageResolver      struct{ *Resolver }
+	unknownMessageResolver         struct{ *Resolver }
 )

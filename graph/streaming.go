@@ -20,6 +20,7 @@ func startFromInput(in *model.StartMessageInput) parley.StartMessage {
 		s.Role = *in.Role
 	}
 	s.ClientID, s.Provider, s.Model = deref(in.ClientMessageID), deref(in.Provider), deref(in.Model)
+	s.Place = parley.Placement{ParentID: deref(in.ParentID), SiblingOf: deref(in.SiblingOf)}
 	if in.LeaseSeconds != nil {
 		// Out of range (0 included) is refused by parley.CleanStart, named.
 		s.Lease = time.Duration(*in.LeaseSeconds) * time.Second

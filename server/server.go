@@ -41,6 +41,8 @@ type Config struct {
 	Interop parley.InteropService
 	// Live writes messages while they stream; nil turns those mutations off.
 	Live parley.LiveMessageService
+	// Tree reads and switches conversations' branches; nil turns those fields off.
+	Tree parley.TreeService
 	// Ready reports whether the server can serve requests (the database answers).
 	Ready  func(ctx context.Context) error
 	Logger *slog.Logger
@@ -92,6 +94,7 @@ func New(cfg Config) http.Handler {
 		InteropService:      cfg.Interop,
 		Renderer:            cfg.Renderer,
 		LiveMessageService:  cfg.Live,
+		TreeService:         cfg.Tree,
 		Logger:              cfg.Logger,
 	}
 	rev := newRevocations(cfg.Auth, cfg.Logger) // nil without API tokens

@@ -17,6 +17,29 @@ type AppendAck struct {
 	LeaseUntil time.Time `json:"leaseUntil"`
 }
 
+// One branch of a conversation: the path from a root to a leaf.
+type Branch struct {
+	// Its last message.
+	Leaf parley.Message `json:"leaf"`
+	// The message it leaves an older branch after: null for the conversation's first branch and for a branch at a root of its own (an edited first message).
+	ForkPointID *string `json:"forkPointId,omitempty"`
+	// The fork point's position, 0 when there is none.
+	ForkPosition int `json:"forkPosition"`
+	// How many messages it has: its leaf's position.
+	Length int `json:"length"`
+	// When its last message last changed.
+	LastActivityAt time.Time `json:"lastActivityAt"`
+	// Whether it is the conversation's active branch.
+	Active bool `json:"active"`
+}
+
+// What switching branches did.
+type BranchSwitch struct {
+	Conversation *parley.Conversation `json:"conversation"`
+	// The BRANCH_SWITCH message recorded at the end of the branch switched to (from: the old leaf, to: the new one, params: forkPoint, forkPosition, switchedBy); null when the branch was already active.
+	Control *parley.SystemControlMessage `json:"control,omitempty"`
+}
+
 type CompleteMessageInput struct {
 	FinishReason *string     `json:"finishReason,omitempty"`
 	ResponseID   *string     `json:"responseId,omitempty"`
@@ -59,7 +82,7 @@ type MCPResourceInput struct {
 type MessageConnection struct {
 	Edges    []*MessageEdge `json:"edges"`
 	PageInfo *PageInfo      `json:"pageInfo"`
-	// All messages of the conversation.
+	// All messages of the branch read.
 	TotalCount int `json:"totalCount"`
 }
 
@@ -143,6 +166,15 @@ type ProvenanceInput struct {
 type Query struct {
 }
 
+// A message's siblings: the children of its parent (the roots, for a root), itself among them, oldest first. Enough for a ‹ 2 / 3 › control.
+type Siblings struct {
+	// How many there are, the message included: 1 when it has none.
+	Count int `json:"count"`
+	// The message's index among them, from 0: ‹ index+1 / count ›.
+	Index int      `json:"index"`
+	Ids   []string `json:"ids"`
+}
+
 type StartMessageInput struct {
 	// ASSISTANT (the default) or USER.
 	Role *parley.Role `json:"role,omitempty"`
@@ -152,6 +184,10 @@ type StartMessageInput struct {
 	Model           *string `json:"model,omitempty"`
 	// How long the message waits for the next append or heartbeat before it is closed as INTERRUPTED: 1 to 600, 30 by default.
 	LeaseSeconds *int `json:"leaseSeconds,omitempty"`
+	// Start it as a child of this message (addMessage's parentId).
+	ParentID *string `json:"parentId,omitempty"`
+	// Start it as a sibling of this message, e.g. a regenerated reply (addMessage's siblingOf).
+	SiblingOf *string `json:"siblingOf,omitempty"`
 }
 
 type Subscription struct {

@@ -154,6 +154,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		ToolWork:       s.Store,
 		Interop:        interop.New(s.Store, s.Store, s.Store),
 		Live:           s.Store,
+		Tree:           s.Store,
 		Metrics:        cfg.Metrics, ServeMetrics: cfg.ServeMetrics, TracerProvider: cfg.TracerProvider,
 		GraphQL:   gql,
 		Renderer:  render.New(render.Config{ImageHosts: cfg.Config.Render.ImageHosts}),
