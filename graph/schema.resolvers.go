@@ -13,7 +13,8 @@ import (
 )
 
 func (r *conversationResolver) Messages(ctx context.Context, obj *parley.Conversation, first *int, after *string, last *int, before *string, branch *string) (*model.MessageConnection, error) {
-	page, err := r.messagePage(ctx, obj, parley.PageRequest{First: first, After: after, Last: last, Before: before})
+	page, err := r.messagePage(ctx, obj, parley.PageRequest{First: first, After: after, Last: last, Before: before,
+		Branch: deref(branch), Tree: r.TreeService != nil && selectsTree(ctx)})
 	if err != nil {
 		return nil, err
 	}
