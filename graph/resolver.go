@@ -33,5 +33,5 @@ type Resolver struct {
 	// TreeService reads and switches branches; without it parentId, siblings, branches,
 	// activeLeaf and switchBranch answer SERVICE_UNAVAILABLE.
 	TreeService parley.TreeService
-	Logger           *slog.Logger
+	Logger      *slog.Logger
 }

@@ -321,7 +321,9 @@ func TestSwitchBranchRecordsAndChangesReads(t *testing.T) {
 	a1 := addAt(t, srv, conv, "Why did the chicken...", "", "")
 	a2 := addAt(t, srv, conv, "Knock knock.", "", a1.ID) // regenerated: active
 	transcript := func() string {
-		var out struct{ Conversation struct{ Transcript json.RawMessage } }
+		var out struct {
+			Conversation struct{ Transcript json.RawMessage }
+		}
 		srv.MustDo(t, `query($c: ID!) { conversation(id: $c) { transcript(format: OPENAI_CHAT) } }`, map[string]any{"c": conv}, &out)
 		return string(out.Conversation.Transcript)
 	}
