@@ -72,6 +72,12 @@ type TreeService interface {
 	// who switched. Returns ENOTFOUND for a missing conversation or message, EINVALID
 	// for a message of another conversation.
 	SwitchBranch(ctx context.Context, conversationID, messageID, by string) (*SystemControlMessage, error)
+	// BranchHead reads, in one snapshot, the conversation's last Seq and the leaf of the
+	// active branch (or of the branch through the message branch): a subscriber
+	// following the branch replays it up to the leaf and then takes every message
+	// stored after that Seq whose parent is the branch's tip. The leaf is nil for an
+	// empty conversation. Returns ENOTFOUND for a missing conversation or message.
+	BranchHead(ctx context.Context, conversationID, branch string) (seq int, leaf Message, err error)
 	// FindBranches lists up to limit of a conversation's branches, those with the
 	// newest leaves first. Returns ENOTFOUND for a missing conversation.
 	FindBranches(ctx context.Context, conversationID string, limit int) ([]*Branch, error)

@@ -65,6 +65,10 @@ func (db *DB) MessagesAfter(ctx context.Context, conversationID string, after, l
 			return nil, err
 		}
 	}
+	// Subscribers follow one branch each, by parent: one read serves them all.
+	if err := db.fillTree(ctx, db.db, out); err != nil {
+		return nil, err
+	}
 	return out, db.foldLive(ctx, db.db, out)
 }
 

@@ -452,3 +452,60 @@ func (db *DB) FindBranches(ctx context.Context, conversationID string, limit int
 	}
 	return out, nil
 }
+
+// BranchHead implements parley.TreeService.
+func (db *DB) BranchHead(ctx context.Context, conversationID, branch string) (int, parley.Message, error) {
+	key, ok := parley.ParseConversationID(conversationID)
+	if !ok {
+		return 0, nil, conversationNotFound(conversationID)
+	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	var seq int
+	var leaf parley.Message
+	// Repeatable read: the head and the branch from one snapshot.
+	err = db.transact(ctx, func(tx *txn) error {
+		if _, err := tx.ExecContext(ctx, `SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY`); err != nil {
+			return err
+		}
+		var head struct {
+			Seq     int `db:"last_position"`
+			Segment int `db:"segment"`
+			Depth   int `db:"depth"`
+		}
+		err := tx.GetContext(ctx, &head, `SELECT last_position, active_segment AS segment, `+leafDepth+` AS depth
+			FROM conversations WHERE id = $1 AND owner = $2`, key, owner)
+		if errors.Is(err, sql.ErrNoRows) {
+			return conversationNotFound(conversationID)
+		} else if err != nil {
+			return err
+		}
+		seq = head.Seq
+		at := spot{Segment: head.Segment, Depth: head.Depth}
+		if branch != "" {
+			if at, err = spotOf(ctx, tx, key, "branch", branch); err != nil {
+				return err
+			}
+			if err := tx.GetContext(ctx, &at.Depth, `SELECT max(depth) FROM messages WHERE conversation_id = $1 AND segment = $2`,
+				key, at.Segment); err != nil {
+				return err
+			}
+		}
+		if at.Depth == 0 {
+			return nil
+		}
+		var row messageRow
+		if err := tx.GetContext(ctx, &row, `SELECT `+messageColumns+` FROM messages
+			WHERE conversation_id = $1 AND segment = $2 AND depth = $3`, key, at.Segment, at.Depth); err != nil {
+			return fmt.Errorf("read the leaf: %w", err)
+		}
+		leaf, err = decodeMessage(&row, db.log)
+		return err
+	})
+	if err != nil {
+		return 0, nil, classify(fmt.Errorf("read the head of %s: %w", conversationID, err))
+	}
+	return seq, leaf, nil
+}

@@ -325,7 +325,7 @@ type ComplexityRoot struct {
 	}
 
 	Subscription struct {
-		MessageAdded           func(childComplexity int, conversationID string, after *string) int
+		MessageAdded           func(childComplexity int, conversationID string, after *string, branch *string) int
 		MessageStream          func(childComplexity int, conversationID string, after *string) int
 		MessageUpdated         func(childComplexity int, conversationID string) int
 		ToolCallAwaitingResult func(childComplexity int, conversationID *string, names []string) int
@@ -558,7 +558,7 @@ type QueryResolver interface {
 	ToolCallsAwaitingResult(ctx context.Context, conversationID *string, names []string, unclaimed *bool, first *int) ([]*parley.AwaitingToolCall, error)
 }
 type SubscriptionResolver interface {
-	MessageAdded(ctx context.Context, conversationID string, after *string) (<-chan *model.MessageEdge, error)
+	MessageAdded(ctx context.Context, conversationID string, after *string, branch *string) (<-chan *model.MessageEdge, error)
 	MessageUpdated(ctx context.Context, conversationID string) (<-chan *model.MessageEdge, error)
 	ToolCallAwaitingResult(ctx context.Context, conversationID *string, names []string) (<-chan *parley.AwaitingToolCall, error)
 	MessageStream(ctx context.Context, conversationID string, after *string) (<-chan *model.MessageStreamEvent, error)
@@ -1922,7 +1922,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.MessageAdded(childComplexity, args["conversationId"].(string), args["after"].(*string)), true
+		return e.ComplexityRoot.Subscription.MessageAdded(childComplexity, args["conversationId"].(string), args["after"].(*string), args["branch"].(*string)), true
 	case "Subscription.messageStream":
 		if e.ComplexityRoot.Subscription.MessageStream == nil {
 			break
@@ -5005,6 +5005,14 @@ func (ec *executionContext) field_Subscription_messageAdded_args(ctx context.Con
 		return nil, err
 	}
 	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "branch",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["branch"] = arg2
 	return args, nil
 }
 
@@ -10388,7 +10396,7 @@ func (ec *executionContext) _Subscription_messageAdded(ctx context.Context, fiel
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().MessageAdded(ctx, fc.Args["conversationId"].(string), fc.Args["after"].(*string))
+			return ec.Resolvers.Subscription().MessageAdded(ctx, fc.Args["conversationId"].(string), fc.Args["after"].(*string), fc.Args["branch"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.MessageEdge) graphql.Marshaler {

@@ -12,7 +12,7 @@ import (
 	"github.com/parley-dev/parley/graph/model"
 )
 
-func (r *subscriptionResolver) MessageAdded(ctx context.Context, conversationID string, after *string) (<-chan *model.MessageEdge, error) {
+func (r *subscriptionResolver) MessageAdded(ctx context.Context, conversationID string, after *string, branch *string) (<-chan *model.MessageEdge, error) {
 	from := -1
 	if after != nil {
 		p, err := parley.ParseMessageCursor("after", *after)
@@ -24,7 +24,13 @@ func (r *subscriptionResolver) MessageAdded(ctx context.Context, conversationID 
 	if r.EventService == nil {
 		return nil, errNoEvents
 	}
-	s, err := r.EventService.SubscribeMessagesAdded(ctx, conversationID, from)
+	var s parley.MessageStream
+	var err error
+	if r.TreeService != nil {
+		s, err = r.followBranch(ctx, conversationID, from, deref(branch))
+	} else {
+		s, err = r.EventService.SubscribeMessagesAdded(ctx, conversationID, from)
+	}
 	if err != nil {
 		return nil, err
 	}

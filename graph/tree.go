@@ -115,3 +115,94 @@ func branchToModel(b *parley.Branch) *model.Branch {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// branchStream is a MessageStream that delivers one branch: first the replayed
+// messages, then each message of the inner stream (every message stored after the
+// branch was read) whose parent is the branch's tip, which it then becomes. The inner
+// stream's messages carry their TreeInfo.
+type branchStream struct {
+	inner  parley.MessageStream
+	replay []parley.Message
+	tip    string // the last message of the branch delivered or replayed; "" before the root
+}
+
+func (s *branchStream) take(m parley.Message) bool {
+	t := m.Meta().Tree
+	if t == nil || t.ParentID != s.tip {
+		return false
+	}
+	s.tip = m.Meta().ID
+	return true
+}
+
+// Next implements parley.MessageStream.
+func (s *branchStream) Next(ctx context.Context) (parley.Message, error) {
+	if len(s.replay) > 0 {
+		m := s.replay[0]
+		s.replay = s.replay[1:]
+		return m, nil
+	}
+	for {
+		m, err := s.inner.Next(ctx)
+		if err != nil || s.take(m) {
+			return m, err
+		}
+	}
+}
+
+// Poll implements parley.MessageStream.
+func (s *branchStream) Poll(ctx context.Context) (parley.Message, error) {
+	if len(s.replay) > 0 {
+		m := s.replay[0]
+		s.replay = s.replay[1:]
+		return m, nil
+	}
+	for {
+		m, err := s.inner.Poll(ctx)
+		if m == nil || err != nil || s.take(m) {
+			return m, err
+		}
+	}
+}
+
+// OnWake implements parley.MessageStream.
+func (s *branchStream) OnWake(f func()) { s.inner.OnWake(f) }
+
+// followBranch subscribes to the branch of a conversation (the active one, or the one
+// through the message branch): the branch's messages after the position after (-1:
+// none), then those that continue it.
+func (r *Resolver) followBranch(ctx context.Context, conversationID string, after int, branch string) (parley.MessageStream, error) {
+	seq, leaf, err := r.TreeService.BranchHead(ctx, conversationID, branch)
+	if err != nil {
+		return nil, err
+	}
+	s := &branchStream{}
+	if leaf != nil {
+		s.tip = leaf.Meta().ID
+		if after >= 0 && after < leaf.Meta().Position {
+			// The branch's messages after `after`, up to its leaf (pages run on past it
+			// when messages came since: those are then the tip's, and skipped below).
+			conv := &parley.Conversation{ID: conversationID}
+			cur := parley.MessageCursor(after)
+			for {
+				n := parley.MaxPageSize
+				page, err := r.MessageService.FindMessages(ctx, conv, parley.PageRequest{First: &n, After: &cur, Branch: s.tip})
+				if err != nil {
+					return nil, err
+				}
+				s.replay = append(s.replay, page.Messages...)
+				if len(page.Messages) == 0 || !page.HasNextPage {
+					break
+				}
+				cur = parley.MessageCursor(page.Messages[len(page.Messages)-1].Meta().Position)
+			}
+			if n := len(s.replay); n > 0 {
+				s.tip = s.replay[n-1].Meta().ID
+			}
+		}
+	}
+	if s.inner, err = r.EventService.SubscribeMessagesAdded(ctx, conversationID, seq); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
