@@ -26,7 +26,9 @@ func addOn(baseURL, conv, text, parent, sibling string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var out struct{ AddMessage struct{ Node struct{ ID string } } }
+	var out struct {
+		AddMessage struct{ Node struct{ ID string } }
+	}
 	if err := json.Unmarshal(data, &out); err != nil {
 		return "", err
 	}
