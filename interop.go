@@ -284,6 +284,8 @@ type TranscriptOptions struct {
 	// Repair closes or drops unanswered tool calls and results without a call, the way
 	// the provider requires, instead of refusing to export them.
 	Repair bool
+	// Branch names the branch exported by a message on it; "" is the active branch.
+	Branch string
 }
 
 // TranscriptDrop is a message left out of a transcript, and why.

@@ -10,10 +10,10 @@ var errNoInterop = &parley.Error{Code: parley.EUNAVAILABLE, Message: "Import and
 
 // transcript serves transcript and transcriptReport, which take the same arguments.
 func (r *conversationResolver) transcript(ctx context.Context, conv *parley.Conversation, format parley.TranscriptFormat,
-	system *string, maxTokens *int, repair *bool) (*parley.Transcript, error) {
+	system *string, maxTokens *int, repair *bool, branch *string) (*parley.Transcript, error) {
 	if r.InteropService == nil {
 		return nil, errNoInterop
 	}
-	opts := parley.TranscriptOptions{System: deref(system), MaxTokens: maxTokens, Repair: deref(repair)}
+	opts := parley.TranscriptOptions{System: deref(system), MaxTokens: maxTokens, Repair: deref(repair), Branch: deref(branch)}
 	return r.InteropService.Transcript(ctx, conv.ID, format, opts)
 }

@@ -132,7 +132,7 @@ func (s *Service) Transcript(ctx context.Context, conversationID string, format 
 	}
 	var msgs []parley.Message
 	first := pageSize
-	page := parley.PageRequest{First: &first}
+	page := parley.PageRequest{First: &first, Branch: opts.Branch}
 	for {
 		p, err := s.messages.FindMessages(ctx, conv, page)
 		if err != nil {

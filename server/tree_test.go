@@ -356,6 +356,15 @@ func TestSwitchBranchRecordsAndChangesReads(t *testing.T) {
 	if tr := transcript(); !strings.Contains(tr, "chicken") || strings.Contains(tr, "Knock") || strings.Contains(tr, "BRANCH") {
 		t.Errorf("transcript after switching: got %s, want the first reply only", tr)
 	}
+	// Every format exports a branch by name, the Markdown for people included.
+	for _, format := range []string{"OPENAI_CHAT", "OPENAI_RESPONSES", "ANTHROPIC_MESSAGES", "MARKDOWN", "PARLEY_JSON"} {
+		var out struct{ Conversation struct{ Transcript json.RawMessage } }
+		srv.MustDo(t, `query($c: ID!, $f: TranscriptFormat!, $b: ID) { conversation(id: $c) { transcript(format: $f, branch: $b) } }`,
+			map[string]any{"c": conv, "f": format, "b": a2.ID}, &out)
+		if tr := string(out.Conversation.Transcript); !strings.Contains(tr, "Knock knock.") || strings.Contains(tr, "chicken") {
+			t.Errorf("%s of the other branch: got %s, want the regenerated reply only", format, tr)
+		}
+	}
 	// New messages continue the branch switched to.
 	next := addAt(t, srv, conv, "Ha!", "", "")
 	if next.Position != 4 || *next.ParentID != c.ID {
