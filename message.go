@@ -44,8 +44,13 @@ type MessageMeta struct {
 	Seq int
 	// Place, on a message to store, says where in the tree it goes; Tree, on a message
 	// read, where it is (nil unless it was asked for).
-	Place     Placement
-	Tree      *TreeInfo
+	Place Placement
+	Tree  *TreeInfo
+	// Hidden says the message is never sent to an LLM, though it stays in the history.
+	Hidden bool
+	// DeletedAt, when set, says the message was deleted then: its content is erased,
+	// its place in the tree kept.
+	DeletedAt *time.Time
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	// SourceID is the id of the record an import made this message from ("" otherwise).

@@ -78,7 +78,43 @@ type TreeService interface {
 	// stored after that Seq whose parent is the branch's tip. The leaf is nil for an
 	// empty conversation. Returns ENOTFOUND for a missing conversation or message.
 	BranchHead(ctx context.Context, conversationID, branch string) (seq int, leaf Message, err error)
+	// SetMessageHidden hides a message from what is sent to an LLM, or shows it again;
+	// it stays in the history either way. Returns ENOTFOUND for a missing message.
+	SetMessageHidden(ctx context.Context, messageID string, hidden bool) (Message, error)
+	// DeleteMessage erases a message's content and leaves a tombstone in its place,
+	// so that the tree and positions stay as they are; deleting it again changes
+	// nothing. Returns ENOTFOUND for a missing message, ECONFLICT for one streaming.
+	DeleteMessage(ctx context.Context, messageID string) (Message, error)
 	// FindBranches lists up to limit of a conversation's branches, those with the
 	// newest leaves first. Returns ENOTFOUND for a missing conversation.
 	FindBranches(ctx context.Context, conversationID string, limit int) ([]*Branch, error)
+}
+
+// Erase empties a message's content for a tombstone: its text, thinking, arguments,
+// outputs, sources and parameters. What places it stays: its role, its variant, the ids
+// and names of its tool calls (their results keep answering them).
+func Erase(m Message) {
+	switch m := m.(type) {
+	case *TextMessage:
+		m.Body = Body{}
+	case *ImageMessage:
+		m.Source = ImageSource{Kind: m.Source.Kind}
+		m.Recognition = nil
+	case *FileReferenceMessage:
+		m.Resolution = nil
+	case *ToolRequestMessage:
+		m.Body = Body{}
+		for i := range m.ToolCalls {
+			m.ToolCalls[i].Arguments = JSON(`{}`)
+		}
+	case *ToolResultMessage:
+		m.Body = Body{}
+		m.Output, m.Error = nil, nil
+	case *SystemControlMessage:
+		m.From, m.To, m.Params = "", "", nil
+	case *MCPResourceMessage:
+		m.Body = Body{}
+	case *UnknownMessage:
+		m.Raw = JSON(`{}`)
+	}
 }

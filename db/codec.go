@@ -43,12 +43,15 @@ type messageRow struct {
 	// Where it is in the tree: its segment, and its depth (the API's position).
 	Segment int `db:"segment"`
 	Depth   int `db:"depth"`
+	// Hidden from LLMs; deleted (a tombstone) when DeletedAt is set.
+	Hidden    bool         `db:"hidden"`
+	DeletedAt sql.NullTime `db:"deleted_at"`
 }
 
 // messageColumns lists messageRow's columns, for SELECT and RETURNING.
 const messageColumns = `id, conversation_id, position, schema_version, kind, role, content,
 	tool_calls, tool_results, payload, source_id, created_at, updated_at,
-	status, status_reason, client_message_id, provenance, stream_seq, segment, depth`
+	status, status_reason, client_message_id, provenance, stream_seq, segment, depth, hidden, deleted_at`
 
 // scanMessages scans the rows of a query selecting messageColumns (its results, as
 // QueryContext returns them, and how many rows to expect) without sqlx's reflection: a
@@ -64,7 +67,7 @@ func scanMessages(rows *sql.Rows, err error, expect int) ([]messageRow, error) {
 		r := &out[len(out)-1]
 		if err := rows.Scan(&r.ID, &r.ConversationID, &r.Position, &r.SchemaVersion, &r.Kind, &r.Role, &r.Content,
 			&r.ToolCalls, &r.ToolResults, &r.Payload, &r.SourceID, &r.CreatedAt, &r.UpdatedAt,
-			&r.Status, &r.StatusReason, &r.ClientID, &r.Provenance, &r.StreamSeq, &r.Segment, &r.Depth); err != nil {
+			&r.Status, &r.StatusReason, &r.ClientID, &r.Provenance, &r.StreamSeq, &r.Segment, &r.Depth, &r.Hidden, &r.DeletedAt); err != nil {
 			return nil, err
 		}
 	}
@@ -256,6 +259,7 @@ func decodeMessage(row *messageRow, log *slog.Logger) (parley.Message, error) {
 		Role:           parley.Role(row.Role),
 		Position:       row.Depth,
 		Seq:            row.Position,
+		Hidden:         row.Hidden,
 		CreatedAt:      row.CreatedAt,
 		UpdatedAt:      row.UpdatedAt,
 		SourceID:       row.SourceID.String,
@@ -265,6 +269,10 @@ func decodeMessage(row *messageRow, log *slog.Logger) (parley.Message, error) {
 			ClientID: row.ClientID.String,
 			Seq:      row.StreamSeq,
 		},
+	}
+	if row.DeletedAt.Valid {
+		t := row.DeletedAt.Time
+		meta.DeletedAt = &t
 	}
 	if len(row.Provenance) > 0 {
 		var p provenanceJSON

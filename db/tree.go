@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lib/pq"
 
@@ -508,4 +509,70 @@ func (db *DB) BranchHead(ctx context.Context, conversationID, branch string) (in
 		return 0, nil, classify(fmt.Errorf("read the head of %s: %w", conversationID, err))
 	}
 	return seq, leaf, nil
+}
+
+// SetMessageHidden implements parley.TreeService.
+func (db *DB) SetMessageHidden(ctx context.Context, messageID string, hidden bool) (parley.Message, error) {
+	return db.markMessage(ctx, messageID, func(ctx context.Context, tx *txn, key string, m parley.Message) error {
+		m.Meta().Hidden = hidden
+		_, err := tx.ExecContext(ctx, `UPDATE messages SET hidden = $2 WHERE id = $1`, key, hidden)
+		return err
+	})
+}
+
+// DeleteMessage implements parley.TreeService.
+func (db *DB) DeleteMessage(ctx context.Context, messageID string) (parley.Message, error) {
+	return db.markMessage(ctx, messageID, func(ctx context.Context, tx *txn, key string, m parley.Message) error {
+		if m.Meta().DeletedAt != nil {
+			return nil
+		}
+		if m.Meta().Live.Status == parley.StatusStreaming {
+			return parley.Errorf(parley.ECONFLICT, "messageId: message %s is streaming; end it before deleting it", messageID)
+		}
+		parley.Erase(m)
+		enc, err := encodeMessage(m)
+		if err != nil {
+			return err
+		}
+		var at time.Time
+		if err := tx.GetContext(ctx, &at, `UPDATE messages SET content = $2, tool_calls = $3, tool_results = $4,
+			payload = $5, provenance = NULL, deleted_at = now() WHERE id = $1 RETURNING deleted_at`,
+			key, enc.Content, nullJSON(enc.ToolCalls), nullJSON(enc.ToolResults), enc.Payload); err != nil {
+			return err
+		}
+		m.Meta().DeletedAt, m.Meta().Live.Provenance = &at, nil
+		return nil
+	})
+}
+
+// markMessage changes a stored message of the owner's with change, under its lock, and
+// announces the change to messageUpdated subscribers.
+func (db *DB) markMessage(ctx context.Context, messageID string,
+	change func(ctx context.Context, tx *txn, key string, m parley.Message) error) (parley.Message, error) {
+	key, ok := parley.ParseMessageID(messageID)
+	if !ok {
+		return nil, messageNotFound(messageID)
+	}
+	var out parley.Message
+	err := db.transact(ctx, func(tx *txn) error {
+		m, convKey, err := db.lockMessage(ctx, tx, key, messageID)
+		if err != nil {
+			return err
+		}
+		if err := change(ctx, tx, key, m); err != nil {
+			return err
+		}
+		if err := tx.GetContext(ctx, &m.Meta().UpdatedAt, `UPDATE messages SET updated_at = now() WHERE id = $1 RETURNING updated_at`, key); err != nil {
+			return err
+		}
+		if _, err := markMessageChanged(ctx, tx, convKey, key); err != nil {
+			return err
+		}
+		out = m
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("change message %s: %w", messageID, err)
+	}
+	return out, nil
 }

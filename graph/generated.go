@@ -116,7 +116,9 @@ type ComplexityRoot struct {
 		ClientMessageID func(childComplexity int) int
 		ConversationID  func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
+		DeletedAt       func(childComplexity int) int
 		EndLine         func(childComplexity int) int
+		Hidden          func(childComplexity int) int
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
@@ -146,6 +148,8 @@ type ComplexityRoot struct {
 		ClientMessageID func(childComplexity int) int
 		ConversationID  func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
+		DeletedAt       func(childComplexity int) int
+		Hidden          func(childComplexity int) int
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
@@ -199,7 +203,9 @@ type ComplexityRoot struct {
 		Content         func(childComplexity int) int
 		ConversationID  func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
+		DeletedAt       func(childComplexity int) int
 		HTML            func(childComplexity int) int
+		Hidden          func(childComplexity int) int
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
@@ -260,6 +266,7 @@ type ComplexityRoot struct {
 		CompleteMessage      func(childComplexity int, messageID string, input *model.CompleteMessageInput) int
 		CreateConversation   func(childComplexity int, title *string) int
 		DeleteConversation   func(childComplexity int, id string) int
+		DeleteMessage        func(childComplexity int, messageID string) int
 		EditMessage          func(childComplexity int, messageID string, input model.MessageInput, clientMessageID *string, provenance *model.ProvenanceInput) int
 		FailMessage          func(childComplexity int, messageID string, error string) int
 		HeartbeatMessage     func(childComplexity int, messageID string) int
@@ -268,6 +275,7 @@ type ComplexityRoot struct {
 		RecognizeImage       func(childComplexity int, messageID string, mode *parley.RecognitionMode, agent *parley.AgentRole) int
 		RenameConversation   func(childComplexity int, id string, title string) int
 		ResolveFileReference func(childComplexity int, messageID string, agent *parley.AgentRole) int
+		SetMessageHidden     func(childComplexity int, messageID string, hidden bool) int
 		SetToolCallApproval  func(childComplexity int, messageID string, toolCallID string, status parley.ApprovalStatus, reason *string, decidedBy *string) int
 		StartMessage         func(childComplexity int, conversationID string, input *model.StartMessageInput) int
 		SwitchBranch         func(childComplexity int, conversationID string, messageID string, switchedBy *string) int
@@ -336,7 +344,9 @@ type ComplexityRoot struct {
 		ControlKind     func(childComplexity int) int
 		ConversationID  func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
+		DeletedAt       func(childComplexity int) int
 		From            func(childComplexity int) int
+		Hidden          func(childComplexity int) int
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
@@ -357,7 +367,9 @@ type ComplexityRoot struct {
 		Content         func(childComplexity int) int
 		ConversationID  func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
+		DeletedAt       func(childComplexity int) int
 		HTML            func(childComplexity int) int
+		Hidden          func(childComplexity int) int
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
@@ -395,7 +407,9 @@ type ComplexityRoot struct {
 		Content         func(childComplexity int) int
 		ConversationID  func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
+		DeletedAt       func(childComplexity int) int
 		HTML            func(childComplexity int) int
+		Hidden          func(childComplexity int) int
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
@@ -418,10 +432,12 @@ type ComplexityRoot struct {
 		Content         func(childComplexity int) int
 		ConversationID  func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
+		DeletedAt       func(childComplexity int) int
 		DurationMs      func(childComplexity int) int
 		Error           func(childComplexity int) int
 		ExecutedAt      func(childComplexity int) int
 		HTML            func(childComplexity int) int
+		Hidden          func(childComplexity int) int
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
@@ -464,6 +480,8 @@ type ComplexityRoot struct {
 		ClientMessageID func(childComplexity int) int
 		ConversationID  func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
+		DeletedAt       func(childComplexity int) int
+		Hidden          func(childComplexity int) int
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
@@ -545,6 +563,8 @@ type MutationResolver interface {
 	FailMessage(ctx context.Context, messageID string, error string) (parley.Message, error)
 	EditMessage(ctx context.Context, messageID string, input model.MessageInput, clientMessageID *string, provenance *model.ProvenanceInput) (*model.MessageEdge, error)
 	SwitchBranch(ctx context.Context, conversationID string, messageID string, switchedBy *string) (*model.BranchSwitch, error)
+	SetMessageHidden(ctx context.Context, messageID string, hidden bool) (parley.Message, error)
+	DeleteMessage(ctx context.Context, messageID string) (parley.Message, error)
 }
 type PartResolver interface {
 	HTML(ctx context.Context, obj *parley.Part) (string, error)
@@ -872,12 +892,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FileReferenceMessage.CreatedAt(childComplexity), true
+	case "FileReferenceMessage.deletedAt":
+		if e.ComplexityRoot.FileReferenceMessage.DeletedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FileReferenceMessage.DeletedAt(childComplexity), true
 	case "FileReferenceMessage.endLine":
 		if e.ComplexityRoot.FileReferenceMessage.EndLine == nil {
 			break
 		}
 
 		return e.ComplexityRoot.FileReferenceMessage.EndLine(childComplexity), true
+	case "FileReferenceMessage.hidden":
+		if e.ComplexityRoot.FileReferenceMessage.Hidden == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FileReferenceMessage.Hidden(childComplexity), true
 	case "FileReferenceMessage.id":
 		if e.ComplexityRoot.FileReferenceMessage.ID == nil {
 			break
@@ -1018,6 +1050,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ImageMessage.CreatedAt(childComplexity), true
+	case "ImageMessage.deletedAt":
+		if e.ComplexityRoot.ImageMessage.DeletedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageMessage.DeletedAt(childComplexity), true
+	case "ImageMessage.hidden":
+		if e.ComplexityRoot.ImageMessage.Hidden == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageMessage.Hidden(childComplexity), true
 	case "ImageMessage.id":
 		if e.ComplexityRoot.ImageMessage.ID == nil {
 			break
@@ -1268,12 +1312,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MCPResourceMessage.CreatedAt(childComplexity), true
+	case "MCPResourceMessage.deletedAt":
+		if e.ComplexityRoot.MCPResourceMessage.DeletedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MCPResourceMessage.DeletedAt(childComplexity), true
 	case "MCPResourceMessage.html":
 		if e.ComplexityRoot.MCPResourceMessage.HTML == nil {
 			break
 		}
 
 		return e.ComplexityRoot.MCPResourceMessage.HTML(childComplexity), true
+	case "MCPResourceMessage.hidden":
+		if e.ComplexityRoot.MCPResourceMessage.Hidden == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MCPResourceMessage.Hidden(childComplexity), true
 	case "MCPResourceMessage.id":
 		if e.ComplexityRoot.MCPResourceMessage.ID == nil {
 			break
@@ -1572,6 +1628,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteConversation(childComplexity, args["id"].(string)), true
+	case "Mutation.deleteMessage":
+		if e.ComplexityRoot.Mutation.DeleteMessage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteMessage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteMessage(childComplexity, args["messageId"].(string)), true
 	case "Mutation.editMessage":
 		if e.ComplexityRoot.Mutation.EditMessage == nil {
 			break
@@ -1660,6 +1727,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ResolveFileReference(childComplexity, args["messageId"].(string), args["agent"].(*parley.AgentRole)), true
+	case "Mutation.setMessageHidden":
+		if e.ComplexityRoot.Mutation.SetMessageHidden == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setMessageHidden_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetMessageHidden(childComplexity, args["messageId"].(string), args["hidden"].(bool)), true
 	case "Mutation.setToolCallApproval":
 		if e.ComplexityRoot.Mutation.SetToolCallApproval == nil {
 			break
@@ -1981,12 +2059,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SystemControlMessage.CreatedAt(childComplexity), true
+	case "SystemControlMessage.deletedAt":
+		if e.ComplexityRoot.SystemControlMessage.DeletedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SystemControlMessage.DeletedAt(childComplexity), true
 	case "SystemControlMessage.from":
 		if e.ComplexityRoot.SystemControlMessage.From == nil {
 			break
 		}
 
 		return e.ComplexityRoot.SystemControlMessage.From(childComplexity), true
+	case "SystemControlMessage.hidden":
+		if e.ComplexityRoot.SystemControlMessage.Hidden == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SystemControlMessage.Hidden(childComplexity), true
 	case "SystemControlMessage.id":
 		if e.ComplexityRoot.SystemControlMessage.ID == nil {
 			break
@@ -2090,12 +2180,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TextMessage.CreatedAt(childComplexity), true
+	case "TextMessage.deletedAt":
+		if e.ComplexityRoot.TextMessage.DeletedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TextMessage.DeletedAt(childComplexity), true
 	case "TextMessage.html":
 		if e.ComplexityRoot.TextMessage.HTML == nil {
 			break
 		}
 
 		return e.ComplexityRoot.TextMessage.HTML(childComplexity), true
+	case "TextMessage.hidden":
+		if e.ComplexityRoot.TextMessage.Hidden == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TextMessage.Hidden(childComplexity), true
 	case "TextMessage.id":
 		if e.ComplexityRoot.TextMessage.ID == nil {
 			break
@@ -2267,12 +2369,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolRequestMessage.CreatedAt(childComplexity), true
+	case "ToolRequestMessage.deletedAt":
+		if e.ComplexityRoot.ToolRequestMessage.DeletedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolRequestMessage.DeletedAt(childComplexity), true
 	case "ToolRequestMessage.html":
 		if e.ComplexityRoot.ToolRequestMessage.HTML == nil {
 			break
 		}
 
 		return e.ComplexityRoot.ToolRequestMessage.HTML(childComplexity), true
+	case "ToolRequestMessage.hidden":
+		if e.ComplexityRoot.ToolRequestMessage.Hidden == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolRequestMessage.Hidden(childComplexity), true
 	case "ToolRequestMessage.id":
 		if e.ComplexityRoot.ToolRequestMessage.ID == nil {
 			break
@@ -2388,6 +2502,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolResultMessage.CreatedAt(childComplexity), true
+	case "ToolResultMessage.deletedAt":
+		if e.ComplexityRoot.ToolResultMessage.DeletedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultMessage.DeletedAt(childComplexity), true
 	case "ToolResultMessage.durationMs":
 		if e.ComplexityRoot.ToolResultMessage.DurationMs == nil {
 			break
@@ -2412,6 +2532,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolResultMessage.HTML(childComplexity), true
+	case "ToolResultMessage.hidden":
+		if e.ComplexityRoot.ToolResultMessage.Hidden == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultMessage.Hidden(childComplexity), true
 	case "ToolResultMessage.id":
 		if e.ComplexityRoot.ToolResultMessage.ID == nil {
 			break
@@ -2613,6 +2739,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UnknownMessage.CreatedAt(childComplexity), true
+	case "UnknownMessage.deletedAt":
+		if e.ComplexityRoot.UnknownMessage.DeletedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UnknownMessage.DeletedAt(childComplexity), true
+	case "UnknownMessage.hidden":
+		if e.ComplexityRoot.UnknownMessage.Hidden == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UnknownMessage.Hidden(childComplexity), true
 	case "UnknownMessage.id":
 		if e.ComplexityRoot.UnknownMessage.ID == nil {
 			break
@@ -3580,6 +3718,10 @@ func (ec *executionContext) childFields_FileReferenceMessage(ctx context.Context
 		return ec.fieldContext_FileReferenceMessage_parentId(ctx, field)
 	case "siblings":
 		return ec.fieldContext_FileReferenceMessage_siblings(ctx, field)
+	case "hidden":
+		return ec.fieldContext_FileReferenceMessage_hidden(ctx, field)
+	case "deletedAt":
+		return ec.fieldContext_FileReferenceMessage_deletedAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type FileReferenceMessage", field.Name)
 }
@@ -3638,6 +3780,10 @@ func (ec *executionContext) childFields_ImageMessage(ctx context.Context, field 
 		return ec.fieldContext_ImageMessage_parentId(ctx, field)
 	case "siblings":
 		return ec.fieldContext_ImageMessage_siblings(ctx, field)
+	case "hidden":
+		return ec.fieldContext_ImageMessage_hidden(ctx, field)
+	case "deletedAt":
+		return ec.fieldContext_ImageMessage_deletedAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ImageMessage", field.Name)
 }
@@ -3892,6 +4038,10 @@ func (ec *executionContext) childFields_SystemControlMessage(ctx context.Context
 		return ec.fieldContext_SystemControlMessage_parentId(ctx, field)
 	case "siblings":
 		return ec.fieldContext_SystemControlMessage_siblings(ctx, field)
+	case "hidden":
+		return ec.fieldContext_SystemControlMessage_hidden(ctx, field)
+	case "deletedAt":
+		return ec.fieldContext_SystemControlMessage_deletedAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SystemControlMessage", field.Name)
 }
@@ -3970,6 +4120,10 @@ func (ec *executionContext) childFields_ToolRequestMessage(ctx context.Context, 
 		return ec.fieldContext_ToolRequestMessage_parentId(ctx, field)
 	case "siblings":
 		return ec.fieldContext_ToolRequestMessage_siblings(ctx, field)
+	case "hidden":
+		return ec.fieldContext_ToolRequestMessage_hidden(ctx, field)
+	case "deletedAt":
+		return ec.fieldContext_ToolRequestMessage_deletedAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ToolRequestMessage", field.Name)
 }
@@ -4534,6 +4688,20 @@ func (ec *executionContext) field_Mutation_deleteConversation_args(ctx context.C
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_deleteMessage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "messageId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["messageId"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_editMessage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4755,6 +4923,28 @@ func (ec *executionContext) field_Mutation_resolveFileReference_args(ctx context
 		return nil, err
 	}
 	args["agent"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setMessageHidden_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "messageId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["messageId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "hidden",
+		func(ctx context.Context, v any) (bool, error) {
+			return ec.unmarshalNBoolean2bool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["hidden"] = arg1
 	return args, nil
 }
 
@@ -6575,6 +6765,52 @@ func (ec *executionContext) fieldContext_FileReferenceMessage_siblings(_ context
 	return fc, nil
 }
 
+func (ec *executionContext) _FileReferenceMessage_hidden(ctx context.Context, field graphql.CollectedField, obj *parley.FileReferenceMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FileReferenceMessage_hidden(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hidden, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FileReferenceMessage_hidden(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FileReferenceMessage", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _FileReferenceMessage_deletedAt(ctx context.Context, field graphql.CollectedField, obj *parley.FileReferenceMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FileReferenceMessage_deletedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FileReferenceMessage_deletedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FileReferenceMessage", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
 func (ec *executionContext) _FileResolution_status(ctx context.Context, field graphql.CollectedField, obj *parley.FileResolution) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7147,6 +7383,52 @@ func (ec *executionContext) fieldContext_ImageMessage_siblings(_ context.Context
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _ImageMessage_hidden(ctx context.Context, field graphql.CollectedField, obj *parley.ImageMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImageMessage_hidden(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hidden, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImageMessage_hidden(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImageMessage", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _ImageMessage_deletedAt(ctx context.Context, field graphql.CollectedField, obj *parley.ImageMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImageMessage_deletedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ImageMessage_deletedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImageMessage", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
 func (ec *executionContext) _ImageRecognition_status(ctx context.Context, field graphql.CollectedField, obj *parley.ImageRecognition) (ret graphql.Marshaler) {
@@ -8236,6 +8518,52 @@ func (ec *executionContext) fieldContext_MCPResourceMessage_siblings(_ context.C
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _MCPResourceMessage_hidden(ctx context.Context, field graphql.CollectedField, obj *parley.MCPResourceMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MCPResourceMessage_hidden(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hidden, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MCPResourceMessage_hidden(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MCPResourceMessage", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _MCPResourceMessage_deletedAt(ctx context.Context, field graphql.CollectedField, obj *parley.MCPResourceMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MCPResourceMessage_deletedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MCPResourceMessage_deletedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MCPResourceMessage", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
 func (ec *executionContext) _MessageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.MessageConnection) (ret graphql.Marshaler) {
@@ -9495,6 +9823,94 @@ func (ec *executionContext) fieldContext_Mutation_switchBranch(ctx context.Conte
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_switchBranch_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setMessageHidden(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setMessageHidden(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetMessageHidden(ctx, fc.Args["messageId"].(string), fc.Args["hidden"].(bool))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.Message) graphql.Marshaler {
+			return ec.marshalNMessage2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setMessageHidden(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Message does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setMessageHidden_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteMessage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteMessage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteMessage(ctx, fc.Args["messageId"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.Message) graphql.Marshaler {
+			return ec.marshalNMessage2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteMessage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Message does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteMessage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -11010,6 +11426,52 @@ func (ec *executionContext) fieldContext_SystemControlMessage_siblings(_ context
 	return fc, nil
 }
 
+func (ec *executionContext) _SystemControlMessage_hidden(ctx context.Context, field graphql.CollectedField, obj *parley.SystemControlMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SystemControlMessage_hidden(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hidden, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SystemControlMessage_hidden(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SystemControlMessage", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _SystemControlMessage_deletedAt(ctx context.Context, field graphql.CollectedField, obj *parley.SystemControlMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SystemControlMessage_deletedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SystemControlMessage_deletedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SystemControlMessage", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
 func (ec *executionContext) _TextMessage_id(ctx context.Context, field graphql.CollectedField, obj *parley.TextMessage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11472,6 +11934,52 @@ func (ec *executionContext) fieldContext_TextMessage_siblings(_ context.Context,
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _TextMessage_hidden(ctx context.Context, field graphql.CollectedField, obj *parley.TextMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TextMessage_hidden(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hidden, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TextMessage_hidden(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TextMessage", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _TextMessage_deletedAt(ctx context.Context, field graphql.CollectedField, obj *parley.TextMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TextMessage_deletedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TextMessage_deletedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TextMessage", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
 func (ec *executionContext) _ToolCall_id(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
@@ -12209,6 +12717,52 @@ func (ec *executionContext) fieldContext_ToolRequestMessage_siblings(_ context.C
 	return fc, nil
 }
 
+func (ec *executionContext) _ToolRequestMessage_hidden(ctx context.Context, field graphql.CollectedField, obj *parley.ToolRequestMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolRequestMessage_hidden(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hidden, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolRequestMessage_hidden(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolRequestMessage", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _ToolRequestMessage_deletedAt(ctx context.Context, field graphql.CollectedField, obj *parley.ToolRequestMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolRequestMessage_deletedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolRequestMessage_deletedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolRequestMessage", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
 func (ec *executionContext) _ToolResultMessage_id(ctx context.Context, field graphql.CollectedField, obj *parley.ToolResultMessage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12866,6 +13420,52 @@ func (ec *executionContext) fieldContext_ToolResultMessage_siblings(_ context.Co
 	return fc, nil
 }
 
+func (ec *executionContext) _ToolResultMessage_hidden(ctx context.Context, field graphql.CollectedField, obj *parley.ToolResultMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultMessage_hidden(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hidden, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultMessage_hidden(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultMessage", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _ToolResultMessage_deletedAt(ctx context.Context, field graphql.CollectedField, obj *parley.ToolResultMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultMessage_deletedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultMessage_deletedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultMessage", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
 func (ec *executionContext) _TranscriptDrop_messageId(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptDrop) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13512,6 +14112,52 @@ func (ec *executionContext) fieldContext_UnknownMessage_siblings(_ context.Conte
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _UnknownMessage_hidden(ctx context.Context, field graphql.CollectedField, obj *parley.UnknownMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UnknownMessage_hidden(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hidden, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UnknownMessage_hidden(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UnknownMessage", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _UnknownMessage_deletedAt(ctx context.Context, field graphql.CollectedField, obj *parley.UnknownMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UnknownMessage_deletedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UnknownMessage_deletedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UnknownMessage", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
 func (ec *executionContext) _Usage_inputTokens(ctx context.Context, field graphql.CollectedField, obj *parley.Usage) (ret graphql.Marshaler) {
@@ -16732,6 +17378,16 @@ func (ec *executionContext) _FileReferenceMessage(ctx context.Context, sel ast.S
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "hidden":
+			out.Values[i] = ec._FileReferenceMessage_hidden(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "deletedAt":
+			out.Values[i] = ec._FileReferenceMessage_deletedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -16979,6 +17635,16 @@ func (ec *executionContext) _ImageMessage(ctx context.Context, sel ast.Selection
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "hidden":
+			out.Values[i] = ec._ImageMessage_hidden(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "deletedAt":
+			out.Values[i] = ec._ImageMessage_deletedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -17435,6 +18101,16 @@ func (ec *executionContext) _MCPResourceMessage(ctx context.Context, sel ast.Sel
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "hidden":
+			out.Values[i] = ec._MCPResourceMessage_hidden(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "deletedAt":
+			out.Values[i] = ec._MCPResourceMessage_deletedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -17855,6 +18531,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "switchBranch":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_switchBranch(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setMessageHidden":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setMessageHidden(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteMessage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteMessage(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -18612,6 +19302,16 @@ func (ec *executionContext) _SystemControlMessage(ctx context.Context, sel ast.S
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "hidden":
+			out.Values[i] = ec._SystemControlMessage_hidden(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "deletedAt":
+			out.Values[i] = ec._SystemControlMessage_deletedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -18839,6 +19539,16 @@ func (ec *executionContext) _TextMessage(ctx context.Context, sel ast.SelectionS
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "hidden":
+			out.Values[i] = ec._TextMessage_hidden(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "deletedAt":
+			out.Values[i] = ec._TextMessage_deletedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -19220,6 +19930,16 @@ func (ec *executionContext) _ToolRequestMessage(ctx context.Context, sel ast.Sel
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "hidden":
+			out.Values[i] = ec._ToolRequestMessage_hidden(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "deletedAt":
+			out.Values[i] = ec._ToolRequestMessage_deletedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -19487,6 +20207,16 @@ func (ec *executionContext) _ToolResultMessage(ctx context.Context, sel ast.Sele
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "hidden":
+			out.Values[i] = ec._ToolResultMessage_hidden(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "deletedAt":
+			out.Values[i] = ec._ToolResultMessage_deletedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -19787,6 +20517,16 @@ func (ec *executionContext) _UnknownMessage(ctx context.Context, sel ast.Selecti
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "hidden":
+			out.Values[i] = ec._UnknownMessage_hidden(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "deletedAt":
+			out.Values[i] = ec._UnknownMessage_deletedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}

@@ -99,6 +99,20 @@ func (r *mutationResolver) SwitchBranch(ctx context.Context, conversationID stri
 	return &model.BranchSwitch{Conversation: conv, Control: control}, nil
 }
 
+func (r *mutationResolver) SetMessageHidden(ctx context.Context, messageID string, hidden bool) (parley.Message, error) {
+	if r.TreeService == nil {
+		return nil, errNoTree
+	}
+	return r.TreeService.SetMessageHidden(ctx, messageID, hidden)
+}
+
+func (r *mutationResolver) DeleteMessage(ctx context.Context, messageID string) (parley.Message, error) {
+	if r.TreeService == nil {
+		return nil, errNoTree
+	}
+	return r.TreeService.DeleteMessage(ctx, messageID)
+}
+
 func (r *systemControlMessageResolver) ParentID(ctx context.Context, obj *parley.SystemControlMessage) (*string, error) {
 	return r.parentID(ctx, obj)
 }

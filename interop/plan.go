@@ -16,6 +16,8 @@ const recentWindow = 10
 // Reasons a message is left out, as reported.
 const (
 	reasonUnknown     = "a message of a type this Parley does not know: nothing an LLM API takes"
+	reasonHidden      = "hidden from LLMs"
+	reasonDeleted     = "deleted: a tombstone"
 	reasonUnreadFile  = "a file reference that has not been read (or could not be): nothing to send"
 	reasonNoImage     = "an image the provider cannot be given (a file path, or the assistant's) with no recognized text"
 	reasonStaleDoc    = "context not referenced by the newest messages, dropped first to fit maxTokens"
@@ -45,6 +47,14 @@ func plan(msgs []parley.Message, opts parley.TranscriptOptions, rep *parley.Tran
 	var visible []parley.Message
 	controls := 0
 	for _, m := range msgs {
+		if meta := m.Meta(); meta.DeletedAt != nil || meta.Hidden {
+			reason := reasonHidden
+			if meta.DeletedAt != nil {
+				reason = reasonDeleted
+			}
+			dropMessage(rep, m, reason)
+			continue
+		}
 		switch m := m.(type) {
 		case *parley.SystemControlMessage:
 			controls++ // seed 003: never sent to an LLM

@@ -11,5 +11,5 @@ ALTER TABLE conversations DROP COLUMN segments, DROP COLUMN active_depth, DROP C
 DROP INDEX messages_branch_idx;
 DROP TRIGGER messages_linear_depth ON messages;
 DROP FUNCTION messages_linear_depth();
-ALTER TABLE messages DROP COLUMN depth, DROP COLUMN segment;
+ALTER TABLE messages DROP COLUMN deleted_at, DROP COLUMN hidden, DROP COLUMN depth, DROP COLUMN segment;
 DROP TABLE message_segments;

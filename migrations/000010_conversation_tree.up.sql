@@ -46,6 +46,12 @@ CREATE TRIGGER messages_linear_depth BEFORE INSERT ON messages
 
 CREATE UNIQUE INDEX messages_branch_idx ON messages (conversation_id, segment, depth);
 
+-- A hidden message stays in the history and the UI but is never sent to an LLM; a
+-- deleted one is a tombstone: its content erased, its place in the tree kept.
+ALTER TABLE messages
+    ADD COLUMN hidden boolean NOT NULL DEFAULT false,
+    ADD COLUMN deleted_at timestamptz;
+
 -- The active branch, by its leaf's place (the leaf is always the last message of its
 -- segment), and how many segments the conversation has (the next one's number less one).
 -- A conversation without segments is one line whose leaf is its last message: readers

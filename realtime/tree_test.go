@@ -118,3 +118,35 @@ func TestSubscriptionsFollowOneBranch(t *testing.T) {
 		t.Errorf("first branch at the end: got %v, want it to end with %s", got, other)
 	}
 }
+
+// Deleting a message streams its tombstone to messageUpdated subscribers on every
+// replica.
+func TestDeletionStreamedToSubscribers(t *testing.T) {
+	t.Parallel()
+	a := newReplica(t, "", replicaOptions{})
+	b := newReplica(t, a.DSN, replicaOptions{})
+	conv := b.CreateConversation(t, "tombstones")
+	m := b.AddMessage(t, conv, testserver.Text("USER", "secret"))
+	const q = `subscription($c: ID!) { messageUpdated(conversationId: $c) { node { ... on MessageBase { id position deletedAt } ... on TextMessage { text } } } }`
+	s := dial(t, a.URL, transportWS).subscribe(t, q, map[string]any{"c": conv})
+	if _, err := post(b.URL, `mutation($m: ID!) { deleteMessage(messageId: $m) { __typename } }`, map[string]any{"m": m.ID}); err != nil {
+		t.Fatal(err)
+	}
+	s.waitCount(t, 1)
+	s.mu.Lock()
+	raw := string(s.raw[0])
+	s.mu.Unlock()
+	var got struct {
+		Node struct {
+			ID, Text  string
+			Position  int
+			DeletedAt *string
+		}
+	}
+	if err := json.Unmarshal([]byte(raw), &got); err != nil {
+		t.Fatalf("decode %s: %v", raw, err)
+	}
+	if n := got.Node; n.ID != m.ID || n.Text != "" || n.DeletedAt == nil || n.Position != 1 {
+		t.Errorf("the update: got %+v, want the tombstone of %s at position 1", n, m.ID)
+	}
+}

@@ -485,3 +485,114 @@ func TestPlacementErrors(t *testing.T) {
 		t.Errorf("after the refusals: got %v, want [%s]", p.ids(), m.ID)
 	}
 }
+
+func TestHideExcludesFromLLMExportsOnly(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	conv := srv.CreateConversation(t, "hide")
+	addAt(t, srv, conv, "First question", "", "")
+	secret := addAt(t, srv, conv, "My password is hunter2", "", "")
+	addAt(t, srv, conv, "Second question", "", "")
+	export := func(format string) string {
+		var out struct{ Conversation struct{ Transcript json.RawMessage } }
+		srv.MustDo(t, `query($c: ID!, $f: TranscriptFormat!) { conversation(id: $c) { transcript(format: $f) } }`,
+			map[string]any{"c": conv, "f": format}, &out)
+		return string(out.Conversation.Transcript)
+	}
+	hide := func(hidden bool) {
+		var out struct{ SetMessageHidden struct{ Hidden bool } }
+		srv.MustDo(t, `mutation($m: ID!, $h: Boolean!) { setMessageHidden(messageId: $m, hidden: $h) { ... on MessageBase { hidden } } }`,
+			map[string]any{"m": secret.ID, "h": hidden}, &out)
+		if out.SetMessageHidden.Hidden != hidden {
+			t.Fatalf("setMessageHidden(%v): got hidden %v", hidden, out.SetMessageHidden.Hidden)
+		}
+	}
+	hide(true)
+	for _, f := range []string{"OPENAI_CHAT", "OPENAI_RESPONSES", "ANTHROPIC_MESSAGES"} {
+		if tr := export(f); strings.Contains(tr, "hunter2") || !strings.Contains(tr, "Second question") {
+			t.Errorf("%s with a hidden message: got %s, want it left out and the rest kept", f, tr)
+		}
+	}
+	for _, f := range []string{"MARKDOWN", "PARLEY_JSON"} {
+		if tr := export(f); !strings.Contains(tr, "hunter2") {
+			t.Errorf("%s with a hidden message: got %s, want it kept (it is not sent to an LLM)", f, tr)
+		}
+	}
+	var report struct {
+		Conversation struct {
+			TranscriptReport struct{ Dropped []struct{ MessageID, Reason string } }
+		}
+	}
+	srv.MustDo(t, `query($c: ID!) { conversation(id: $c) { transcriptReport(format: OPENAI_CHAT) { dropped { messageId reason } } } }`,
+		map[string]any{"c": conv}, &report)
+	if d := report.Conversation.TranscriptReport.Dropped; len(d) != 1 || d[0].MessageID != secret.ID || !strings.Contains(d[0].Reason, "hidden") {
+		t.Errorf("transcriptReport: got %+v, want the hidden message dropped as hidden", d)
+	}
+	// Still in the history, marked.
+	var hist struct {
+		Conversation struct {
+			Messages struct{ Edges []struct{ Node struct{ ID, Text string; Hidden bool } } }
+		}
+	}
+	srv.MustDo(t, `query($c: ID!) { conversation(id: $c) { messages { edges { node { ... on MessageBase { id hidden } ... on TextMessage { text } } } } } }`,
+		map[string]any{"c": conv}, &hist)
+	if e := hist.Conversation.Messages.Edges; len(e) != 3 || !e[1].Node.Hidden || e[1].Node.Text != "My password is hunter2" || e[0].Node.Hidden {
+		t.Errorf("history with a hidden message: got %+v", e)
+	}
+	// Reversible.
+	hide(false)
+	if tr := export("OPENAI_CHAT"); !strings.Contains(tr, "hunter2") {
+		t.Errorf("shown again: got %s, want it exported", tr)
+	}
+}
+
+func TestDeleteLeavesATombstone(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	conv := srv.CreateConversation(t, "delete")
+	m1 := addAt(t, srv, conv, "keep", "", "")
+	m2 := addAt(t, srv, conv, "remove me", "", "")
+	m3 := addAt(t, srv, conv, "keep too", "", "")
+	alt := addAt(t, srv, conv, "another third", "", m3.ID)
+	const del = `mutation($m: ID!) { deleteMessage(messageId: $m) { ... on MessageBase { id position deletedAt } ... on TextMessage { text } } }`
+	var out struct {
+		DeleteMessage struct {
+			ID, Text  string
+			Position  int
+			DeletedAt *string
+		}
+	}
+	srv.MustDo(t, del, map[string]any{"m": m2.ID}, &out)
+	if d := out.DeleteMessage; d.ID != m2.ID || d.Text != "" || d.DeletedAt == nil || d.Position != 2 {
+		t.Fatalf("deleteMessage: got %+v, want an empty tombstone at position 2", d)
+	}
+	first := *out.DeleteMessage.DeletedAt
+	srv.MustDo(t, del, map[string]any{"m": m2.ID}, &out)
+	if *out.DeleteMessage.DeletedAt != first {
+		t.Errorf("deleting again: deletedAt %s, want %s unchanged", *out.DeleteMessage.DeletedAt, first)
+	}
+	for _, leaf := range []string{m3.ID, alt.ID} {
+		p := readBranch(t, srv, conv, map[string]any{"branch": leaf})
+		if got, want := p.ids(), []string{m1.ID, m2.ID, leaf}; !slices.Equal(got, want) {
+			t.Errorf("branch %s after deleting: got %v, want %v", leaf, got, want)
+		}
+		for i, e := range p.Messages.Edges {
+			if e.Node.Position != i+1 {
+				t.Errorf("branch %s: position %d at %d", leaf, e.Node.Position, i+1)
+			}
+		}
+		if s := p.Messages.Edges[2].Node.Siblings; s.Count != 2 || *p.Messages.Edges[2].Node.ParentID != m2.ID {
+			t.Errorf("the children of the tombstone: got siblings %+v under %v", s, *p.Messages.Edges[2].Node.ParentID)
+		}
+	}
+	var raw json.RawMessage
+	srv.MustDo(t, `query($c: ID!) { conversation(id: $c) { a: transcript(format: MARKDOWN) b: transcript(format: PARLEY_JSON) c: transcript(format: OPENAI_CHAT) } }`,
+		map[string]any{"c": conv}, &raw)
+	if strings.Contains(string(raw), "remove me") {
+		t.Errorf("exports after deleting: got %s, want the content gone", raw)
+	}
+	// A new message still continues the branch.
+	if m := addAt(t, srv, conv, "next", "", ""); m.Position != 4 || *m.ParentID != alt.ID {
+		t.Errorf("after deleting: got position %d under %v, want 4 under %s", m.Position, *m.ParentID, alt.ID)
+	}
+}
