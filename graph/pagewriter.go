@@ -470,8 +470,8 @@ func messageFields[T parley.Message](more map[string]fieldCompiler[T]) map[strin
 		"statusReason":    optStr(func(m T) *string { return m.Meta().StatusReason() }),
 		"clientMessageId": optStr(func(m T) *string { return m.Meta().ClientMessageID() }),
 		"provenance":      optObject(provenanceType, func(m T) *parley.Provenance { return m.Meta().Provenance() }),
-		"hidden":    boolean(func(m T) bool { return m.Meta().Hidden }),
-		"deletedAt": scalar(func(w *jsonWriter, m T) bool { w.optTime(m.Meta().DeletedAt); return true }),
+		"hidden":          boolean(func(m T) bool { return m.Meta().Hidden }),
+		"deletedAt":       scalar(func(w *jsonWriter, m T) bool { w.optTime(m.Meta().DeletedAt); return true }),
 		// The tree, when it was read with the page; otherwise the page is gqlgen's,
 		// whose resolvers read it.
 		"parentId": scalar(func(w *jsonWriter, m T) bool {

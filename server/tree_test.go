@@ -358,7 +358,9 @@ func TestSwitchBranchRecordsAndChangesReads(t *testing.T) {
 	}
 	// Every format exports a branch by name, the Markdown for people included.
 	for _, format := range []string{"OPENAI_CHAT", "OPENAI_RESPONSES", "ANTHROPIC_MESSAGES", "MARKDOWN", "PARLEY_JSON"} {
-		var out struct{ Conversation struct{ Transcript json.RawMessage } }
+		var out struct {
+			Conversation struct{ Transcript json.RawMessage }
+		}
 		srv.MustDo(t, `query($c: ID!, $f: TranscriptFormat!, $b: ID) { conversation(id: $c) { transcript(format: $f, branch: $b) } }`,
 			map[string]any{"c": conv, "f": format, "b": a2.ID}, &out)
 		if tr := string(out.Conversation.Transcript); !strings.Contains(tr, "Knock knock.") || strings.Contains(tr, "chicken") {
@@ -494,7 +496,9 @@ func TestHideExcludesFromLLMExportsOnly(t *testing.T) {
 	secret := addAt(t, srv, conv, "My password is hunter2", "", "")
 	addAt(t, srv, conv, "Second question", "", "")
 	export := func(format string) string {
-		var out struct{ Conversation struct{ Transcript json.RawMessage } }
+		var out struct {
+			Conversation struct{ Transcript json.RawMessage }
+		}
 		srv.MustDo(t, `query($c: ID!, $f: TranscriptFormat!) { conversation(id: $c) { transcript(format: $f) } }`,
 			map[string]any{"c": conv, "f": format}, &out)
 		return string(out.Conversation.Transcript)
@@ -520,7 +524,9 @@ func TestHideExcludesFromLLMExportsOnly(t *testing.T) {
 	}
 	var report struct {
 		Conversation struct {
-			TranscriptReport struct{ Dropped []struct{ MessageID, Reason string } }
+			TranscriptReport struct {
+				Dropped []struct{ MessageID, Reason string }
+			}
 		}
 	}
 	srv.MustDo(t, `query($c: ID!) { conversation(id: $c) { transcriptReport(format: OPENAI_CHAT) { dropped { messageId reason } } } }`,
@@ -531,7 +537,14 @@ func TestHideExcludesFromLLMExportsOnly(t *testing.T) {
 	// Still in the history, marked.
 	var hist struct {
 		Conversation struct {
-			Messages struct{ Edges []struct{ Node struct{ ID, Text string; Hidden bool } } }
+			Messages struct {
+				Edges []struct {
+					Node struct {
+						ID, Text string
+						Hidden   bool
+					}
+				}
+			}
 		}
 	}
 	srv.MustDo(t, `query($c: ID!) { conversation(id: $c) { messages { edges { node { ... on MessageBase { id hidden } ... on TextMessage { text } } } } } }`,
