@@ -12,6 +12,9 @@ type Conversation struct {
 	// position of that branch's leaf (the two are equal: positions are depths).
 	MessageCount int
 	LastPosition int
+	// ForkedFrom is the message of another conversation this one was forked at, ""
+	// for none (or when that message is gone).
+	ForkedFrom string
 }
 
 // NodeID implements Node.

@@ -85,6 +85,11 @@ type TreeService interface {
 	// so that the tree and positions stay as they are; deleting it again changes
 	// nothing. Returns ENOTFOUND for a missing message, ECONFLICT for one streaming.
 	DeleteMessage(ctx context.Context, messageID string) (Message, error)
+	// ForkConversation makes a new conversation of the owner's whose history is the
+	// path to messageID (copied: the new one lives on if the source goes), titled title
+	// (the source's title when ""), linked back to messageID. Returns ENOTFOUND for a
+	// missing message, ECONFLICT when a message on the path is still streaming.
+	ForkConversation(ctx context.Context, messageID, title string) (*Conversation, error)
 	// FindBranches lists up to limit of a conversation's branches, those with the
 	// newest leaves first. Returns ENOTFOUND for a missing conversation.
 	FindBranches(ctx context.Context, conversationID string, limit int) ([]*Branch, error)

@@ -18,16 +18,17 @@ var (
 )
 
 type conversationRow struct {
-	ID           string    `db:"id"`
-	Title        string    `db:"title"`
-	CreatedAt    time.Time `db:"created_at"`
-	UpdatedAt    time.Time `db:"updated_at"`
-	MessageCount int       `db:"message_count"`
-	LastPosition int       `db:"last_position"`
+	ID           string         `db:"id"`
+	Title        string         `db:"title"`
+	CreatedAt    time.Time      `db:"created_at"`
+	UpdatedAt    time.Time      `db:"updated_at"`
+	MessageCount int            `db:"message_count"`
+	LastPosition int            `db:"last_position"`
+	ForkedFrom   sql.NullString `db:"forked_from"`
 }
 
 // A conversation's message count and last position are its active branch's length.
-const conversationColumns = `id, title, created_at, updated_at, ` + leafDepth + ` AS message_count, ` + leafDepth + ` AS last_position`
+const conversationColumns = `id, title, created_at, updated_at, ` + leafDepth + ` AS message_count, ` + leafDepth + ` AS last_position, forked_from::text AS forked_from`
 
 // findConversationSQL reads a conversation of an owner. It runs prepared (DB.prepare):
 // every read of a history starts with it.
@@ -41,7 +42,15 @@ func (r *conversationRow) conversation() *parley.Conversation {
 		UpdatedAt:    r.UpdatedAt,
 		MessageCount: r.MessageCount,
 		LastPosition: r.LastPosition,
+		ForkedFrom:   messageIDOf(r.ForkedFrom),
 	}
+}
+
+func messageIDOf(key sql.NullString) string {
+	if !key.Valid {
+		return ""
+	}
+	return parley.MessageID(key.String)
 }
 
 func conversationNotFound(id string) error {

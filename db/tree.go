@@ -576,3 +576,90 @@ func (db *DB) markMessage(ctx context.Context, messageID string,
 	}
 	return out, nil
 }
+
+// ForkConversation implements parley.TreeService: one statement copies the path (its
+// chain of segments, read as pages are) into the new conversation's segment 0, another
+// the tool calls those messages make.
+func (db *DB) ForkConversation(ctx context.Context, messageID, title string) (*parley.Conversation, error) {
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	key, ok := parley.ParseMessageID(messageID)
+	if !ok {
+		return nil, messageNotFound(messageID)
+	}
+	var out *parley.Conversation
+	err = db.transact(ctx, func(tx *txn) error {
+		var src struct {
+			Conv    string `db:"conversation_id"`
+			Title   string `db:"title"`
+			Segment int    `db:"segment"`
+			Depth   int    `db:"depth"`
+		}
+		err := tx.GetContext(ctx, &src, `SELECT m.conversation_id, own.title, m.segment, m.depth FROM messages m
+			JOIN conversations own ON own.id = m.conversation_id AND own.owner = $2
+			WHERE m.id = $1 FOR SHARE OF own`, key, owner)
+		if errors.Is(err, sql.ErrNoRows) {
+			return messageNotFound(messageID)
+		} else if err != nil {
+			return err
+		}
+		if title == "" {
+			title = src.Title
+		}
+		if title, err = parley.CleanTitle(title); err != nil {
+			return err
+		}
+		var conv string
+		if err := tx.GetContext(ctx, &conv, `INSERT INTO conversations (title, owner, forked_from) VALUES ($1, $2, $3) RETURNING id`,
+			title, owner, key); err != nil {
+			return fmt.Errorf("create the fork: %w", err)
+		}
+		var copied struct {
+			N         int `db:"n"`
+			Streaming int `db:"streaming"`
+		}
+		if err := tx.GetContext(ctx, &copied, chainSQL("$1", "$2", "$3")+`,
+			path AS (SELECT m.* FROM chain JOIN messages m ON m.conversation_id = $1 AND m.segment = chain.seg AND m.depth <= chain.hi),
+			ins AS (
+				INSERT INTO messages (conversation_id, position, segment, depth, schema_version, kind, role, content,
+					tool_calls, tool_results, payload, source_id, created_at, updated_at, status, status_reason,
+					client_message_id, body_digest, provenance, hidden, deleted_at)
+				SELECT $4, depth, 0, depth, schema_version, kind, role, content, tool_calls, tool_results, payload,
+					source_id, created_at, updated_at, status, status_reason, client_message_id, body_digest, provenance,
+					hidden, deleted_at
+				FROM path WHERE status <> 'streaming'
+				RETURNING depth)
+			SELECT (SELECT count(*) FROM ins) AS n, (SELECT count(*) FROM path WHERE status = 'streaming') AS streaming`,
+			src.Conv, src.Segment, src.Depth, conv); err != nil {
+			return fmt.Errorf("copy the path: %w", err)
+		}
+		if copied.Streaming > 0 {
+			return parley.Errorf(parley.ECONFLICT, "messageId: a message on the path to %s is still streaming; fork once it has ended", messageID)
+		}
+		// The calls of the path's requests, with their results when on the path.
+		if _, err := tx.ExecContext(ctx, `
+			WITH ids AS (SELECT o.id AS old, n.id AS new FROM messages n
+				JOIN messages o ON o.conversation_id = $1 AND o.depth = n.depth
+				JOIN (`+chainSQL("$1", "$2", "$3")+` SELECT seg, hi FROM chain) c ON o.segment = c.seg AND o.depth <= c.hi
+				WHERE n.conversation_id = $4)
+			INSERT INTO tool_calls (conversation_id, call_id, name, request_id, result_id, approval_status, decided_at)
+			SELECT $4, t.call_id, t.name, rq.new, rs.new, t.approval_status, t.decided_at
+			FROM tool_calls t JOIN ids rq ON rq.old = t.request_id LEFT JOIN ids rs ON rs.old = t.result_id
+			WHERE t.conversation_id = $1`, src.Conv, src.Segment, src.Depth, conv); err != nil {
+			return fmt.Errorf("copy the tool calls: %w", err)
+		}
+		var row conversationRow
+		if err := tx.GetContext(ctx, &row, `UPDATE conversations SET last_position = $2, message_count = $2, active_depth = $2
+			WHERE id = $1 RETURNING `+conversationColumns, conv, copied.N); err != nil {
+			return err
+		}
+		out = row.conversation()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fork at %s: %w", messageID, err)
+	}
+	return out, nil
+}

@@ -91,6 +91,7 @@ type ComplexityRoot struct {
 		ActiveLeaf       func(childComplexity int) int
 		Branches         func(childComplexity int, first *int) int
 		CreatedAt        func(childComplexity int) int
+		ForkedFromID     func(childComplexity int) int
 		ID               func(childComplexity int) int
 		MessageCount     func(childComplexity int) int
 		Messages         func(childComplexity int, first *int, after *string, last *int, before *string, branch *string) int
@@ -269,6 +270,7 @@ type ComplexityRoot struct {
 		DeleteMessage        func(childComplexity int, messageID string) int
 		EditMessage          func(childComplexity int, messageID string, input model.MessageInput, clientMessageID *string, provenance *model.ProvenanceInput) int
 		FailMessage          func(childComplexity int, messageID string, error string) int
+		ForkConversation     func(childComplexity int, messageID string, title *string) int
 		HeartbeatMessage     func(childComplexity int, messageID string) int
 		ImportConversation   func(childComplexity int, format parley.ImportFormat, data string, conversationID *string, title *string) int
 		InjectMCPResource    func(childComplexity int, conversationID string, server string, uri string, agent *parley.AgentRole) int
@@ -523,6 +525,7 @@ type ConversationResolver interface {
 	Transcript(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, branch *string) (parley.JSON, error)
 	TranscriptReport(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, branch *string) (*parley.TranscriptReport, error)
 	Usage(ctx context.Context, obj *parley.Conversation) (*parley.Usage, error)
+	ForkedFromID(ctx context.Context, obj *parley.Conversation) (*string, error)
 	ActiveLeaf(ctx context.Context, obj *parley.Conversation) (parley.Message, error)
 	Branches(ctx context.Context, obj *parley.Conversation, first *int) ([]*model.Branch, error)
 }
@@ -563,6 +566,7 @@ type MutationResolver interface {
 	FailMessage(ctx context.Context, messageID string, error string) (parley.Message, error)
 	EditMessage(ctx context.Context, messageID string, input model.MessageInput, clientMessageID *string, provenance *model.ProvenanceInput) (*model.MessageEdge, error)
 	SwitchBranch(ctx context.Context, conversationID string, messageID string, switchedBy *string) (*model.BranchSwitch, error)
+	ForkConversation(ctx context.Context, messageID string, title *string) (*parley.Conversation, error)
 	SetMessageHidden(ctx context.Context, messageID string, hidden bool) (parley.Message, error)
 	DeleteMessage(ctx context.Context, messageID string) (parley.Message, error)
 }
@@ -778,6 +782,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.CreatedAt(childComplexity), true
+	case "Conversation.forkedFromId":
+		if e.ComplexityRoot.Conversation.ForkedFromID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.ForkedFromID(childComplexity), true
 	case "Conversation.id":
 		if e.ComplexityRoot.Conversation.ID == nil {
 			break
@@ -1661,6 +1671,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.FailMessage(childComplexity, args["messageId"].(string), args["error"].(string)), true
+	case "Mutation.forkConversation":
+		if e.ComplexityRoot.Mutation.ForkConversation == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_forkConversation_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ForkConversation(childComplexity, args["messageId"].(string), args["title"].(*string)), true
 	case "Mutation.heartbeatMessage":
 		if e.ComplexityRoot.Mutation.HeartbeatMessage == nil {
 			break
@@ -3650,6 +3671,8 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_transcriptReport(ctx, field)
 	case "usage":
 		return ec.fieldContext_Conversation_usage(ctx, field)
+	case "forkedFromId":
+		return ec.fieldContext_Conversation_forkedFromId(ctx, field)
 	case "activeLeaf":
 		return ec.fieldContext_Conversation_activeLeaf(ctx, field)
 	case "branches":
@@ -4759,6 +4782,28 @@ func (ec *executionContext) field_Mutation_failMessage_args(ctx context.Context,
 		return nil, err
 	}
 	args["error"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_forkConversation_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "messageId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["messageId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "title",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["title"] = arg1
 	return args, nil
 }
 
@@ -6113,6 +6158,29 @@ func (ec *executionContext) fieldContext_Conversation_usage(_ context.Context, f
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Conversation_forkedFromId(ctx context.Context, field graphql.CollectedField, obj *parley.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_forkedFromId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Conversation().ForkedFromID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_forkedFromId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Conversation", field, true, true, errors.New("field of type ID does not have child fields"))
 }
 
 func (ec *executionContext) _Conversation_activeLeaf(ctx context.Context, field graphql.CollectedField, obj *parley.Conversation) (ret graphql.Marshaler) {
@@ -9823,6 +9891,50 @@ func (ec *executionContext) fieldContext_Mutation_switchBranch(ctx context.Conte
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_switchBranch_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_forkConversation(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_forkConversation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ForkConversation(ctx, fc.Args["messageId"].(string), fc.Args["title"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.Conversation) graphql.Marshaler {
+			return ec.marshalNConversation2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐConversation(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_forkConversation(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Conversation(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_forkConversation_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -16989,6 +17101,44 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "forkedFromId":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Conversation_forkedFromId(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "activeLeaf":
 			field := field
 
@@ -18531,6 +18681,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "switchBranch":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_switchBranch(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "forkConversation":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_forkConversation(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++

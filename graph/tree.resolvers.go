@@ -12,6 +12,13 @@ import (
 	"github.com/parley-dev/parley/graph/model"
 )
 
+func (r *conversationResolver) ForkedFromID(ctx context.Context, obj *parley.Conversation) (*string, error) {
+	if obj.ForkedFrom == "" {
+		return nil, nil
+	}
+	return &obj.ForkedFrom, nil
+}
+
 func (r *conversationResolver) ActiveLeaf(ctx context.Context, obj *parley.Conversation) (parley.Message, error) {
 	if obj.MessageCount == 0 {
 		return nil, nil
@@ -97,6 +104,13 @@ func (r *mutationResolver) SwitchBranch(ctx context.Context, conversationID stri
 		return nil, err
 	}
 	return &model.BranchSwitch{Conversation: conv, Control: control}, nil
+}
+
+func (r *mutationResolver) ForkConversation(ctx context.Context, messageID string, title *string) (*parley.Conversation, error) {
+	if r.TreeService == nil {
+		return nil, errNoTree
+	}
+	return r.TreeService.ForkConversation(ctx, messageID, deref(title))
 }
 
 func (r *mutationResolver) SetMessageHidden(ctx context.Context, messageID string, hidden bool) (parley.Message, error) {

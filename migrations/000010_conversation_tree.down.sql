@@ -7,7 +7,7 @@ BEGIN
         RAISE EXCEPTION 'cannot migrate down: some conversations have branches';
     END IF;
 END $$;
-ALTER TABLE conversations DROP COLUMN segments, DROP COLUMN active_depth, DROP COLUMN active_segment;
+ALTER TABLE conversations DROP COLUMN forked_from, DROP COLUMN segments, DROP COLUMN active_depth, DROP COLUMN active_segment;
 DROP INDEX messages_branch_idx;
 DROP TRIGGER messages_linear_depth ON messages;
 DROP FUNCTION messages_linear_depth();

@@ -62,3 +62,8 @@ ALTER TABLE conversations
     ADD COLUMN active_depth integer NOT NULL DEFAULT 0 CHECK (active_depth >= 0),
     ADD COLUMN segments integer NOT NULL DEFAULT 0 CHECK (segments >= 0);
 UPDATE conversations SET active_depth = last_position WHERE last_position > 0;
+
+-- A conversation forked from another: the message it was forked at (its history is a
+-- copy of the path to it). Indexed for the foreign key's check when messages go.
+ALTER TABLE conversations ADD COLUMN forked_from uuid REFERENCES messages (id) ON DELETE SET NULL;
+CREATE INDEX conversations_forked_from_idx ON conversations (forked_from) WHERE forked_from IS NOT NULL;

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/auth"
+	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/testserver"
 )
 
@@ -607,5 +609,72 @@ func TestDeleteLeavesATombstone(t *testing.T) {
 	// A new message still continues the branch.
 	if m := addAt(t, srv, conv, "next", "", ""); m.Position != 4 || *m.ParentID != alt.ID {
 		t.Errorf("after deleting: got position %d under %v, want 4 under %s", m.Position, *m.ParentID, alt.ID)
+	}
+}
+
+func TestForkKeepsThePathAndTheOwnerCheck(t *testing.T) {
+	t.Parallel()
+	srv := testserver.NewWith(t, testserver.Options{Auth: func(store *db.DB) auth.Config { return auth.Config{Tokens: store} }})
+	annToken, _ := token(t, srv, "ann", nil)
+	bobToken, _ := token(t, srv, "bob", nil)
+	ann, bob := srv.As(annToken), srv.As(bobToken)
+	conv := ann.CreateConversation(t, "source")
+	u1 := addAt(t, ann, conv, "Plan the trip", "", "")
+	var req struct{ AddMessage struct{ Node treeMsg } }
+	ann.MustDo(t, `mutation($c: ID!) { addMessage(conversationId: $c, input: {toolRequest: {toolCalls: [{id: "call_1", name: "search", arguments: {q: "trains"}}]}}) {
+		node { `+treeFields+` } } }`, map[string]any{"c": conv}, &req)
+	ann.MustDo(t, `mutation($c: ID!) { addMessage(conversationId: $c, input: {toolResult: {toolCallId: "call_1", status: SUCCESS, output: {n: 3}}}) { cursor } }`,
+		map[string]any{"c": conv}, nil)
+	a1 := addAt(t, ann, conv, "Three trains.", "", "")
+	addAt(t, ann, conv, "Book the first", "", "")
+	alt := addAt(t, ann, conv, "Three trains, or a bus.", "", a1.ID) // the fork point's branch: u1 req res alt
+	const fork = `mutation($m: ID!, $t: String) { forkConversation(messageId: $m, title: $t) { id title messageCount forkedFromId } }`
+	// Another owner's message is not found.
+	if code := bob.Do(t, fork, map[string]any{"m": alt.ID}).ErrorCode(t); code != "NOT_FOUND" {
+		t.Errorf("bob forking ann's message: got %s, want NOT_FOUND", code)
+	}
+	var out struct {
+		ForkConversation struct {
+			ID, Title    string
+			MessageCount int
+			ForkedFromID *string
+		}
+	}
+	ann.MustDo(t, fork, map[string]any{"m": alt.ID, "t": "by bus"}, &out)
+	f := out.ForkConversation
+	if f.Title != "by bus" || f.MessageCount != 4 || f.ForkedFromID == nil || *f.ForkedFromID != alt.ID {
+		t.Fatalf("fork: got %+v, want 4 messages titled \"by bus\" from %s", f, alt.ID)
+	}
+	p := readBranch(t, ann, f.ID, nil)
+	var texts []string
+	for i, e := range p.Messages.Edges {
+		if e.Node.Position != i+1 {
+			t.Errorf("fork: position %d at %d", e.Node.Position, i+1)
+		}
+		if slices.Contains([]string{u1.ID, alt.ID}, e.Node.ID) {
+			t.Errorf("fork: message %s is the source's, want a copy", e.Node.ID)
+		}
+		texts = append(texts, e.Node.Typename+":"+e.Node.Text)
+	}
+	if want := []string{"TextMessage:Plan the trip", "ToolRequestMessage:", "ToolResultMessage:", "TextMessage:Three trains, or a bus."}; !slices.Equal(texts, want) {
+		t.Errorf("fork's history: got %v, want %v", texts, want)
+	}
+	// The fork is its own: its calls and results pair (an LLM transcript needs that),
+	// it grows apart from the source, and bob cannot read it.
+	var tr struct {
+		Conversation struct{ Transcript json.RawMessage }
+	}
+	ann.MustDo(t, `query($c: ID!) { conversation(id: $c) { transcript(format: OPENAI_CHAT) } }`, map[string]any{"c": f.ID}, &tr)
+	if !strings.Contains(string(tr.Conversation.Transcript), "call_1") {
+		t.Errorf("fork's transcript: got %s, want the call and its result", tr.Conversation.Transcript)
+	}
+	if m := addAt(t, ann, f.ID, "Go on", "", ""); m.Position != 5 {
+		t.Errorf("a message in the fork: got position %d, want 5", m.Position)
+	}
+	if p := readBranch(t, ann, conv, nil); p.MessageCount != 4 {
+		t.Errorf("the source after the fork grew: got %d messages on its active branch, want 4", p.MessageCount)
+	}
+	if code := bob.Do(t, `query($c: ID!) { conversation(id: $c) { id } }`, map[string]any{"c": f.ID}).ErrorCode(t); code != "NOT_FOUND" {
+		t.Errorf("bob reading ann's fork: got %s, want NOT_FOUND", code)
 	}
 }
