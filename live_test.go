@@ -112,13 +112,13 @@ func TestStreamCursorRoundTrip(t *testing.T) {
 
 func streaming(pos, seq int, text string) parley.Message {
 	m := &parley.TextMessage{Body: parley.TextBody(text)}
-	m.Position, m.Live = pos, parley.Live{Status: parley.StatusStreaming, Seq: seq}
+	m.Position, m.Seq, m.Live = pos, pos, parley.Live{Status: parley.StatusStreaming, Seq: seq}
 	return m
 }
 
 func ended(pos int, text string) parley.Message {
 	m := &parley.TextMessage{Body: parley.TextBody(text)}
-	m.Position, m.Live = pos, parley.Live{Status: parley.StatusCompleted}
+	m.Position, m.Seq, m.Live = pos, pos, parley.Live{Status: parley.StatusCompleted}
 	return m
 }
 

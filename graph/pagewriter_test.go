@@ -86,8 +86,18 @@ func intp(i int) *int { return &i }
 func everyMessage() []parley.Message {
 	tricky := "quote \" backslash \\ tab \t nl \n cr \r ctl \x01\x1f del \x7f <b>&amp;</b> \u2028\u2029 é 😀 \xff\xfe invalid"
 	meta := func(pos int, role parley.Role, source string) parley.MessageMeta {
-		return parley.MessageMeta{ID: parley.MessageID("m" + string(rune('a'+pos))), ConversationID: "conv_x", Role: role,
-			Position: pos, CreatedAt: testTime, UpdatedAt: testTime.Add(time.Second), SourceID: source}
+		id := parley.MessageID("m" + string(rune('a'+pos)))
+		// Where it sits in the tree, as read with a page: every other one has a sibling.
+		tree := &parley.TreeInfo{SiblingIDs: []string{id}}
+		if pos > 1 {
+			tree.ParentID = parley.MessageID("m" + string(rune('a'+pos-1)))
+		}
+		if pos%2 == 0 {
+			tree.SiblingIDs = append([]string{id + "-older"}, id)
+		}
+		return parley.MessageMeta{ID: id, ConversationID: "conv_x", Role: role,
+			Position: pos, CreatedAt: testTime, UpdatedAt: testTime.Add(time.Second), SourceID: source, Tree: tree,
+			Hidden: pos == 3}
 	}
 	conf, mode := 0.8125, parley.RecognitionOCR
 	exec := testTime.Add(-time.Minute)

@@ -39,7 +39,7 @@ func (r *Resolver) treeOf(ctx context.Context, m parley.Message) (*parley.TreeIn
 		// Deleted since it was read: alone, without a parent.
 		info = &parley.TreeInfo{SiblingIDs: []string{meta.ID}}
 	}
-	meta.Tree = info
+	// Not kept in meta: parentId and siblings resolve at once, and the loader keeps it.
 	return info, nil
 }
 

@@ -10,6 +10,7 @@ const MessageFields = `
 	__typename
 	... on MessageBase {
 		id conversationId role position createdAt updatedAt label sourceId messageStatus statusReason clientMessageId
+		parentId siblings { count index ids } hidden deletedAt
 		provenance { provider model responseId finishReason timeToFirstTokenMs durationMs
 			usage { inputTokens outputTokens cachedInputTokens cacheCreationInputTokens reasoningTokens } }
 	}
