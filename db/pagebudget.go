@@ -30,7 +30,7 @@ func scanPage(rows *sql.Rows, err error, expect, budget int) ([]messageRow, map[
 		r = messageRow{}
 		if err := rows.Scan(&r.ID, &r.ConversationID, &r.Position, &r.SchemaVersion, &r.Kind, &r.Role, &r.Content,
 			&r.ToolCalls, &r.ToolResults, &r.Payload, &r.SourceID, &r.CreatedAt, &r.UpdatedAt,
-			&r.Status, &r.StatusReason, &r.ClientID, &r.Provenance, &r.StreamSeq, &r.Segment, &r.Depth); err != nil {
+			&r.Status, &r.StatusReason, &r.ClientID, &r.Provenance, &r.StreamSeq, &r.Segment, &r.Depth, &r.Hidden, &r.DeletedAt); err != nil {
 			return nil, nil, err
 		}
 		size := rowBytes(&r)

@@ -13,7 +13,7 @@ import (
 	"github.com/parley-dev/parley"
 )
 
-// The tree (migration 10): a message is at (segment, depth) of its conversation. A
+// The tree (migration 11): a message is at (segment, depth) of its conversation. A
 // segment is a run of messages without a fork; segment 0 starts at the root and has no
 // row, every other one has a row in message_segments naming the message it forks after
 // (parent_segment, fork_depth), or none for another root. The active branch is named by
