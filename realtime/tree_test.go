@@ -65,7 +65,9 @@ func TestSubscriptionsFollowOneBranch(t *testing.T) {
 
 	const q = `subscription($c: ID!, $a: String, $b: ID) { messageAdded(conversationId: $c, after: $a, branch: $b) ` + edgeSelection + ` }`
 	ws := dial(t, a.URL, transportWS)
-	active := ws.subscribe(t, q, map[string]any{"c": conv})
+	// (Subscribing returns before the server has read the branch: a subscription from
+	// now could start after the writers' first messages, so each one starts from a cursor.)
+	active := ws.subscribe(t, q, map[string]any{"c": conv, "a": parley.MessageCursor(3)})
 	activeAll := ws.subscribe(t, q, map[string]any{"c": conv, "a": parley.MessageCursor(0)})
 	first := subscribeSSE(t, a.URL, q, map[string]any{"c": conv, "a": parley.MessageCursor(2), "b": m4}).sub
 
@@ -105,7 +107,7 @@ func TestSubscriptionsFollowOneBranch(t *testing.T) {
 		}
 		checkSequence(t, name, positions(events), from, from+len(want)-1)
 	}
-	check("active branch, from now", active, added[1], 4)
+	check("active branch, after its leaf", active, added[1], 4)
 	check("active branch, from the start", activeAll, append([]string{m1, m2, e3}, added[1]...), 1)
 	check("first branch, after position 2", first, append([]string{m3, m4}, added[0]...), 3)
 	// Nothing else comes: one more message on each branch, and each gets only its own.
