@@ -130,14 +130,32 @@ func TestDeletionStreamedToSubscribers(t *testing.T) {
 	conv := b.CreateConversation(t, "tombstones")
 	m := b.AddMessage(t, conv, testserver.Text("USER", "secret"))
 	const q = `subscription($c: ID!) { messageUpdated(conversationId: $c) { node { ... on MessageBase { id position deletedAt } ... on TextMessage { text } } } }`
+	other := b.AddMessage(t, conv, testserver.Text("USER", "other"))
 	s := dial(t, a.URL, transportWS).subscribe(t, q, map[string]any{"c": conv})
+	// The subscription delivers changes from when it is registered: change another
+	// message until it does, then delete.
+	pollUntil(t, "the subscription to deliver a change", func() bool {
+		if _, err := post(b.URL, `mutation($m: ID!) { setMessageHidden(messageId: $m, hidden: true) { __typename } }`, map[string]any{"m": other.ID}); err != nil {
+			t.Fatal(err)
+		}
+		ev, _, _ := s.snapshot()
+		return len(ev) > 0
+	})
 	if _, err := post(b.URL, `mutation($m: ID!) { deleteMessage(messageId: $m) { __typename } }`, map[string]any{"m": m.ID}); err != nil {
 		t.Fatal(err)
 	}
-	s.waitCount(t, 1)
-	s.mu.Lock()
-	raw := string(s.raw[0])
-	s.mu.Unlock()
+	var raw string
+	pollUntil(t, "the tombstone", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for i, e := range s.events {
+			if e.Node.ID == m.ID {
+				raw = string(s.raw[i])
+				return true
+			}
+		}
+		return false
+	})
 	var got struct {
 		Node struct {
 			ID, Text  string
