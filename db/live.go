@@ -477,27 +477,11 @@ func (db *DB) appendLive(ctx context.Context, messageID string, seq int, format 
 	return acked, nil
 }
 
-// appendFastSQL is an append as one statement, for a writer whose cache entry says the
-// message is at append $2 - 1: it writes only if the message is still streaming, at that
-// number, and the owner's ($9), and notifies only then. Anything else (a retry, a gap,
-// an end, another replica's append) writes nothing, and the append takes the locking
-// path to find out which.
-const appendFastSQL = `
-	WITH upd AS (
-		UPDATE messages SET stream_seq = $2, lease_until = now() + make_interval(secs => lease_seconds),
-			first_delta_at = coalesce(first_delta_at, now()), provenance = coalesce($5, provenance),
-			stream_format = coalesce($8, stream_format)
-		WHERE id = $1 AND status = 'streaming' AND stream_seq = $2 - 1
-			AND EXISTS (SELECT 1 FROM conversations own WHERE own.id = messages.conversation_id AND own.owner = $9)
-		RETURNING id, lease_until
-	), ins AS (
-		INSERT INTO message_deltas (message_id, seq, deltas, events) SELECT id, $2, $3, $4 FROM upd
-	)
-	SELECT upd.lease_until FROM upd CROSS JOIN LATERAL (SELECT pg_notify($6, $7)) n`
-
-// appendFast writes an append in one round trip when this process appended the one
+// appendFast writes an append without locking when this process appended the one
 // before it (its cache entry is current): the common case of a writer streaming to one
-// replica. ok is false when it wrote nothing and the append must take the locking path.
+// replica. It is written with the other appends of the moment (group commit: see
+// appendGroup), by appendGroupSQL. ok is false
+// when it wrote nothing and the append must take the locking path.
 func (db *DB) appendFast(ctx context.Context, key, messageID string, seq int, format parley.StreamFormat,
 	brings func(e *liveEntry) ([]parley.Delta, []json.RawMessage, error)) (ack parley.Ack, ok bool, err error) {
 	owner, err := ownerOf(ctx)
@@ -516,36 +500,38 @@ func (db *DB) appendFast(ctx context.Context, key, messageID string, seq int, fo
 	if err := shape.ApplyAll(deltas); err != nil {
 		return ack, false, err
 	}
-	var eventsCol, provCol, formatCol any
+	p := &pendingAppend{key: key, seq: seq, deltas: encodeDeltas(deltas), owner: owner}
 	if format != "" {
 		b, err := json.Marshal(events)
 		if err != nil {
 			return ack, false, err
 		}
-		eventsCol, formatCol = string(b), string(format)
-		p := e.asm.Provenance()
-		provCol = encodeProvenance(&p)
+		p.events = sql.NullString{String: string(b), Valid: true}
+		p.format = sql.NullString{String: string(format), Valid: true}
+		if prov, ok := encodeProvenance(ptr(e.asm.Provenance())).(string); ok {
+			p.prov = sql.NullString{String: prov, Valid: true}
+		}
 	}
 	payload, err := json.Marshal(eventPayload{Kind: parley.MessageDelta, ConvKey: e.conv, MsgKey: key, Position: e.position, Seq: int64(seq)})
 	if err != nil {
 		return ack, false, err
 	}
-	args := []any{key, seq, encodeDeltas(deltas), eventsCol, provCol, NotifyChannel, string(payload), formatCol, owner}
-	var lease time.Time
-	if st := db.stmt(appendFastSQL); st != nil {
-		err = st.GetContext(ctx, &lease, args...)
-	} else {
-		err = db.db.GetContext(ctx, &lease, appendFastSQL, args...)
+	p.payload = string(payload)
+	if err := db.group.write(ctx, p); err != nil {
+		return ack, false, err
 	}
-	if errors.Is(err, sql.ErrNoRows) {
+	if p.err != nil {
+		return ack, false, classify(fmt.Errorf("append %d to %s: %w", seq, messageID, p.err))
+	}
+	if !p.ok {
 		return ack, false, nil
-	} else if err != nil {
-		return ack, false, classify(fmt.Errorf("append %d to %s: %w", seq, messageID, err))
 	}
 	e.seq, e.shape = seq, shape
 	db.live.put(key, e)
-	return parley.Ack{Seq: seq, LeaseUntil: lease}, true, nil
+	return parley.Ack{Seq: seq, LeaseUntil: p.lease}, true, nil
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // Heartbeat implements parley.LiveMessageService.
 func (db *DB) Heartbeat(ctx context.Context, messageID string) (parley.Ack, error) {
