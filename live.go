@@ -197,6 +197,7 @@ func (dr *Draft) Shape() Draft {
 	for i, c := range dr.ToolCalls {
 		out.ToolCalls[i] = ToolCall{ID: c.ID}
 	}
+	out.textBytes, out.argBytes = dr.textBytes, append([]int(nil), dr.argBytes...)
 	return out
 }
 

@@ -444,6 +444,9 @@ func (db *DB) appendLive(ctx context.Context, messageID string, seq int, format 
 		if err := shape.ApplyAll(deltas); err != nil {
 			return err
 		}
+		if err := shape.CheckLimits(db.limits); err != nil {
+			return err
+		}
 		var eventsCol, provCol, formatCol any
 		if format != "" {
 			b, err := json.Marshal(events)
@@ -498,6 +501,9 @@ func (db *DB) appendFast(ctx context.Context, key, messageID string, seq int, fo
 	}
 	shape := e.shape.Shape()
 	if err := shape.ApplyAll(deltas); err != nil {
+		return ack, false, err
+	}
+	if err := shape.CheckLimits(db.limits); err != nil {
 		return ack, false, err
 	}
 	p := &pendingAppend{key: key, seq: seq, deltas: encodeDeltas(deltas), owner: owner}

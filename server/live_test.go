@@ -13,6 +13,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/testserver"
 	"github.com/parley-dev/parley/interop/anthropic"
 	"github.com/parley-dev/parley/interop/openai"
@@ -225,6 +226,60 @@ func TestLiveMessageBadAppends(t *testing.T) {
 	// the owners tests; here a fresh conversation's message id that does not exist.
 	if got := appendText(t, srv, m.ID, 2, " more"); got != 2 {
 		t.Errorf("the next good append: acknowledged %d, want 2", got)
+	}
+}
+
+// TestLiveMessageSizeLimits: an append that would take a streaming message over the
+// limits of a finished one (text, tool calls, a call's arguments) is refused with their
+// codes, on the fast path and the locking one, and writes nothing: an abort keeps the
+// message as it stood at the last acknowledged append.
+func TestLiveMessageSizeLimits(t *testing.T) {
+	t.Parallel()
+	srv := testserver.NewWith(t, testserver.Options{DB: db.Config{Limits: parley.Limits{
+		MaxMessageTextBytes: 10, MaxToolCallsPerMessage: 2, MaxToolArgumentsBytes: 12}}})
+	conv := srv.CreateConversation(t, "limits")
+	m := startMessage(t, srv, conv, nil)
+	appendText(t, srv, m.ID, 1, "12345")
+	call := func(i int, id, args string) map[string]any {
+		d := map[string]any{"kind": "TOOL_ARGUMENTS", "index": i, "text": args}
+		if id != "" {
+			d["toolCallId"], d["toolName"] = id, "search"
+		}
+		return d
+	}
+	text := func(s string) map[string]any { return map[string]any{"kind": "TEXT", "index": 0, "text": s} }
+	for _, tc := range []struct {
+		name   string
+		seq    int
+		deltas []map[string]any
+		code   string // "" : acknowledged
+		says   string
+	}{
+		// The first refusal is on the fast path (this process appended 1); it drops the
+		// cache entry, so the same append again takes the locking path.
+		{"text over, fast path", 2, []map[string]any{text("678901")}, "MESSAGE_TOO_LARGE", "would be 11 bytes, more than the 10"},
+		{"text over, locking path", 2, []map[string]any{text("678901")}, "MESSAGE_TOO_LARGE", "would be 11 bytes"},
+		{"text at the limit", 2, []map[string]any{text("67890")}, "", ""},
+		{"one byte more", 3, []map[string]any{text("x")}, "MESSAGE_TOO_LARGE", "would be 11 bytes"},
+		{"two calls", 3, []map[string]any{call(0, "c1", `{"q":`), call(1, "c2", `{}`)}, "", ""},
+		{"a third call", 4, []map[string]any{call(2, "c3", `{}`)}, "TOO_MANY_TOOL_CALLS", "3 tool calls, at most 2"},
+		{"arguments over", 4, []map[string]any{call(0, "", ` "1234567"`)}, "TOOL_ARGUMENTS_TOO_LARGE", "tool call 0's arguments would be 15 bytes"},
+		{"arguments at the limit", 4, []map[string]any{call(0, "", ` "1234"`)}, "", ""},
+	} {
+		r := srv.Do(t, appendMutation, map[string]any{"m": m.ID, "s": tc.seq, "d": tc.deltas})
+		if tc.code == "" {
+			if len(r.Errors) > 0 {
+				t.Fatalf("%s: got %q, want it acknowledged", tc.name, r.Errors[0].Message)
+			}
+			continue
+		}
+		if code := r.ErrorCode(t); code != tc.code || !strings.Contains(r.Errors[0].Message, tc.says) {
+			t.Errorf("%s: got %s %q, want %s saying %q", tc.name, code, r.Errors[0].Message, tc.code, tc.says)
+		}
+	}
+	got := endMessage(t, srv, `mutation($m: ID!) { abortMessage(messageId: $m) { `+liveFields+` } }`, map[string]any{"m": m.ID})
+	if got.Text != "1234567890" || len(got.ToolCalls) != 2 || string(got.ToolCalls[0].Arguments) != `"{\"q\": \"1234\""` {
+		t.Errorf("aborted: got text %q, calls %+v; want the text and calls acknowledged, no more", got.Text, got.ToolCalls)
 	}
 }
 
