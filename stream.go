@@ -108,6 +108,11 @@ func (dr *Draft) applyToolArguments(d Delta) error {
 		if d.ToolName == "" {
 			return Errorf(EINVALID, "delta: tool call %d (%s) opens without a name", d.Index, d.ToolCallID)
 		}
+		for i, c := range dr.ToolCalls {
+			if c.ID == d.ToolCallID {
+				return Errorf(EINVALID, "delta: tool call %d opens with id %q, already the id of tool call %d", d.Index, d.ToolCallID, i)
+			}
+		}
 		dr.ToolCalls = append(dr.ToolCalls, ToolCall{ID: d.ToolCallID, Name: d.ToolName, Arguments: JSON(d.Text)})
 		dr.argBytes = append(dr.argBytes, len(d.Text))
 		return nil

@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"github.com/parley-dev/parley"
@@ -447,6 +449,9 @@ func (db *DB) appendLive(ctx context.Context, messageID string, seq int, format 
 		if err := shape.CheckLimits(db.limits); err != nil {
 			return err
 		}
+		if err := checkCallIDsFree(ctx, tx, r.ConvKey, &e.shape, &shape); err != nil {
+			return err
+		}
 		var eventsCol, provCol, formatCol any
 		if format != "" {
 			b, err := json.Marshal(events)
@@ -504,6 +509,9 @@ func (db *DB) appendFast(ctx context.Context, key, messageID string, seq int, fo
 		return ack, false, err
 	}
 	if err := shape.CheckLimits(db.limits); err != nil {
+		return ack, false, err
+	}
+	if err := checkCallIDsFree(ctx, db.db, e.conv, &e.shape, &shape); err != nil {
 		return ack, false, err
 	}
 	p := &pendingAppend{key: key, seq: seq, deltas: encodeDeltas(deltas), owner: owner}
@@ -670,10 +678,16 @@ func (db *DB) endLocked(ctx context.Context, tx *txn, key, messageID, owner stri
 		if err := db.applyToolPolicies(ctx, tx, m); err != nil {
 			return nil, err
 		}
-		if err := recordToolCalls(ctx, tx, row.ConversationID, key, req.ToolCalls); err != nil {
+		calls := req.ToolCalls
+		if e.Status != parley.StatusCompleted {
+			if calls, err = db.indexable(ctx, tx, row.ConversationID, messageID, calls); err != nil {
+				return nil, err
+			}
+		}
+		if err := recordToolCalls(ctx, tx, row.ConversationID, key, calls); err != nil {
 			return nil, err
 		}
-		if err := recordApprovals(ctx, tx, row.ConversationID, req.ToolCalls); err != nil {
+		if err := recordApprovals(ctx, tx, row.ConversationID, calls); err != nil {
 			return nil, err
 		}
 	}
@@ -697,6 +711,63 @@ func (db *DB) endLocked(ctx context.Context, tx *txn, key, messageID, owner stri
 	}
 	db.live.drop(key)
 	return m, nil
+}
+
+// checkCallIDsFree refuses an append that opens a tool call (shape has calls that before
+// had not) under an id already used in the conversation convKey: a tool request
+// completed with it could not be stored, and its writer should hear so now.
+func checkCallIDsFree(ctx context.Context, q sqlx.QueryerContext, convKey string, before, shape *parley.Draft) error {
+	if len(shape.ToolCalls) == len(before.ToolCalls) {
+		return nil
+	}
+	opened := shape.ToolCalls[len(before.ToolCalls):]
+	ids := make([]string, len(opened))
+	for i, c := range opened {
+		ids[i] = c.ID
+	}
+	var taken []string
+	if err := sqlx.SelectContext(ctx, q, &taken, `SELECT call_id FROM tool_calls WHERE conversation_id = $1 AND call_id = ANY($2::text[])`,
+		convKey, pq.Array(ids)); err != nil {
+		return classify(fmt.Errorf("read tool call ids of %s: %w", parley.ConversationID(convKey), err))
+	}
+	for i, c := range opened {
+		if slices.Contains(taken, c.ID) {
+			return parley.Errorf(parley.EINVALID, "deltas: tool call %d opens with id %q, already used in this conversation",
+				len(before.ToolCalls)+i, c.ID)
+		}
+	}
+	return nil
+}
+
+// indexable returns the calls of a tool request cut short (aborted, failed,
+// interrupted) that can be indexed: those whose id is not already used in the
+// conversation, nor by an earlier call of the request. An append that opens a call
+// under a used id is refused (checkCallIDsFree), but the id can be taken after it (by
+// addMessage, or by another message streaming at the same time), and a message cut
+// short must end whatever it holds: a sweeper that failed on it would try again for
+// ever. Its other calls are left out of the index, so no result or approval can reach
+// them (one cut short was never run), and they stay in the message as they arrived.
+func (db *DB) indexable(ctx context.Context, tx *txn, convKey, messageID string, calls []parley.ToolCall) ([]parley.ToolCall, error) {
+	ids := make([]string, len(calls))
+	for i, c := range calls {
+		ids[i] = c.ID
+	}
+	var taken []string
+	if err := tx.SelectContext(ctx, &taken, `SELECT call_id FROM tool_calls WHERE conversation_id = $1 AND call_id = ANY($2::text[])`,
+		convKey, pq.Array(ids)); err != nil {
+		return nil, err
+	}
+	out := make([]parley.ToolCall, 0, len(calls))
+	for _, c := range calls {
+		if slices.Contains(taken, c.ID) {
+			db.log.WarnContext(ctx, "a tool call of a message cut short reuses an id of its conversation; it is kept in the message, not indexed",
+				"message", messageID, "callId", c.ID)
+			continue
+		}
+		taken = append(taken, c.ID)
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // keepPartial makes a message cut short storable: tool call arguments that are not

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/goccy/go-yaml"
 
@@ -280,6 +281,71 @@ func TestLiveMessageSizeLimits(t *testing.T) {
 	got := endMessage(t, srv, `mutation($m: ID!) { abortMessage(messageId: $m) { `+liveFields+` } }`, map[string]any{"m": m.ID})
 	if got.Text != "1234567890" || len(got.ToolCalls) != 2 || string(got.ToolCalls[0].Arguments) != `"{\"q\": \"1234\""` {
 		t.Errorf("aborted: got text %q, calls %+v; want the text and calls acknowledged, no more", got.Text, got.ToolCalls)
+	}
+}
+
+// TestLiveToolCallIDReused: an append that opens a tool call under an id the
+// conversation already used is refused; one whose id is taken after its append (by
+// addMessage) cannot complete, but the message still ends: aborted by its writer, or
+// interrupted by the sweeper when its writer went away (which used to fail on it for
+// ever), keeping the call as it arrived.
+func TestLiveToolCallIDReused(t *testing.T) {
+	t.Parallel()
+	srv := testserver.NewWith(t, testserver.Options{SweepInterval: 100 * time.Millisecond})
+	conv := srv.CreateConversation(t, "reused ids")
+	srv.AddMessage(t, conv, map[string]any{"toolRequest": map[string]any{"toolCalls": []map[string]any{
+		{"id": "call_1", "name": "search", "arguments": map[string]any{"q": "x"}}}}})
+	open := func(i int, id string) map[string]any {
+		return map[string]any{"kind": "TOOL_ARGUMENTS", "index": i, "toolCallId": id, "toolName": "search", "text": `{"q":"y"}`}
+	}
+
+	m := startMessage(t, srv, conv, nil)
+	for _, tc := range []struct {
+		name   string
+		deltas []map[string]any
+		says   string
+	}{
+		{"an id of the conversation", []map[string]any{open(0, "call_1")}, `tool call 0 opens with id "call_1", already used in this conversation`},
+		{"an id of the message", []map[string]any{open(0, "call_2"), open(1, "call_2")}, `already the id of tool call 0`},
+	} {
+		r := srv.Do(t, appendMutation, map[string]any{"m": m.ID, "s": 1, "d": tc.deltas})
+		if code := r.ErrorCode(t); code != "BAD_USER_INPUT" || !strings.Contains(r.Errors[0].Message, tc.says) {
+			t.Errorf("%s: got %s %q, want BAD_USER_INPUT saying %q", tc.name, code, r.Errors[0].Message, tc.says)
+		}
+	}
+
+	// Two messages open call_9; addMessage then takes it.
+	aborted := startMessage(t, srv, conv, nil)
+	swept := startMessage(t, srv, conv, map[string]any{"leaseSeconds": 1})
+	srv.MustDo(t, appendMutation, map[string]any{"m": aborted.ID, "s": 1, "d": []map[string]any{open(0, "call_9"), open(1, "call_10")}}, nil)
+	srv.MustDo(t, appendMutation, map[string]any{"m": swept.ID, "s": 1, "d": []map[string]any{open(0, "call_9"), open(1, "call_11")}}, nil)
+	srv.AddMessage(t, conv, map[string]any{"toolRequest": map[string]any{"toolCalls": []map[string]any{
+		{"id": "call_9", "name": "search", "arguments": map[string]any{"q": "z"}}}}})
+	r := srv.Do(t, `mutation($m: ID!) { completeMessage(messageId: $m) { __typename } }`, map[string]any{"m": aborted.ID})
+	if code := r.ErrorCode(t); code != "BAD_USER_INPUT" || !strings.Contains(r.Errors[0].Message, `"call_9" is already used`) {
+		t.Errorf("completing with a taken id: got %s %q, want BAD_USER_INPUT naming call_9", code, r.Errors[0].Message)
+	}
+	got := endMessage(t, srv, `mutation($m: ID!) { abortMessage(messageId: $m) { `+liveFields+` } }`, map[string]any{"m": aborted.ID})
+	if got.MessageStatus != "ABORTED" || len(got.ToolCalls) != 2 || got.ToolCalls[0].ID != "call_9" {
+		t.Errorf("aborted: got %s with calls %+v, want ABORTED with call_9 and call_10", got.MessageStatus, got.ToolCalls)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := readMessage(t, srv, swept.ID)
+		if got.MessageStatus == "INTERRUPTED" {
+			if len(got.ToolCalls) != 2 || got.ToolCalls[0].ID != "call_9" || string(got.ToolCalls[1].Arguments) != `{"q":"y"}` {
+				t.Errorf("interrupted: got calls %+v, want call_9 and call_11 as they arrived", got.ToolCalls)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sweeper has not closed the message 30 s after its 1 s lease: %s", got.MessageStatus)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Their other calls are indexed: results can answer them.
+	for _, id := range []string{"call_10", "call_11"} {
+		srv.AddMessage(t, conv, map[string]any{"toolResult": map[string]any{"toolCallId": id, "status": "SUCCESS", "content": "done"}})
 	}
 }
 
