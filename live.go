@@ -317,6 +317,7 @@ type StreamFormat string
 const (
 	FormatOpenAIChat        StreamFormat = "OPENAI_CHAT"
 	FormatAnthropicMessages StreamFormat = "ANTHROPIC_MESSAGES"
+	FormatOpenAIResponses   StreamFormat = "OPENAI_RESPONSES"
 )
 
 // StreamAssembler assembles a provider's stream events into a message with the

@@ -18720,10 +18720,12 @@ var (
 	unmarshalNProviderStreamFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐStreamFormat = map[string]parley.StreamFormat{
 		"OPENAI_CHAT":        parley.FormatOpenAIChat,
 		"ANTHROPIC_MESSAGES": parley.FormatAnthropicMessages,
+		"OPENAI_RESPONSES":   parley.FormatOpenAIResponses,
 	}
 	marshalNProviderStreamFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐStreamFormat = map[parley.StreamFormat]string{
 		parley.FormatOpenAIChat:        "OPENAI_CHAT",
 		parley.FormatAnthropicMessages: "ANTHROPIC_MESSAGES",
+		parley.FormatOpenAIResponses:   "OPENAI_RESPONSES",
 	}
 )
 

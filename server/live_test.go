@@ -554,3 +554,50 @@ func jsonEqual(a, b []byte) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
+
+// TestResponsesEventsThroughTheAPI: OpenAI Responses stream events appended through
+// appendProviderEvents (OPENAI_RESPONSES), half through one replica and half through
+// another (which rebuilds the stream from the stored events), each batch sent twice,
+// complete to the message the response.completed event holds, with its provenance.
+func TestResponsesEventsThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("..", "interop", "openai", "testdata", "responses-stream", "weather.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := strings.Split(strings.TrimSpace(string(data)), "\n")
+	one := testserver.New(t)
+	other := testserver.NewWith(t, testserver.Options{DSN: one.DSN})
+	conv := one.CreateConversation(t, "responses")
+	m := startMessage(t, one, conv, nil)
+	seq := 0
+	for start := 0; start < len(events); start += 4 {
+		srv := one
+		if start >= len(events)/2 {
+			srv = other
+		}
+		batch := []json.RawMessage{}
+		for _, ev := range events[start:min(start+4, len(events))] {
+			batch = append(batch, json.RawMessage(ev))
+		}
+		seq++
+		for range 2 {
+			srv.MustDo(t, `mutation($m: ID!, $s: Int!, $e: [JSON!]!) {
+				appendProviderEvents(messageId: $m, format: OPENAI_RESPONSES, seq: $s, events: $e) { seq } }`,
+				map[string]any{"m": m.ID, "s": seq, "e": batch}, nil)
+		}
+	}
+	got := endMessage(t, other, `mutation($m: ID!) { completeMessage(messageId: $m) { `+liveFields+` } }`, map[string]any{"m": m.ID})
+	if got.Typename != "ToolRequestMessage" || got.Text != "Let me check the current weather in Paris for you." ||
+		!strings.HasPrefix(got.Thinking, "**Checking the weather**") || len(got.ToolCalls) != 1 ||
+		got.ToolCalls[0].ID != "call_Xk4vQ2mN8pR1sT6uW9yZ3bC5" || got.ToolCalls[0].Name != "get_weather" ||
+		!jsonEqual(got.ToolCalls[0].Arguments, parley.JSON(`{"city":"Paris","unit":"c"}`)) {
+		t.Errorf("completed: got %+v", got)
+	}
+	p := got.Provenance
+	if p == nil || p.Provider != "openai" || p.Model != "gpt-5-mini-2025-08-07" || p.FinishReason != "completed" ||
+		!strings.HasPrefix(p.ResponseID, "resp_68c1f0a2") ||
+		p.Usage != (parley.Usage{InputTokens: 182, OutputTokens: 87, CachedInputTokens: 128, ReasoningTokens: 64}) {
+		t.Errorf("provenance: got %+v", p)
+	}
+}

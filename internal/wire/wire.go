@@ -104,6 +104,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	dbc.Logger, dbc.ToolPolicies = log, &policies
 	dbc.Assemblers = map[parley.StreamFormat]func() parley.StreamAssembler{
 		parley.FormatOpenAIChat:        func() parley.StreamAssembler { return openai.NewChatStream() },
+		parley.FormatOpenAIResponses:   func() parley.StreamAssembler { return openai.NewResponsesStream() },
 		parley.FormatAnthropicMessages: func() parley.StreamAssembler { return anthropic.NewMessageStream() },
 	}
 	if cfg.TracerProvider != nil {
