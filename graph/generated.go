@@ -55,10 +55,10 @@ type ComplexityRoot struct {
 	}
 
 	ApprovalDecision struct {
-		DecidedAt func(childComplexity int) int
-		DecidedBy func(childComplexity int) int
-		Reason    func(childComplexity int) int
-		Status    func(childComplexity int) int
+		DecidedAt    func(childComplexity int) int
+		OptDecidedBy func(childComplexity int) int
+		OptReason    func(childComplexity int) int
+		Status       func(childComplexity int) int
 	}
 
 	AwaitingToolCall struct {
@@ -100,20 +100,20 @@ type ComplexityRoot struct {
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
+		OptSourceID     func(childComplexity int) int
 		Path            func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		Resolution      func(childComplexity int) int
 		Role            func(childComplexity int) int
-		SourceID        func(childComplexity int) int
 		StartLine       func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
 		UpdatedAt       func(childComplexity int) int
 	}
 
 	FileResolution struct {
-		Content      func(childComplexity int) int
 		Error        func(childComplexity int) int
+		OptContent   func(childComplexity int) int
 		OriginalSize func(childComplexity int) int
 		ResolvedAt   func(childComplexity int) int
 		Status       func(childComplexity int) int
@@ -127,36 +127,36 @@ type ComplexityRoot struct {
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
+		OptSourceID     func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		Recognition     func(childComplexity int) int
 		RecognitionMode func(childComplexity int) int
 		Role            func(childComplexity int) int
 		Source          func(childComplexity int) int
-		SourceID        func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
 		UpdatedAt       func(childComplexity int) int
 	}
 
 	ImageRecognition struct {
-		Confidence     func(childComplexity int) int
-		Error          func(childComplexity int) int
-		Language       func(childComplexity int) int
-		ModeUsed       func(childComplexity int) int
-		Notice         func(childComplexity int) int
-		ProcessedAt    func(childComplexity int) int
-		RecognizedText func(childComplexity int) int
-		Script         func(childComplexity int) int
-		Status         func(childComplexity int) int
-		VisionAnalysis func(childComplexity int) int
+		Confidence        func(childComplexity int) int
+		Error             func(childComplexity int) int
+		ModeUsed          func(childComplexity int) int
+		OptLanguage       func(childComplexity int) int
+		OptNotice         func(childComplexity int) int
+		OptRecognizedText func(childComplexity int) int
+		OptScript         func(childComplexity int) int
+		OptVisionAnalysis func(childComplexity int) int
+		ProcessedAt       func(childComplexity int) int
+		Status            func(childComplexity int) int
 	}
 
 	ImageSource struct {
-		Data      func(childComplexity int) int
-		FilePath  func(childComplexity int) int
-		Kind      func(childComplexity int) int
-		MediaType func(childComplexity int) int
-		URL       func(childComplexity int) int
+		Kind         func(childComplexity int) int
+		OptData      func(childComplexity int) int
+		OptFilePath  func(childComplexity int) int
+		OptMediaType func(childComplexity int) int
+		OptURL       func(childComplexity int) int
 	}
 
 	ImportReport struct {
@@ -179,14 +179,14 @@ type ComplexityRoot struct {
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
-		MimeType        func(childComplexity int) int
+		OptMimeType     func(childComplexity int) int
+		OptSourceID     func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		ResourceURI     func(childComplexity int) int
 		RetrievedAt     func(childComplexity int) int
 		Role            func(childComplexity int) int
 		ServerName      func(childComplexity int) int
-		SourceID        func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
 		Text            func(childComplexity int) int
 		Truncated       func(childComplexity int) int
@@ -253,11 +253,11 @@ type ComplexityRoot struct {
 	}
 
 	Part struct {
-		Content   func(childComplexity int) int
-		HTML      func(childComplexity int) int
-		Kind      func(childComplexity int) int
-		Signature func(childComplexity int) int
-		Text      func(childComplexity int) int
+		Content      func(childComplexity int) int
+		HTML         func(childComplexity int) int
+		Kind         func(childComplexity int) int
+		OptSignature func(childComplexity int) int
+		Text         func(childComplexity int) int
 	}
 
 	ProcessingError struct {
@@ -302,17 +302,17 @@ type ComplexityRoot struct {
 		ControlKind     func(childComplexity int) int
 		ConversationID  func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
-		From            func(childComplexity int) int
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
+		OptFrom         func(childComplexity int) int
+		OptSourceID     func(childComplexity int) int
+		OptTo           func(childComplexity int) int
 		Params          func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		Role            func(childComplexity int) int
-		SourceID        func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
-		To              func(childComplexity int) int
 		UpdatedAt       func(childComplexity int) int
 	}
 
@@ -325,11 +325,11 @@ type ComplexityRoot struct {
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
+		OptSourceID     func(childComplexity int) int
 		Parts           func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		Role            func(childComplexity int) int
-		SourceID        func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
 		Text            func(childComplexity int) int
 		Thinking        func(childComplexity int) int
@@ -347,9 +347,9 @@ type ComplexityRoot struct {
 	}
 
 	ToolError struct {
-		Message     func(childComplexity int) int
-		Recoverable func(childComplexity int) int
-		StackTrace  func(childComplexity int) int
+		Message       func(childComplexity int) int
+		OptStackTrace func(childComplexity int) int
+		Recoverable   func(childComplexity int) int
 	}
 
 	ToolRequestMessage struct {
@@ -361,11 +361,11 @@ type ComplexityRoot struct {
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
+		OptSourceID     func(childComplexity int) int
 		Parts           func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		Role            func(childComplexity int) int
-		SourceID        func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
 		Text            func(childComplexity int) int
 		Thinking        func(childComplexity int) int
@@ -385,13 +385,13 @@ type ComplexityRoot struct {
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
+		OptSourceID     func(childComplexity int) int
 		OriginalSize    func(childComplexity int) int
 		Output          func(childComplexity int) int
 		Parts           func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		Role            func(childComplexity int) int
-		SourceID        func(childComplexity int) int
 		Status          func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
 		Text            func(childComplexity int) int
@@ -425,11 +425,11 @@ type ComplexityRoot struct {
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
+		OptSourceID     func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		Raw             func(childComplexity int) int
 		Role            func(childComplexity int) int
-		SourceID        func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
 		TypeTag         func(childComplexity int) int
 		UpdatedAt       func(childComplexity int) int
@@ -560,17 +560,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ApprovalDecision.DecidedAt(childComplexity), true
 	case "ApprovalDecision.decidedBy":
-		if e.ComplexityRoot.ApprovalDecision.DecidedBy == nil {
+		if e.ComplexityRoot.ApprovalDecision.OptDecidedBy == nil {
 			break
 		}
 
-		return e.ComplexityRoot.ApprovalDecision.DecidedBy(childComplexity), true
+		return e.ComplexityRoot.ApprovalDecision.OptDecidedBy(childComplexity), true
 	case "ApprovalDecision.reason":
-		if e.ComplexityRoot.ApprovalDecision.Reason == nil {
+		if e.ComplexityRoot.ApprovalDecision.OptReason == nil {
 			break
 		}
 
-		return e.ComplexityRoot.ApprovalDecision.Reason(childComplexity), true
+		return e.ComplexityRoot.ApprovalDecision.OptReason(childComplexity), true
 	case "ApprovalDecision.status":
 		if e.ComplexityRoot.ApprovalDecision.Status == nil {
 			break
@@ -753,6 +753,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FileReferenceMessage.MessageStatus(childComplexity), true
+	case "FileReferenceMessage.sourceId":
+		if e.ComplexityRoot.FileReferenceMessage.OptSourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FileReferenceMessage.OptSourceID(childComplexity), true
 	case "FileReferenceMessage.path":
 		if e.ComplexityRoot.FileReferenceMessage.Path == nil {
 			break
@@ -783,12 +789,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FileReferenceMessage.Role(childComplexity), true
-	case "FileReferenceMessage.sourceId":
-		if e.ComplexityRoot.FileReferenceMessage.SourceID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.FileReferenceMessage.SourceID(childComplexity), true
 	case "FileReferenceMessage.startLine":
 		if e.ComplexityRoot.FileReferenceMessage.StartLine == nil {
 			break
@@ -808,18 +808,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.FileReferenceMessage.UpdatedAt(childComplexity), true
 
-	case "FileResolution.content":
-		if e.ComplexityRoot.FileResolution.Content == nil {
-			break
-		}
-
-		return e.ComplexityRoot.FileResolution.Content(childComplexity), true
 	case "FileResolution.error":
 		if e.ComplexityRoot.FileResolution.Error == nil {
 			break
 		}
 
 		return e.ComplexityRoot.FileResolution.Error(childComplexity), true
+	case "FileResolution.content":
+		if e.ComplexityRoot.FileResolution.OptContent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FileResolution.OptContent(childComplexity), true
 	case "FileResolution.originalSize":
 		if e.ComplexityRoot.FileResolution.OriginalSize == nil {
 			break
@@ -881,6 +881,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ImageMessage.MessageStatus(childComplexity), true
+	case "ImageMessage.sourceId":
+		if e.ComplexityRoot.ImageMessage.OptSourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageMessage.OptSourceID(childComplexity), true
 	case "ImageMessage.position":
 		if e.ComplexityRoot.ImageMessage.Position == nil {
 			break
@@ -917,12 +923,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ImageMessage.Source(childComplexity), true
-	case "ImageMessage.sourceId":
-		if e.ComplexityRoot.ImageMessage.SourceID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ImageMessage.SourceID(childComplexity), true
 	case "ImageMessage.statusReason":
 		if e.ComplexityRoot.ImageMessage.StatusReason == nil {
 			break
@@ -948,85 +948,85 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ImageRecognition.Error(childComplexity), true
-	case "ImageRecognition.language":
-		if e.ComplexityRoot.ImageRecognition.Language == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ImageRecognition.Language(childComplexity), true
 	case "ImageRecognition.modeUsed":
 		if e.ComplexityRoot.ImageRecognition.ModeUsed == nil {
 			break
 		}
 
 		return e.ComplexityRoot.ImageRecognition.ModeUsed(childComplexity), true
-	case "ImageRecognition.notice":
-		if e.ComplexityRoot.ImageRecognition.Notice == nil {
+	case "ImageRecognition.language":
+		if e.ComplexityRoot.ImageRecognition.OptLanguage == nil {
 			break
 		}
 
-		return e.ComplexityRoot.ImageRecognition.Notice(childComplexity), true
+		return e.ComplexityRoot.ImageRecognition.OptLanguage(childComplexity), true
+	case "ImageRecognition.notice":
+		if e.ComplexityRoot.ImageRecognition.OptNotice == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageRecognition.OptNotice(childComplexity), true
+	case "ImageRecognition.recognizedText":
+		if e.ComplexityRoot.ImageRecognition.OptRecognizedText == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageRecognition.OptRecognizedText(childComplexity), true
+	case "ImageRecognition.script":
+		if e.ComplexityRoot.ImageRecognition.OptScript == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageRecognition.OptScript(childComplexity), true
+	case "ImageRecognition.visionAnalysis":
+		if e.ComplexityRoot.ImageRecognition.OptVisionAnalysis == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageRecognition.OptVisionAnalysis(childComplexity), true
 	case "ImageRecognition.processedAt":
 		if e.ComplexityRoot.ImageRecognition.ProcessedAt == nil {
 			break
 		}
 
 		return e.ComplexityRoot.ImageRecognition.ProcessedAt(childComplexity), true
-	case "ImageRecognition.recognizedText":
-		if e.ComplexityRoot.ImageRecognition.RecognizedText == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ImageRecognition.RecognizedText(childComplexity), true
-	case "ImageRecognition.script":
-		if e.ComplexityRoot.ImageRecognition.Script == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ImageRecognition.Script(childComplexity), true
 	case "ImageRecognition.status":
 		if e.ComplexityRoot.ImageRecognition.Status == nil {
 			break
 		}
 
 		return e.ComplexityRoot.ImageRecognition.Status(childComplexity), true
-	case "ImageRecognition.visionAnalysis":
-		if e.ComplexityRoot.ImageRecognition.VisionAnalysis == nil {
-			break
-		}
 
-		return e.ComplexityRoot.ImageRecognition.VisionAnalysis(childComplexity), true
-
-	case "ImageSource.base64":
-		if e.ComplexityRoot.ImageSource.Data == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ImageSource.Data(childComplexity), true
-	case "ImageSource.filePath":
-		if e.ComplexityRoot.ImageSource.FilePath == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ImageSource.FilePath(childComplexity), true
 	case "ImageSource.kind":
 		if e.ComplexityRoot.ImageSource.Kind == nil {
 			break
 		}
 
 		return e.ComplexityRoot.ImageSource.Kind(childComplexity), true
+	case "ImageSource.base64":
+		if e.ComplexityRoot.ImageSource.OptData == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageSource.OptData(childComplexity), true
+	case "ImageSource.filePath":
+		if e.ComplexityRoot.ImageSource.OptFilePath == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageSource.OptFilePath(childComplexity), true
 	case "ImageSource.mediaType":
-		if e.ComplexityRoot.ImageSource.MediaType == nil {
+		if e.ComplexityRoot.ImageSource.OptMediaType == nil {
 			break
 		}
 
-		return e.ComplexityRoot.ImageSource.MediaType(childComplexity), true
+		return e.ComplexityRoot.ImageSource.OptMediaType(childComplexity), true
 	case "ImageSource.url":
-		if e.ComplexityRoot.ImageSource.URL == nil {
+		if e.ComplexityRoot.ImageSource.OptURL == nil {
 			break
 		}
 
-		return e.ComplexityRoot.ImageSource.URL(childComplexity), true
+		return e.ComplexityRoot.ImageSource.OptURL(childComplexity), true
 
 	case "ImportReport.added":
 		if e.ComplexityRoot.ImportReport.Added == nil {
@@ -1126,11 +1126,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MCPResourceMessage.MessageStatus(childComplexity), true
 	case "MCPResourceMessage.mimeType":
-		if e.ComplexityRoot.MCPResourceMessage.MimeType == nil {
+		if e.ComplexityRoot.MCPResourceMessage.OptMimeType == nil {
 			break
 		}
 
-		return e.ComplexityRoot.MCPResourceMessage.MimeType(childComplexity), true
+		return e.ComplexityRoot.MCPResourceMessage.OptMimeType(childComplexity), true
+	case "MCPResourceMessage.sourceId":
+		if e.ComplexityRoot.MCPResourceMessage.OptSourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MCPResourceMessage.OptSourceID(childComplexity), true
 	case "MCPResourceMessage.position":
 		if e.ComplexityRoot.MCPResourceMessage.Position == nil {
 			break
@@ -1167,12 +1173,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MCPResourceMessage.ServerName(childComplexity), true
-	case "MCPResourceMessage.sourceId":
-		if e.ComplexityRoot.MCPResourceMessage.SourceID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.MCPResourceMessage.SourceID(childComplexity), true
 	case "MCPResourceMessage.statusReason":
 		if e.ComplexityRoot.MCPResourceMessage.StatusReason == nil {
 			break
@@ -1537,11 +1537,11 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Part.Kind(childComplexity), true
 	case "Part.signature":
-		if e.ComplexityRoot.Part.Signature == nil {
+		if e.ComplexityRoot.Part.OptSignature == nil {
 			break
 		}
 
-		return e.ComplexityRoot.Part.Signature(childComplexity), true
+		return e.ComplexityRoot.Part.OptSignature(childComplexity), true
 	case "Part.text":
 		if e.ComplexityRoot.Part.Text == nil {
 			break
@@ -1761,12 +1761,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SystemControlMessage.CreatedAt(childComplexity), true
-	case "SystemControlMessage.from":
-		if e.ComplexityRoot.SystemControlMessage.From == nil {
-			break
-		}
-
-		return e.ComplexityRoot.SystemControlMessage.From(childComplexity), true
 	case "SystemControlMessage.id":
 		if e.ComplexityRoot.SystemControlMessage.ID == nil {
 			break
@@ -1785,6 +1779,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SystemControlMessage.MessageStatus(childComplexity), true
+	case "SystemControlMessage.from":
+		if e.ComplexityRoot.SystemControlMessage.OptFrom == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SystemControlMessage.OptFrom(childComplexity), true
+	case "SystemControlMessage.sourceId":
+		if e.ComplexityRoot.SystemControlMessage.OptSourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SystemControlMessage.OptSourceID(childComplexity), true
+	case "SystemControlMessage.to":
+		if e.ComplexityRoot.SystemControlMessage.OptTo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SystemControlMessage.OptTo(childComplexity), true
 	case "SystemControlMessage.params":
 		if e.ComplexityRoot.SystemControlMessage.Params == nil {
 			break
@@ -1809,24 +1821,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SystemControlMessage.Role(childComplexity), true
-	case "SystemControlMessage.sourceId":
-		if e.ComplexityRoot.SystemControlMessage.SourceID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.SystemControlMessage.SourceID(childComplexity), true
 	case "SystemControlMessage.statusReason":
 		if e.ComplexityRoot.SystemControlMessage.StatusReason == nil {
 			break
 		}
 
 		return e.ComplexityRoot.SystemControlMessage.StatusReason(childComplexity), true
-	case "SystemControlMessage.to":
-		if e.ComplexityRoot.SystemControlMessage.To == nil {
-			break
-		}
-
-		return e.ComplexityRoot.SystemControlMessage.To(childComplexity), true
 	case "SystemControlMessage.updatedAt":
 		if e.ComplexityRoot.SystemControlMessage.UpdatedAt == nil {
 			break
@@ -1882,6 +1882,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TextMessage.MessageStatus(childComplexity), true
+	case "TextMessage.sourceId":
+		if e.ComplexityRoot.TextMessage.OptSourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TextMessage.OptSourceID(childComplexity), true
 	case "TextMessage.parts":
 		if e.ComplexityRoot.TextMessage.Parts == nil {
 			break
@@ -1906,12 +1912,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TextMessage.Role(childComplexity), true
-	case "TextMessage.sourceId":
-		if e.ComplexityRoot.TextMessage.SourceID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TextMessage.SourceID(childComplexity), true
 	case "TextMessage.statusReason":
 		if e.ComplexityRoot.TextMessage.StatusReason == nil {
 			break
@@ -1986,18 +1986,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolError.Message(childComplexity), true
+	case "ToolError.stackTrace":
+		if e.ComplexityRoot.ToolError.OptStackTrace == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolError.OptStackTrace(childComplexity), true
 	case "ToolError.recoverable":
 		if e.ComplexityRoot.ToolError.Recoverable == nil {
 			break
 		}
 
 		return e.ComplexityRoot.ToolError.Recoverable(childComplexity), true
-	case "ToolError.stackTrace":
-		if e.ComplexityRoot.ToolError.StackTrace == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ToolError.StackTrace(childComplexity), true
 
 	case "ToolRequestMessage.clientMessageId":
 		if e.ComplexityRoot.ToolRequestMessage.ClientMessageID == nil {
@@ -2047,6 +2047,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolRequestMessage.MessageStatus(childComplexity), true
+	case "ToolRequestMessage.sourceId":
+		if e.ComplexityRoot.ToolRequestMessage.OptSourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolRequestMessage.OptSourceID(childComplexity), true
 	case "ToolRequestMessage.parts":
 		if e.ComplexityRoot.ToolRequestMessage.Parts == nil {
 			break
@@ -2071,12 +2077,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolRequestMessage.Role(childComplexity), true
-	case "ToolRequestMessage.sourceId":
-		if e.ComplexityRoot.ToolRequestMessage.SourceID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ToolRequestMessage.SourceID(childComplexity), true
 	case "ToolRequestMessage.statusReason":
 		if e.ComplexityRoot.ToolRequestMessage.StatusReason == nil {
 			break
@@ -2174,6 +2174,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolResultMessage.MessageStatus(childComplexity), true
+	case "ToolResultMessage.sourceId":
+		if e.ComplexityRoot.ToolResultMessage.OptSourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultMessage.OptSourceID(childComplexity), true
 	case "ToolResultMessage.originalSize":
 		if e.ComplexityRoot.ToolResultMessage.OriginalSize == nil {
 			break
@@ -2210,12 +2216,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolResultMessage.Role(childComplexity), true
-	case "ToolResultMessage.sourceId":
-		if e.ComplexityRoot.ToolResultMessage.SourceID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ToolResultMessage.SourceID(childComplexity), true
 	case "ToolResultMessage.status":
 		if e.ComplexityRoot.ToolResultMessage.Status == nil {
 			break
@@ -2363,6 +2363,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UnknownMessage.MessageStatus(childComplexity), true
+	case "UnknownMessage.sourceId":
+		if e.ComplexityRoot.UnknownMessage.OptSourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UnknownMessage.OptSourceID(childComplexity), true
 	case "UnknownMessage.position":
 		if e.ComplexityRoot.UnknownMessage.Position == nil {
 			break
@@ -2387,12 +2393,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UnknownMessage.Role(childComplexity), true
-	case "UnknownMessage.sourceId":
-		if e.ComplexityRoot.UnknownMessage.SourceID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.UnknownMessage.SourceID(childComplexity), true
 	case "UnknownMessage.statusReason":
 		if e.ComplexityRoot.UnknownMessage.StatusReason == nil {
 			break
@@ -4734,18 +4734,18 @@ func (ec *executionContext) _ApprovalDecision_decidedBy(ctx context.Context, fie
 			return ec.fieldContext_ApprovalDecision_decidedBy(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.DecidedBy, nil
+			return obj.OptDecidedBy(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ApprovalDecision_decidedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApprovalDecision", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ApprovalDecision", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ApprovalDecision_reason(ctx context.Context, field graphql.CollectedField, obj *parley.ApprovalDecision) (ret graphql.Marshaler) {
@@ -4757,18 +4757,18 @@ func (ec *executionContext) _ApprovalDecision_reason(ctx context.Context, field 
 			return ec.fieldContext_ApprovalDecision_reason(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Reason, nil
+			return obj.OptReason(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ApprovalDecision_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApprovalDecision", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ApprovalDecision", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ApprovalDecision_decidedAt(ctx context.Context, field graphql.CollectedField, obj *parley.ApprovalDecision) (ret graphql.Marshaler) {
@@ -5518,18 +5518,18 @@ func (ec *executionContext) _FileReferenceMessage_sourceId(ctx context.Context, 
 			return ec.fieldContext_FileReferenceMessage_sourceId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.SourceID, nil
+			return obj.OptSourceID(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_FileReferenceMessage_sourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("FileReferenceMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("FileReferenceMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _FileReferenceMessage_path(ctx context.Context, field graphql.CollectedField, obj *parley.FileReferenceMessage) (ret graphql.Marshaler) {
@@ -5766,18 +5766,18 @@ func (ec *executionContext) _FileResolution_content(ctx context.Context, field g
 			return ec.fieldContext_FileResolution_content(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Content, nil
+			return obj.OptContent(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_FileResolution_content(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("FileResolution", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("FileResolution", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _FileResolution_truncated(ctx context.Context, field graphql.CollectedField, obj *parley.FileResolution) (ret graphql.Marshaler) {
@@ -6051,18 +6051,18 @@ func (ec *executionContext) _ImageMessage_sourceId(ctx context.Context, field gr
 			return ec.fieldContext_ImageMessage_sourceId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.SourceID, nil
+			return obj.OptSourceID(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ImageMessage_sourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ImageMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ImageMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ImageMessage_source(ctx context.Context, field graphql.CollectedField, obj *parley.ImageMessage) (ret graphql.Marshaler) {
@@ -6308,18 +6308,18 @@ func (ec *executionContext) _ImageRecognition_recognizedText(ctx context.Context
 			return ec.fieldContext_ImageRecognition_recognizedText(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.RecognizedText, nil
+			return obj.OptRecognizedText(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ImageRecognition_recognizedText(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ImageRecognition", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ImageRecognition", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ImageRecognition_visionAnalysis(ctx context.Context, field graphql.CollectedField, obj *parley.ImageRecognition) (ret graphql.Marshaler) {
@@ -6331,18 +6331,18 @@ func (ec *executionContext) _ImageRecognition_visionAnalysis(ctx context.Context
 			return ec.fieldContext_ImageRecognition_visionAnalysis(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.VisionAnalysis, nil
+			return obj.OptVisionAnalysis(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ImageRecognition_visionAnalysis(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ImageRecognition", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ImageRecognition", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ImageRecognition_confidence(ctx context.Context, field graphql.CollectedField, obj *parley.ImageRecognition) (ret graphql.Marshaler) {
@@ -6377,18 +6377,18 @@ func (ec *executionContext) _ImageRecognition_language(ctx context.Context, fiel
 			return ec.fieldContext_ImageRecognition_language(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Language, nil
+			return obj.OptLanguage(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ImageRecognition_language(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ImageRecognition", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ImageRecognition", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ImageRecognition_notice(ctx context.Context, field graphql.CollectedField, obj *parley.ImageRecognition) (ret graphql.Marshaler) {
@@ -6400,18 +6400,18 @@ func (ec *executionContext) _ImageRecognition_notice(ctx context.Context, field 
 			return ec.fieldContext_ImageRecognition_notice(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Notice, nil
+			return obj.OptNotice(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ImageRecognition_notice(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ImageRecognition", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ImageRecognition", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ImageRecognition_error(ctx context.Context, field graphql.CollectedField, obj *parley.ImageRecognition) (ret graphql.Marshaler) {
@@ -6478,18 +6478,18 @@ func (ec *executionContext) _ImageRecognition_script(ctx context.Context, field 
 			return ec.fieldContext_ImageRecognition_script(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Script, nil
+			return obj.OptScript(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ImageRecognition_script(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ImageRecognition", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ImageRecognition", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ImageSource_kind(ctx context.Context, field graphql.CollectedField, obj *parley.ImageSource) (ret graphql.Marshaler) {
@@ -6524,18 +6524,18 @@ func (ec *executionContext) _ImageSource_url(ctx context.Context, field graphql.
 			return ec.fieldContext_ImageSource_url(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.URL, nil
+			return obj.OptURL(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ImageSource_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ImageSource", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ImageSource", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ImageSource_base64(ctx context.Context, field graphql.CollectedField, obj *parley.ImageSource) (ret graphql.Marshaler) {
@@ -6547,18 +6547,18 @@ func (ec *executionContext) _ImageSource_base64(ctx context.Context, field graph
 			return ec.fieldContext_ImageSource_base64(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Data, nil
+			return obj.OptData(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ImageSource_base64(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ImageSource", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ImageSource", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ImageSource_mediaType(ctx context.Context, field graphql.CollectedField, obj *parley.ImageSource) (ret graphql.Marshaler) {
@@ -6570,18 +6570,18 @@ func (ec *executionContext) _ImageSource_mediaType(ctx context.Context, field gr
 			return ec.fieldContext_ImageSource_mediaType(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.MediaType, nil
+			return obj.OptMediaType(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ImageSource_mediaType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ImageSource", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ImageSource", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ImageSource_filePath(ctx context.Context, field graphql.CollectedField, obj *parley.ImageSource) (ret graphql.Marshaler) {
@@ -6593,18 +6593,18 @@ func (ec *executionContext) _ImageSource_filePath(ctx context.Context, field gra
 			return ec.fieldContext_ImageSource_filePath(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.FilePath, nil
+			return obj.OptFilePath(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ImageSource_filePath(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ImageSource", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ImageSource", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ImportReport_conversation(ctx context.Context, field graphql.CollectedField, obj *parley.ImportReport) (ret graphql.Marshaler) {
@@ -6988,18 +6988,18 @@ func (ec *executionContext) _MCPResourceMessage_sourceId(ctx context.Context, fi
 			return ec.fieldContext_MCPResourceMessage_sourceId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.SourceID, nil
+			return obj.OptSourceID(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_MCPResourceMessage_sourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("MCPResourceMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("MCPResourceMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _MCPResourceMessage_serverName(ctx context.Context, field graphql.CollectedField, obj *parley.MCPResourceMessage) (ret graphql.Marshaler) {
@@ -7126,18 +7126,18 @@ func (ec *executionContext) _MCPResourceMessage_mimeType(ctx context.Context, fi
 			return ec.fieldContext_MCPResourceMessage_mimeType(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.MimeType, nil
+			return obj.OptMimeType(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_MCPResourceMessage_mimeType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("MCPResourceMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("MCPResourceMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _MCPResourceMessage_retrievedAt(ctx context.Context, field graphql.CollectedField, obj *parley.MCPResourceMessage) (ret graphql.Marshaler) {
@@ -8655,18 +8655,18 @@ func (ec *executionContext) _Part_signature(ctx context.Context, field graphql.C
 			return ec.fieldContext_Part_signature(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Signature, nil
+			return obj.OptSignature(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_Part_signature(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Part", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Part", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ProcessingError_message(ctx context.Context, field graphql.CollectedField, obj *parley.ProcessingError) (ret graphql.Marshaler) {
@@ -9640,18 +9640,18 @@ func (ec *executionContext) _SystemControlMessage_sourceId(ctx context.Context, 
 			return ec.fieldContext_SystemControlMessage_sourceId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.SourceID, nil
+			return obj.OptSourceID(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_SystemControlMessage_sourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SystemControlMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("SystemControlMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _SystemControlMessage_kind(ctx context.Context, field graphql.CollectedField, obj *parley.SystemControlMessage) (ret graphql.Marshaler) {
@@ -9686,18 +9686,18 @@ func (ec *executionContext) _SystemControlMessage_from(ctx context.Context, fiel
 			return ec.fieldContext_SystemControlMessage_from(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.From, nil
+			return obj.OptFrom(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_SystemControlMessage_from(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SystemControlMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("SystemControlMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _SystemControlMessage_to(ctx context.Context, field graphql.CollectedField, obj *parley.SystemControlMessage) (ret graphql.Marshaler) {
@@ -9709,18 +9709,18 @@ func (ec *executionContext) _SystemControlMessage_to(ctx context.Context, field 
 			return ec.fieldContext_SystemControlMessage_to(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.To, nil
+			return obj.OptTo(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_SystemControlMessage_to(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SystemControlMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("SystemControlMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _SystemControlMessage_params(ctx context.Context, field graphql.CollectedField, obj *parley.SystemControlMessage) (ret graphql.Marshaler) {
@@ -10017,18 +10017,18 @@ func (ec *executionContext) _TextMessage_sourceId(ctx context.Context, field gra
 			return ec.fieldContext_TextMessage_sourceId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.SourceID, nil
+			return obj.OptSourceID(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_TextMessage_sourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TextMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("TextMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _TextMessage_parts(ctx context.Context, field graphql.CollectedField, obj *parley.TextMessage) (ret graphql.Marshaler) {
@@ -10458,18 +10458,18 @@ func (ec *executionContext) _ToolError_stackTrace(ctx context.Context, field gra
 			return ec.fieldContext_ToolError_stackTrace(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.StackTrace, nil
+			return obj.OptStackTrace(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ToolError_stackTrace(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ToolError", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ToolError", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ToolError_recoverable(ctx context.Context, field graphql.CollectedField, obj *parley.ToolErrorDetail) (ret graphql.Marshaler) {
@@ -10665,18 +10665,18 @@ func (ec *executionContext) _ToolRequestMessage_sourceId(ctx context.Context, fi
 			return ec.fieldContext_ToolRequestMessage_sourceId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.SourceID, nil
+			return obj.OptSourceID(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ToolRequestMessage_sourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ToolRequestMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ToolRequestMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ToolRequestMessage_parts(ctx context.Context, field graphql.CollectedField, obj *parley.ToolRequestMessage) (ret graphql.Marshaler) {
@@ -11106,18 +11106,18 @@ func (ec *executionContext) _ToolResultMessage_sourceId(ctx context.Context, fie
 			return ec.fieldContext_ToolResultMessage_sourceId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.SourceID, nil
+			return obj.OptSourceID(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ToolResultMessage_sourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ToolResultMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ToolResultMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ToolResultMessage_toolCallId(ctx context.Context, field graphql.CollectedField, obj *parley.ToolResultMessage) (ret graphql.Marshaler) {
@@ -11970,18 +11970,18 @@ func (ec *executionContext) _UnknownMessage_sourceId(ctx context.Context, field 
 			return ec.fieldContext_UnknownMessage_sourceId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.SourceID, nil
+			return obj.OptSourceID(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_UnknownMessage_sourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("UnknownMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("UnknownMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _UnknownMessage_type(ctx context.Context, field graphql.CollectedField, obj *parley.UnknownMessage) (ret graphql.Marshaler) {
@@ -19522,18 +19522,6 @@ func (ec *executionContext) unmarshalOStartMessageInput2ᚖgithubᚗcomᚋparley
 	}
 	res, err := ec.unmarshalInputStartMessageInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) unmarshalOString2string(ctx context.Context, v any) (string, error) {
-	res, err := graphql.UnmarshalString(v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalOString2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
-	_ = sel
-	_ = ctx
-	res := graphql.MarshalString(v)
-	return res
 }
 
 func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
