@@ -35,6 +35,7 @@ type ResolverRoot interface {
 	Conversation() ConversationResolver
 	ConversationConnection() ConversationConnectionResolver
 	MCPResourceMessage() MCPResourceMessageResolver
+	MessageEdge() MessageEdgeResolver
 	Mutation() MutationResolver
 	Part() PartResolver
 	Query() QueryResolver
@@ -82,14 +83,22 @@ type ComplexityRoot struct {
 	}
 
 	ConversationConnection struct {
-		Edges      func(childComplexity int) int
-		PageInfo   func(childComplexity int) int
-		TotalCount func(childComplexity int) int
+		ChangesCursor func(childComplexity int) int
+		Edges         func(childComplexity int) int
+		PageInfo      func(childComplexity int) int
+		TotalCount    func(childComplexity int) int
 	}
 
 	ConversationEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	ConversationListEvent struct {
+		Conversation   func(childComplexity int) int
+		ConversationID func(childComplexity int) int
+		Cursor         func(childComplexity int) int
+		Kind           func(childComplexity int) int
 	}
 
 	FileReferenceMessage struct {
@@ -215,8 +224,9 @@ type ComplexityRoot struct {
 	}
 
 	MessageEdge struct {
-		Cursor func(childComplexity int) int
-		Node   func(childComplexity int) int
+		Conversation func(childComplexity int) int
+		Cursor       func(childComplexity int) int
+		Node         func(childComplexity int) int
 	}
 
 	MessageStreamEvent struct {
@@ -291,6 +301,7 @@ type ComplexityRoot struct {
 	}
 
 	Subscription struct {
+		ConversationsChanged   func(childComplexity int, after *string) int
 		MessageAdded           func(childComplexity int, conversationID string, after *string) int
 		MessageStream          func(childComplexity int, conversationID string, after *string) int
 		MessageUpdated         func(childComplexity int, conversationID string) int
@@ -468,6 +479,9 @@ type ConversationConnectionResolver interface {
 type MCPResourceMessageResolver interface {
 	HTML(ctx context.Context, obj *parley.MCPResourceMessage) (string, error)
 }
+type MessageEdgeResolver interface {
+	Conversation(ctx context.Context, obj *model.MessageEdge) (*parley.Conversation, error)
+}
 type MutationResolver interface {
 	CreateConversation(ctx context.Context, title *string) (*parley.Conversation, error)
 	RenameConversation(ctx context.Context, id string, title string) (*parley.Conversation, error)
@@ -501,6 +515,7 @@ type QueryResolver interface {
 type SubscriptionResolver interface {
 	MessageAdded(ctx context.Context, conversationID string, after *string) (<-chan *model.MessageEdge, error)
 	MessageUpdated(ctx context.Context, conversationID string) (<-chan *model.MessageEdge, error)
+	ConversationsChanged(ctx context.Context, after *string) (<-chan *model.ConversationListEvent, error)
 	ToolCallAwaitingResult(ctx context.Context, conversationID *string, names []string) (<-chan *parley.AwaitingToolCall, error)
 	MessageStream(ctx context.Context, conversationID string, after *string) (<-chan *model.MessageStreamEvent, error)
 }
@@ -679,6 +694,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Conversation.Usage(childComplexity), true
 
+	case "ConversationConnection.changesCursor":
+		if e.ComplexityRoot.ConversationConnection.ChangesCursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationConnection.ChangesCursor(childComplexity), true
 	case "ConversationConnection.edges":
 		if e.ComplexityRoot.ConversationConnection.Edges == nil {
 			break
@@ -710,6 +731,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ConversationEdge.Node(childComplexity), true
+
+	case "ConversationListEvent.conversation":
+		if e.ComplexityRoot.ConversationListEvent.Conversation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationListEvent.Conversation(childComplexity), true
+	case "ConversationListEvent.conversationId":
+		if e.ComplexityRoot.ConversationListEvent.ConversationID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationListEvent.ConversationID(childComplexity), true
+	case "ConversationListEvent.cursor":
+		if e.ComplexityRoot.ConversationListEvent.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationListEvent.Cursor(childComplexity), true
+	case "ConversationListEvent.kind":
+		if e.ComplexityRoot.ConversationListEvent.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationListEvent.Kind(childComplexity), true
 
 	case "FileReferenceMessage.clientMessageId":
 		if e.ComplexityRoot.FileReferenceMessage.ClientMessageID == nil {
@@ -1273,6 +1319,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MessageDeltaEvent.Seq(childComplexity), true
 
+	case "MessageEdge.conversation":
+		if e.ComplexityRoot.MessageEdge.Conversation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageEdge.Conversation(childComplexity), true
 	case "MessageEdge.cursor":
 		if e.ComplexityRoot.MessageEdge.Cursor == nil {
 			break
@@ -1692,6 +1744,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SkippedRecords.Where(childComplexity), true
 
+	case "Subscription.conversationsChanged":
+		if e.ComplexityRoot.Subscription.ConversationsChanged == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_conversationsChanged_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.ConversationsChanged(childComplexity, args["after"].(*string)), true
 	case "Subscription.messageAdded":
 		if e.ComplexityRoot.Subscription.MessageAdded == nil {
 			break
@@ -2571,7 +2634,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "schema/errors.graphqls" "schema/interop.graphqls" "schema/processing.graphqls" "schema/realtime.graphqls" "schema/streaming.graphqls"
+//go:embed "schema/conversationlist.graphqls" "schema/errors.graphqls" "schema/interop.graphqls" "schema/processing.graphqls" "schema/realtime.graphqls" "schema/streaming.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -3122,6 +3185,7 @@ type Mutation {
   setToolCallApproval(messageId: ID!, toolCallId: String!, status: ApprovalStatus!, reason: String, decidedBy: String): ToolRequestMessage!
 }
 `, BuiltIn: false},
+	{Name: "schema/conversationlist.graphqls", Input: sourceData("schema/conversationlist.graphqls"), BuiltIn: false},
 	{Name: "schema/errors.graphqls", Input: sourceData("schema/errors.graphqls"), BuiltIn: false},
 	{Name: "schema/interop.graphqls", Input: sourceData("schema/interop.graphqls"), BuiltIn: false},
 	{Name: "schema/processing.graphqls", Input: sourceData("schema/processing.graphqls"), BuiltIn: false},
@@ -3208,6 +3272,8 @@ func (ec *executionContext) childFields_ConversationConnection(ctx context.Conte
 		return ec.fieldContext_ConversationConnection_pageInfo(ctx, field)
 	case "totalCount":
 		return ec.fieldContext_ConversationConnection_totalCount(ctx, field)
+	case "changesCursor":
+		return ec.fieldContext_ConversationConnection_changesCursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ConversationConnection", field.Name)
 }
@@ -3220,6 +3286,20 @@ func (ec *executionContext) childFields_ConversationEdge(ctx context.Context, fi
 		return ec.fieldContext_ConversationEdge_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ConversationEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_ConversationListEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_ConversationListEvent_cursor(ctx, field)
+	case "kind":
+		return ec.fieldContext_ConversationListEvent_kind(ctx, field)
+	case "conversationId":
+		return ec.fieldContext_ConversationListEvent_conversationId(ctx, field)
+	case "conversation":
+		return ec.fieldContext_ConversationListEvent_conversation(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ConversationListEvent", field.Name)
 }
 
 func (ec *executionContext) childFields_FileReferenceMessage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3426,6 +3506,8 @@ func (ec *executionContext) childFields_MessageEdge(ctx context.Context, field g
 		return ec.fieldContext_MessageEdge_cursor(ctx, field)
 	case "node":
 		return ec.fieldContext_MessageEdge_node(ctx, field)
+	case "conversation":
+		return ec.fieldContext_MessageEdge_conversation(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type MessageEdge", field.Name)
 }
@@ -4494,6 +4576,20 @@ func (ec *executionContext) field_Query_toolCallsAwaitingResult_args(ctx context
 	return args, nil
 }
 
+func (ec *executionContext) field_Subscription_conversationsChanged_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Subscription_messageAdded_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5294,6 +5390,29 @@ func (ec *executionContext) fieldContext_ConversationConnection_totalCount(_ con
 	return graphql.NewScalarFieldContext("ConversationConnection", field, true, true, errors.New("field of type Int does not have child fields"))
 }
 
+func (ec *executionContext) _ConversationConnection_changesCursor(ctx context.Context, field graphql.CollectedField, obj *model.ConversationConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationConnection_changesCursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ChangesCursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationConnection_changesCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ConversationConnection", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _ConversationEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.ConversationEdge) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5339,6 +5458,107 @@ func (ec *executionContext) _ConversationEdge_node(ctx context.Context, field gr
 func (ec *executionContext) fieldContext_ConversationEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "ConversationEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Conversation(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ConversationListEvent_cursor(ctx context.Context, field graphql.CollectedField, obj *model.ConversationListEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationListEvent_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationListEvent_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ConversationListEvent", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ConversationListEvent_kind(ctx context.Context, field graphql.CollectedField, obj *model.ConversationListEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationListEvent_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.ConversationChangeKind) graphql.Marshaler {
+			return ec.marshalNConversationChangeKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐConversationChangeKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationListEvent_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ConversationListEvent", field, false, false, errors.New("field of type ConversationChangeKind does not have child fields"))
+}
+
+func (ec *executionContext) _ConversationListEvent_conversationId(ctx context.Context, field graphql.CollectedField, obj *model.ConversationListEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationListEvent_conversationId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ConversationID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationListEvent_conversationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ConversationListEvent", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _ConversationListEvent_conversation(ctx context.Context, field graphql.CollectedField, obj *model.ConversationListEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationListEvent_conversation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Conversation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.Conversation) graphql.Marshaler {
+			return ec.marshalOConversation2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐConversation(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationListEvent_conversation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ConversationListEvent",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
@@ -7637,6 +7857,38 @@ func (ec *executionContext) fieldContext_MessageEdge_node(_ context.Context, fie
 	return graphql.NewScalarFieldContext("MessageEdge", field, false, false, errors.New("field of type Message does not have child fields"))
 }
 
+func (ec *executionContext) _MessageEdge_conversation(ctx context.Context, field graphql.CollectedField, obj *model.MessageEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageEdge_conversation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.MessageEdge().Conversation(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.Conversation) graphql.Marshaler {
+			return ec.marshalNConversation2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐConversation(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageEdge_conversation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MessageEdge",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Conversation(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _MessageStreamEvent_cursor(ctx context.Context, field graphql.CollectedField, obj *model.MessageStreamEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9377,6 +9629,50 @@ func (ec *executionContext) fieldContext_Subscription_messageUpdated(ctx context
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Subscription_messageUpdated_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_conversationsChanged(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_conversationsChanged(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().ConversationsChanged(ctx, fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ConversationListEvent) graphql.Marshaler {
+			return ec.marshalNConversationListEvent2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐConversationListEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_conversationsChanged(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ConversationListEvent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_conversationsChanged_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -14922,6 +15218,11 @@ func (ec *executionContext) _ConversationConnection(ctx context.Context, sel ast
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "changesCursor":
+			out.Values[i] = ec._ConversationConnection_changesCursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -14963,6 +15264,59 @@ func (ec *executionContext) _ConversationEdge(ctx context.Context, sel ast.Selec
 		case "node":
 			out.Values[i] = ec._ConversationEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var conversationListEventImplementors = []string{"ConversationListEvent"}
+
+func (ec *executionContext) _ConversationListEvent(ctx context.Context, sel ast.SelectionSet, obj *model.ConversationListEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, conversationListEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ConversationListEvent")
+		case "cursor":
+			out.Values[i] = ec._ConversationListEvent_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._ConversationListEvent_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "conversationId":
+			out.Values[i] = ec._ConversationListEvent_conversationId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "conversation":
+			out.Values[i] = ec._ConversationListEvent_conversation(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -15824,13 +16178,51 @@ func (ec *executionContext) _MessageEdge(ctx context.Context, sel ast.SelectionS
 		case "cursor":
 			out.Values[i] = ec._MessageEdge_cursor(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "node":
 			out.Values[i] = ec._MessageEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "conversation":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._MessageEdge_conversation(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -16567,6 +16959,8 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 		return ec._Subscription_messageAdded(ctx, fields[0])
 	case "messageUpdated":
 		return ec._Subscription_messageUpdated(ctx, fields[0])
+	case "conversationsChanged":
+		return ec._Subscription_conversationsChanged(ctx, fields[0])
 	case "toolCallAwaitingResult":
 		return ec._Subscription_toolCallAwaitingResult(ctx, fields[0])
 	case "messageStream":
@@ -18173,6 +18567,38 @@ func (ec *executionContext) marshalNConversation2ᚖgithubᚗcomᚋparleyᚑdev�
 	return ec._Conversation(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNConversationChangeKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐConversationChangeKind(ctx context.Context, v any) (parley.ConversationChangeKind, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNConversationChangeKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐConversationChangeKind[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNConversationChangeKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐConversationChangeKind(ctx context.Context, sel ast.SelectionSet, v parley.ConversationChangeKind) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNConversationChangeKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐConversationChangeKind[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+var (
+	unmarshalNConversationChangeKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐConversationChangeKind = map[string]parley.ConversationChangeKind{
+		"CREATED": parley.ConversationCreated,
+		"RENAMED": parley.ConversationRenamed,
+		"BUMPED":  parley.ConversationBumped,
+		"DELETED": parley.ConversationGone,
+	}
+	marshalNConversationChangeKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐConversationChangeKind = map[parley.ConversationChangeKind]string{
+		parley.ConversationCreated: "CREATED",
+		parley.ConversationRenamed: "RENAMED",
+		parley.ConversationBumped:  "BUMPED",
+		parley.ConversationGone:    "DELETED",
+	}
+)
+
 func (ec *executionContext) marshalNConversationConnection2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐConversationConnection(ctx context.Context, sel ast.SelectionSet, v *model.ConversationConnection) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -18207,6 +18633,16 @@ func (ec *executionContext) marshalNConversationEdge2ᚖgithubᚗcomᚋparleyᚑ
 		return graphql.Null
 	}
 	return ec._ConversationEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNConversationListEvent2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐConversationListEvent(ctx context.Context, sel ast.SelectionSet, v *model.ConversationListEvent) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ConversationListEvent(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐDeltaKind(ctx context.Context, v any) (parley.DeltaKind, error) {

@@ -33,6 +33,19 @@ type ConversationEdge struct {
 	Node   *parley.Conversation `json:"node"`
 }
 
+// One change of the owner's list of conversations. A conversation changed several times
+// before the subscriber read it arrives once, with its latest change (created and then
+// bumped arrives as BUMPED): upsert it by id whatever the kind, and drop it on DELETED.
+type ConversationListEvent struct {
+	// Resume here: subscribe again with it as `after`.
+	Cursor string                        `json:"cursor"`
+	Kind   parley.ConversationChangeKind `json:"kind"`
+	// The conversation's id, also when it was deleted.
+	ConversationID string `json:"conversationId"`
+	// The conversation as it is now; null when it was deleted.
+	Conversation *parley.Conversation `json:"conversation,omitempty"`
+}
+
 type FileReferenceInput struct {
 	Path      string `json:"path"`
 	StartLine *int   `json:"startLine,omitempty"`
@@ -96,6 +109,10 @@ type MessageDeltaInput struct {
 type MessageEdge struct {
 	Cursor string         `json:"cursor"`
 	Node   parley.Message `json:"node"`
+	// The message's conversation as it is now: in addMessage's and startMessage's answers
+	// it counts the message (messageCount, updatedAt), so a list of conversations updates
+	// without a refetch.
+	Conversation *parley.Conversation `json:"conversation"`
 }
 
 // One member per message variant: give exactly one.
