@@ -8,9 +8,9 @@ import (
 )
 
 // The reads below serve the live list of an owner's conversations (realtime.Hub's
-// SubscribeConversations). Triggers number every change of the list per owner in commit
-// order (migration 000010_conversation_list): a conversation keeps the number of its
-// latest change, a deleted one leaves a tombstone.
+// SubscribeConversations). A deferred trigger numbers every change of the list per owner
+// in commit order (migration 000010_conversation_list): conversation_list keeps each
+// conversation's latest change, a deletion included.
 
 // ConversationListHead returns the number of the owner's latest list change, 0 when
 // there is none.
@@ -40,11 +40,12 @@ func (db *DB) ConversationChangesAfter(ctx context.Context, after int64, limit i
 		ListSeq    int64  `db:"list_seq"`
 		ListChange string `db:"list_change"`
 	}
-	err = db.db.SelectContext(ctx, &rows, `SELECT * FROM (
-			SELECT `+conversationColumns+`, list_seq, list_change FROM conversations WHERE owner = $1 AND list_seq > $2
-			UNION ALL
-			SELECT id, '', deleted_at, deleted_at, 0, 0, list_seq, 'deleted' FROM conversation_tombstones WHERE owner = $1 AND list_seq > $2
-		) changes ORDER BY list_seq LIMIT $3`, owner, after, limit)
+	err = db.db.SelectContext(ctx, &rows, `SELECT l.conversation_id AS id, COALESCE(c.title, '') AS title,
+			COALESCE(c.created_at, l.changed_at) AS created_at, COALESCE(c.updated_at, l.changed_at) AS updated_at,
+			COALESCE(c.message_count, 0) AS message_count, COALESCE(c.last_position, 0) AS last_position,
+			l.list_seq, CASE WHEN c.id IS NULL THEN 'deleted' ELSE l.list_change END AS list_change
+		FROM conversation_list l LEFT JOIN conversations c ON c.id = l.conversation_id AND c.owner = l.owner
+		WHERE l.owner = $1 AND l.list_seq > $2 ORDER BY l.list_seq LIMIT $3`, owner, after, limit)
 	if err != nil {
 		return nil, classify(fmt.Errorf("read the conversation list after %d: %w", after, err))
 	}

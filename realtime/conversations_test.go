@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/parley-dev/parley/internal/testserver"
 	"github.com/parley-dev/parley/realtime"
@@ -38,8 +39,25 @@ type listEvent struct {
 // least n events.
 func (s *sub) listEvents(t *testing.T, n int) []listEvent {
 	t.Helper()
-	s.waitCount(t, n)
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for done := false; !done; {
+		s.mu.Lock()
+		done = len(s.raw) >= n || s.completed || len(s.errors) > 0
+		s.mu.Unlock()
+		if !done {
+			select {
+			case <-s.changed:
+			case <-deadline.C:
+				done = true
+			}
+		}
+	}
 	s.mu.Lock()
+	if len(s.raw) < n {
+		defer s.mu.Unlock()
+		t.Fatalf("got %d of %d events (completed %v, errors %s): %s", len(s.raw), n, s.completed, s.errors, s.raw)
+	}
 	defer s.mu.Unlock()
 	out := make([]listEvent, len(s.raw))
 	for i, r := range s.raw {
@@ -65,9 +83,11 @@ func mustPost(t *testing.T, baseURL, query string, vars map[string]any, v any) {
 }
 
 // The live list across replicas: changes made on one replica reach a subscriber on the
-// other in commit order, each kind as it happened; addMessage's answer carries the
-// conversation's new count and updatedAt; a subscriber resuming from an event's cursor,
-// on the other replica, gets exactly what followed it.
+// other in commit order, each kind as it happened (each change is waited for before the
+// next, since a conversation changed twice before the subscriber reads it comes once);
+// addMessage's answer carries the conversation's new count and updatedAt; a subscriber
+// resuming from an event's cursor, on the other replica, gets exactly what followed it,
+// a conversation renamed and deleted since coming once, deleted.
 func TestConversationListAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	a := newReplica(t, "", replicaOptions{})
@@ -77,8 +97,11 @@ func TestConversationListAcrossReplicas(t *testing.T) {
 	pollUntil(t, "the subscription to register", func() bool { return a.Hub.Stats().Subscribers == 1 })
 
 	x := b.CreateConversation(t, "x")
+	s.listEvents(t, 1)
 	y := b.CreateConversation(t, "y")
+	s.listEvents(t, 2)
 	mustPost(t, b.URL, `mutation($c: ID!) { renameConversation(id: $c, title: "x2") { id } }`, map[string]any{"c": x}, nil)
+	s.listEvents(t, 3)
 	var added struct {
 		AddMessage struct {
 			Conversation struct {
@@ -90,6 +113,7 @@ func TestConversationListAcrossReplicas(t *testing.T) {
 	}
 	mustPost(t, b.URL, `mutation($c: ID!, $i: MessageInput!) { addMessage(conversationId: $c, input: $i) {
 		conversation { id messageCount updatedAt } } }`, map[string]any{"c": y, "i": testserver.Text("USER", "hi")}, &added)
+	s.listEvents(t, 4)
 	mustPost(t, b.URL, `mutation($c: ID!) { deleteConversation(id: $c) }`, map[string]any{"c": x}, nil)
 
 	if got := added.AddMessage.Conversation; got.ID != y || got.MessageCount != 1 {
