@@ -9,7 +9,7 @@ import (
 
 // The reads below serve the live list of an owner's conversations (realtime.Hub's
 // SubscribeConversations). A deferred trigger numbers every change of the list per owner
-// in commit order (migration 000010_conversation_list): conversation_list keeps each
+// in commit order (migration 000011_conversation_list): conversation_list keeps each
 // conversation's latest change, a deletion included.
 
 // ConversationListHead returns the number of the owner's latest list change, 0 when

@@ -266,6 +266,8 @@ const (
 	ErrorCodeToolArgumentsTooLarge ErrorCode = "TOOL_ARGUMENTS_TOO_LARGE"
 	// An image over the size limit.
 	ErrorCodeImageTooLarge ErrorCode = "IMAGE_TOO_LARGE"
+	// A tool result for a call another worker has claimed, while its claim lasts: only the claimant's result is taken.
+	ErrorCodeToolCallClaimed ErrorCode = "TOOL_CALL_CLAIMED"
 	// The request timed out (--request-timeout) or the client went away.
 	ErrorCodeRequestCancelled ErrorCode = "REQUEST_CANCELLED"
 	// A fault of the server's: the message is generic, and `extensions.requestId` finds it in the log.
@@ -325,6 +327,7 @@ var AllErrorCode = []ErrorCode{
 	ErrorCodeTooManyToolCalls,
 	ErrorCodeToolArgumentsTooLarge,
 	ErrorCodeImageTooLarge,
+	ErrorCodeToolCallClaimed,
 	ErrorCodeRequestCancelled,
 	ErrorCodeInternalServerError,
 	ErrorCodeGraphqlParseFailed,
@@ -352,7 +355,7 @@ var AllErrorCode = []ErrorCode{
 
 func (e ErrorCode) IsValid() bool {
 	switch e {
-	case ErrorCodeBadUserInput, ErrorCodeNotFound, ErrorCodeConflict, ErrorCodeForbidden, ErrorCodeServiceUnavailable, ErrorCodeLimitExceeded, ErrorCodeMessageTooLarge, ErrorCodeTooManyToolCalls, ErrorCodeToolArgumentsTooLarge, ErrorCodeImageTooLarge, ErrorCodeRequestCancelled, ErrorCodeInternalServerError, ErrorCodeGraphqlParseFailed, ErrorCodeGraphqlValidationFailed, ErrorCodePersistedQueryNotFound, ErrorCodeQueryTooDeep, ErrorCodeTooManyAliases, ErrorCodeQueryTooComplex, ErrorCodePageTooLarge, ErrorCodeTooManyTokens, ErrorCodeTooManySelections, ErrorCodeIntrospectionDisabled, ErrorCodeIntrospectionTooDeep, ErrorCodeTooManySubscriptions, ErrorCodeRateLimited, ErrorCodeUnauthenticated, ErrorCodeCrossOriginRefused, ErrorCodeOriginNotAllowed, ErrorCodeLocalModeHost, ErrorCodeBadRequest, ErrorCodeMethodNotAllowed, ErrorCodeNotAcceptable, ErrorCodeUnsupportedMediaType:
+	case ErrorCodeBadUserInput, ErrorCodeNotFound, ErrorCodeConflict, ErrorCodeForbidden, ErrorCodeServiceUnavailable, ErrorCodeLimitExceeded, ErrorCodeMessageTooLarge, ErrorCodeTooManyToolCalls, ErrorCodeToolArgumentsTooLarge, ErrorCodeImageTooLarge, ErrorCodeToolCallClaimed, ErrorCodeRequestCancelled, ErrorCodeInternalServerError, ErrorCodeGraphqlParseFailed, ErrorCodeGraphqlValidationFailed, ErrorCodePersistedQueryNotFound, ErrorCodeQueryTooDeep, ErrorCodeTooManyAliases, ErrorCodeQueryTooComplex, ErrorCodePageTooLarge, ErrorCodeTooManyTokens, ErrorCodeTooManySelections, ErrorCodeIntrospectionDisabled, ErrorCodeIntrospectionTooDeep, ErrorCodeTooManySubscriptions, ErrorCodeRateLimited, ErrorCodeUnauthenticated, ErrorCodeCrossOriginRefused, ErrorCodeOriginNotAllowed, ErrorCodeLocalModeHost, ErrorCodeBadRequest, ErrorCodeMethodNotAllowed, ErrorCodeNotAcceptable, ErrorCodeUnsupportedMediaType:
 		return true
 	}
 	return false
