@@ -75,8 +75,8 @@ type ComplexityRoot struct {
 		MessageCount     func(childComplexity int) int
 		Messages         func(childComplexity int, first *int, after *string, last *int, before *string) int
 		Title            func(childComplexity int) int
-		Transcript       func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) int
-		TranscriptReport func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) int
+		Transcript       func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string) int
+		TranscriptReport func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string) int
 		UpdatedAt        func(childComplexity int) int
 		Usage            func(childComplexity int) int
 	}
@@ -409,7 +409,9 @@ type ComplexityRoot struct {
 	}
 
 	TranscriptReport struct {
+		Cut             func(childComplexity int) int
 		Dropped         func(childComplexity int) int
+		EndCursor       func(childComplexity int) int
 		EstimatedTokens func(childComplexity int) int
 		Format          func(childComplexity int) int
 		MaxTokens       func(childComplexity int) int
@@ -458,8 +460,8 @@ type AwaitingToolCallResolver interface {
 }
 type ConversationResolver interface {
 	Messages(ctx context.Context, obj *parley.Conversation, first *int, after *string, last *int, before *string) (*model.MessageConnection, error)
-	Transcript(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) (parley.JSON, error)
-	TranscriptReport(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) (*parley.TranscriptReport, error)
+	Transcript(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string) (parley.JSON, error)
+	TranscriptReport(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string) (*parley.TranscriptReport, error)
 	Usage(ctx context.Context, obj *parley.Conversation) (*parley.Usage, error)
 }
 type ConversationConnectionResolver interface {
@@ -654,7 +656,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Conversation.Transcript(childComplexity, args["format"].(parley.TranscriptFormat), args["system"].(*string), args["maxTokens"].(*int), args["repair"].(*bool)), true
+		return e.ComplexityRoot.Conversation.Transcript(childComplexity, args["format"].(parley.TranscriptFormat), args["system"].(*string), args["maxTokens"].(*int), args["repair"].(*bool), args["images"].(*parley.ImageExport), args["model"].(*string), args["cacheBreakpoints"].(*int), args["after"].(*string)), true
 	case "Conversation.transcriptReport":
 		if e.ComplexityRoot.Conversation.TranscriptReport == nil {
 			break
@@ -665,7 +667,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Conversation.TranscriptReport(childComplexity, args["format"].(parley.TranscriptFormat), args["system"].(*string), args["maxTokens"].(*int), args["repair"].(*bool)), true
+		return e.ComplexityRoot.Conversation.TranscriptReport(childComplexity, args["format"].(parley.TranscriptFormat), args["system"].(*string), args["maxTokens"].(*int), args["repair"].(*bool), args["images"].(*parley.ImageExport), args["model"].(*string), args["cacheBreakpoints"].(*int), args["after"].(*string)), true
 	case "Conversation.updatedAt":
 		if e.ComplexityRoot.Conversation.UpdatedAt == nil {
 			break
@@ -2284,12 +2286,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.TranscriptDrop.Reason(childComplexity), true
 
+	case "TranscriptReport.cutPosition":
+		if e.ComplexityRoot.TranscriptReport.Cut == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptReport.Cut(childComplexity), true
 	case "TranscriptReport.dropped":
 		if e.ComplexityRoot.TranscriptReport.Dropped == nil {
 			break
 		}
 
 		return e.ComplexityRoot.TranscriptReport.Dropped(childComplexity), true
+	case "TranscriptReport.endCursor":
+		if e.ComplexityRoot.TranscriptReport.EndCursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptReport.EndCursor(childComplexity), true
 	case "TranscriptReport.estimatedTokens":
 		if e.ComplexityRoot.TranscriptReport.EstimatedTokens == nil {
 			break
@@ -3617,6 +3631,10 @@ func (ec *executionContext) childFields_TranscriptReport(ctx context.Context, fi
 		return ec.fieldContext_TranscriptReport_repairs(ctx, field)
 	case "notes":
 		return ec.fieldContext_TranscriptReport_notes(ctx, field)
+	case "endCursor":
+		return ec.fieldContext_TranscriptReport_endCursor(ctx, field)
+	case "cutPosition":
+		return ec.fieldContext_TranscriptReport_cutPosition(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TranscriptReport", field.Name)
 }
@@ -3836,6 +3854,38 @@ func (ec *executionContext) field_Conversation_transcriptReport_args(ctx context
 		return nil, err
 	}
 	args["repair"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "images",
+		func(ctx context.Context, v any) (*parley.ImageExport, error) {
+			return ec.unmarshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["images"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "model",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["model"] = arg5
+	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "cacheBreakpoints",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["cacheBreakpoints"] = arg6
+	arg7, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg7
 	return args, nil
 }
 
@@ -3874,6 +3924,38 @@ func (ec *executionContext) field_Conversation_transcript_args(ctx context.Conte
 		return nil, err
 	}
 	args["repair"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "images",
+		func(ctx context.Context, v any) (*parley.ImageExport, error) {
+			return ec.unmarshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["images"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "model",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["model"] = arg5
+	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "cacheBreakpoints",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["cacheBreakpoints"] = arg6
+	arg7, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg7
 	return args, nil
 }
 
@@ -5096,7 +5178,7 @@ func (ec *executionContext) _Conversation_transcript(ctx context.Context, field 
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Conversation().Transcript(ctx, obj, fc.Args["format"].(parley.TranscriptFormat), fc.Args["system"].(*string), fc.Args["maxTokens"].(*int), fc.Args["repair"].(*bool))
+			return ec.Resolvers.Conversation().Transcript(ctx, obj, fc.Args["format"].(parley.TranscriptFormat), fc.Args["system"].(*string), fc.Args["maxTokens"].(*int), fc.Args["repair"].(*bool), fc.Args["images"].(*parley.ImageExport), fc.Args["model"].(*string), fc.Args["cacheBreakpoints"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v parley.JSON) graphql.Marshaler {
@@ -5140,7 +5222,7 @@ func (ec *executionContext) _Conversation_transcriptReport(ctx context.Context, 
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Conversation().TranscriptReport(ctx, obj, fc.Args["format"].(parley.TranscriptFormat), fc.Args["system"].(*string), fc.Args["maxTokens"].(*int), fc.Args["repair"].(*bool))
+			return ec.Resolvers.Conversation().TranscriptReport(ctx, obj, fc.Args["format"].(parley.TranscriptFormat), fc.Args["system"].(*string), fc.Args["maxTokens"].(*int), fc.Args["repair"].(*bool), fc.Args["images"].(*parley.ImageExport), fc.Args["model"].(*string), fc.Args["cacheBreakpoints"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *parley.TranscriptReport) graphql.Marshaler {
@@ -11800,6 +11882,52 @@ func (ec *executionContext) fieldContext_TranscriptReport_notes(_ context.Contex
 	return graphql.NewScalarFieldContext("TranscriptReport", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _TranscriptReport_endCursor(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptReport_endCursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EndCursor(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptReport_endCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptReport", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TranscriptReport_cutPosition(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptReport_cutPosition(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cut(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptReport_cutPosition(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptReport", field, true, false, errors.New("field of type Int does not have child fields"))
+}
+
 func (ec *executionContext) _UnknownMessage_id(ctx context.Context, field graphql.CollectedField, obj *parley.UnknownMessage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -17435,6 +17563,16 @@ func (ec *executionContext) _TranscriptReport(ctx context.Context, sel ast.Selec
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "endCursor":
+			out.Values[i] = ec._TranscriptReport_endCursor(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "cutPosition":
+			out.Values[i] = ec._TranscriptReport_cutPosition(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -19652,6 +19790,38 @@ func (ec *executionContext) unmarshalOToolResultInput2ᚖgithubᚗcomᚋparley�
 	res, err := ec.unmarshalInputToolResultInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
+
+func (ec *executionContext) unmarshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport(ctx context.Context, v any) (*parley.ImageExport, error) {
+	if v == nil {
+		return nil, nil
+	}
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport[tmp]
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport(ctx context.Context, sel ast.SelectionSet, v *parley.ImageExport) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(marshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport[*v])
+	return res
+}
+
+var (
+	unmarshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport = map[string]parley.ImageExport{
+		"AS_SENT":   parley.ImagesAsSent,
+		"AS_TEXT":   parley.ImagesAsText,
+		"FOR_MODEL": parley.ImagesForModel,
+	}
+	marshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport = map[parley.ImageExport]string{
+		parley.ImagesAsSent:   "AS_SENT",
+		parley.ImagesAsText:   "AS_TEXT",
+		parley.ImagesForModel: "FOR_MODEL",
+	}
+)
 
 func (ec *executionContext) unmarshalOUsageInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐUsageInput(ctx context.Context, v any) (*model.UsageInput, error) {
 	if v == nil {

@@ -258,10 +258,13 @@ func clientOf(cmd *cli.Command) (*client, config.Config, error) {
 
 // exportQuery asks for a transcript and its report (Conversation.transcript and
 // transcriptReport, with the same arguments).
-const exportQuery = `query Export($id: ID!, $format: TranscriptFormat!, $system: String, $maxTokens: Int, $repair: Boolean) {
+const exportQuery = `query Export($id: ID!, $format: TranscriptFormat!, $system: String, $maxTokens: Int, $repair: Boolean,
+    $images: TranscriptImages, $model: String, $cacheBreakpoints: Int, $after: String) {
   conversation(id: $id) {
-    transcript(format: $format, system: $system, maxTokens: $maxTokens, repair: $repair)
-    transcriptReport(format: $format, system: $system, maxTokens: $maxTokens, repair: $repair) {
+    transcript(format: $format, system: $system, maxTokens: $maxTokens, repair: $repair,
+      images: $images, model: $model, cacheBreakpoints: $cacheBreakpoints, after: $after)
+    transcriptReport(format: $format, system: $system, maxTokens: $maxTokens, repair: $repair,
+      images: $images, model: $model, cacheBreakpoints: $cacheBreakpoints, after: $after) {
       format tokenCounting estimatedTokens maxTokens
       dropped { messageId position label reason }
       repairs notes
@@ -278,6 +281,18 @@ func (c *client) transcript(ctx context.Context, id string, format parley.Transc
 	}
 	if opts.MaxTokens != nil {
 		vars["maxTokens"] = *opts.MaxTokens
+	}
+	if opts.Images != "" {
+		vars["images"] = string(opts.Images)
+	}
+	if opts.Model != "" {
+		vars["model"] = opts.Model
+	}
+	if opts.CacheBreakpoints != 0 {
+		vars["cacheBreakpoints"] = opts.CacheBreakpoints
+	}
+	if opts.After != nil {
+		vars["after"] = parley.MessageCursor(*opts.After)
 	}
 	var data struct {
 		Conversation *struct {
