@@ -186,6 +186,8 @@ func VariantName(m Message) string {
 		return "SystemControlMessage"
 	case *MCPResourceMessage:
 		return "MCPResourceMessage"
+	case *CompactionMessage:
+		return "CompactionMessage"
 	}
 	return "UnknownMessage"
 }
@@ -193,7 +195,7 @@ func VariantName(m Message) string {
 // variantOrder is the order of the Message union in the API.
 var variantOrder = []string{
 	"TextMessage", "ImageMessage", "FileReferenceMessage", "ToolRequestMessage",
-	"ToolResultMessage", "SystemControlMessage", "MCPResourceMessage", "UnknownMessage",
+	"ToolResultMessage", "SystemControlMessage", "MCPResourceMessage", "CompactionMessage", "UnknownMessage",
 }
 
 // CountVariants counts msgs per variant, in the API's variant order, leaving out zeros.

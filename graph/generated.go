@@ -32,6 +32,7 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
 	AwaitingToolCall() AwaitingToolCallResolver
+	CompactionMessage() CompactionMessageResolver
 	Conversation() ConversationResolver
 	ConversationConnection() ConversationConnectionResolver
 	MCPResourceMessage() MCPResourceMessageResolver
@@ -67,6 +68,27 @@ type ComplexityRoot struct {
 		ConversationID func(childComplexity int) int
 		Message        func(childComplexity int) int
 		ToolCall       func(childComplexity int) int
+	}
+
+	CompactionMessage struct {
+		ClientMessageID func(childComplexity int) int
+		Content         func(childComplexity int) int
+		ConversationID  func(childComplexity int) int
+		Covers          func(childComplexity int) int
+		CreatedAt       func(childComplexity int) int
+		HTML            func(childComplexity int) int
+		ID              func(childComplexity int) int
+		Label           func(childComplexity int) int
+		MessageStatus   func(childComplexity int) int
+		Position        func(childComplexity int) int
+		Provenance      func(childComplexity int) int
+		ProviderData    func(childComplexity int) int
+		ProviderName    func(childComplexity int) int
+		Role            func(childComplexity int) int
+		SourceID        func(childComplexity int) int
+		StatusReason    func(childComplexity int) int
+		Text            func(childComplexity int) int
+		UpdatedAt       func(childComplexity int) int
 	}
 
 	Conversation struct {
@@ -458,6 +480,9 @@ type ComplexityRoot struct {
 type AwaitingToolCallResolver interface {
 	ToolCall(ctx context.Context, obj *parley.AwaitingToolCall) (*model.ToolCall, error)
 }
+type CompactionMessageResolver interface {
+	HTML(ctx context.Context, obj *parley.CompactionMessage) (string, error)
+}
 type ConversationResolver interface {
 	Messages(ctx context.Context, obj *parley.Conversation, first *int, after *string, last *int, before *string) (*model.MessageConnection, error)
 	Transcript(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string) (parley.JSON, error)
@@ -610,6 +635,115 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AwaitingToolCall.ToolCall(childComplexity), true
+
+	case "CompactionMessage.clientMessageId":
+		if e.ComplexityRoot.CompactionMessage.ClientMessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.ClientMessageID(childComplexity), true
+	case "CompactionMessage.content":
+		if e.ComplexityRoot.CompactionMessage.Content == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.Content(childComplexity), true
+	case "CompactionMessage.conversationId":
+		if e.ComplexityRoot.CompactionMessage.ConversationID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.ConversationID(childComplexity), true
+	case "CompactionMessage.coversThrough":
+		if e.ComplexityRoot.CompactionMessage.Covers == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.Covers(childComplexity), true
+	case "CompactionMessage.createdAt":
+		if e.ComplexityRoot.CompactionMessage.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.CreatedAt(childComplexity), true
+	case "CompactionMessage.html":
+		if e.ComplexityRoot.CompactionMessage.HTML == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.HTML(childComplexity), true
+	case "CompactionMessage.id":
+		if e.ComplexityRoot.CompactionMessage.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.ID(childComplexity), true
+	case "CompactionMessage.label":
+		if e.ComplexityRoot.CompactionMessage.Label == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.Label(childComplexity), true
+	case "CompactionMessage.messageStatus":
+		if e.ComplexityRoot.CompactionMessage.MessageStatus == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.MessageStatus(childComplexity), true
+	case "CompactionMessage.position":
+		if e.ComplexityRoot.CompactionMessage.Position == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.Position(childComplexity), true
+	case "CompactionMessage.provenance":
+		if e.ComplexityRoot.CompactionMessage.Provenance == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.Provenance(childComplexity), true
+	case "CompactionMessage.providerData":
+		if e.ComplexityRoot.CompactionMessage.ProviderData == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.ProviderData(childComplexity), true
+	case "CompactionMessage.provider":
+		if e.ComplexityRoot.CompactionMessage.ProviderName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.ProviderName(childComplexity), true
+	case "CompactionMessage.role":
+		if e.ComplexityRoot.CompactionMessage.Role == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.Role(childComplexity), true
+	case "CompactionMessage.sourceId":
+		if e.ComplexityRoot.CompactionMessage.SourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.SourceID(childComplexity), true
+	case "CompactionMessage.statusReason":
+		if e.ComplexityRoot.CompactionMessage.StatusReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.StatusReason(childComplexity), true
+	case "CompactionMessage.text":
+		if e.ComplexityRoot.CompactionMessage.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.Text(childComplexity), true
+	case "CompactionMessage.updatedAt":
+		if e.ComplexityRoot.CompactionMessage.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.UpdatedAt(childComplexity), true
 
 	case "Conversation.createdAt":
 		if e.ComplexityRoot.Conversation.CreatedAt == nil {
@@ -2478,6 +2612,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	opCtx := graphql.GetOperationContext(ctx)
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
 	inputUnmarshalMap := graphql.BuildUnmarshalerMap(
+		ec.unmarshalInputCompactionInput,
 		ec.unmarshalInputCompleteMessageInput,
 		ec.unmarshalInputFileReferenceInput,
 		ec.unmarshalInputImageInput,
@@ -2585,7 +2720,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "schema/interop.graphqls" "schema/processing.graphqls" "schema/realtime.graphqls" "schema/streaming.graphqls"
+//go:embed "schema/compaction.graphqls" "schema/interop.graphqls" "schema/processing.graphqls" "schema/realtime.graphqls" "schema/streaming.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -3136,6 +3271,7 @@ type Mutation {
   setToolCallApproval(messageId: ID!, toolCallId: String!, status: ApprovalStatus!, reason: String, decidedBy: String): ToolRequestMessage!
 }
 `, BuiltIn: false},
+	{Name: "schema/compaction.graphqls", Input: sourceData("schema/compaction.graphqls"), BuiltIn: false},
 	{Name: "schema/interop.graphqls", Input: sourceData("schema/interop.graphqls"), BuiltIn: false},
 	{Name: "schema/processing.graphqls", Input: sourceData("schema/processing.graphqls"), BuiltIn: false},
 	{Name: "schema/realtime.graphqls", Input: sourceData("schema/realtime.graphqls"), BuiltIn: false},
@@ -5007,6 +5143,429 @@ func (ec *executionContext) _AwaitingToolCall_claimExpiresAt(ctx context.Context
 }
 func (ec *executionContext) fieldContext_AwaitingToolCall_claimExpiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AwaitingToolCall", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_id(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_conversationId(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_conversationId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ConversationID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_conversationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_role(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_role(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Role, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.Role) graphql.Marshaler {
+			return ec.marshalNRole2githubᚗcomᚋparleyᚑdevᚋparleyᚐRole(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_role(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, false, false, errors.New("field of type Role does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_position(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_position(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Position, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_createdAt(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_updatedAt(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_label(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_label(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Label(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_label(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_sourceId(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_sourceId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SourceID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_sourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_content(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_content(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Content(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_content(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_text(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_html(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_html(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.CompactionMessage().HTML(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_html(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_provider(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_provider(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProviderName(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_provider(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_providerData(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_providerData(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProviderData(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.JSON) graphql.Marshaler {
+			return ec.marshalOJSON2githubᚗcomᚋparleyᚑdevᚋparleyᚐJSON(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_providerData(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_coversThrough(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_coversThrough(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Covers(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_coversThrough(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_messageStatus(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_messageStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageStatus(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.MessageStatus) graphql.Marshaler {
+			return ec.marshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_messageStatus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type MessageStatus does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_statusReason(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_statusReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StatusReason(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_statusReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_clientMessageId(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_clientMessageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClientMessageID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_clientMessageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_provenance(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_provenance(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Provenance(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.Provenance) graphql.Marshaler {
+			return ec.marshalOProvenance2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐProvenance(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_provenance(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CompactionMessage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Provenance(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Conversation_id(ctx context.Context, field graphql.CollectedField, obj *parley.Conversation) (ret graphql.Marshaler) {
@@ -13479,6 +14038,57 @@ func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field
 
 // region    **************************** input.gotpl *****************************
 
+func (ec *executionContext) unmarshalInputCompactionInput(ctx context.Context, obj any) (model.CompactionInput, error) {
+	var it model.CompactionInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"content", "provider", "providerData", "coversThrough"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "content":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("content"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Content = data
+		case "provider":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("provider"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Provider = data
+		case "providerData":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("providerData"))
+			data, err := ec.unmarshalOJSON2githubᚗcomᚋparleyᚑdevᚋparleyᚐJSON(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProviderData = data
+		case "coversThrough":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("coversThrough"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CoversThrough = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputCompleteMessageInput(ctx context.Context, obj any) (model.CompleteMessageInput, error) {
 	var it model.CompleteMessageInput
 	if obj == nil {
@@ -13770,7 +14380,7 @@ func (ec *executionContext) unmarshalInputMessageInput(ctx context.Context, obj 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"text", "image", "fileReference", "toolRequest", "toolResult", "systemControl", "mcpResource"}
+	fieldsInOrder := [...]string{"text", "image", "fileReference", "toolRequest", "toolResult", "systemControl", "mcpResource", "compaction"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -13826,6 +14436,13 @@ func (ec *executionContext) unmarshalInputMessageInput(ctx context.Context, obj 
 				return it, err
 			}
 			it.McpResource = data
+		case "compaction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("compaction"))
+			data, err := ec.unmarshalOCompactionInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐCompactionInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Compaction = data
 		}
 	}
 	return it, nil
@@ -14397,6 +15014,11 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 			return graphql.Null
 		}
 		return ec._MCPResourceMessage(ctx, sel, obj)
+	case *parley.CompactionMessage:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._CompactionMessage(ctx, sel, obj)
 	case *parley.UnknownMessage:
 		if obj == nil {
 			return graphql.Null
@@ -14450,6 +15072,11 @@ func (ec *executionContext) _MessageBase(ctx context.Context, sel ast.SelectionS
 			return graphql.Null
 		}
 		return ec._MCPResourceMessage(ctx, sel, obj)
+	case *parley.CompactionMessage:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._CompactionMessage(ctx, sel, obj)
 	case *parley.UnknownMessage:
 		if obj == nil {
 			return graphql.Null
@@ -14503,6 +15130,11 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._MCPResourceMessage(ctx, sel, obj)
+	case *parley.CompactionMessage:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._CompactionMessage(ctx, sel, obj)
 	case *parley.UnknownMessage:
 		if obj == nil {
 			return graphql.Null
@@ -14574,6 +15206,13 @@ func (ec *executionContext) _TextBearing(ctx context.Context, sel ast.SelectionS
 			return graphql.Null
 		}
 		return ec._MCPResourceMessage(ctx, sel, obj)
+	case parley.CompactionMessage:
+		return ec._CompactionMessage(ctx, sel, &obj)
+	case *parley.CompactionMessage:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._CompactionMessage(ctx, sel, obj)
 	default:
 		if typedObj, ok := obj.(graphql.Marshaler); ok {
 			return typedObj
@@ -14755,6 +15394,162 @@ func (ec *executionContext) _AwaitingToolCall(ctx context.Context, sel ast.Selec
 			}
 		case "claimExpiresAt":
 			out.Values[i] = ec._AwaitingToolCall_claimExpiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var compactionMessageImplementors = []string{"CompactionMessage", "Message", "Node", "MessageBase", "TextBearing"}
+
+func (ec *executionContext) _CompactionMessage(ctx context.Context, sel ast.SelectionSet, obj *parley.CompactionMessage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, compactionMessageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CompactionMessage")
+		case "id":
+			out.Values[i] = ec._CompactionMessage_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "conversationId":
+			out.Values[i] = ec._CompactionMessage_conversationId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "role":
+			out.Values[i] = ec._CompactionMessage_role(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "position":
+			out.Values[i] = ec._CompactionMessage_position(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._CompactionMessage_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updatedAt":
+			out.Values[i] = ec._CompactionMessage_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "label":
+			out.Values[i] = ec._CompactionMessage_label(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "sourceId":
+			out.Values[i] = ec._CompactionMessage_sourceId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "content":
+			out.Values[i] = ec._CompactionMessage_content(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "text":
+			out.Values[i] = ec._CompactionMessage_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "html":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._CompactionMessage_html(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "provider":
+			out.Values[i] = ec._CompactionMessage_provider(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "providerData":
+			out.Values[i] = ec._CompactionMessage_providerData(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "coversThrough":
+			out.Values[i] = ec._CompactionMessage_coversThrough(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "messageStatus":
+			out.Values[i] = ec._CompactionMessage_messageStatus(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "statusReason":
+			out.Values[i] = ec._CompactionMessage_statusReason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "clientMessageId":
+			out.Values[i] = ec._CompactionMessage_clientMessageId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "provenance":
+			out.Values[i] = ec._CompactionMessage_provenance(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -19400,6 +20195,14 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	_ = ctx
 	res := graphql.MarshalBoolean(*v)
 	return res
+}
+
+func (ec *executionContext) unmarshalOCompactionInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐCompactionInput(ctx context.Context, v any) (*model.CompactionInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputCompactionInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalOCompleteMessageInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐCompleteMessageInput(ctx context.Context, v any) (*model.CompleteMessageInput, error) {

@@ -17,6 +17,18 @@ type AppendAck struct {
 	LeaseUntil time.Time `json:"leaseUntil"`
 }
 
+// A compaction (see CompactionMessage): `content`, a summary, or `provider` with
+// `providerData`, the provider's compaction block or item as it returned it (an
+// Anthropic block's `content` is then the summary unless `content` is given).
+// `coversThrough` is the last position it covers, before its own; every message before it
+// when absent.
+type CompactionInput struct {
+	Content       *string     `json:"content,omitempty"`
+	Provider      *string     `json:"provider,omitempty"`
+	ProviderData  parley.JSON `json:"providerData,omitempty"`
+	CoversThrough *int        `json:"coversThrough,omitempty"`
+}
+
 type CompleteMessageInput struct {
 	FinishReason *string     `json:"finishReason,omitempty"`
 	ResponseID   *string     `json:"responseId,omitempty"`
@@ -103,6 +115,7 @@ type MessageInput struct {
 	ToolResult    *ToolResultInput    `json:"toolResult,omitempty"`
 	SystemControl *SystemControlInput `json:"systemControl,omitempty"`
 	McpResource   *MCPResourceInput   `json:"mcpResource,omitempty"`
+	Compaction    *CompactionInput    `json:"compaction,omitempty"`
 }
 
 // One event of messageStream: a whole message (when it is added, when the subscriber
