@@ -213,7 +213,7 @@ func build(conv *parley.Conversation, msgs []parley.Message, format parley.Trans
 		t.Report.EstimatedTokens = EstimateText(text)
 		return t, err
 	}
-	kept, err := plan(msgs, opts, seesImages, &t.Report)
+	kept, err := plan(msgs, format, opts, seesImages, &t.Report)
 	if err != nil {
 		return nil, err
 	}

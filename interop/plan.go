@@ -25,23 +25,25 @@ const (
 type unit struct {
 	msgs     []parley.Message
 	tokens   int
-	system   bool // SUPERVISOR text: system instructions, never dropped
+	system   bool // SUPERVISOR text or the compaction the transcript starts at: never dropped
 	context  bool // a document or MCP resource
 	userSide bool // the user's side speaks first in it
 	dropped  bool
 }
 
-// plan chooses what an LLM sees of a history and in what order: no system control or
-// unknown message, nothing without content, images as opts.Images says, every tool
+// plan chooses what an LLM sees of a history and in what order: from the newest
+// compaction the format takes, no system control or unknown message, nothing without content, images as opts.Images says, every tool
 // request followed by the results of its calls, and, with a budget, the oldest context
 // left out at a stable cut; with opts.After, only the part of that transcript from the
 // first message stored after it. What it leaves out or repairs goes in rep. seesImages
 // looks a model up in the table of vision models (ImagesForModel).
-func plan(msgs []parley.Message, opts parley.TranscriptOptions, seesImages VisionLookup, rep *parley.TranscriptReport) ([]parley.Message, error) {
+func plan(msgs []parley.Message, format parley.TranscriptFormat, opts parley.TranscriptOptions, seesImages VisionLookup,
+	rep *parley.TranscriptReport) ([]parley.Message, error) {
 	asText, err := imagesAsText(opts, seesImages)
 	if err != nil {
 		return nil, err
 	}
+	msgs = startAtCompaction(msgs, format, rep)
 	var visible []parley.Message
 	controls := 0
 	for _, m := range msgs {
@@ -85,7 +87,9 @@ func plan(msgs []parley.Message, opts parley.TranscriptOptions, seesImages Visio
 		if total, cut, err = fit(units, total, *opts.MaxTokens, rep); err != nil {
 			return nil, err
 		}
-		rep.CutPosition = units[cut].msgs[0].Meta().Position
+		if cut > 0 || rep.CutPosition == 0 {
+			rep.CutPosition = units[cut].msgs[0].Meta().Position
+		}
 	}
 	rep.EstimatedTokens = total
 	var kept []parley.Message
@@ -105,6 +109,41 @@ func plan(msgs []parley.Message, opts parley.TranscriptOptions, seesImages Visio
 		kept = kept[from:]
 	}
 	return kept, nil
+}
+
+// startAtCompaction returns msgs from the newest compaction format takes: the compaction
+// first, then every message it does not cover, in order. The messages it covers and the
+// other compactions are left out (and said to be, in rep); the history stays as it is.
+func startAtCompaction(msgs []parley.Message, format parley.TranscriptFormat, rep *parley.TranscriptReport) []parley.Message {
+	var chosen *parley.CompactionMessage
+	for i := len(msgs) - 1; i >= 0 && chosen == nil; i-- {
+		if c, ok := msgs[i].(*parley.CompactionMessage); ok && c.ValidFor(format) {
+			chosen = c
+		}
+	}
+	out := make([]parley.Message, 0, len(msgs))
+	if chosen != nil {
+		out = append(out, chosen)
+		rep.CutPosition = chosen.Position
+	}
+	covered := 0
+	for _, m := range msgs {
+		c, isCompaction := m.(*parley.CompactionMessage)
+		switch {
+		case c != nil && c == chosen:
+		case chosen != nil && m.Meta().Position <= chosen.Covers():
+			covered++
+		case isCompaction:
+			dropMessage(rep, m, fmt.Sprintf("a compaction %s does not take (its provider's output goes only to its own API)", format))
+		default:
+			out = append(out, m)
+		}
+	}
+	if chosen != nil {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the transcript starts at the compaction at position %d, which stands in for the %d messages it covers (positions 1-%d; they stay in the history)",
+			chosen.Position, covered, chosen.Covers()))
+	}
+	return out
 }
 
 // VisionLookup says whether a model sees images, and whether the model is known at all.
@@ -299,6 +338,8 @@ func newUnit(m parley.Message) *unit {
 		u.userSide = m.Role == parley.RoleUser
 	case *parley.FileReferenceMessage, *parley.MCPResourceMessage:
 		u.context, u.userSide = true, true
+	case *parley.CompactionMessage:
+		u.system = true // it stands for the start of the history: a budget never drops it
 	}
 	return u
 }

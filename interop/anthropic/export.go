@@ -158,6 +158,14 @@ func ExportWith(msgs []parley.Message, opts Options) (parley.JSON, []string, err
 			}
 			t := b.current(sdk.MessageParamRoleUser)
 			t.results = append(t.results, sdk.ContentBlockParamUnion{OfToolResult: &r})
+		case *parley.CompactionMessage:
+			if m.Provider == parley.CompactionAnthropic {
+				// The API's own block, sent back as it came, in the assistant turn it came in.
+				t := b.current(sdk.MessageParamRoleAssistant)
+				t.blocks = append(t.blocks, param.Override[sdk.ContentBlockParamUnion](json.RawMessage(m.Data)))
+				continue
+			}
+			b.text(sdk.MessageParamRoleUser, m.Text())
 		default:
 			return nil, nil, fmt.Errorf("anthropic: cannot export a %T", m)
 		}
@@ -173,7 +181,7 @@ func ExportWith(msgs []parley.Message, opts Options) (parley.JSON, []string, err
 		}
 		out.Messages = append(out.Messages, sdk.MessageParam{Role: t.role, Content: content})
 	}
-	if len(out.Messages) > 0 && out.Messages[0].Role == sdk.MessageParamRoleAssistant && !opts.Continuation {
+	if len(out.Messages) > 0 && out.Messages[0].Role == sdk.MessageParamRoleAssistant && !opts.Continuation && !startsWithCompaction(msgs) {
 		b.notes.Add(noteStartsWithAI)
 	}
 	placeBreakpoints(out.System, out.Messages, opts.CacheBreakpoints)
@@ -182,4 +190,11 @@ func ExportWith(msgs []parley.Message, opts Options) (parley.JSON, []string, err
 		return nil, nil, fmt.Errorf("encode messages: %w", err)
 	}
 	return raw, b.notes.List(), nil
+}
+
+// startsWithCompaction reports whether msgs start with an Anthropic compaction block,
+// which comes in an assistant turn: the API drops what came before it.
+func startsWithCompaction(msgs []parley.Message) bool {
+	c, ok := msgs[0].(*parley.CompactionMessage)
+	return ok && c.Provider == parley.CompactionAnthropic
 }
