@@ -116,6 +116,9 @@ func (m *CompactionMessage) prepare(lim Limits) error {
 		}
 		return nil
 	case CompactionAnthropic, CompactionOpenAI:
+		if len(m.Data) == 0 {
+			return Errorf(EINVALID, "compaction.providerData: give the %s compaction output, as the JSON text the API returned", m.Provider)
+		}
 	default:
 		return Errorf(EINVALID, "compaction.provider: %q is not %s or %s", truncateForError(m.Provider), CompactionAnthropic, CompactionOpenAI)
 	}

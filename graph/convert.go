@@ -52,7 +52,7 @@ func messageFromInput(in model.MessageInput) (parley.Message, error) {
 	}
 	if c := in.Compaction; c != nil {
 		members, m = append(members, "compaction"), &parley.CompactionMessage{
-			Body: parley.TextBody(deref(c.Content)), Provider: deref(c.Provider), Data: c.ProviderData,
+			Body: parley.TextBody(deref(c.Content)), Provider: deref(c.Provider), Data: parley.JSON(deref(c.ProviderData)),
 			CoversThrough: deref(c.CoversThrough),
 		}
 	}

@@ -14072,7 +14072,7 @@ func (ec *executionContext) unmarshalInputCompactionInput(ctx context.Context, o
 			it.Provider = data
 		case "providerData":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("providerData"))
-			data, err := ec.unmarshalOJSON2githubᚗcomᚋparleyᚑdevᚋparleyᚐJSON(ctx, v)
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
 			if err != nil {
 				return it, err
 			}

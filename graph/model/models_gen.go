@@ -18,15 +18,16 @@ type AppendAck struct {
 }
 
 // A compaction (see CompactionMessage): `content`, a summary, or `provider` with
-// `providerData`, the provider's compaction block or item as it returned it (an
-// Anthropic block's `content` is then the summary unless `content` is given).
-// `coversThrough` is the last position it covers, before its own; every message before it
-// when absent.
+// `providerData`, the provider's compaction block or item as the JSON text it returned
+// (a string, so that it is kept byte for byte: a JSON value in GraphQL variables loses its
+// key order); an Anthropic block's `content` is then the summary unless `content` is
+// given. `coversThrough` is the last position it covers, before its own; every message
+// before it when absent.
 type CompactionInput struct {
-	Content       *string     `json:"content,omitempty"`
-	Provider      *string     `json:"provider,omitempty"`
-	ProviderData  parley.JSON `json:"providerData,omitempty"`
-	CoversThrough *int        `json:"coversThrough,omitempty"`
+	Content       *string `json:"content,omitempty"`
+	Provider      *string `json:"provider,omitempty"`
+	ProviderData  *string `json:"providerData,omitempty"`
+	CoversThrough *int    `json:"coversThrough,omitempty"`
 }
 
 type CompleteMessageInput struct {
