@@ -71,7 +71,7 @@ func (m *CompactionMessage) ProviderData() JSON {
 func (m *CompactionMessage) ValidFor(format TranscriptFormat) bool {
 	switch m.Provider {
 	case "":
-		return strings.TrimSpace(m.Text()) != ""
+		return format.ForLLM() && strings.TrimSpace(m.Text()) != ""
 	case CompactionAnthropic:
 		return format == TranscriptAnthropicMessages
 	case CompactionOpenAI:
