@@ -267,7 +267,7 @@ const exportQuery = `query Export($id: ID!, $format: TranscriptFormat!, $system:
       images: $images, model: $model, cacheBreakpoints: $cacheBreakpoints, after: $after) {
       format tokenCounting estimatedTokens maxTokens
       dropped { messageId position label reason }
-      repairs notes
+      repairs notes endCursor cutPosition
     }
   }
 }`
@@ -305,6 +305,8 @@ func (c *client) transcript(ctx context.Context, id string, format parley.Transc
 				Dropped         []parley.TranscriptDrop `json:"dropped"`
 				Repairs         []string                `json:"repairs"`
 				Notes           []string                `json:"notes"`
+				EndCursor       *string                 `json:"endCursor"`
+				CutPosition     *int                    `json:"cutPosition"`
 			} `json:"transcriptReport"`
 		} `json:"conversation"`
 	}
@@ -315,9 +317,20 @@ func (c *client) transcript(ctx context.Context, id string, format parley.Transc
 		return nil, fmt.Errorf("conversation %s: not found", id)
 	}
 	r := data.Conversation.Report
-	return &parley.Transcript{Body: parley.JSON(data.Conversation.Transcript), Report: parley.TranscriptReport{
+	report := parley.TranscriptReport{
 		Format: r.Format, TokenCounting: r.TokenCounting, EstimatedTokens: r.EstimatedTokens, MaxTokens: r.MaxTokens,
-		Dropped: r.Dropped, Repairs: r.Repairs, Notes: r.Notes}}, nil
+		Dropped: r.Dropped, Repairs: r.Repairs, Notes: r.Notes}
+	if r.CutPosition != nil {
+		report.CutPosition = *r.CutPosition
+	}
+	if r.EndCursor != nil {
+		end, err := parley.ParseMessageCursor("endCursor", *r.EndCursor)
+		if err != nil {
+			return nil, fmt.Errorf("the server's transcript report: %w", err)
+		}
+		report.EndPosition = end
+	}
+	return &parley.Transcript{Body: parley.JSON(data.Conversation.Transcript), Report: report}, nil
 }
 
 // conversationsQuery pages through the owner's conversations.
