@@ -32,6 +32,7 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
 	AwaitingToolCall() AwaitingToolCallResolver
+	CompactionMessage() CompactionMessageResolver
 	Conversation() ConversationResolver
 	ConversationConnection() ConversationConnectionResolver
 	MCPResourceMessage() MCPResourceMessageResolver
@@ -70,14 +71,35 @@ type ComplexityRoot struct {
 		ToolCall       func(childComplexity int) int
 	}
 
+	CompactionMessage struct {
+		ClientMessageID func(childComplexity int) int
+		Content         func(childComplexity int) int
+		ConversationID  func(childComplexity int) int
+		Covers          func(childComplexity int) int
+		CreatedAt       func(childComplexity int) int
+		HTML            func(childComplexity int) int
+		ID              func(childComplexity int) int
+		Label           func(childComplexity int) int
+		MessageStatus   func(childComplexity int) int
+		Position        func(childComplexity int) int
+		Provenance      func(childComplexity int) int
+		ProviderData    func(childComplexity int) int
+		ProviderName    func(childComplexity int) int
+		Role            func(childComplexity int) int
+		SourceID        func(childComplexity int) int
+		StatusReason    func(childComplexity int) int
+		Text            func(childComplexity int) int
+		UpdatedAt       func(childComplexity int) int
+	}
+
 	Conversation struct {
 		CreatedAt        func(childComplexity int) int
 		ID               func(childComplexity int) int
 		MessageCount     func(childComplexity int) int
 		Messages         func(childComplexity int, first *int, after *string, last *int, before *string) int
 		Title            func(childComplexity int) int
-		Transcript       func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) int
-		TranscriptReport func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) int
+		Transcript       func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string) int
+		TranscriptReport func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string) int
 		UpdatedAt        func(childComplexity int) int
 		Usage            func(childComplexity int) int
 	}
@@ -420,7 +442,9 @@ type ComplexityRoot struct {
 	}
 
 	TranscriptReport struct {
+		Cut             func(childComplexity int) int
 		Dropped         func(childComplexity int) int
+		EndCursor       func(childComplexity int) int
 		EstimatedTokens func(childComplexity int) int
 		Format          func(childComplexity int) int
 		MaxTokens       func(childComplexity int) int
@@ -467,10 +491,13 @@ type ComplexityRoot struct {
 type AwaitingToolCallResolver interface {
 	ToolCall(ctx context.Context, obj *parley.AwaitingToolCall) (*model.ToolCall, error)
 }
+type CompactionMessageResolver interface {
+	HTML(ctx context.Context, obj *parley.CompactionMessage) (string, error)
+}
 type ConversationResolver interface {
 	Messages(ctx context.Context, obj *parley.Conversation, first *int, after *string, last *int, before *string) (*model.MessageConnection, error)
-	Transcript(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) (parley.JSON, error)
-	TranscriptReport(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) (*parley.TranscriptReport, error)
+	Transcript(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string) (parley.JSON, error)
+	TranscriptReport(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string) (*parley.TranscriptReport, error)
 	Usage(ctx context.Context, obj *parley.Conversation) (*parley.Usage, error)
 }
 type ConversationConnectionResolver interface {
@@ -624,6 +651,115 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.AwaitingToolCall.ToolCall(childComplexity), true
 
+	case "CompactionMessage.clientMessageId":
+		if e.ComplexityRoot.CompactionMessage.ClientMessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.ClientMessageID(childComplexity), true
+	case "CompactionMessage.content":
+		if e.ComplexityRoot.CompactionMessage.Content == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.Content(childComplexity), true
+	case "CompactionMessage.conversationId":
+		if e.ComplexityRoot.CompactionMessage.ConversationID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.ConversationID(childComplexity), true
+	case "CompactionMessage.coversThrough":
+		if e.ComplexityRoot.CompactionMessage.Covers == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.Covers(childComplexity), true
+	case "CompactionMessage.createdAt":
+		if e.ComplexityRoot.CompactionMessage.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.CreatedAt(childComplexity), true
+	case "CompactionMessage.html":
+		if e.ComplexityRoot.CompactionMessage.HTML == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.HTML(childComplexity), true
+	case "CompactionMessage.id":
+		if e.ComplexityRoot.CompactionMessage.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.ID(childComplexity), true
+	case "CompactionMessage.label":
+		if e.ComplexityRoot.CompactionMessage.Label == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.Label(childComplexity), true
+	case "CompactionMessage.messageStatus":
+		if e.ComplexityRoot.CompactionMessage.MessageStatus == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.MessageStatus(childComplexity), true
+	case "CompactionMessage.position":
+		if e.ComplexityRoot.CompactionMessage.Position == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.Position(childComplexity), true
+	case "CompactionMessage.provenance":
+		if e.ComplexityRoot.CompactionMessage.Provenance == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.Provenance(childComplexity), true
+	case "CompactionMessage.providerData":
+		if e.ComplexityRoot.CompactionMessage.ProviderData == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.ProviderData(childComplexity), true
+	case "CompactionMessage.provider":
+		if e.ComplexityRoot.CompactionMessage.ProviderName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.ProviderName(childComplexity), true
+	case "CompactionMessage.role":
+		if e.ComplexityRoot.CompactionMessage.Role == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.Role(childComplexity), true
+	case "CompactionMessage.sourceId":
+		if e.ComplexityRoot.CompactionMessage.SourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.SourceID(childComplexity), true
+	case "CompactionMessage.statusReason":
+		if e.ComplexityRoot.CompactionMessage.StatusReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.StatusReason(childComplexity), true
+	case "CompactionMessage.text":
+		if e.ComplexityRoot.CompactionMessage.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.Text(childComplexity), true
+	case "CompactionMessage.updatedAt":
+		if e.ComplexityRoot.CompactionMessage.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.UpdatedAt(childComplexity), true
+
 	case "Conversation.createdAt":
 		if e.ComplexityRoot.Conversation.CreatedAt == nil {
 			break
@@ -669,7 +805,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Conversation.Transcript(childComplexity, args["format"].(parley.TranscriptFormat), args["system"].(*string), args["maxTokens"].(*int), args["repair"].(*bool)), true
+		return e.ComplexityRoot.Conversation.Transcript(childComplexity, args["format"].(parley.TranscriptFormat), args["system"].(*string), args["maxTokens"].(*int), args["repair"].(*bool), args["images"].(*parley.ImageExport), args["model"].(*string), args["cacheBreakpoints"].(*int), args["after"].(*string)), true
 	case "Conversation.transcriptReport":
 		if e.ComplexityRoot.Conversation.TranscriptReport == nil {
 			break
@@ -680,7 +816,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Conversation.TranscriptReport(childComplexity, args["format"].(parley.TranscriptFormat), args["system"].(*string), args["maxTokens"].(*int), args["repair"].(*bool)), true
+		return e.ComplexityRoot.Conversation.TranscriptReport(childComplexity, args["format"].(parley.TranscriptFormat), args["system"].(*string), args["maxTokens"].(*int), args["repair"].(*bool), args["images"].(*parley.ImageExport), args["model"].(*string), args["cacheBreakpoints"].(*int), args["after"].(*string)), true
 	case "Conversation.updatedAt":
 		if e.ComplexityRoot.Conversation.UpdatedAt == nil {
 			break
@@ -2347,12 +2483,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.TranscriptDrop.Reason(childComplexity), true
 
+	case "TranscriptReport.cutPosition":
+		if e.ComplexityRoot.TranscriptReport.Cut == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptReport.Cut(childComplexity), true
 	case "TranscriptReport.dropped":
 		if e.ComplexityRoot.TranscriptReport.Dropped == nil {
 			break
 		}
 
 		return e.ComplexityRoot.TranscriptReport.Dropped(childComplexity), true
+	case "TranscriptReport.endCursor":
+		if e.ComplexityRoot.TranscriptReport.EndCursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptReport.EndCursor(childComplexity), true
 	case "TranscriptReport.estimatedTokens":
 		if e.ComplexityRoot.TranscriptReport.EstimatedTokens == nil {
 			break
@@ -2527,6 +2675,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	opCtx := graphql.GetOperationContext(ctx)
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
 	inputUnmarshalMap := graphql.BuildUnmarshalerMap(
+		ec.unmarshalInputCompactionInput,
 		ec.unmarshalInputCompleteMessageInput,
 		ec.unmarshalInputFileReferenceInput,
 		ec.unmarshalInputImageInput,
@@ -2634,7 +2783,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "schema/conversationlist.graphqls" "schema/errors.graphqls" "schema/interop.graphqls" "schema/processing.graphqls" "schema/realtime.graphqls" "schema/streaming.graphqls"
+//go:embed "schema/compaction.graphqls" "schema/conversationlist.graphqls" "schema/errors.graphqls" "schema/interop.graphqls" "schema/processing.graphqls" "schema/realtime.graphqls" "schema/streaming.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -3185,6 +3334,7 @@ type Mutation {
   setToolCallApproval(messageId: ID!, toolCallId: String!, status: ApprovalStatus!, reason: String, decidedBy: String): ToolRequestMessage!
 }
 `, BuiltIn: false},
+	{Name: "schema/compaction.graphqls", Input: sourceData("schema/compaction.graphqls"), BuiltIn: false},
 	{Name: "schema/conversationlist.graphqls", Input: sourceData("schema/conversationlist.graphqls"), BuiltIn: false},
 	{Name: "schema/errors.graphqls", Input: sourceData("schema/errors.graphqls"), BuiltIn: false},
 	{Name: "schema/interop.graphqls", Input: sourceData("schema/interop.graphqls"), BuiltIn: false},
@@ -3700,6 +3850,10 @@ func (ec *executionContext) childFields_TranscriptReport(ctx context.Context, fi
 		return ec.fieldContext_TranscriptReport_repairs(ctx, field)
 	case "notes":
 		return ec.fieldContext_TranscriptReport_notes(ctx, field)
+	case "endCursor":
+		return ec.fieldContext_TranscriptReport_endCursor(ctx, field)
+	case "cutPosition":
+		return ec.fieldContext_TranscriptReport_cutPosition(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TranscriptReport", field.Name)
 }
@@ -3919,6 +4073,38 @@ func (ec *executionContext) field_Conversation_transcriptReport_args(ctx context
 		return nil, err
 	}
 	args["repair"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "images",
+		func(ctx context.Context, v any) (*parley.ImageExport, error) {
+			return ec.unmarshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["images"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "model",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["model"] = arg5
+	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "cacheBreakpoints",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["cacheBreakpoints"] = arg6
+	arg7, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg7
 	return args, nil
 }
 
@@ -3957,6 +4143,38 @@ func (ec *executionContext) field_Conversation_transcript_args(ctx context.Conte
 		return nil, err
 	}
 	args["repair"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "images",
+		func(ctx context.Context, v any) (*parley.ImageExport, error) {
+			return ec.unmarshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["images"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "model",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["model"] = arg5
+	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "cacheBreakpoints",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["cacheBreakpoints"] = arg6
+	arg7, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg7
 	return args, nil
 }
 
@@ -5024,6 +5242,429 @@ func (ec *executionContext) fieldContext_AwaitingToolCall_claimExpiresAt(_ conte
 	return graphql.NewScalarFieldContext("AwaitingToolCall", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
+func (ec *executionContext) _CompactionMessage_id(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_conversationId(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_conversationId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ConversationID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_conversationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_role(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_role(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Role, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.Role) graphql.Marshaler {
+			return ec.marshalNRole2githubᚗcomᚋparleyᚑdevᚋparleyᚐRole(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_role(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, false, false, errors.New("field of type Role does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_position(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_position(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Position, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_createdAt(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_updatedAt(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_label(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_label(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Label(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_label(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_sourceId(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_sourceId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SourceID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_sourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_content(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_content(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Content(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_content(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_text(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_html(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_html(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.CompactionMessage().HTML(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_html(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_provider(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_provider(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProviderName(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_provider(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_providerData(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_providerData(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProviderData(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.JSON) graphql.Marshaler {
+			return ec.marshalOJSON2githubᚗcomᚋparleyᚑdevᚋparleyᚐJSON(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_providerData(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_coversThrough(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_coversThrough(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Covers(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_coversThrough(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_messageStatus(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_messageStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageStatus(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.MessageStatus) graphql.Marshaler {
+			return ec.marshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_messageStatus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type MessageStatus does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_statusReason(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_statusReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StatusReason(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_statusReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_clientMessageId(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_clientMessageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClientMessageID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_clientMessageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_provenance(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_provenance(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Provenance(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.Provenance) graphql.Marshaler {
+			return ec.marshalOProvenance2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐProvenance(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_provenance(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CompactionMessage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Provenance(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Conversation_id(ctx context.Context, field graphql.CollectedField, obj *parley.Conversation) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5193,7 +5834,7 @@ func (ec *executionContext) _Conversation_transcript(ctx context.Context, field 
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Conversation().Transcript(ctx, obj, fc.Args["format"].(parley.TranscriptFormat), fc.Args["system"].(*string), fc.Args["maxTokens"].(*int), fc.Args["repair"].(*bool))
+			return ec.Resolvers.Conversation().Transcript(ctx, obj, fc.Args["format"].(parley.TranscriptFormat), fc.Args["system"].(*string), fc.Args["maxTokens"].(*int), fc.Args["repair"].(*bool), fc.Args["images"].(*parley.ImageExport), fc.Args["model"].(*string), fc.Args["cacheBreakpoints"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v parley.JSON) graphql.Marshaler {
@@ -5237,7 +5878,7 @@ func (ec *executionContext) _Conversation_transcriptReport(ctx context.Context, 
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Conversation().TranscriptReport(ctx, obj, fc.Args["format"].(parley.TranscriptFormat), fc.Args["system"].(*string), fc.Args["maxTokens"].(*int), fc.Args["repair"].(*bool))
+			return ec.Resolvers.Conversation().TranscriptReport(ctx, obj, fc.Args["format"].(parley.TranscriptFormat), fc.Args["system"].(*string), fc.Args["maxTokens"].(*int), fc.Args["repair"].(*bool), fc.Args["images"].(*parley.ImageExport), fc.Args["model"].(*string), fc.Args["cacheBreakpoints"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *parley.TranscriptReport) graphql.Marshaler {
@@ -12097,6 +12738,52 @@ func (ec *executionContext) fieldContext_TranscriptReport_notes(_ context.Contex
 	return graphql.NewScalarFieldContext("TranscriptReport", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _TranscriptReport_endCursor(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptReport_endCursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EndCursor(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptReport_endCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptReport", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TranscriptReport_cutPosition(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptReport_cutPosition(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cut(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptReport_cutPosition(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptReport", field, true, false, errors.New("field of type Int does not have child fields"))
+}
+
 func (ec *executionContext) _UnknownMessage_id(ctx context.Context, field graphql.CollectedField, obj *parley.UnknownMessage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13648,6 +14335,57 @@ func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field
 
 // region    **************************** input.gotpl *****************************
 
+func (ec *executionContext) unmarshalInputCompactionInput(ctx context.Context, obj any) (model.CompactionInput, error) {
+	var it model.CompactionInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"content", "provider", "providerData", "coversThrough"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "content":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("content"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Content = data
+		case "provider":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("provider"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Provider = data
+		case "providerData":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("providerData"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProviderData = data
+		case "coversThrough":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("coversThrough"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CoversThrough = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputCompleteMessageInput(ctx context.Context, obj any) (model.CompleteMessageInput, error) {
 	var it model.CompleteMessageInput
 	if obj == nil {
@@ -13939,7 +14677,7 @@ func (ec *executionContext) unmarshalInputMessageInput(ctx context.Context, obj 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"text", "image", "fileReference", "toolRequest", "toolResult", "systemControl", "mcpResource"}
+	fieldsInOrder := [...]string{"text", "image", "fileReference", "toolRequest", "toolResult", "systemControl", "mcpResource", "compaction"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -13995,6 +14733,13 @@ func (ec *executionContext) unmarshalInputMessageInput(ctx context.Context, obj 
 				return it, err
 			}
 			it.McpResource = data
+		case "compaction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("compaction"))
+			data, err := ec.unmarshalOCompactionInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐCompactionInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Compaction = data
 		}
 	}
 	return it, nil
@@ -14566,6 +15311,11 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 			return graphql.Null
 		}
 		return ec._MCPResourceMessage(ctx, sel, obj)
+	case *parley.CompactionMessage:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._CompactionMessage(ctx, sel, obj)
 	case *parley.UnknownMessage:
 		if obj == nil {
 			return graphql.Null
@@ -14619,6 +15369,11 @@ func (ec *executionContext) _MessageBase(ctx context.Context, sel ast.SelectionS
 			return graphql.Null
 		}
 		return ec._MCPResourceMessage(ctx, sel, obj)
+	case *parley.CompactionMessage:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._CompactionMessage(ctx, sel, obj)
 	case *parley.UnknownMessage:
 		if obj == nil {
 			return graphql.Null
@@ -14672,6 +15427,11 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._MCPResourceMessage(ctx, sel, obj)
+	case *parley.CompactionMessage:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._CompactionMessage(ctx, sel, obj)
 	case *parley.UnknownMessage:
 		if obj == nil {
 			return graphql.Null
@@ -14743,6 +15503,13 @@ func (ec *executionContext) _TextBearing(ctx context.Context, sel ast.SelectionS
 			return graphql.Null
 		}
 		return ec._MCPResourceMessage(ctx, sel, obj)
+	case parley.CompactionMessage:
+		return ec._CompactionMessage(ctx, sel, &obj)
+	case *parley.CompactionMessage:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._CompactionMessage(ctx, sel, obj)
 	default:
 		if typedObj, ok := obj.(graphql.Marshaler); ok {
 			return typedObj
@@ -14924,6 +15691,162 @@ func (ec *executionContext) _AwaitingToolCall(ctx context.Context, sel ast.Selec
 			}
 		case "claimExpiresAt":
 			out.Values[i] = ec._AwaitingToolCall_claimExpiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var compactionMessageImplementors = []string{"CompactionMessage", "Message", "Node", "MessageBase", "TextBearing"}
+
+func (ec *executionContext) _CompactionMessage(ctx context.Context, sel ast.SelectionSet, obj *parley.CompactionMessage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, compactionMessageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CompactionMessage")
+		case "id":
+			out.Values[i] = ec._CompactionMessage_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "conversationId":
+			out.Values[i] = ec._CompactionMessage_conversationId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "role":
+			out.Values[i] = ec._CompactionMessage_role(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "position":
+			out.Values[i] = ec._CompactionMessage_position(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._CompactionMessage_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updatedAt":
+			out.Values[i] = ec._CompactionMessage_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "label":
+			out.Values[i] = ec._CompactionMessage_label(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "sourceId":
+			out.Values[i] = ec._CompactionMessage_sourceId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "content":
+			out.Values[i] = ec._CompactionMessage_content(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "text":
+			out.Values[i] = ec._CompactionMessage_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "html":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._CompactionMessage_html(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "provider":
+			out.Values[i] = ec._CompactionMessage_provider(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "providerData":
+			out.Values[i] = ec._CompactionMessage_providerData(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "coversThrough":
+			out.Values[i] = ec._CompactionMessage_coversThrough(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "messageStatus":
+			out.Values[i] = ec._CompactionMessage_messageStatus(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "statusReason":
+			out.Values[i] = ec._CompactionMessage_statusReason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "clientMessageId":
+			out.Values[i] = ec._CompactionMessage_clientMessageId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "provenance":
+			out.Values[i] = ec._CompactionMessage_provenance(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -17830,6 +18753,16 @@ func (ec *executionContext) _TranscriptReport(ctx context.Context, sel ast.Selec
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "endCursor":
+			out.Values[i] = ec._TranscriptReport_endCursor(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "cutPosition":
+			out.Values[i] = ec._TranscriptReport_cutPosition(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -19701,6 +20634,14 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	return res
 }
 
+func (ec *executionContext) unmarshalOCompactionInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐCompactionInput(ctx context.Context, v any) (*model.CompactionInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputCompactionInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalOCompleteMessageInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐCompleteMessageInput(ctx context.Context, v any) (*model.CompleteMessageInput, error) {
 	if v == nil {
 		return nil, nil
@@ -19961,6 +20902,18 @@ func (ec *executionContext) unmarshalOStartMessageInput2ᚖgithubᚗcomᚋparley
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalOString2string(ctx context.Context, v any) (string, error) {
+	res, err := graphql.UnmarshalString(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOString2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(v)
+	return res
+}
+
 func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
 	if v == nil {
 		return nil, nil
@@ -20077,6 +21030,38 @@ func (ec *executionContext) unmarshalOToolResultInput2ᚖgithubᚗcomᚋparley�
 	res, err := ec.unmarshalInputToolResultInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
+
+func (ec *executionContext) unmarshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport(ctx context.Context, v any) (*parley.ImageExport, error) {
+	if v == nil {
+		return nil, nil
+	}
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport[tmp]
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport(ctx context.Context, sel ast.SelectionSet, v *parley.ImageExport) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(marshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport[*v])
+	return res
+}
+
+var (
+	unmarshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport = map[string]parley.ImageExport{
+		"AS_SENT":   parley.ImagesAsSent,
+		"AS_TEXT":   parley.ImagesAsText,
+		"FOR_MODEL": parley.ImagesForModel,
+	}
+	marshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport = map[parley.ImageExport]string{
+		parley.ImagesAsSent:   "AS_SENT",
+		parley.ImagesAsText:   "AS_TEXT",
+		parley.ImagesForModel: "FOR_MODEL",
+	}
+)
 
 func (ec *executionContext) unmarshalOUsageInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐUsageInput(ctx context.Context, v any) (*model.UsageInput, error) {
 	if v == nil {

@@ -414,6 +414,7 @@ type nodeWriter struct {
 	result   variant[*parley.ToolResultMessage]
 	control  variant[*parley.SystemControlMessage]
 	resource variant[*parley.MCPResourceMessage]
+	compact  variant[*parley.CompactionMessage]
 	unknown  variant[*parley.UnknownMessage]
 }
 
@@ -446,6 +447,8 @@ func (n *nodeWriter) write(w *jsonWriter, m parley.Message) bool {
 		return m != nil && writeVariant(n, &n.control, systemControlMessageType, w, m)
 	case *parley.MCPResourceMessage:
 		return m != nil && writeVariant(n, &n.resource, mcpResourceMessageType, w, m)
+	case *parley.CompactionMessage:
+		return m != nil && writeVariant(n, &n.compact, compactionMessageType, w, m)
 	case *parley.UnknownMessage:
 		return m != nil && writeVariant(n, &n.unknown, unknownMessageType, w, m)
 	}
@@ -567,6 +570,13 @@ var (
 			"mimeType":    optStr(func(m *parley.MCPResourceMessage) *string { return m.OptMimeType() }),
 			"retrievedAt": timestamp(func(m *parley.MCPResourceMessage) time.Time { return m.RetrievedAt }),
 			"truncated":   boolean(func(m *parley.MCPResourceMessage) bool { return m.Truncated }),
+		})}
+
+	compactionMessageType = &objectType[*parley.CompactionMessage]{name: "CompactionMessage", implementors: compactionMessageImplementors,
+		fields: textFields(map[string]fieldCompiler[*parley.CompactionMessage]{
+			"provider":      optStr(func(m *parley.CompactionMessage) *string { return m.ProviderName() }),
+			"providerData":  scalar(func(w *jsonWriter, m *parley.CompactionMessage) bool { w.optJSON(m.ProviderData()); return true }),
+			"coversThrough": integer(func(m *parley.CompactionMessage) int { return m.Covers() }),
 		})}
 
 	unknownMessageType = &objectType[*parley.UnknownMessage]{name: "UnknownMessage", implementors: unknownMessageImplementors,

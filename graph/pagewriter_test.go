@@ -236,6 +236,7 @@ func TestPageWriterKnowsEveryField(t *testing.T) {
 	add(toolResultMessageType.name, keys(toolResultMessageType.fields))
 	add(systemControlMessageType.name, keys(systemControlMessageType.fields))
 	add(mcpResourceMessageType.name, keys(mcpResourceMessageType.fields))
+	add(compactionMessageType.name, keys(compactionMessageType.fields))
 	add(unknownMessageType.name, keys(unknownMessageType.fields))
 	add(partType.name, keys(partType.fields))
 	add(imageSourceType.name, keys(imageSourceType.fields))

@@ -233,6 +233,19 @@ func TestVariantsRoundTrip(t *testing.T) {
 			}},
 			want: node{"__typename": "MCPResourceMessage", "text": "# Read me", "html": "<h1>Read me</h1>\n", "mimeType": nil},
 		},
+		{
+			name:  "compaction by the client",
+			input: map[string]any{"compaction": map[string]any{"content": "So far: **two** tools ran.", "coversThrough": 3}},
+			want: node{"__typename": "CompactionMessage", "role": "SUPERVISOR", "label": "Compaction", "text": "So far: **two** tools ran.",
+				"html": "<p>So far: <strong>two</strong> tools ran.</p>\n", "provider": nil, "providerData": nil, "coversThrough": float64(3)},
+		},
+		{
+			name: "compaction by a provider",
+			input: map[string]any{"compaction": map[string]any{"provider": "openai",
+				"providerData": `{"type":"compaction","encrypted_content":"gAAAA"}`}},
+			want: node{"__typename": "CompactionMessage", "role": "SUPERVISOR", "text": "", "provider": "openai",
+				"providerData": node{"type": "compaction", "encrypted_content": "gAAAA"}, "coversThrough": float64(13)},
+		},
 	}
 	added := make([]node, len(tests))
 	for i, tt := range tests { // in order: results need their requests

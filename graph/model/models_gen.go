@@ -21,6 +21,19 @@ type AppendAck struct {
 	LeaseUntil time.Time `json:"leaseUntil"`
 }
 
+// A compaction (see CompactionMessage): `content`, a summary, or `provider` with
+// `providerData`, the provider's compaction block or item as the JSON text it returned
+// (a string, so that it is kept byte for byte: a JSON value in GraphQL variables loses its
+// key order); an Anthropic block's `content` is then the summary unless `content` is
+// given. `coversThrough` is the last position it covers, before its own; every message
+// before it when absent.
+type CompactionInput struct {
+	Content       *string `json:"content,omitempty"`
+	Provider      *string `json:"provider,omitempty"`
+	ProviderData  *string `json:"providerData,omitempty"`
+	CoversThrough *int    `json:"coversThrough,omitempty"`
+}
+
 type CompleteMessageInput struct {
 	FinishReason *string     `json:"finishReason,omitempty"`
 	ResponseID   *string     `json:"responseId,omitempty"`
@@ -124,6 +137,7 @@ type MessageInput struct {
 	ToolResult    *ToolResultInput    `json:"toolResult,omitempty"`
 	SystemControl *SystemControlInput `json:"systemControl,omitempty"`
 	McpResource   *MCPResourceInput   `json:"mcpResource,omitempty"`
+	Compaction    *CompactionInput    `json:"compaction,omitempty"`
 }
 
 // One event of messageStream: a whole message (when it is added, when the subscriber
