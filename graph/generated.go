@@ -81,12 +81,12 @@ type ComplexityRoot struct {
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
+		OptSourceID     func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		ProviderData    func(childComplexity int) int
 		ProviderName    func(childComplexity int) int
 		Role            func(childComplexity int) int
-		SourceID        func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
 		Text            func(childComplexity int) int
 		UpdatedAt       func(childComplexity int) int
@@ -705,6 +705,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CompactionMessage.MessageStatus(childComplexity), true
+	case "CompactionMessage.sourceId":
+		if e.ComplexityRoot.CompactionMessage.OptSourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.OptSourceID(childComplexity), true
 	case "CompactionMessage.position":
 		if e.ComplexityRoot.CompactionMessage.Position == nil {
 			break
@@ -735,12 +741,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CompactionMessage.Role(childComplexity), true
-	case "CompactionMessage.sourceId":
-		if e.ComplexityRoot.CompactionMessage.SourceID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.CompactionMessage.SourceID(childComplexity), true
 	case "CompactionMessage.statusReason":
 		if e.ComplexityRoot.CompactionMessage.StatusReason == nil {
 			break
@@ -5412,18 +5412,18 @@ func (ec *executionContext) _CompactionMessage_sourceId(ctx context.Context, fie
 			return ec.fieldContext_CompactionMessage_sourceId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.SourceID, nil
+			return obj.OptSourceID(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_CompactionMessage_sourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("CompactionMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _CompactionMessage_content(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
@@ -20900,18 +20900,6 @@ func (ec *executionContext) unmarshalOStartMessageInput2ᚖgithubᚗcomᚋparley
 	}
 	res, err := ec.unmarshalInputStartMessageInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) unmarshalOString2string(ctx context.Context, v any) (string, error) {
-	res, err := graphql.UnmarshalString(v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalOString2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
-	_ = sel
-	_ = ctx
-	res := graphql.MarshalString(v)
-	return res
 }
 
 func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
