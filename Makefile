@@ -85,17 +85,26 @@ GORELEASER := $(shell $(GO) env GOPATH)/bin/goreleaser
 $(GORELEASER):
 	GOFLAGS= $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
 
+# GoReleaser reads the commit (its date stamps the binaries and archives) only when it can
+# also read a remote's URL; in a clone or worktree without a remote it falls back to
+# commit "none" and a zero date. Name a remote for it, in its environment only (git's
+# GIT_CONFIG_* variables), when the repository has none.
+GORELEASER_ENV := $(if $(shell git remote 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/parley-dev/parley)
+
 # release-snapshot builds every release archive (linux, darwin; amd64, arm64) and
 # checksums.txt into dist/, as a tagged release would, without publishing anything.
 release-snapshot: $(GORELEASER)
-	$(GORELEASER) release --snapshot --clean --skip=publish
+	$(GORELEASER_ENV) $(GORELEASER) release --snapshot --clean --skip=publish
 
 # release-reproducible builds the snapshot twice and checks that both give the same
-# checksums: the same commit must give the same bytes.
+# checksums: the same commit must give the same bytes. The first checksums wait outside
+# the work tree: a file left in it would make the second build's binaries say
+# vcs.modified=true (-dirty), and differ.
 release-reproducible: release-snapshot
-	cp dist/checksums.txt dist.checksums.first
-	$(GORELEASER) release --snapshot --clean --skip=publish
-	@if diff -u dist.checksums.first dist/checksums.txt; then echo "reproducible: both builds gave the same checksums"; rm -f dist.checksums.first; else echo "not reproducible"; rm -f dist.checksums.first; exit 1; fi
+	@first=$$(mktemp); cp dist/checksums.txt $$first; \
+	$(GORELEASER_ENV) $(GORELEASER) release --snapshot --clean --skip=publish || { rm -f $$first; exit 1; }; \
+	if diff -u $$first dist/checksums.txt; then echo "reproducible: both builds gave the same checksums"; rm -f $$first; \
+	else echo "not reproducible"; rm -f $$first; exit 1; fi
 
 clean:
 	rm -rf bin dist

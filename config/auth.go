@@ -68,6 +68,12 @@ type Limits struct {
 	MaxBodyBytes                  int64 `yaml:"max_body_bytes"`
 	MaxWebsocketMessageBytes      int64 `yaml:"max_websocket_message_bytes"`
 	MaxSubscriptionsPerConnection int   `yaml:"max_subscriptions_per_connection"`
+	// MaxImportBytes bounds a history sent to POST /api/import, which streams it
+	// instead of holding it: a body limit of its own, far above MaxBodyBytes.
+	MaxImportBytes int64 `yaml:"max_import_bytes"`
+	// ImportTimeout bounds one POST /api/import, its body's upload included, in place
+	// of the read and request timeouts.
+	ImportTimeout Duration `yaml:"import_timeout"`
 }
 
 // HTTP is what the endpoint lets browsers and tools do.
@@ -93,6 +99,8 @@ const (
 	DefaultMaxBodyBytes                  = 32 << 20
 	DefaultMaxWebsocketMessageBytes      = 1 << 20
 	DefaultMaxSubscriptionsPerConnection = 50
+	DefaultMaxImportBytes                = 4 << 30
+	DefaultImportTimeout                 = Duration(time.Hour)
 )
 
 func (l *Limits) applyDefaults() {
@@ -115,6 +123,12 @@ func (l *Limits) applyDefaults() {
 	if l.MaxWebsocketMessageBytes == 0 {
 		l.MaxWebsocketMessageBytes = DefaultMaxWebsocketMessageBytes
 	}
+	if l.MaxImportBytes == 0 {
+		l.MaxImportBytes = DefaultMaxImportBytes
+	}
+	if l.ImportTimeout == 0 {
+		l.ImportTimeout = DefaultImportTimeout
+	}
 }
 
 func (c *Config) validateAuthAndLimits() error {
@@ -126,6 +140,8 @@ func (c *Config) validateAuthAndLimits() error {
 		"limits.max_body_bytes":                   c.Limits.MaxBodyBytes,
 		"limits.max_websocket_message_bytes":      c.Limits.MaxWebsocketMessageBytes,
 		"limits.max_subscriptions_per_connection": int64(c.Limits.MaxSubscriptionsPerConnection),
+		"limits.max_import_bytes":                 c.Limits.MaxImportBytes,
+		"limits.import_timeout":                   int64(c.Limits.ImportTimeout),
 	} {
 		if v < 0 {
 			return keyError(key, "must be positive")

@@ -68,6 +68,10 @@ type Process struct {
 	LogLevel, LogFormat string
 	// Owner is whose conversations import and export act on.
 	Owner string
+	// Server is the base URL of a running Parley that import, export and
+	// conversations talk to over its HTTP API instead of opening the database; Token is
+	// the credential they send it.
+	Server, Token string
 }
 
 // Workspace is where file references and image files are read from.

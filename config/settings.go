@@ -21,6 +21,9 @@ const (
 	Serve
 	// Owner settings are import's and export's.
 	Owner
+	// Client settings make import, export and conversations a client of a running
+	// server.
+	Client
 )
 
 // Setting is one setting as the command line, the environment and the configuration
@@ -134,12 +137,21 @@ var Settings = []Setting{
 		Field: func(c *Config) any { return c.RateLimits.Writes }},
 	{Flag: "write-rate-burst", Env: "PARLEY_WRITE_RATE_BURST", Key: "rate_limits.writes_burst", Usage: "mutations one owner may run at once above --write-rate-limit", Scope: Serve,
 		Field: func(c *Config) any { return c.RateLimits.WritesBurst }},
+	{Flag: "max-import-bytes", Env: "PARLEY_MAX_IMPORT_BYTES", Key: "limits.max_import_bytes", Usage: "the largest history POST /api/import (parley import --server) reads, streamed rather than held", Scope: Serve,
+		Field: func(c *Config) any { return &c.Limits.MaxImportBytes }},
+	{Flag: "import-timeout", Env: "PARLEY_IMPORT_TIMEOUT", Key: "limits.import_timeout", Usage: "how long one POST /api/import may take, its upload included (in place of --read-timeout and --request-timeout)", Scope: Serve,
+		Field: func(c *Config) any { return (*time.Duration)(&c.Limits.ImportTimeout) }},
 	{Flag: "websocket-origin", Env: "PARLEY_WEBSOCKET_ORIGINS", Key: "http.websocket_origins", Usage: "an origin pattern allowed to open websockets besides the server's own, e.g. *.example.com; repeatable", Scope: Serve,
 		Field: func(c *Config) any { return &c.HTTP.WebsocketOrigins }},
 	{Flag: "trusted-origin", Env: "PARLEY_TRUSTED_ORIGINS", Key: "http.trusted_origins", Usage: "an origin whose pages may POST cross-origin, e.g. https://app.example.com; repeatable", Scope: Serve,
 		Field: func(c *Config) any { return &c.HTTP.TrustedOrigins }},
 	{Flag: "image-host", Env: "PARLEY_IMAGE_HOSTS", Key: "render.image_hosts", Usage: "a host images in messages may load from in html fields, e.g. images.example.com, *.example.com or * for all (others are rendered as links); repeatable", Scope: Serve,
 		Field: func(c *Config) any { return &c.Render.ImageHosts }},
+
+	{Flag: "server", Env: "PARLEY_SERVER", Usage: "the URL of a running Parley (http://127.0.0.1:8080) to talk to over its HTTP API instead of opening the database", Scope: Client,
+		Field: func(c *Config) any { return &c.Process.Server }},
+	{Flag: "token", Env: "PARLEY_TOKEN", Usage: "the credential to send --server (an API token or a JWT; prefer the variable)", Scope: Client,
+		Field: func(c *Config) any { return &c.Process.Token }},
 
 	{Flag: "owner", Env: "PARLEY_OWNER", Usage: "act on this owner's conversations (the local owner is the one a server without authentication serves)", Scope: Owner,
 		Field: func(c *Config) any { return &c.Process.Owner }},

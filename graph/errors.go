@@ -31,6 +31,16 @@ var extensionCodes = map[string]string{
 	parley.ECLAIMED:           "TOOL_CALL_CLAIMED",
 }
 
+// ExtensionCode is the API's extensions.code of a domain error code: the one mapping,
+// shared by the endpoints beside GraphQL (POST /api/import). An unknown code is
+// INTERNAL_SERVER_ERROR.
+func ExtensionCode(code string) string {
+	if c, ok := extensionCodes[code]; ok {
+		return c
+	}
+	return "INTERNAL_SERVER_ERROR"
+}
+
 // errorPresenter is the one place errors become what a client sees. Domain errors keep
 // their message and get their code; errors gqlgen made itself (parsing, validation,
 // argument coercion) are about the request and are shown; anything else is internal:

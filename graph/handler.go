@@ -63,6 +63,10 @@ type HandlerConfig struct {
 	Extensions []graphql.HandlerExtension
 }
 
+// DefaultMaxBodyBytes is HandlerConfig.MaxBodyBytes's default: 32 MiB (inline images
+// are large).
+const DefaultMaxBodyBytes = 32 << 20
+
 // NewHandler returns the GraphQL endpoint: the schema's executor, with its extensions,
 // served by package transport: GET and POST per the GraphQL-over-HTTP spec, and
 // subscriptions over websockets (graphql-transport-ws and the legacy graphql-ws) and SSE
@@ -72,7 +76,7 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.MaxBodyBytes == 0 {
-		cfg.MaxBodyBytes = 32 << 20
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if cfg.ParserTokenLimit == 0 {
 		cfg.ParserTokenLimit = 15000

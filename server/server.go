@@ -67,6 +67,8 @@ type Config struct {
 	// RateLimits bound each owner's requests and writes (ratelimit.go); zero rates, and
 	// local mode, have none.
 	RateLimits RateLimits
+	// ImportAPI bounds POST /api/import (importapi.go).
+	ImportAPI ImportAPI
 }
 
 // New returns the server's handler: the playground at /, GraphQL at /graphql, and
@@ -81,16 +83,17 @@ func New(cfg Config) http.Handler {
 	gqlCfg := cfg.GraphQL
 	gqlCfg.Logger, gqlCfg.Introspection = cfg.Logger, cfg.Introspection
 	resolver := &graph.Resolver{
-		ConversationService: cfg.Conversations,
-		MessageService:      cfg.Messages,
-		EventService:        cfg.Metrics.Events(cfg.Events), // counts delivery lag
-		LiveEventService:    liveEvents(cfg.Events),
-		ProcessingService:   cfg.Processing,
-		ToolWorkService:     cfg.ToolWork,
-		InteropService:      cfg.Interop,
-		Renderer:            cfg.Renderer,
-		LiveMessageService:  cfg.Live,
-		Logger:              cfg.Logger,
+		ConversationService:      cfg.Conversations,
+		MessageService:           cfg.Messages,
+		EventService:             cfg.Metrics.Events(cfg.Events), // counts delivery lag
+		LiveEventService:         liveEvents(cfg.Events),
+		ConversationEventService: listEvents(cfg.Events),
+		ProcessingService:        cfg.Processing,
+		ToolWorkService:          cfg.ToolWork,
+		InteropService:           cfg.Interop,
+		Renderer:                 cfg.Renderer,
+		LiveMessageService:       cfg.Live,
+		Logger:                   cfg.Logger,
 	}
 	rev := newRevocations(cfg.Auth, cfg.Logger) // nil without API tokens
 	gqlCfg.WebsocketAuth = websocketAuth(cfg.Auth, rev)
@@ -98,8 +101,11 @@ func New(cfg Config) http.Handler {
 		gqlCfg.WebsocketCheck = rev.checkOperation
 	}
 	gqlCfg.Extensions = append(gqlCfg.Extensions, operationInfo{}, readOnly{})
-	if l := newOwnerLimiter(cfg.RateLimits.Writes, cfg.RateLimits.WritesBurst); l != nil {
-		gqlCfg.Extensions = append(gqlCfg.Extensions, writeLimit{l})
+	// One bucket per owner for each rate, whichever endpoint takes from it.
+	requests := newOwnerLimiter(cfg.RateLimits.Requests, cfg.RateLimits.RequestsBurst)
+	writes := newOwnerLimiter(cfg.RateLimits.Writes, cfg.RateLimits.WritesBurst)
+	if writes != nil {
+		gqlCfg.Extensions = append(gqlCfg.Extensions, writeLimit{writes})
 	}
 	if cfg.TracerProvider != nil {
 		gqlCfg.Extensions = append([]graphql.HandlerExtension{tracing.GraphQL(cfg.TracerProvider)}, gqlCfg.Extensions...)
@@ -111,7 +117,7 @@ func New(cfg Config) http.Handler {
 	// more with fetch.
 	gqlCfg.WebsocketOrigins = append(slices.Clip(gqlCfg.WebsocketOrigins), cfg.TrustedOrigins...)
 	endpoint := withOrigins(gqlCfg.WebsocketOrigins, withAuth(cfg.Auth, rev,
-		withRateLimit(newOwnerLimiter(cfg.RateLimits.Requests, cfg.RateLimits.RequestsBurst), graph.NewHandler(resolver, gqlCfg))))
+		withRateLimit(requests, graph.NewHandler(resolver, gqlCfg))))
 	endpoint, err := withCSRF(cfg.TrustedOrigins, endpoint)
 	if err != nil {
 		panic("server: " + err.Error()) // checked with the configuration
@@ -119,6 +125,7 @@ func New(cfg Config) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", transport.Classify(withShutdown(gqlCfg.Shutdown,
 		withCompression(withCORS(cfg.TrustedOrigins, endpoint)))))
+	mux.Handle("/api/", apiHandler(cfg, rev, requests, writes))
 	mux.Handle("/", withCompression(playground.Handler("Parley", "/graphql", "/playground/assets/")))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -143,9 +150,40 @@ func New(cfg Config) http.Handler {
 	return tracing.Handler(cfg.TracerProvider, withRequestID(withAccessLog(cfg.Logger, cfg.Metrics, mux)))
 }
 
+// apiHandler serves the HTTP API beside GraphQL (importapi.go), authenticated and
+// limited as /graphql is.
+func apiHandler(cfg Config, rev *revocations, requests, writes *ownerLimiter) http.Handler {
+	limits := cfg.ImportAPI
+	if limits.MaxBytes <= 0 {
+		limits.MaxBytes = DefaultMaxImportBytes
+	}
+	if limits.Timeout <= 0 {
+		limits.Timeout = DefaultImportTimeout
+	}
+	mux := http.NewServeMux()
+	whole := cfg.GraphQL.MaxBodyBytes
+	if whole <= 0 {
+		whole = graph.DefaultMaxBodyBytes
+	}
+	mux.Handle("POST /api/import", &importHandler{interop: cfg.Interop, limits: limits, wholeBytes: whole, writes: writes, log: cfg.Logger})
+	mux.HandleFunc("GET /api/whoami", serveWhoami)
+	h, err := withCSRF(cfg.TrustedOrigins, withAuth(cfg.Auth, rev, withRateLimit(requests, mux)))
+	if err != nil {
+		panic("server: " + err.Error()) // checked with the configuration
+	}
+	return h
+}
+
 // liveEvents returns events as the service of messageStream, when it is one (a
 // realtime.Hub is), else nil.
 func liveEvents(events parley.EventService) parley.LiveEventService {
 	l, _ := events.(parley.LiveEventService)
+	return l
+}
+
+// listEvents returns events as the service of conversationsChanged, when it is one (a
+// realtime.Hub is), else nil.
+func listEvents(events parley.EventService) parley.ConversationEventService {
+	l, _ := events.(parley.ConversationEventService)
 	return l
 }

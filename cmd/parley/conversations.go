@@ -20,7 +20,7 @@ func conversationsCommand(stdout, stderr io.Writer) *cli.Command {
 		Name:    "conversations",
 		Aliases: []string{"list"},
 		Usage:   "list the owner's conversations, most recently updated first: id, title, owner, messages, updated",
-		Flags: append(append(flagsOf(config.Database), flagsOf(config.Owner)...),
+		Flags: append(clientFlags(),
 			&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, Value: 0, Usage: "list at most this many (0: all)"},
 			&cli.BoolFlag{Name: "json", Usage: "print a JSON array, in the API's field names (id, title, owner, messageCount, createdAt, updatedAt)"},
 		),
@@ -31,6 +31,21 @@ func conversationsCommand(stdout, stderr io.Writer) *cli.Command {
 			limit := cmd.Int("limit")
 			if limit < 0 {
 				return fmt.Errorf("--limit: %d is negative", limit)
+			}
+			c, cfg, err := clientOf(cmd)
+			if err != nil {
+				return err
+			}
+			if c != nil {
+				owner, err := c.checkOwner(ctx, cfg.Process.Owner, cmd.IsSet("owner"))
+				if err != nil {
+					return err
+				}
+				list, err := c.conversations(ctx, owner, limit)
+				if err != nil {
+					return err
+				}
+				return printConversations(stdout, list, cmd.Bool("json"))
 			}
 			return withStore(ctx, cmd, stderr, func(cfg config.Config, store *db.DB) error {
 				ctx, err := withOwner(ctx, cfg)
@@ -58,18 +73,23 @@ func conversationsCommand(stdout, stderr io.Writer) *cli.Command {
 					after := p.Cursors[len(p.Cursors)-1]
 					page.After = &after
 				}
-				if cmd.Bool("json") {
-					return writeJSON(stdout, list)
-				}
-				tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tTITLE\tOWNER\tMESSAGES\tUPDATED")
-				for _, c := range list {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", c.ID, oneLine(c.Title, 60), c.Owner, c.MessageCount, c.UpdatedAt.Local().Format(time.DateTime))
-				}
-				return tw.Flush()
+				return printConversations(stdout, list, cmd.Bool("json"))
 			}, config.Owner)
 		},
 	}
+}
+
+// printConversations writes list as a table, or as JSON.
+func printConversations(stdout io.Writer, list []conversationJSON, asJSON bool) error {
+	if asJSON {
+		return writeJSON(stdout, list)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTITLE\tOWNER\tMESSAGES\tUPDATED")
+	for _, c := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", c.ID, oneLine(c.Title, 60), c.Owner, c.MessageCount, c.UpdatedAt.Local().Format(time.DateTime))
+	}
+	return tw.Flush()
 }
 
 // oneLine fits a title into a column: whitespace runs (newlines, tabs) become one space,

@@ -28,7 +28,7 @@ func importCommand(stdout, stderr io.Writer) *cli.Command {
 			"OPENAI_CHAT (a Chat Completions messages array), ANTHROPIC_MESSAGES ({system, messages}),\n" +
 			"PARLEY_JSON (parley export --format PARLEY_JSON). The report starts with the conversation's id.\n" +
 			"Importing the same history into the same conversation again adds only what is new.",
-		Flags: append(append(flagsOf(config.Database), flagsOf(config.Owner)...),
+		Flags: append(clientFlags(),
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Required: true, Usage: "CLAUDE_CODE_JSONL, OPENAI_CHAT, ANTHROPIC_MESSAGES or PARLEY_JSON"},
 			&cli.StringFlag{Name: "conversation", Aliases: []string{"c"}, Usage: "import into this conversation (its id) instead of a new one"},
 			&cli.StringFlag{Name: "title", Aliases: []string{"t"}, Usage: "title of the new conversation (default: the source's title, else its first prompt)"},
@@ -58,15 +58,34 @@ func importCommand(stdout, stderr io.Writer) *cli.Command {
 					size = fi.Size()
 				}
 			}
-			prog := newProgress(stderr, size, "importing "+name)
+			prog := newProgress(stderr, size, "importing "+name, unitBytes, cmd.Bool("json"))
 			in = io.TeeReader(in, prog)
+			target := parley.ImportTarget{ConversationID: cmd.String("conversation"), Title: cmd.String("title")}
+			c, cfg, err := clientOf(cmd)
+			if err != nil {
+				return err
+			}
+			if c != nil {
+				if _, err := c.checkOwner(ctx, cfg.Process.Owner, cmd.IsSet("owner")); err != nil {
+					return err
+				}
+				rep, err := c.importHistory(ctx, format, target, in, size)
+				prog.Finish()
+				if err != nil {
+					return err
+				}
+				if cmd.Bool("json") {
+					return writeJSON(stdout, rep)
+				}
+				printImportReport(stdout, importReport(rep))
+				return nil
+			}
 			return withStore(ctx, cmd, stderr, func(cfg config.Config, store *db.DB) error {
 				ctx, err := withOwner(ctx, cfg)
 				if err != nil {
 					return err
 				}
-				rep, err := interop.New(store, store, store).ImportConversation(ctx, format, in,
-					parley.ImportTarget{ConversationID: cmd.String("conversation"), Title: cmd.String("title")})
+				rep, err := interop.New(store, store, store).ImportConversation(ctx, format, in, target)
 				prog.Finish()
 				if err != nil {
 					return userError(err)

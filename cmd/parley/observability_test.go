@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,10 +15,11 @@ import (
 
 // TestAccessLogTraced: with tracing on (OTEL_TRACES_EXPORTER=console), a request's
 // access log line carries its trace id (the caller's), the owner it acted for, the
-// operation's name and type, and its duration in milliseconds.
+// operation's name and type, and its duration in milliseconds; the spans name the
+// service's version, the build's (as parley version says it).
 func TestAccessLogTraced(t *testing.T) {
 	t.Parallel()
-	p := startProcessEnv(t, []string{"OTEL_TRACES_EXPORTER=console", "OTEL_EXPORTER_OTLP_ENDPOINT=", "OTEL_SDK_DISABLED="},
+	p := startProcessEnv(t, []string{"OTEL_TRACES_EXPORTER=console", "OTEL_EXPORTER_OTLP_ENDPOINT=", "OTEL_SDK_DISABLED=", "OTEL_BSP_SCHEDULE_DELAY=100"},
 		"--database-url", pgtest.NewDatabase(t))
 	const traceID = "5b8efff798038103d269b633813fc60c"
 	body, _ := json.Marshal(map[string]any{"query": `mutation Named { createConversation(title: "logged") { id } }`})
@@ -42,6 +44,7 @@ func TestAccessLogTraced(t *testing.T) {
 			if d, ok := rec["durationMs"].(float64); !ok || d <= 0 {
 				t.Errorf("access log line: got durationMs %v, want a positive number of milliseconds", rec["durationMs"])
 			}
+			checkServiceVersion(t, p)
 			return
 		}
 		if time.Now().After(deadline) {
@@ -78,4 +81,21 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// checkServiceVersion waits for p's console exporter to write a span of the trace
+// traceID and checks that its resource names the build's version.
+func checkServiceVersion(t *testing.T, p *process) {
+	t.Helper()
+	want := `{"Key":"service.version","Value":{"Type":"STRING","Value":` + strconv.Quote(clientVersion) + `}}`
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(p.stdout.String(), `"service.version"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no span with a service.version within 30 s:\n%s", p.stdout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if out := strings.ReplaceAll(p.stdout.String(), " ", ""); !strings.Contains(strings.ReplaceAll(out, "\n", ""), want) {
+		t.Errorf("the spans' resource: want %s in\n%.2000s", want, p.stdout)
+	}
 }

@@ -27,6 +27,7 @@ const actAsParley = "PARLEY_TEST_ACT_AS_PARLEY"
 type process struct {
 	cmd    *exec.Cmd
 	url    string
+	stdout *syncBuffer
 	stderr *syncBuffer
 	exited chan struct{} // closed when it has exited; then err is its exit error
 	err    error
@@ -46,11 +47,18 @@ func startProcessEnv(t *testing.T, env []string, args ...string) *process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stdout syncBuffer
-	p := &process{stderr: &syncBuffer{}, exited: make(chan struct{})}
+	return startProcessExe(t, exe, env, args...)
+}
+
+// startProcessExe is startProcessEnv running the parley executable exe (this test
+// binary acts as parley).
+func startProcessExe(t *testing.T, exe string, env []string, args ...string) *process {
+	t.Helper()
+	p := &process{stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	stdout := p.stdout
 	p.cmd = exec.Command(exe, append([]string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json"}, args...)...)
 	p.cmd.Env = append(append(os.Environ(), actAsParley+"=1", "DATABASE_URL=", "PARLEY_DATA_DIR="), env...)
-	p.cmd.Stdout, p.cmd.Stderr = &stdout, p.stderr
+	p.cmd.Stdout, p.cmd.Stderr = stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

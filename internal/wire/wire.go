@@ -153,11 +153,14 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Events:         s.Hub,
 		Processing:     s.Processing.Service,
 		ToolWork:       s.Store,
-		Interop:        interop.New(s.Store, s.Store, s.Store),
-		Live:           s.Store,
-		Metrics:        cfg.Metrics, ServeMetrics: cfg.ServeMetrics, TracerProvider: cfg.TracerProvider,
-		GraphQL:  gql,
-		Renderer: render.New(render.Config{ImageHosts: cfg.Config.Render.ImageHosts}),
+		Interop: interop.New(s.Store, s.Store, s.Store).WithVisionModels(func(model string) (bool, bool) {
+			return recognize.SupportsVision(cfg.Config.Vision.Models, model)
+		}),
+		Live:    s.Store,
+		Metrics: cfg.Metrics, ServeMetrics: cfg.ServeMetrics, TracerProvider: cfg.TracerProvider,
+		GraphQL:   gql,
+		Renderer:  render.New(render.Config{ImageHosts: cfg.Config.Render.ImageHosts}),
+		ImportAPI: server.ImportAPI{MaxBytes: l.MaxImportBytes, Timeout: time.Duration(l.ImportTimeout)},
 	}
 	if authn != nil {
 		// Local mode has no rate limits: one owner, on one machine.
