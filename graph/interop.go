@@ -10,10 +10,24 @@ var errNoInterop = &parley.Error{Code: parley.EUNAVAILABLE, Message: "Import and
 
 // transcript serves transcript and transcriptReport, which take the same arguments.
 func (r *conversationResolver) transcript(ctx context.Context, conv *parley.Conversation, format parley.TranscriptFormat,
-	system *string, maxTokens *int, repair *bool, branch *string) (*parley.Transcript, error) {
+	opts parley.TranscriptOptions) (*parley.Transcript, error) {
 	if r.InteropService == nil {
 		return nil, errNoInterop
 	}
-	opts := parley.TranscriptOptions{System: deref(system), MaxTokens: maxTokens, Repair: deref(repair), Branch: deref(branch)}
 	return r.InteropService.Transcript(ctx, conv.ID, format, opts)
+}
+
+// transcriptOptions decodes the arguments of transcript and transcriptReport.
+func transcriptOptions(system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string,
+	cacheBreakpoints *int, after *string, branch *string) (parley.TranscriptOptions, error) {
+	opts := parley.TranscriptOptions{System: deref(system), MaxTokens: maxTokens, Repair: deref(repair),
+		Images: deref(images), Model: deref(model), CacheBreakpoints: deref(cacheBreakpoints), Branch: deref(branch)}
+	if after != nil {
+		pos, err := parley.ParseMessageCursor("after", *after)
+		if err != nil {
+			return opts, err
+		}
+		opts.After = &pos
+	}
+	return opts, nil
 }

@@ -33,5 +33,8 @@ type Resolver struct {
 	// TreeService reads and switches branches; without it parentId, siblings, branches,
 	// activeLeaf and switchBranch answer SERVICE_UNAVAILABLE.
 	TreeService parley.TreeService
-	Logger      *slog.Logger
+	// ConversationEventService serves conversationsChanged and changesCursor; without it
+	// they answer SERVICE_UNAVAILABLE.
+	ConversationEventService parley.ConversationEventService
+	Logger                   *slog.Logger
 }

@@ -12,6 +12,14 @@ import (
 	"github.com/parley-dev/parley/graph/model"
 )
 
+func (r *compactionMessageResolver) ParentID(ctx context.Context, obj *parley.CompactionMessage) (*string, error) {
+	return r.parentID(ctx, obj)
+}
+
+func (r *compactionMessageResolver) Siblings(ctx context.Context, obj *parley.CompactionMessage) (*model.Siblings, error) {
+	return r.siblings(ctx, obj)
+}
+
 func (r *conversationResolver) ForkedFromID(ctx context.Context, obj *parley.Conversation) (*string, error) {
 	if obj.ForkedFrom == "" {
 		return nil, nil

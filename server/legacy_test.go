@@ -38,7 +38,7 @@ func TestV1RowsReadAsVariants(t *testing.T) {
 			"toolCalls": []any{node{"callId": "call_1", "name": "read_file", "arguments": node{"path": "main.go"}, "approvalStatus": "PENDING", "decision": nil, "imported": false}}},
 		{"__typename": "ToolResultMessage", "role": "RESULT", "toolCallId": "call_1", "status": "SUCCESS", "output": node{"lines": 1}, "text": "package main"},
 		{"__typename": "ToolResultMessage", "role": "RESULT", "toolCallId": "call_2", "status": "ERROR",
-			"error": node{"message": "permission denied", "stackTrace": "", "recoverable": false}},
+			"error": node{"message": "permission denied", "stackTrace": nil, "recoverable": false}},
 		{"__typename": "TextMessage", "role": "ASSISTANT", "text": "It declares package main."},
 	}
 	if len(p.Conversation.Messages.Edges) != len(want) {
