@@ -61,9 +61,14 @@ ALTER TABLE conversations
     ADD COLUMN active_segment integer NOT NULL DEFAULT 0 CHECK (active_segment >= 0),
     ADD COLUMN active_depth integer NOT NULL DEFAULT 0 CHECK (active_depth >= 0),
     ADD COLUMN segments integer NOT NULL DEFAULT 0 CHECK (segments >= 0);
-UPDATE conversations SET active_depth = last_position WHERE last_position > 0;
 
 -- A conversation forked from another: the message it was forked at (its history is a
 -- copy of the path to it). Indexed for the foreign key's check when messages go.
 ALTER TABLE conversations ADD COLUMN forked_from uuid REFERENCES messages (id) ON DELETE SET NULL;
 CREATE INDEX conversations_forked_from_idx ON conversations (forked_from) WHERE forked_from IS NOT NULL;
+
+-- Conversations stored before are one line each, whose active depth is their last
+-- position. This update comes after every change to the conversations table: it queues
+-- events of the deferred trigger conversation_list_change (000011_conversation_list),
+-- and Postgres refuses to ALTER a table with trigger events pending.
+UPDATE conversations SET active_depth = last_position WHERE last_position > 0;
