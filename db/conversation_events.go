@@ -28,8 +28,9 @@ func (db *DB) ConversationListHead(ctx context.Context) (int64, error) {
 }
 
 // ConversationChangesAfter returns up to limit of the owner's list changes numbered
-// above after, in ascending number: each conversation changed since as it is now, and
-// each one deleted since.
+// above after, in ascending number: each conversation changed since as it is now (its
+// message count its active branch's, as conversationColumns reads it), and each one
+// deleted since.
 func (db *DB) ConversationChangesAfter(ctx context.Context, after int64, limit int) ([]parley.ConversationChange, error) {
 	owner, err := ownerOf(ctx)
 	if err != nil {
@@ -42,8 +43,8 @@ func (db *DB) ConversationChangesAfter(ctx context.Context, after int64, limit i
 	}
 	err = db.db.SelectContext(ctx, &rows, `SELECT l.conversation_id AS id, COALESCE(c.title, '') AS title,
 			COALESCE(c.created_at, l.changed_at) AS created_at, COALESCE(c.updated_at, l.changed_at) AS updated_at,
-			COALESCE(c.message_count, 0) AS message_count, COALESCE(c.last_position, 0) AS last_position,
-			l.list_seq, CASE WHEN c.id IS NULL THEN 'deleted' ELSE l.list_change END AS list_change
+			COALESCE(`+leafDepth+`, 0) AS message_count, COALESCE(`+leafDepth+`, 0) AS last_position,
+			c.forked_from::text AS forked_from, l.list_seq, CASE WHEN c.id IS NULL THEN 'deleted' ELSE l.list_change END AS list_change
 		FROM conversation_list l LEFT JOIN conversations c ON c.id = l.conversation_id AND c.owner = l.owner
 		WHERE l.owner = $1 AND l.list_seq > $2 ORDER BY l.list_seq LIMIT $3`, owner, after, limit)
 	if err != nil {
