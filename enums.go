@@ -75,10 +75,13 @@ type PartKind string
 const (
 	PartText     PartKind = "TEXT"
 	PartThinking PartKind = "THINKING"
+	// PartRedactedThinking is thinking the provider encrypted (Anthropic's
+	// redacted_thinking): its Signature holds the data, to be sent back unmodified.
+	PartRedactedThinking PartKind = "REDACTED_THINKING"
 )
 
 // PartKinds lists every part kind.
-var PartKinds = []PartKind{PartText, PartThinking}
+var PartKinds = []PartKind{PartText, PartThinking, PartRedactedThinking}
 
 // ImageSourceKind says where an image's bytes are.
 type ImageSourceKind string

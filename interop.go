@@ -284,6 +284,41 @@ type TranscriptOptions struct {
 	// Repair closes or drops unanswered tool calls and results without a call, the way
 	// the provider requires, instead of refusing to export them.
 	Repair bool
+	// Model is the model the transcript is sent to, "" when unknown. Provider-bound
+	// artifacts (thinking signatures, redacted thinking) issued by another model are not
+	// sent to it.
+	Model string
+	// ForeignReasoning says what becomes of reasoning the target cannot take: the
+	// provider-bound artifacts another provider or model issued.
+	ForeignReasoning ForeignReasoning
+}
+
+// ForeignReasoning says what a transcript does with reasoning that another provider or
+// model issued, which the target would refuse ("Invalid signature in thinking block").
+type ForeignReasoning string
+
+// The ways of handling foreign reasoning.
+const (
+	// ForeignReasoningDrop leaves it out (the default).
+	ForeignReasoningDrop ForeignReasoning = "DROP"
+	// ForeignReasoningAsText sends the readable thinking as assistant text, in
+	// <thinking> tags, without its signature; what has no readable text is left out.
+	ForeignReasoningAsText ForeignReasoning = "AS_TEXT"
+)
+
+// ForeignReasonings lists every way of handling foreign reasoning.
+var ForeignReasonings = []ForeignReasoning{ForeignReasoningDrop, ForeignReasoningAsText}
+
+// TranscriptArtifact is a provider-bound piece of a message (a thinking signature,
+// redacted thinking) that a transcript did not send as stored, and why.
+type TranscriptArtifact struct {
+	MessageID string
+	Position  int
+	// Artifact names it: "signed thinking", "redacted thinking".
+	Artifact string
+	// Action is what was done: "dropped", or "sent as text".
+	Action string
+	Reason string
 }
 
 // TranscriptDrop is a message left out of a transcript, and why.
@@ -307,6 +342,9 @@ type TranscriptReport struct {
 	Repairs []string
 	// Notes says what the format could not carry (an image sent as its text...).
 	Notes []string
+	// Artifacts lists the provider-bound artifacts not sent as stored, because the
+	// target provider or model did not issue them.
+	Artifacts []TranscriptArtifact
 }
 
 // Transcript is a conversation's history in one format, with its report.

@@ -1,6 +1,8 @@
 package parley
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"time"
 )
@@ -60,7 +62,8 @@ type Part struct {
 	// Text is the author's text, unescaped.
 	Text string
 	// Signature is the provider's integrity token for a thinking part (Anthropic), kept
-	// so that the history can be sent back to the provider.
+	// so that the history can be sent back to the provider. For a REDACTED_THINKING part
+	// it is the provider's encrypted data, and Text is empty.
 	Signature string
 }
 
@@ -206,10 +209,19 @@ type ApprovalDecision struct {
 
 // ToolCall is one call a tool request makes.
 type ToolCall struct {
-	ID             string
-	Name           string
-	Arguments      JSON
-	ApprovalStatus ApprovalStatus
+	ID   string
+	Name string
+	// Arguments is the parsed arguments, a JSON object: ArgumentsRaw itself when that is
+	// one, {} when it is not (ArgumentsInvalid).
+	Arguments JSON
+	// ArgumentsRaw is the arguments exactly as the provider produced them, nil when they
+	// were given as JSON only. OpenAI sends them as a string, which a model cut short
+	// (finish_reason "length") leaves truncated; they are stored as produced, so that the
+	// turn can be recorded, sent back as it was and answered with an error result.
+	ArgumentsRaw *string
+	// ArgumentsInvalid says ArgumentsRaw is not a JSON object.
+	ArgumentsInvalid bool
+	ApprovalStatus   ApprovalStatus
 	// Decision is nil while the call is pending.
 	Decision *ApprovalDecision
 	// Imported says the call came with an import and has not been decided here since:
@@ -325,3 +337,19 @@ type TextBearing interface {
 
 // Provenance returns who produced the message, nil when unknown.
 func (m *MessageMeta) Provenance() *Provenance { return m.Live.Provenance }
+
+// ArgumentsText is the call's arguments as the text providers take (OpenAI's
+// arguments string): exactly as produced when known, else the JSON compacted.
+func (c *ToolCall) ArgumentsText() string {
+	if c.ArgumentsRaw != nil {
+		return *c.ArgumentsRaw
+	}
+	if c.Arguments.IsNull() {
+		return "{}"
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, c.Arguments); err != nil {
+		return string(c.Arguments)
+	}
+	return compact.String()
+}

@@ -2,6 +2,7 @@ package parley
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -149,7 +150,15 @@ func (b *Body) prepare(field string) error {
 		p := &b.Parts[i]
 		f := fmt.Sprintf("%s.parts[%d]", field, i)
 		if !slices.Contains(PartKinds, p.Kind) {
-			return Errorf(EINVALID, "%s.kind: %q is not TEXT or THINKING", f, p.Kind)
+			return Errorf(EINVALID, "%s.kind: %q is not TEXT, THINKING or REDACTED_THINKING", f, p.Kind)
+		}
+		if p.Kind == PartRedactedThinking {
+			if p.Text != "" {
+				return Errorf(EINVALID, "%s.text: a REDACTED_THINKING part has no text; its data goes in signature", f)
+			}
+			if p.Signature == "" {
+				return Errorf(EINVALID, "%s.signature: a REDACTED_THINKING part needs the provider's data", f)
+			}
 		}
 		text, err := CleanText(f+".text", p.Text)
 		if err != nil {
@@ -336,14 +345,8 @@ func (m *ToolRequestMessage) prepare(lim Limits) error {
 		if !toolNamePattern.MatchString(c.Name) {
 			return Errorf(EINVALID, "%s.name: %q is not a valid tool name (letters, digits, _ . : -, at most 128)", f, truncateForError(c.Name))
 		}
-		if len(c.Arguments) > lim.MaxToolArgumentsBytes {
-			return Errorf(EARGUMENTSTOOLARGE, "%s.arguments: %d bytes, at most %d allowed", f, len(c.Arguments), lim.MaxToolArgumentsBytes)
-		}
-		if err := checkJSON(f+".arguments", c.Arguments); err != nil {
+		if err := c.prepareArguments(f, lim); err != nil {
 			return err
-		}
-		if !c.Arguments.IsObject() {
-			return Errorf(EINVALID, "%s.arguments: must be a JSON object", f)
 		}
 		if c.ApprovalStatus == "" {
 			c.ApprovalStatus = ApprovalPending
@@ -536,4 +539,52 @@ func mustQuoteJSON(s string) []byte {
 	}
 	sb.WriteByte('"')
 	return []byte(sb.String())
+}
+
+// prepareArguments checks a call's arguments. Given as JSON only, they must be a JSON
+// object. Given as the provider produced them (ArgumentsRaw), they are kept byte for
+// byte: a JSON object is also the parsed Arguments; anything else (cut short, empty, an
+// array) is stored as it is and flagged ArgumentsInvalid, with {} as its Arguments, so
+// that the turn is recorded rather than refused.
+func (c *ToolCall) prepareArguments(f string, lim Limits) error {
+	if c.ArgumentsRaw == nil {
+		if len(c.Arguments) == 0 {
+			return Errorf(EINVALID, "%s: give arguments (a JSON object) or argumentsRaw (as the model produced them)", f)
+		}
+		if len(c.Arguments) > lim.MaxToolArgumentsBytes {
+			return Errorf(EARGUMENTSTOOLARGE, "%s.arguments: %d bytes, at most %d allowed", f, len(c.Arguments), lim.MaxToolArgumentsBytes)
+		}
+		if err := checkJSON(f+".arguments", c.Arguments); err != nil {
+			return err
+		}
+		if !c.Arguments.IsObject() {
+			return Errorf(EINVALID, "%s.arguments: must be a JSON object", f)
+		}
+		c.ArgumentsInvalid = false
+		return nil
+	}
+	if !c.Arguments.IsNull() {
+		return Errorf(EINVALID, "%s: give arguments or argumentsRaw, not both", f)
+	}
+	raw := *c.ArgumentsRaw
+	if len(raw) > lim.MaxToolArgumentsBytes {
+		return Errorf(EARGUMENTSTOOLARGE, "%s.argumentsRaw: %d bytes, at most %d allowed", f, len(raw), lim.MaxToolArgumentsBytes)
+	}
+	if !utf8.ValidString(raw) {
+		return Errorf(EINVALID, "%s.argumentsRaw: not valid UTF-8", f)
+	}
+	if strings.IndexByte(raw, 0) >= 0 {
+		return Errorf(EINVALID, "%s.argumentsRaw: contains a NUL byte, which cannot be stored", f)
+	}
+	if args := JSON(raw); json.Valid(args) && args.IsObject() {
+		// A JSON object Postgres cannot hold as jsonb is refused as it is when given as
+		// JSON: it is not a truncation to record, and every reader would trip on it.
+		if err := checkJSON(f+".argumentsRaw", args); err != nil {
+			return err
+		}
+		c.Arguments, c.ArgumentsInvalid = args, false
+		return nil
+	}
+	c.Arguments, c.ArgumentsInvalid = JSON("{}"), true
+	return nil
 }

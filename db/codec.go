@@ -105,12 +105,16 @@ type (
 		DecidedAt time.Time             `json:"decidedAt"`
 	}
 	toolCallJSON struct {
-		ID             string                `json:"id"`
-		Name           string                `json:"name"`
-		Arguments      parley.JSON           `json:"arguments"`
-		ApprovalStatus parley.ApprovalStatus `json:"approvalStatus"`
-		Decision       *decisionJSON         `json:"decision,omitempty"`
-		Imported       bool                  `json:"imported,omitempty"`
+		ID        string      `json:"id"`
+		Name      string      `json:"name"`
+		Arguments parley.JSON `json:"arguments"`
+		// ArgumentsRaw keeps the arguments as produced: a jsonb string keeps every byte
+		// that the jsonb object beside it normalizes (key order, spacing, numbers).
+		ArgumentsRaw     *string               `json:"argumentsRaw,omitempty"`
+		ArgumentsInvalid bool                  `json:"argumentsInvalid,omitempty"`
+		ApprovalStatus   parley.ApprovalStatus `json:"approvalStatus"`
+		Decision         *decisionJSON         `json:"decision,omitempty"`
+		Imported         bool                  `json:"imported,omitempty"`
 	}
 	toolErrorJSON struct {
 		Message     string `json:"message"`
@@ -163,7 +167,8 @@ func decodeBody(p bodyPayload) parley.Body {
 func encodeToolCalls(calls []parley.ToolCall) []toolCallJSON {
 	out := make([]toolCallJSON, len(calls))
 	for i, c := range calls {
-		out[i] = toolCallJSON{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ApprovalStatus: c.ApprovalStatus, Imported: c.Imported}
+		out[i] = toolCallJSON{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ArgumentsRaw: c.ArgumentsRaw,
+			ArgumentsInvalid: c.ArgumentsInvalid, ApprovalStatus: c.ApprovalStatus, Imported: c.Imported}
 		if d := c.Decision; d != nil {
 			out[i].Decision = &decisionJSON{Status: d.Status, DecidedBy: d.DecidedBy, Reason: d.Reason, DecidedAt: d.DecidedAt}
 		}
@@ -174,7 +179,11 @@ func encodeToolCalls(calls []parley.ToolCall) []toolCallJSON {
 func decodeToolCalls(calls []toolCallJSON) []parley.ToolCall {
 	out := make([]parley.ToolCall, len(calls))
 	for i, c := range calls {
-		out[i] = parley.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ApprovalStatus: c.ApprovalStatus, Imported: c.Imported}
+		out[i] = parley.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ArgumentsRaw: c.ArgumentsRaw,
+			ArgumentsInvalid: c.ArgumentsInvalid, ApprovalStatus: c.ApprovalStatus, Imported: c.Imported}
+		if c.ArgumentsRaw != nil && !c.ArgumentsInvalid {
+			out[i].Arguments = parley.JSON(*c.ArgumentsRaw) // as produced, not as jsonb reordered it
+		}
 		if d := c.Decision; d != nil {
 			out[i].Decision = &parley.ApprovalDecision{Status: d.Status, DecidedBy: d.DecidedBy, Reason: d.Reason, DecidedAt: d.DecidedAt}
 		}

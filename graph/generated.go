@@ -75,8 +75,8 @@ type ComplexityRoot struct {
 		MessageCount     func(childComplexity int) int
 		Messages         func(childComplexity int, first *int, after *string, last *int, before *string) int
 		Title            func(childComplexity int) int
-		Transcript       func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) int
-		TranscriptReport func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) int
+		Transcript       func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, model *string, foreignReasoning *parley.ForeignReasoning) int
+		TranscriptReport func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, model *string, foreignReasoning *parley.ForeignReasoning) int
 		UpdatedAt        func(childComplexity int) int
 		Usage            func(childComplexity int) int
 	}
@@ -339,6 +339,8 @@ type ComplexityRoot struct {
 	ToolCall struct {
 		ApprovalStatus func(childComplexity int) int
 		Arguments      func(childComplexity int) int
+		ArgumentsRaw   func(childComplexity int) int
+		ArgumentsValid func(childComplexity int) int
 		CallID         func(childComplexity int) int
 		Decision       func(childComplexity int) int
 		ID             func(childComplexity int) int
@@ -401,6 +403,14 @@ type ComplexityRoot struct {
 		UpdatedAt       func(childComplexity int) int
 	}
 
+	TranscriptArtifact struct {
+		Action    func(childComplexity int) int
+		Artifact  func(childComplexity int) int
+		MessageID func(childComplexity int) int
+		Position  func(childComplexity int) int
+		Reason    func(childComplexity int) int
+	}
+
 	TranscriptDrop struct {
 		Label     func(childComplexity int) int
 		MessageID func(childComplexity int) int
@@ -409,6 +419,7 @@ type ComplexityRoot struct {
 	}
 
 	TranscriptReport struct {
+		Artifacts       func(childComplexity int) int
 		Dropped         func(childComplexity int) int
 		EstimatedTokens func(childComplexity int) int
 		Format          func(childComplexity int) int
@@ -458,8 +469,8 @@ type AwaitingToolCallResolver interface {
 }
 type ConversationResolver interface {
 	Messages(ctx context.Context, obj *parley.Conversation, first *int, after *string, last *int, before *string) (*model.MessageConnection, error)
-	Transcript(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) (parley.JSON, error)
-	TranscriptReport(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) (*parley.TranscriptReport, error)
+	Transcript(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, model *string, foreignReasoning *parley.ForeignReasoning) (parley.JSON, error)
+	TranscriptReport(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, model *string, foreignReasoning *parley.ForeignReasoning) (*parley.TranscriptReport, error)
 	Usage(ctx context.Context, obj *parley.Conversation) (*parley.Usage, error)
 }
 type ConversationConnectionResolver interface {
@@ -654,7 +665,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Conversation.Transcript(childComplexity, args["format"].(parley.TranscriptFormat), args["system"].(*string), args["maxTokens"].(*int), args["repair"].(*bool)), true
+		return e.ComplexityRoot.Conversation.Transcript(childComplexity, args["format"].(parley.TranscriptFormat), args["system"].(*string), args["maxTokens"].(*int), args["repair"].(*bool), args["model"].(*string), args["foreignReasoning"].(*parley.ForeignReasoning)), true
 	case "Conversation.transcriptReport":
 		if e.ComplexityRoot.Conversation.TranscriptReport == nil {
 			break
@@ -665,7 +676,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Conversation.TranscriptReport(childComplexity, args["format"].(parley.TranscriptFormat), args["system"].(*string), args["maxTokens"].(*int), args["repair"].(*bool)), true
+		return e.ComplexityRoot.Conversation.TranscriptReport(childComplexity, args["format"].(parley.TranscriptFormat), args["system"].(*string), args["maxTokens"].(*int), args["repair"].(*bool), args["model"].(*string), args["foreignReasoning"].(*parley.ForeignReasoning)), true
 	case "Conversation.updatedAt":
 		if e.ComplexityRoot.Conversation.UpdatedAt == nil {
 			break
@@ -1949,6 +1960,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolCall.Arguments(childComplexity), true
+	case "ToolCall.argumentsRaw":
+		if e.ComplexityRoot.ToolCall.ArgumentsRaw == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolCall.ArgumentsRaw(childComplexity), true
+	case "ToolCall.argumentsValid":
+		if e.ComplexityRoot.ToolCall.ArgumentsValid == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolCall.ArgumentsValid(childComplexity), true
 	case "ToolCall.callId":
 		if e.ComplexityRoot.ToolCall.CallID == nil {
 			break
@@ -2259,6 +2282,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ToolResultMessage.UpdatedAt(childComplexity), true
 
+	case "TranscriptArtifact.action":
+		if e.ComplexityRoot.TranscriptArtifact.Action == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptArtifact.Action(childComplexity), true
+	case "TranscriptArtifact.artifact":
+		if e.ComplexityRoot.TranscriptArtifact.Artifact == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptArtifact.Artifact(childComplexity), true
+	case "TranscriptArtifact.messageId":
+		if e.ComplexityRoot.TranscriptArtifact.MessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptArtifact.MessageID(childComplexity), true
+	case "TranscriptArtifact.position":
+		if e.ComplexityRoot.TranscriptArtifact.Position == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptArtifact.Position(childComplexity), true
+	case "TranscriptArtifact.reason":
+		if e.ComplexityRoot.TranscriptArtifact.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptArtifact.Reason(childComplexity), true
+
 	case "TranscriptDrop.label":
 		if e.ComplexityRoot.TranscriptDrop.Label == nil {
 			break
@@ -2284,6 +2338,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.TranscriptDrop.Reason(childComplexity), true
 
+	case "TranscriptReport.artifacts":
+		if e.ComplexityRoot.TranscriptReport.Artifacts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptReport.Artifacts(childComplexity), true
 	case "TranscriptReport.dropped":
 		if e.ComplexityRoot.TranscriptReport.Dropped == nil {
 			break
@@ -2665,6 +2725,8 @@ interface TextBearing {
 enum PartKind {
   TEXT
   THINKING
+  "Thinking the provider encrypted (Anthropic's ` + "`" + `redacted_thinking` + "`" + `): no text; ` + "`" + `signature` + "`" + ` holds its data, sent back unmodified."
+  REDACTED_THINKING
 }
 
 "A piece of a message's text."
@@ -2676,7 +2738,7 @@ type Part {
   text: String!
   "Rendered and sanitized; escaped text in one paragraph over 32 KiB or past 250 ms of rendering (see TextBearing.html)."
   html: String!
-  "The provider's signature of a thinking part, needed to send it back (Anthropic)."
+  "The provider's signature of a thinking part, needed to send it back (Anthropic); the encrypted data of a REDACTED_THINKING part."
   signature: String
 }
 
@@ -2820,8 +2882,18 @@ type ToolCall {
   """
   callId: String!
   name: String!
-  "A JSON object."
+  "A JSON object: ` + "`" + `argumentsRaw` + "`" + ` parsed, or ` + "`" + `{}` + "`" + ` when that is not an object (` + "`" + `argumentsValid` + "`" + ` false)."
   arguments: JSON!
+  """
+  The arguments exactly as the model produced them (OpenAI's ` + "`" + `arguments` + "`" + ` string, byte for
+  byte), null when they were given as JSON only. Exports send this.
+  """
+  argumentsRaw: String
+  """
+  False when ` + "`" + `argumentsRaw` + "`" + ` is not a JSON object: cut short by the token limit, empty,
+  an array. The call is kept as produced; answer it with an ERROR result.
+  """
+  argumentsValid: Boolean!
   approvalStatus: ApprovalStatus!
   "Null while the call is pending."
   decision: ApprovalDecision
@@ -3052,8 +3124,14 @@ input ToolCallInput {
   "Unique within the conversation."
   id: String!
   name: String!
-  "A JSON object."
-  arguments: JSON!
+  "A JSON object. Give arguments or argumentsRaw."
+  arguments: JSON
+  """
+  The arguments exactly as the model produced them, kept byte for byte (OpenAI's
+  ` + "`" + `arguments` + "`" + ` string). When they are not a JSON object the call is stored flagged
+  (` + "`" + `argumentsValid: false` + "`" + `) rather than refused.
+  """
+  argumentsRaw: String
 }
 
 input ToolRequestInput {
@@ -3523,6 +3601,10 @@ func (ec *executionContext) childFields_ToolCall(ctx context.Context, field grap
 		return ec.fieldContext_ToolCall_name(ctx, field)
 	case "arguments":
 		return ec.fieldContext_ToolCall_arguments(ctx, field)
+	case "argumentsRaw":
+		return ec.fieldContext_ToolCall_argumentsRaw(ctx, field)
+	case "argumentsValid":
+		return ec.fieldContext_ToolCall_argumentsValid(ctx, field)
 	case "approvalStatus":
 		return ec.fieldContext_ToolCall_approvalStatus(ctx, field)
 	case "decision":
@@ -3587,6 +3669,22 @@ func (ec *executionContext) childFields_ToolRequestMessage(ctx context.Context, 
 	return nil, fmt.Errorf("no field named %q was found under type ToolRequestMessage", field.Name)
 }
 
+func (ec *executionContext) childFields_TranscriptArtifact(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "messageId":
+		return ec.fieldContext_TranscriptArtifact_messageId(ctx, field)
+	case "position":
+		return ec.fieldContext_TranscriptArtifact_position(ctx, field)
+	case "artifact":
+		return ec.fieldContext_TranscriptArtifact_artifact(ctx, field)
+	case "action":
+		return ec.fieldContext_TranscriptArtifact_action(ctx, field)
+	case "reason":
+		return ec.fieldContext_TranscriptArtifact_reason(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TranscriptArtifact", field.Name)
+}
+
 func (ec *executionContext) childFields_TranscriptDrop(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "messageId":
@@ -3617,6 +3715,8 @@ func (ec *executionContext) childFields_TranscriptReport(ctx context.Context, fi
 		return ec.fieldContext_TranscriptReport_repairs(ctx, field)
 	case "notes":
 		return ec.fieldContext_TranscriptReport_notes(ctx, field)
+	case "artifacts":
+		return ec.fieldContext_TranscriptReport_artifacts(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TranscriptReport", field.Name)
 }
@@ -3836,6 +3936,22 @@ func (ec *executionContext) field_Conversation_transcriptReport_args(ctx context
 		return nil, err
 	}
 	args["repair"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "model",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["model"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "foreignReasoning",
+		func(ctx context.Context, v any) (*parley.ForeignReasoning, error) {
+			return ec.unmarshalOForeignReasoning2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐForeignReasoning(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["foreignReasoning"] = arg5
 	return args, nil
 }
 
@@ -3874,6 +3990,22 @@ func (ec *executionContext) field_Conversation_transcript_args(ctx context.Conte
 		return nil, err
 	}
 	args["repair"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "model",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["model"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "foreignReasoning",
+		func(ctx context.Context, v any) (*parley.ForeignReasoning, error) {
+			return ec.unmarshalOForeignReasoning2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐForeignReasoning(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["foreignReasoning"] = arg5
 	return args, nil
 }
 
@@ -5096,7 +5228,7 @@ func (ec *executionContext) _Conversation_transcript(ctx context.Context, field 
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Conversation().Transcript(ctx, obj, fc.Args["format"].(parley.TranscriptFormat), fc.Args["system"].(*string), fc.Args["maxTokens"].(*int), fc.Args["repair"].(*bool))
+			return ec.Resolvers.Conversation().Transcript(ctx, obj, fc.Args["format"].(parley.TranscriptFormat), fc.Args["system"].(*string), fc.Args["maxTokens"].(*int), fc.Args["repair"].(*bool), fc.Args["model"].(*string), fc.Args["foreignReasoning"].(*parley.ForeignReasoning))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v parley.JSON) graphql.Marshaler {
@@ -5140,7 +5272,7 @@ func (ec *executionContext) _Conversation_transcriptReport(ctx context.Context, 
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Conversation().TranscriptReport(ctx, obj, fc.Args["format"].(parley.TranscriptFormat), fc.Args["system"].(*string), fc.Args["maxTokens"].(*int), fc.Args["repair"].(*bool))
+			return ec.Resolvers.Conversation().TranscriptReport(ctx, obj, fc.Args["format"].(parley.TranscriptFormat), fc.Args["system"].(*string), fc.Args["maxTokens"].(*int), fc.Args["repair"].(*bool), fc.Args["model"].(*string), fc.Args["foreignReasoning"].(*parley.ForeignReasoning))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *parley.TranscriptReport) graphql.Marshaler {
@@ -10348,6 +10480,52 @@ func (ec *executionContext) fieldContext_ToolCall_arguments(_ context.Context, f
 	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type JSON does not have child fields"))
 }
 
+func (ec *executionContext) _ToolCall_argumentsRaw(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolCall_argumentsRaw(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArgumentsRaw(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolCall_argumentsRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ToolCall_argumentsValid(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolCall_argumentsValid(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArgumentsValid(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolCall_argumentsValid(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _ToolCall_approvalStatus(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11538,6 +11716,121 @@ func (ec *executionContext) fieldContext_ToolResultMessage_provenance(_ context.
 	return fc, nil
 }
 
+func (ec *executionContext) _TranscriptArtifact_messageId(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptArtifact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptArtifact_messageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptArtifact_messageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptArtifact", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _TranscriptArtifact_position(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptArtifact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptArtifact_position(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Position, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptArtifact_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptArtifact", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _TranscriptArtifact_artifact(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptArtifact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptArtifact_artifact(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Artifact, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptArtifact_artifact(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptArtifact", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TranscriptArtifact_action(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptArtifact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptArtifact_action(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Action, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptArtifact_action(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptArtifact", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TranscriptArtifact_reason(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptArtifact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptArtifact_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptArtifact_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptArtifact", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _TranscriptDrop_messageId(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptDrop) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11798,6 +12091,38 @@ func (ec *executionContext) _TranscriptReport_notes(ctx context.Context, field g
 }
 func (ec *executionContext) fieldContext_TranscriptReport_notes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("TranscriptReport", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TranscriptReport_artifacts(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptReport_artifacts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Artifacts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []parley.TranscriptArtifact) graphql.Marshaler {
+			return ec.marshalNTranscriptArtifact2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptArtifactᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptReport_artifacts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TranscriptReport",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TranscriptArtifact(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _UnknownMessage_id(ctx context.Context, field graphql.CollectedField, obj *parley.UnknownMessage) (ret graphql.Marshaler) {
@@ -13983,7 +14308,7 @@ func (ec *executionContext) unmarshalInputToolCallInput(ctx context.Context, obj
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"id", "name", "arguments"}
+	fieldsInOrder := [...]string{"id", "name", "arguments", "argumentsRaw"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14006,11 +14331,18 @@ func (ec *executionContext) unmarshalInputToolCallInput(ctx context.Context, obj
 			it.Name = data
 		case "arguments":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("arguments"))
-			data, err := ec.unmarshalNJSON2githubᚗcomᚋparleyᚑdevᚋparleyᚐJSON(ctx, v)
+			data, err := ec.unmarshalOJSON2githubᚗcomᚋparleyᚑdevᚋparleyᚐJSON(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.Arguments = data
+		case "argumentsRaw":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("argumentsRaw"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArgumentsRaw = data
 		}
 	}
 	return it, nil
@@ -16871,6 +17203,16 @@ func (ec *executionContext) _ToolCall(ctx context.Context, sel ast.SelectionSet,
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "argumentsRaw":
+			out.Values[i] = ec._ToolCall_argumentsRaw(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "argumentsValid":
+			out.Values[i] = ec._ToolCall_argumentsValid(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "approvalStatus":
 			out.Values[i] = ec._ToolCall_approvalStatus(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -17335,6 +17677,64 @@ func (ec *executionContext) _ToolResultMessage(ctx context.Context, sel ast.Sele
 	return out
 }
 
+var transcriptArtifactImplementors = []string{"TranscriptArtifact"}
+
+func (ec *executionContext) _TranscriptArtifact(ctx context.Context, sel ast.SelectionSet, obj *parley.TranscriptArtifact) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, transcriptArtifactImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TranscriptArtifact")
+		case "messageId":
+			out.Values[i] = ec._TranscriptArtifact_messageId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "position":
+			out.Values[i] = ec._TranscriptArtifact_position(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "artifact":
+			out.Values[i] = ec._TranscriptArtifact_artifact(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "action":
+			out.Values[i] = ec._TranscriptArtifact_action(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "reason":
+			out.Values[i] = ec._TranscriptArtifact_reason(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var transcriptDropImplementors = []string{"TranscriptDrop"}
 
 func (ec *executionContext) _TranscriptDrop(ctx context.Context, sel ast.SelectionSet, obj *parley.TranscriptDrop) graphql.Marshaler {
@@ -17432,6 +17832,11 @@ func (ec *executionContext) _TranscriptReport(ctx context.Context, sel ast.Selec
 			}
 		case "notes":
 			out.Values[i] = ec._TranscriptReport_notes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "artifacts":
+			out.Values[i] = ec._TranscriptReport_artifacts(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -18662,12 +19067,14 @@ func (ec *executionContext) marshalNPartKind2githubᚗcomᚋparleyᚑdevᚋparle
 
 var (
 	unmarshalNPartKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐPartKind = map[string]parley.PartKind{
-		"TEXT":     parley.PartText,
-		"THINKING": parley.PartThinking,
+		"TEXT":              parley.PartText,
+		"THINKING":          parley.PartThinking,
+		"REDACTED_THINKING": parley.PartRedactedThinking,
 	}
 	marshalNPartKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐPartKind = map[parley.PartKind]string{
-		parley.PartText:     "TEXT",
-		parley.PartThinking: "THINKING",
+		parley.PartText:             "TEXT",
+		parley.PartThinking:         "THINKING",
+		parley.PartRedactedThinking: "REDACTED_THINKING",
 	}
 )
 
@@ -18956,6 +19363,26 @@ var (
 		parley.ToolError:   "ERROR",
 	}
 )
+
+func (ec *executionContext) marshalNTranscriptArtifact2githubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptArtifact(ctx context.Context, sel ast.SelectionSet, v parley.TranscriptArtifact) graphql.Marshaler {
+	return ec._TranscriptArtifact(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNTranscriptArtifact2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptArtifactᚄ(ctx context.Context, sel ast.SelectionSet, v []parley.TranscriptArtifact) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTranscriptArtifact2githubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptArtifact(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
 
 func (ec *executionContext) marshalNTranscriptDrop2githubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptDrop(ctx context.Context, sel ast.SelectionSet, v parley.TranscriptDrop) graphql.Marshaler {
 	return ec._TranscriptDrop(ctx, sel, &v)
@@ -19310,6 +19737,36 @@ func (ec *executionContext) marshalOFloat2ᚖfloat64(ctx context.Context, sel as
 	res := graphql.MarshalFloatContext(*v)
 	return graphql.WrapContextMarshaler(ctx, res)
 }
+
+func (ec *executionContext) unmarshalOForeignReasoning2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐForeignReasoning(ctx context.Context, v any) (*parley.ForeignReasoning, error) {
+	if v == nil {
+		return nil, nil
+	}
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalOForeignReasoning2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐForeignReasoning[tmp]
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOForeignReasoning2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐForeignReasoning(ctx context.Context, sel ast.SelectionSet, v *parley.ForeignReasoning) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(marshalOForeignReasoning2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐForeignReasoning[*v])
+	return res
+}
+
+var (
+	unmarshalOForeignReasoning2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐForeignReasoning = map[string]parley.ForeignReasoning{
+		"DROP":    parley.ForeignReasoningDrop,
+		"AS_TEXT": parley.ForeignReasoningAsText,
+	}
+	marshalOForeignReasoning2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐForeignReasoning = map[parley.ForeignReasoning]string{
+		parley.ForeignReasoningDrop:   "DROP",
+		parley.ForeignReasoningAsText: "AS_TEXT",
+	}
+)
 
 func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {
 	if v == nil {

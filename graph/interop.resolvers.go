@@ -12,16 +12,16 @@ import (
 	"github.com/parley-dev/parley"
 )
 
-func (r *conversationResolver) Transcript(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) (parley.JSON, error) {
-	t, err := r.transcript(ctx, obj, format, system, maxTokens, repair)
+func (r *conversationResolver) Transcript(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, model *string, foreignReasoning *parley.ForeignReasoning) (parley.JSON, error) {
+	t, err := r.transcript(ctx, obj, format, system, maxTokens, repair, model, foreignReasoning)
 	if err != nil {
 		return nil, err
 	}
 	return t.Body, nil
 }
 
-func (r *conversationResolver) TranscriptReport(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool) (*parley.TranscriptReport, error) {
-	t, err := r.transcript(ctx, obj, format, system, maxTokens, repair)
+func (r *conversationResolver) TranscriptReport(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, model *string, foreignReasoning *parley.ForeignReasoning) (*parley.TranscriptReport, error) {
+	t, err := r.transcript(ctx, obj, format, system, maxTokens, repair, model, foreignReasoning)
 	if err != nil {
 		return nil, err
 	}

@@ -131,10 +131,10 @@ func complexityFuncs(c *ComplexityRoot, l Limits) {
 		return page(child, first, nil)
 	}
 	// An export reads the whole history, a page of the largest size at a time.
-	c.Conversation.Transcript = func(child int, _ parley.TranscriptFormat, _ *string, _ *int, _ *bool) int {
+	c.Conversation.Transcript = func(child int, _ parley.TranscriptFormat, _ *string, _ *int, _ *bool, _ *string, _ *parley.ForeignReasoning) int {
 		return weigh(child, l.MaxPageSize)
 	}
-	c.Conversation.TranscriptReport = func(child int, _ parley.TranscriptFormat, _ *string, _ *int, _ *bool) int {
+	c.Conversation.TranscriptReport = func(child int, _ parley.TranscriptFormat, _ *string, _ *int, _ *bool, _ *string, _ *parley.ForeignReasoning) int {
 		return weigh(child, l.MaxPageSize)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -118,6 +119,9 @@ func promptTitle(m parley.Message) string {
 	return line
 }
 
+// maxModelBytes bounds the model a transcript names.
+const maxModelBytes = 256
+
 // pageSize is how many messages Transcript reads at a time.
 const pageSize = parley.MaxPageSize
 
@@ -153,6 +157,12 @@ func checkOptions(format parley.TranscriptFormat, opts parley.TranscriptOptions)
 		if opts.MaxTokens != nil && *opts.MaxTokens <= 0 {
 			return parley.Errorf(parley.EINVALID, "maxTokens: %d is not a budget; give a positive number", *opts.MaxTokens)
 		}
+		if opts.ForeignReasoning != "" && !slices.Contains(parley.ForeignReasonings, opts.ForeignReasoning) {
+			return parley.Errorf(parley.EINVALID, "foreignReasoning: %q is not DROP or AS_TEXT", opts.ForeignReasoning)
+		}
+		if len(opts.Model) > maxModelBytes {
+			return parley.Errorf(parley.EINVALID, "model: %d bytes, at most %d", len(opts.Model), maxModelBytes)
+		}
 		return nil
 	}
 	switch {
@@ -162,6 +172,10 @@ func checkOptions(format parley.TranscriptFormat, opts parley.TranscriptOptions)
 		return parley.Errorf(parley.EINVALID, "maxTokens: %s is the whole history; maxTokens applies to OPENAI_CHAT, OPENAI_RESPONSES and ANTHROPIC_MESSAGES", format)
 	case opts.Repair:
 		return parley.Errorf(parley.EINVALID, "repair: %s keeps the history as it is; repair applies to OPENAI_CHAT, OPENAI_RESPONSES and ANTHROPIC_MESSAGES", format)
+	case opts.Model != "":
+		return parley.Errorf(parley.EINVALID, "model: %s keeps everything as stored; model applies to OPENAI_CHAT, OPENAI_RESPONSES and ANTHROPIC_MESSAGES", format)
+	case opts.ForeignReasoning != "":
+		return parley.Errorf(parley.EINVALID, "foreignReasoning: %s keeps everything as stored; foreignReasoning applies to OPENAI_CHAT, OPENAI_RESPONSES and ANTHROPIC_MESSAGES", format)
 	}
 	return nil
 }
@@ -188,6 +202,7 @@ func Build(conv *parley.Conversation, msgs []parley.Message, format parley.Trans
 	if err != nil {
 		return nil, err
 	}
+	kept = replay(kept, format, opts, &t.Report)
 	var notes []string
 	switch format {
 	case parley.TranscriptOpenAIChat:

@@ -177,8 +177,12 @@ type ToolCallInput struct {
 	// Unique within the conversation.
 	ID   string `json:"id"`
 	Name string `json:"name"`
-	// A JSON object.
-	Arguments parley.JSON `json:"arguments"`
+	// A JSON object. Give arguments or argumentsRaw.
+	Arguments parley.JSON `json:"arguments,omitempty"`
+	// The arguments exactly as the model produced them, kept byte for byte (OpenAI's
+	// `arguments` string). When they are not a JSON object the call is stored flagged
+	// (`argumentsValid: false`) rather than refused.
+	ArgumentsRaw *string `json:"argumentsRaw,omitempty"`
 }
 
 type ToolErrorInput struct {

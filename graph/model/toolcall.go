@@ -32,6 +32,12 @@ func (c *ToolCall) Name() string { return c.Call.Name }
 // Arguments are the call's arguments.
 func (c *ToolCall) Arguments() parley.JSON { return c.Call.Arguments }
 
+// ArgumentsRaw is the arguments as the model produced them, nil when given as JSON only.
+func (c *ToolCall) ArgumentsRaw() *string { return c.Call.ArgumentsRaw }
+
+// ArgumentsValid says the arguments are a JSON object.
+func (c *ToolCall) ArgumentsValid() bool { return !c.Call.ArgumentsInvalid }
+
 // ApprovalStatus is where the call stands.
 func (c *ToolCall) ApprovalStatus() parley.ApprovalStatus { return c.Call.ApprovalStatus }
 

@@ -14,6 +14,7 @@ import (
 
 const (
 	noteUnsigned     = "thinking without a signature left out: the API refuses it"
+	noteBadArguments = "tool call arguments that are not a JSON object (as the model produced them) sent as {}: the API takes only an object"
 	noteImageAsText  = "image sent as its recognized text"
 	noteStartsWithAI = "the transcript starts with an assistant turn"
 )
@@ -51,18 +52,22 @@ func (b *builder) text(role sdk.MessageParamRole, text string) {
 	t.blocks = append(t.blocks, sdk.NewTextBlock(text))
 }
 
-// body adds a message's parts: signed thinking, then text.
+// body adds a message's parts: signed and redacted thinking, unmodified and in their
+// order (the API refuses a tool loop's next turn otherwise), then text.
 func (b *builder) body(role sdk.MessageParamRole, body parley.Body) {
 	var thinking []sdk.ContentBlockParamUnion
 	for _, p := range body.Parts {
-		if p.Kind != parley.PartThinking {
-			continue
-		}
-		if p.Signature == "" {
+		switch {
+		case p.Kind == parley.PartRedactedThinking:
+			thinking = append(thinking, sdk.NewRedactedThinkingBlock(p.Signature))
+		case p.Kind != parley.PartThinking:
+		case p.Signature == "":
 			b.notes.Add(noteUnsigned)
-			continue
+		default:
+			// Signed thinking is sent even with no text: models that omit the display
+			// of their thinking sign an empty one.
+			thinking = append(thinking, sdk.NewThinkingBlock(p.Signature, p.Text))
 		}
-		thinking = append(thinking, sdk.NewThinkingBlock(p.Signature, p.Text))
 	}
 	if len(thinking) > 0 {
 		t := b.current(role)
@@ -119,7 +124,13 @@ func Export(msgs []parley.Message, system string) (parley.JSON, []string, error)
 			t := b.current(sdk.MessageParamRoleAssistant)
 			for _, c := range m.ToolCalls {
 				args := json.RawMessage(c.Arguments)
-				if c.Arguments.IsNull() {
+				switch {
+				case c.ArgumentsInvalid:
+					b.notes.Add(noteBadArguments)
+					args = json.RawMessage("{}")
+				case c.ArgumentsRaw != nil:
+					args = json.RawMessage(*c.ArgumentsRaw) // key order and numbers as produced
+				case c.Arguments.IsNull():
 					args = json.RawMessage("{}")
 				}
 				t.blocks = append(t.blocks, sdk.NewToolUseBlock(c.ID, args, c.Name))

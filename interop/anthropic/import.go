@@ -278,9 +278,9 @@ func (p *parser) assistant(where string, raw json.RawMessage, blocks []block) er
 			if strings.TrimSpace(b.Text) != "" {
 				parts = append(parts, parley.Part{Kind: parley.PartText, Text: b.Text})
 			}
-		case "thinking":
-			if strings.TrimSpace(b.Thinking) != "" {
-				parts = append(parts, parley.Part{Kind: parley.PartThinking, Text: b.Thinking, Signature: b.Signature})
+		case "thinking", "redacted_thinking":
+			if part, ok := contentblock.Thinking(b); ok {
+				parts = append(parts, part)
 			}
 		case "tool_use":
 			if b.ID == "" {
@@ -292,14 +292,9 @@ func (p *parser) assistant(where string, raw json.RawMessage, blocks []block) er
 			if prev, dup := p.calls[b.ID]; dup {
 				return invalid(field, ".id: %q is already the id of a tool_use in %s", jsonerr.Truncate(b.ID), prev)
 			}
-			args := parley.JSON(bytes.TrimSpace(b.Input))
-			if args.IsNull() {
-				args = parley.JSON("{}")
-			} else if !args.IsObject() {
-				return invalid(field, ".input: want an object, got %s", jsonerr.Kind(args))
-			}
+			args, raw := contentblock.Arguments(b.Input)
 			p.calls[b.ID] = field
-			calls = append(calls, parley.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
+			calls = append(calls, parley.ToolCall{ID: b.ID, Name: b.Name, Arguments: args, ArgumentsRaw: raw})
 		case "image":
 			img, err := p.image(field, b, parley.RoleAssistant)
 			if err != nil {

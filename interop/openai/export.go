@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -77,7 +76,7 @@ func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, er
 				a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
 					OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
 						ID:       c.ID,
-						Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: arguments(c.Arguments)},
+						Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.ArgumentsText()},
 					},
 				})
 			}
@@ -158,7 +157,7 @@ func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []strin
 				message(t, responses.EasyInputMessageRoleAssistant)
 			}
 			for _, c := range m.ToolCalls {
-				out = append(out, responses.ResponseInputItemParamOfFunctionCall(arguments(c.Arguments), c.ID, c.Name))
+				out = append(out, responses.ResponseInputItemParamOfFunctionCall(c.ArgumentsText(), c.ID, c.Name))
 			}
 		case *parley.ToolResultMessage:
 			text := m.ResultText()
@@ -176,16 +175,4 @@ func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []strin
 		return nil, nil, fmt.Errorf("encode response input items: %w", err)
 	}
 	return b, n.List(), nil
-}
-
-// arguments is a call's arguments as the JSON string the APIs want.
-func arguments(args parley.JSON) string {
-	if args.IsNull() {
-		return "{}"
-	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, args); err != nil {
-		return string(args)
-	}
-	return compact.String()
 }

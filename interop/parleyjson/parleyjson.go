@@ -95,9 +95,11 @@ type decision struct {
 }
 
 type toolCall struct {
-	ID             string                `json:"id"`
-	Name           string                `json:"name"`
-	Arguments      parley.JSON           `json:"arguments"`
+	ID        string      `json:"id"`
+	Name      string      `json:"name"`
+	Arguments parley.JSON `json:"arguments"`
+	// ArgumentsRaw is the arguments as the provider produced them, when known.
+	ArgumentsRaw   *string               `json:"argumentsRaw,omitempty"`
 	ApprovalStatus parley.ApprovalStatus `json:"approvalStatus"`
 	Decision       *decision             `json:"decision,omitempty"`
 }
@@ -222,7 +224,7 @@ func encode(m parley.Message) (json.RawMessage, error) {
 		out.Parts = encodeParts(m.Body)
 		out.ToolCalls = make([]toolCall, len(m.ToolCalls))
 		for i, c := range m.ToolCalls {
-			out.ToolCalls[i] = toolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ApprovalStatus: c.ApprovalStatus}
+			out.ToolCalls[i] = toolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ArgumentsRaw: c.ArgumentsRaw, ApprovalStatus: c.ApprovalStatus}
 			if d := c.Decision; d != nil {
 				out.ToolCalls[i].Decision = &decision{Status: d.Status, DecidedBy: d.DecidedBy, Reason: d.Reason, DecidedAt: d.DecidedAt}
 			}
@@ -410,6 +412,10 @@ func decode(where string, raw json.RawMessage, imp *parley.Import) (parley.Messa
 		m := &parley.ToolRequestMessage{MessageMeta: meta, Body: body, ToolCalls: make([]parley.ToolCall, len(in.ToolCalls))}
 		for i, c := range in.ToolCalls {
 			m.ToolCalls[i] = parley.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ApprovalStatus: c.ApprovalStatus}
+			if c.ArgumentsRaw != nil {
+				// The raw form is the record; Prepare derives the parsed one from it.
+				m.ToolCalls[i].ArgumentsRaw, m.ToolCalls[i].Arguments = c.ArgumentsRaw, nil
+			}
 			if d := c.Decision; d != nil {
 				m.ToolCalls[i].Decision = &parley.ApprovalDecision{Status: d.Status, DecidedBy: d.DecidedBy, Reason: d.Reason, DecidedAt: d.DecidedAt}
 			}
