@@ -221,7 +221,11 @@ type ToolCall struct {
 	ArgumentsRaw *string
 	// ArgumentsInvalid says ArgumentsRaw is not a JSON object.
 	ArgumentsInvalid bool
-	ApprovalStatus   ApprovalStatus
+	// PartIndex is where the call came among its message's parts: after the first
+	// PartIndex of them ([text, tool_use, text, tool_use] is calls at 1 and 2). Nil:
+	// after all of them, as most replies have it.
+	PartIndex      *int
+	ApprovalStatus ApprovalStatus
 	// Decision is nil while the call is pending.
 	Decision *ApprovalDecision
 	// Imported says the call came with an import and has not been decided here since:
@@ -352,4 +356,53 @@ func (c *ToolCall) ArgumentsText() string {
 		return string(c.Arguments)
 	}
 	return compact.String()
+}
+
+// Anchored reports whether any of m's calls came before some of its parts, so that an
+// export which can interleave them should (PartIndex).
+func (m *ToolRequestMessage) Anchored() bool {
+	for _, c := range m.ToolCalls {
+		if c.PartIndex != nil && *c.PartIndex < len(m.Parts) {
+			return true
+		}
+	}
+	return false
+}
+
+// InOrder calls f with each part (c nil) and each call (p nil) in the order the model
+// produced them: each call after the parts its PartIndex counts, calls without one
+// after every part.
+func (m *ToolRequestMessage) InOrder(f func(p *Part, c *ToolCall)) {
+	next := 0
+	calls := func(upto int) {
+		for next < len(m.ToolCalls) {
+			c := &m.ToolCalls[next]
+			if c.PartIndex == nil || *c.PartIndex > upto {
+				return
+			}
+			f(nil, c)
+			next++
+		}
+	}
+	for i := range m.Parts {
+		calls(i)
+		f(&m.Parts[i], nil)
+	}
+	for ; next < len(m.ToolCalls); next++ {
+		f(nil, &m.ToolCalls[next])
+	}
+}
+
+// AnchorCalls sets the PartIndex of calls made after parts[:at[i]] when any call came
+// before a part, and leaves them nil otherwise (every call after every part).
+func AnchorCalls(calls []ToolCall, at []int, parts int) {
+	for _, n := range at {
+		if n < parts {
+			for i := range calls {
+				n := at[i]
+				calls[i].PartIndex = &n
+			}
+			return
+		}
+	}
 }

@@ -332,9 +332,20 @@ func (m *ToolRequestMessage) prepare(lim Limits) error {
 		return Errorf(ETOOMANYTOOLCALLS, "toolRequest.toolCalls: %d calls, at most %d allowed in one message", len(m.ToolCalls), lim.MaxToolCallsPerMessage)
 	}
 	seen := make(map[string]int, len(m.ToolCalls))
+	lastAnchor := 0
 	for i := range m.ToolCalls {
 		c := &m.ToolCalls[i]
 		f := fmt.Sprintf("toolRequest.toolCalls[%d]", i)
+		if c.PartIndex != nil {
+			switch n := *c.PartIndex; {
+			case n < 0 || n > len(m.Parts):
+				return Errorf(EINVALID, "%s.partIndex: %d is not between 0 and the %d parts", f, n, len(m.Parts))
+			case n < lastAnchor:
+				return Errorf(EINVALID, "%s.partIndex: %d is before the call ahead of it (%d); calls keep their order", f, n, lastAnchor)
+			default:
+				lastAnchor = n
+			}
+		}
 		if err := checkToolCallID(f+".id", c.ID); err != nil {
 			return err
 		}

@@ -346,6 +346,7 @@ type ComplexityRoot struct {
 		ID             func(childComplexity int) int
 		Imported       func(childComplexity int) int
 		Name           func(childComplexity int) int
+		PartIndex      func(childComplexity int) int
 	}
 
 	ToolError struct {
@@ -2002,6 +2003,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolCall.Name(childComplexity), true
+	case "ToolCall.partIndex":
+		if e.ComplexityRoot.ToolCall.PartIndex == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolCall.PartIndex(childComplexity), true
 
 	case "ToolError.message":
 		if e.ComplexityRoot.ToolError.Message == nil {
@@ -2894,6 +2901,11 @@ type ToolCall {
   an array. The call is kept as produced; answer it with an ERROR result.
   """
   argumentsValid: Boolean!
+  """
+  Where the call came among its message's ` + "`" + `parts` + "`" + `: after the first ` + "`" + `partIndex` + "`" + ` of them
+  (` + "`" + `[text, tool_use, text, tool_use]` + "`" + ` has calls at 1 and 2). Null: after all of them.
+  """
+  partIndex: Int
   approvalStatus: ApprovalStatus!
   "Null while the call is pending."
   decision: ApprovalDecision
@@ -3132,6 +3144,8 @@ input ToolCallInput {
   (` + "`" + `argumentsValid: false` + "`" + `) rather than refused.
   """
   argumentsRaw: String
+  "Where the call came among the request's parts (see ToolCall.partIndex); null: after all of them."
+  partIndex: Int
 }
 
 input ToolRequestInput {
@@ -3605,6 +3619,8 @@ func (ec *executionContext) childFields_ToolCall(ctx context.Context, field grap
 		return ec.fieldContext_ToolCall_argumentsRaw(ctx, field)
 	case "argumentsValid":
 		return ec.fieldContext_ToolCall_argumentsValid(ctx, field)
+	case "partIndex":
+		return ec.fieldContext_ToolCall_partIndex(ctx, field)
 	case "approvalStatus":
 		return ec.fieldContext_ToolCall_approvalStatus(ctx, field)
 	case "decision":
@@ -10526,6 +10542,29 @@ func (ec *executionContext) fieldContext_ToolCall_argumentsValid(_ context.Conte
 	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type Boolean does not have child fields"))
 }
 
+func (ec *executionContext) _ToolCall_partIndex(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolCall_partIndex(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PartIndex(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolCall_partIndex(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type Int does not have child fields"))
+}
+
 func (ec *executionContext) _ToolCall_approvalStatus(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -14308,7 +14347,7 @@ func (ec *executionContext) unmarshalInputToolCallInput(ctx context.Context, obj
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"id", "name", "arguments", "argumentsRaw"}
+	fieldsInOrder := [...]string{"id", "name", "arguments", "argumentsRaw", "partIndex"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14343,6 +14382,13 @@ func (ec *executionContext) unmarshalInputToolCallInput(ctx context.Context, obj
 				return it, err
 			}
 			it.ArgumentsRaw = data
+		case "partIndex":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("partIndex"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PartIndex = data
 		}
 	}
 	return it, nil
@@ -17211,6 +17257,11 @@ func (ec *executionContext) _ToolCall(ctx context.Context, sel ast.SelectionSet,
 		case "argumentsValid":
 			out.Values[i] = ec._ToolCall_argumentsValid(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "partIndex":
+			out.Values[i] = ec._ToolCall_partIndex(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "approvalStatus":

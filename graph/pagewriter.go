@@ -658,6 +658,7 @@ var (
 			"arguments":      scalar(func(w *jsonWriter, c *model.ToolCall) bool { return w.json(c.Call.Arguments) }),
 			"argumentsRaw":   optStr(func(c *model.ToolCall) *string { return c.ArgumentsRaw() }),
 			"argumentsValid": boolean(func(c *model.ToolCall) bool { return c.ArgumentsValid() }),
+			"partIndex":      optInteger(func(c *model.ToolCall) *int { return c.PartIndex() }),
 			"approvalStatus": enum(func(c *model.ToolCall) parley.ApprovalStatus { return c.ApprovalStatus() }),
 			"decision":       optObject(approvalDecisionType, func(c *model.ToolCall) *parley.ApprovalDecision { return c.Decision() }),
 			"imported":       boolean(func(c *model.ToolCall) bool { return c.Imported() }),

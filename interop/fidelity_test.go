@@ -544,3 +544,91 @@ func TestReplayAcrossProviders(t *testing.T) {
 		}
 	})
 }
+
+// interleavedHistory has an assistant turn that speaks between its tool calls.
+const interleavedHistory = `{"messages": [
+  {"role": "user", "content": [{"type": "text", "text": "Compare a.go and b.go."}]},
+  {"role": "assistant", "content": [
+    {"type": "thinking", "thinking": "Two files.", "signature": "sig-1"},
+    {"type": "text", "text": "First a.go."},
+    {"type": "tool_use", "id": "toolu_a", "name": "read", "input": {"path": "a.go"}},
+    {"type": "text", "text": "Then b.go."},
+    {"type": "tool_use", "id": "toolu_b", "name": "read", "input": {"path": "b.go"}}
+  ]},
+  {"role": "user", "content": [
+    {"type": "tool_result", "tool_use_id": "toolu_a", "content": [{"type": "text", "text": "package a"}]},
+    {"type": "tool_result", "tool_use_id": "toolu_b", "content": [{"type": "text", "text": "package b"}]}
+  ]},
+  {"role": "assistant", "content": [{"type": "text", "text": "Both are packages."}]}
+]}`
+
+// TestPartsKeepTheirOrder imports [thinking, text, tool_use, text, tool_use] and sends it
+// back to Anthropic in that order (the SDK reads it, and it is the input), and to the
+// Responses API as message, call, message, call.
+func TestPartsKeepTheirOrder(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	rep := importData(t, srv, "ANTHROPIC_MESSAGES", interleavedHistory, "", "")
+	var out struct {
+		Conversation struct {
+			Messages struct {
+				Edges []struct {
+					Node struct {
+						ToolCalls []struct {
+							CallID    string
+							PartIndex *int
+						}
+					}
+				}
+			}
+		}
+	}
+	srv.MustDo(t, `query($id: ID!) { conversation(id: $id) { messages(first: 10) { edges { node {
+		... on ToolRequestMessage { toolCalls { callId partIndex } } } } } } }`, map[string]any{"id": rep.Conversation.ID}, &out)
+	var at []string
+	for _, e := range out.Conversation.Messages.Edges {
+		for _, c := range e.Node.ToolCalls {
+			if c.PartIndex == nil {
+				at = append(at, c.CallID+"@end")
+			} else {
+				at = append(at, fmt.Sprintf("%s@%d", c.CallID, *c.PartIndex))
+			}
+		}
+	}
+	if got := strings.Join(at, " "); got != "toolu_a@2 toolu_b@3" {
+		t.Errorf("partIndex: got %s, want toolu_a@2 toolu_b@3", got)
+	}
+
+	msgs, _ := transcript(t, srv, rep.Conversation.ID, "ANTHROPIC_MESSAGES", transcriptOpts{})
+	var body struct{ Messages []anthropicsdk.MessageParam }
+	if err := json.Unmarshal(msgs, &body); err != nil {
+		t.Fatalf("the SDK cannot read the export: %v", err)
+	}
+	var in, exported struct{ Messages json.RawMessage }
+	json.Unmarshal([]byte(interleavedHistory), &in)
+	json.Unmarshal(msgs, &exported)
+	if w, g := mustJSON(t, normalize(t, in.Messages)), mustJSON(t, normalize(t, exported.Messages)); w != g {
+		t.Errorf("round trip differs:\n%s", diff(w, g))
+	}
+
+	resp, _ := transcript(t, srv, rep.Conversation.ID, "OPENAI_RESPONSES", transcriptOpts{})
+	var items []responses.ResponseInputItemUnionParam
+	if err := json.Unmarshal(resp, &items); err != nil {
+		t.Fatalf("the SDK cannot read the export: %v", err)
+	}
+	var seq []string
+	for _, it := range items {
+		switch {
+		case it.OfMessage != nil:
+			seq = append(seq, "message:"+it.OfMessage.Content.OfString.Value)
+		case it.OfFunctionCall != nil:
+			seq = append(seq, "call:"+it.OfFunctionCall.CallID)
+		case it.OfFunctionCallOutput != nil:
+			seq = append(seq, "output:"+it.OfFunctionCallOutput.CallID)
+		}
+	}
+	want := "message:Compare a.go and b.go. | message:First a.go. | call:toolu_a | message:Then b.go. | call:toolu_b | output:toolu_a | output:toolu_b | message:Both are packages."
+	if got := strings.Join(seq, " | "); got != want {
+		t.Errorf("responses items:\n got %s\nwant %s", got, want)
+	}
+}

@@ -50,7 +50,7 @@ func replay(msgs []parley.Message, format parley.TranscriptFormat, opts parley.T
 		default:
 			continue
 		}
-		parts, changed := replayParts(m, *body, target, opts, rep)
+		parts, before, changed := replayParts(m, *body, target, opts, rep)
 		if !changed {
 			continue
 		}
@@ -66,16 +66,27 @@ func replay(msgs []parley.Message, format parley.TranscriptFormat, opts parley.T
 		case *parley.ToolRequestMessage:
 			c := *m
 			c.Parts = parts
+			// The calls stay where they were among the parts that are left.
+			c.ToolCalls = append([]parley.ToolCall(nil), m.ToolCalls...)
+			for j := range c.ToolCalls {
+				if at := c.ToolCalls[j].PartIndex; at != nil {
+					n := before[*at]
+					c.ToolCalls[j].PartIndex = &n
+				}
+			}
 			out[i] = &c
 		}
 	}
 	return out
 }
 
-func replayParts(m parley.Message, body parley.Body, target string, opts parley.TranscriptOptions, rep *parley.TranscriptReport) ([]parley.Part, bool) {
-	var kept []parley.Part
-	changed := false
+// replayParts returns the parts of m that go to target, and for each i how many of
+// them came from body.Parts[:i].
+func replayParts(m parley.Message, body parley.Body, target string, opts parley.TranscriptOptions, rep *parley.TranscriptReport) (kept []parley.Part, before []int, changed bool) {
+	before = make([]int, 0, len(body.Parts)+1)
+	defer func() { before = append(before, len(kept)) }()
 	for _, p := range body.Parts {
+		before = append(before, len(kept))
 		artifact := ""
 		switch {
 		case p.Kind == parley.PartRedactedThinking:
@@ -100,7 +111,7 @@ func replayParts(m parley.Message, body parley.Body, target string, opts parley.
 		}
 		rep.Artifacts = append(rep.Artifacts, a)
 	}
-	return kept, changed
+	return kept, before, changed
 }
 
 // foreignReason says why an Anthropic-bound artifact of a message with provenance prov

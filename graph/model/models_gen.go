@@ -183,6 +183,8 @@ type ToolCallInput struct {
 	// `arguments` string). When they are not a JSON object the call is stored flagged
 	// (`argumentsValid: false`) rather than refused.
 	ArgumentsRaw *string `json:"argumentsRaw,omitempty"`
+	// Where the call came among the request's parts (see ToolCall.partIndex); null: after all of them.
+	PartIndex *int `json:"partIndex,omitempty"`
 }
 
 type ToolErrorInput struct {

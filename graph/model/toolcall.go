@@ -38,6 +38,9 @@ func (c *ToolCall) ArgumentsRaw() *string { return c.Call.ArgumentsRaw }
 // ArgumentsValid says the arguments are a JSON object.
 func (c *ToolCall) ArgumentsValid() bool { return !c.Call.ArgumentsInvalid }
 
+// PartIndex is where the call came among its message's parts, nil after all of them.
+func (c *ToolCall) PartIndex() *int { return c.Call.PartIndex }
+
 // ApprovalStatus is where the call stands.
 func (c *ToolCall) ApprovalStatus() parley.ApprovalStatus { return c.Call.ApprovalStatus }
 

@@ -76,6 +76,53 @@ func (b *builder) body(role sdk.MessageParamRole, body parley.Body) {
 	b.text(role, body.Text())
 }
 
+// toolUse is a call as a tool_use block, its input as the model produced it.
+func (b *builder) toolUse(c *parley.ToolCall) sdk.ContentBlockParamUnion {
+	args := json.RawMessage(c.Arguments)
+	switch {
+	case c.ArgumentsInvalid:
+		b.notes.Add(noteBadArguments)
+		args = json.RawMessage("{}")
+	case c.ArgumentsRaw != nil:
+		args = json.RawMessage(*c.ArgumentsRaw) // key order and numbers as produced
+	case c.Arguments.IsNull():
+		args = json.RawMessage("{}")
+	}
+	return sdk.NewToolUseBlock(c.ID, args, c.Name)
+}
+
+// inOrder adds a tool request whose calls came between its parts as the model produced
+// it: each part its own block and each call where it was ([text, tool_use, text,
+// tool_use]), thinking that opens the message first in the turn.
+func (b *builder) inOrder(m *parley.ToolRequestMessage) {
+	t := b.current(sdk.MessageParamRoleAssistant)
+	opening := true
+	m.InOrder(func(p *parley.Part, c *parley.ToolCall) {
+		var block sdk.ContentBlockParamUnion
+		switch {
+		case c != nil:
+			block = b.toolUse(c)
+		case p.Kind == parley.PartRedactedThinking:
+			block = sdk.NewRedactedThinkingBlock(p.Signature)
+		case p.Kind == parley.PartThinking && p.Signature == "":
+			b.notes.Add(noteUnsigned)
+			return
+		case p.Kind == parley.PartThinking:
+			block = sdk.NewThinkingBlock(p.Signature, p.Text)
+		case strings.TrimSpace(p.Text) == "":
+			return // the API refuses empty text blocks
+		default:
+			block = sdk.NewTextBlock(p.Text)
+		}
+		if opening && c == nil && p.Kind != parley.PartText {
+			t.thinking = append(t.thinking, block)
+			return
+		}
+		opening = false
+		t.blocks = append(t.blocks, block)
+	})
+}
+
 // Export writes msgs as a Messages API {system, messages} object: the system prompt and
 // SUPERVISOR text in system (left out when empty), documents and MCP resources as user
 // text with a header naming their source, tool requests as tool_use blocks and results
@@ -120,20 +167,14 @@ func Export(msgs []parley.Message, system string) (parley.JSON, []string, error)
 			text, _ := parley.ContextText(m)
 			b.text(sdk.MessageParamRoleUser, text)
 		case *parley.ToolRequestMessage:
+			if m.Anchored() {
+				b.inOrder(m)
+				continue
+			}
 			b.body(sdk.MessageParamRoleAssistant, m.Body)
 			t := b.current(sdk.MessageParamRoleAssistant)
-			for _, c := range m.ToolCalls {
-				args := json.RawMessage(c.Arguments)
-				switch {
-				case c.ArgumentsInvalid:
-					b.notes.Add(noteBadArguments)
-					args = json.RawMessage("{}")
-				case c.ArgumentsRaw != nil:
-					args = json.RawMessage(*c.ArgumentsRaw) // key order and numbers as produced
-				case c.Arguments.IsNull():
-					args = json.RawMessage("{}")
-				}
-				t.blocks = append(t.blocks, sdk.NewToolUseBlock(c.ID, args, c.Name))
+			for i := range m.ToolCalls {
+				t.blocks = append(t.blocks, b.toolUse(&m.ToolCalls[i]))
 			}
 		case *parley.ToolResultMessage:
 			r := sdk.ToolResultBlockParam{ToolUseID: m.ToolCallID}

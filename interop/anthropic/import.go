@@ -270,6 +270,7 @@ func (p *parser) user(where string, raw json.RawMessage, blocks []block) error {
 func (p *parser) assistant(where string, raw json.RawMessage, blocks []block) error {
 	var parts []parley.Part
 	var calls []parley.ToolCall
+	var at []int // how many parts came before each call
 	var images []parley.Message
 	for i, b := range blocks {
 		field := fmt.Sprintf("%s.content[%d]", where, i)
@@ -295,6 +296,7 @@ func (p *parser) assistant(where string, raw json.RawMessage, blocks []block) er
 			args, raw := contentblock.Arguments(b.Input)
 			p.calls[b.ID] = field
 			calls = append(calls, parley.ToolCall{ID: b.ID, Name: b.Name, Arguments: args, ArgumentsRaw: raw})
+			at = append(at, len(parts))
 		case "image":
 			img, err := p.image(field, b, parley.RoleAssistant)
 			if err != nil {
@@ -312,6 +314,7 @@ func (p *parser) assistant(where string, raw json.RawMessage, blocks []block) er
 	switch {
 	case len(calls) > 0:
 		meta.Role = parley.RoleInvocation
+		parley.AnchorCalls(calls, at, len(parts))
 		o.Add(&parley.ToolRequestMessage{MessageMeta: meta, Body: parley.Body{Parts: parts}, ToolCalls: calls})
 	case strings.TrimSpace(parley.Body{Parts: parts}.Text()) != "":
 		o.Add(&parley.TextMessage{MessageMeta: meta, Body: parley.Body{Parts: parts}})

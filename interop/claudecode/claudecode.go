@@ -157,6 +157,7 @@ type reply struct {
 	createdAt time.Time
 	parts     []parley.Part
 	calls     []parley.ToolCall
+	at        []int // how many parts came before each call
 	// seen holds digests of the blocks already read, not the blocks, which can be
 	// large: a reply has a few, so a slice searched in order is smaller than a map.
 	seen [][16]byte
@@ -645,6 +646,7 @@ func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Tim
 			args, raw := contentblock.Arguments(b.Input)
 			p.calls[b.ID] = n
 			r.calls = append(r.calls, parley.ToolCall{ID: b.ID, Name: b.Name, Arguments: args, ArgumentsRaw: raw})
+			r.at = append(r.at, len(r.parts))
 		case "image":
 			img, err := p.image(n, field, b.Source, parley.RoleAssistant)
 			if err != nil {
@@ -724,7 +726,8 @@ func (p *parser) add(it item) {
 	r := it.reply
 	r.emitted = true
 	parts, calls := r.parts, r.calls
-	r.parts, r.calls = nil, nil // the message has them now
+	parley.AnchorCalls(calls, r.at, len(parts))
+	r.parts, r.calls, r.at = nil, nil, nil // the message has them now
 	meta := parley.MessageMeta{Role: parley.RoleAssistant, CreatedAt: r.createdAt, SourceID: clip(r.sourceID),
 		Live: parley.Live{Provenance: r.prov}}
 	switch {

@@ -153,6 +153,18 @@ func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []strin
 			if m.Thinking() != "" {
 				n.Add(noteThinking)
 			}
+			if m.Anchored() {
+				// Items keep the order the model produced: a message, a call, a message...
+				m.InOrder(func(p *parley.Part, c *parley.ToolCall) {
+					switch {
+					case c != nil:
+						out = append(out, responses.ResponseInputItemParamOfFunctionCall(c.ArgumentsText(), c.ID, c.Name))
+					case p.Kind == parley.PartText && strings.TrimSpace(p.Text) != "":
+						message(p.Text, responses.EasyInputMessageRoleAssistant)
+					}
+				})
+				continue
+			}
 			if t := m.Text(); strings.TrimSpace(t) != "" {
 				message(t, responses.EasyInputMessageRoleAssistant)
 			}
