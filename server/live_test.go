@@ -185,7 +185,9 @@ func TestLiveMessageCompletedCutShort(t *testing.T) {
 	srv.MustDo(t, `mutation($c: ID!, $in: MessageInput!) { addMessage(conversationId: $c, input: $in) { cursor } }`,
 		map[string]any{"c": conv, "in": map[string]any{"toolResult": map[string]any{"toolCallId": "call_1", "status": "ERROR",
 			"error": map[string]any{"message": "the arguments were cut short"}}}}, nil)
-	var out struct{ Conversation struct{ Transcript json.RawMessage } }
+	var out struct {
+		Conversation struct{ Transcript json.RawMessage }
+	}
 	srv.MustDo(t, `query($c: ID!) { conversation(id: $c) { transcript(format: OPENAI_CHAT, repair: true) } }`, map[string]any{"c": conv}, &out)
 	if !strings.Contains(string(out.Conversation.Transcript), `"arguments":"{\"path\": \"a.txt\", \"content\": \"very lo"`) {
 		t.Errorf("the export does not send the arguments as produced: %s", out.Conversation.Transcript)
