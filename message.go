@@ -63,8 +63,12 @@ type Part struct {
 	Text string
 	// Signature is the provider's integrity token for a thinking part (Anthropic), kept
 	// so that the history can be sent back to the provider. For a REDACTED_THINKING part
-	// it is the provider's encrypted data, and Text is empty.
+	// it is the provider's encrypted data, and Text is empty. For an OpenAI Responses
+	// reasoning item it is the item's encrypted_content, and Text its summary.
 	Signature string
+	// ItemID is the provider's id of the item the part was (OpenAI Responses' rs_…),
+	// sent back with it to that provider.
+	ItemID string
 }
 
 // Content is the part's text as stored: HTML-escaped, safe for innerHTML.
@@ -221,6 +225,9 @@ type ToolCall struct {
 	ArgumentsRaw *string
 	// ArgumentsInvalid says ArgumentsRaw is not a JSON object.
 	ArgumentsInvalid bool
+	// ItemID is the provider's id of the item that made the call (OpenAI Responses'
+	// fc_…), beside the call id (ID); "" when there is none.
+	ItemID string
 	// PartIndex is where the call came among its message's parts: after the first
 	// PartIndex of them ([text, tool_use, text, tool_use] is calls at 1 and 2). Nil:
 	// after all of them, as most replies have it.

@@ -168,6 +168,9 @@ func (b *Body) prepare(field string) error {
 		if p.Signature, err = CleanText(f+".signature", p.Signature); err != nil {
 			return err
 		}
+		if err := checkItemID(f+".itemId", p.ItemID); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -357,6 +360,9 @@ func (m *ToolRequestMessage) prepare(lim Limits) error {
 			return Errorf(EINVALID, "%s.name: %q is not a valid tool name (letters, digits, _ . : -, at most 128)", f, truncateForError(c.Name))
 		}
 		if err := c.prepareArguments(f, lim); err != nil {
+			return err
+		}
+		if err := checkItemID(f+".itemId", c.ItemID); err != nil {
 			return err
 		}
 		if c.ApprovalStatus == "" {
@@ -597,5 +603,21 @@ func (c *ToolCall) prepareArguments(f string, lim Limits) error {
 		return nil
 	}
 	c.Arguments, c.ArgumentsInvalid = JSON("{}"), true
+	return nil
+}
+
+// MaxItemIDLength bounds a provider's item id (OpenAI's are some 50 bytes).
+const MaxItemIDLength = 256
+
+// checkItemID refuses an item id that is too long or not plain text.
+func checkItemID(field, id string) error {
+	if len(id) > MaxItemIDLength {
+		return Errorf(EINVALID, "%s: %d bytes, at most %d allowed", field, len(id), MaxItemIDLength)
+	}
+	if clean, err := CleanText(field, id); err != nil {
+		return err
+	} else if clean != id || strings.TrimSpace(id) != id {
+		return Errorf(EINVALID, "%s: %q has control characters or surrounding spaces", field, truncateForError(id))
+	}
 	return nil
 }

@@ -77,6 +77,7 @@ type (
 		Kind      parley.PartKind `json:"kind"`
 		Content   string          `json:"content"`
 		Signature string          `json:"signature,omitempty"`
+		ItemID    string          `json:"itemId,omitempty"`
 	}
 	bodyPayload struct {
 		Parts []partJSON `json:"parts,omitempty"`
@@ -113,6 +114,7 @@ type (
 		ArgumentsRaw     *string               `json:"argumentsRaw,omitempty"`
 		ArgumentsInvalid bool                  `json:"argumentsInvalid,omitempty"`
 		PartIndex        *int                  `json:"partIndex,omitempty"`
+		ItemID           string                `json:"itemId,omitempty"`
 		ApprovalStatus   parley.ApprovalStatus `json:"approvalStatus"`
 		Decision         *decisionJSON         `json:"decision,omitempty"`
 		Imported         bool                  `json:"imported,omitempty"`
@@ -152,7 +154,7 @@ type (
 func encodeBody(b parley.Body) bodyPayload {
 	p := bodyPayload{Parts: make([]partJSON, len(b.Parts))}
 	for i, part := range b.Parts {
-		p.Parts[i] = partJSON{Kind: part.Kind, Content: parley.EscapeHTML(part.Text), Signature: part.Signature}
+		p.Parts[i] = partJSON{Kind: part.Kind, Content: parley.EscapeHTML(part.Text), Signature: part.Signature, ItemID: part.ItemID}
 	}
 	return p
 }
@@ -160,7 +162,7 @@ func encodeBody(b parley.Body) bodyPayload {
 func decodeBody(p bodyPayload) parley.Body {
 	b := parley.Body{Parts: make([]parley.Part, len(p.Parts))}
 	for i, part := range p.Parts {
-		b.Parts[i] = parley.Part{Kind: part.Kind, Text: parley.UnescapeHTML(part.Content), Signature: part.Signature}
+		b.Parts[i] = parley.Part{Kind: part.Kind, Text: parley.UnescapeHTML(part.Content), Signature: part.Signature, ItemID: part.ItemID}
 	}
 	return b
 }
@@ -169,7 +171,7 @@ func encodeToolCalls(calls []parley.ToolCall) []toolCallJSON {
 	out := make([]toolCallJSON, len(calls))
 	for i, c := range calls {
 		out[i] = toolCallJSON{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ArgumentsRaw: c.ArgumentsRaw,
-			ArgumentsInvalid: c.ArgumentsInvalid, PartIndex: c.PartIndex, ApprovalStatus: c.ApprovalStatus, Imported: c.Imported}
+			ArgumentsInvalid: c.ArgumentsInvalid, ItemID: c.ItemID, PartIndex: c.PartIndex, ApprovalStatus: c.ApprovalStatus, Imported: c.Imported}
 		if d := c.Decision; d != nil {
 			out[i].Decision = &decisionJSON{Status: d.Status, DecidedBy: d.DecidedBy, Reason: d.Reason, DecidedAt: d.DecidedAt}
 		}
@@ -181,7 +183,7 @@ func decodeToolCalls(calls []toolCallJSON) []parley.ToolCall {
 	out := make([]parley.ToolCall, len(calls))
 	for i, c := range calls {
 		out[i] = parley.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ArgumentsRaw: c.ArgumentsRaw,
-			ArgumentsInvalid: c.ArgumentsInvalid, PartIndex: c.PartIndex, ApprovalStatus: c.ApprovalStatus, Imported: c.Imported}
+			ArgumentsInvalid: c.ArgumentsInvalid, ItemID: c.ItemID, PartIndex: c.PartIndex, ApprovalStatus: c.ApprovalStatus, Imported: c.Imported}
 		if c.ArgumentsRaw != nil && !c.ArgumentsInvalid {
 			out[i].Arguments = parley.JSON(*c.ArgumentsRaw) // as produced, not as jsonb reordered it
 		}

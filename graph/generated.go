@@ -255,6 +255,7 @@ type ComplexityRoot struct {
 	Part struct {
 		Content   func(childComplexity int) int
 		HTML      func(childComplexity int) int
+		ItemID    func(childComplexity int) int
 		Kind      func(childComplexity int) int
 		Signature func(childComplexity int) int
 		Text      func(childComplexity int) int
@@ -345,6 +346,7 @@ type ComplexityRoot struct {
 		Decision       func(childComplexity int) int
 		ID             func(childComplexity int) int
 		Imported       func(childComplexity int) int
+		ItemID         func(childComplexity int) int
 		Name           func(childComplexity int) int
 		PartIndex      func(childComplexity int) int
 	}
@@ -1542,6 +1544,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Part.HTML(childComplexity), true
+	case "Part.itemId":
+		if e.ComplexityRoot.Part.ItemID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Part.ItemID(childComplexity), true
 	case "Part.kind":
 		if e.ComplexityRoot.Part.Kind == nil {
 			break
@@ -1997,6 +2005,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolCall.Imported(childComplexity), true
+	case "ToolCall.itemId":
+		if e.ComplexityRoot.ToolCall.ItemID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolCall.ItemID(childComplexity), true
 	case "ToolCall.name":
 		if e.ComplexityRoot.ToolCall.Name == nil {
 			break
@@ -2745,8 +2759,10 @@ type Part {
   text: String!
   "Rendered and sanitized; escaped text in one paragraph over 32 KiB or past 250 ms of rendering (see TextBearing.html)."
   html: String!
-  "The provider's signature of a thinking part, needed to send it back (Anthropic); the encrypted data of a REDACTED_THINKING part."
+  "The provider's signature of a thinking part, needed to send it back (Anthropic); the encrypted data of a REDACTED_THINKING part; an OpenAI reasoning item's ` + "`" + `encrypted_content` + "`" + `."
   signature: String
+  "The provider's id of the item this part was (OpenAI Responses' ` + "`" + `rs_…` + "`" + `), sent back to it."
+  itemId: String
 }
 
 "Text from the user, the assistant or a supervisor."
@@ -2906,6 +2922,8 @@ type ToolCall {
   (` + "`" + `[text, tool_use, text, tool_use]` + "`" + ` has calls at 1 and 2). Null: after all of them.
   """
   partIndex: Int
+  "The provider's id of the item that made the call (OpenAI Responses' ` + "`" + `fc_…` + "`" + `), beside ` + "`" + `callId` + "`" + `."
+  itemId: String
   approvalStatus: ApprovalStatus!
   "Null while the call is pending."
   decision: ApprovalDecision
@@ -3104,6 +3122,8 @@ input PartInput {
   kind: PartKind!
   text: String!
   signature: String
+  "The provider's id of the item this part was (OpenAI Responses' ` + "`" + `rs_…` + "`" + `)."
+  itemId: String
 }
 
 "Give content (one TEXT part) or parts, not both."
@@ -3146,6 +3166,8 @@ input ToolCallInput {
   argumentsRaw: String
   "Where the call came among the request's parts (see ToolCall.partIndex); null: after all of them."
   partIndex: Int
+  "The provider's id of the item that made the call (OpenAI Responses' ` + "`" + `fc_…` + "`" + `)."
+  itemId: String
 }
 
 input ToolRequestInput {
@@ -3559,6 +3581,8 @@ func (ec *executionContext) childFields_Part(ctx context.Context, field graphql.
 		return ec.fieldContext_Part_html(ctx, field)
 	case "signature":
 		return ec.fieldContext_Part_signature(ctx, field)
+	case "itemId":
+		return ec.fieldContext_Part_itemId(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Part", field.Name)
 }
@@ -3621,6 +3645,8 @@ func (ec *executionContext) childFields_ToolCall(ctx context.Context, field grap
 		return ec.fieldContext_ToolCall_argumentsValid(ctx, field)
 	case "partIndex":
 		return ec.fieldContext_ToolCall_partIndex(ctx, field)
+	case "itemId":
+		return ec.fieldContext_ToolCall_itemId(ctx, field)
 	case "approvalStatus":
 		return ec.fieldContext_ToolCall_approvalStatus(ctx, field)
 	case "decision":
@@ -8817,6 +8843,29 @@ func (ec *executionContext) fieldContext_Part_signature(_ context.Context, field
 	return graphql.NewScalarFieldContext("Part", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _Part_itemId(ctx context.Context, field graphql.CollectedField, obj *parley.Part) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Part_itemId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ItemID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Part_itemId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Part", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _ProcessingError_message(ctx context.Context, field graphql.CollectedField, obj *parley.ProcessingError) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10563,6 +10612,29 @@ func (ec *executionContext) _ToolCall_partIndex(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_ToolCall_partIndex(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ToolCall_itemId(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolCall_itemId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ItemID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolCall_itemId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ToolCall_approvalStatus(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
@@ -14078,7 +14150,7 @@ func (ec *executionContext) unmarshalInputPartInput(ctx context.Context, obj any
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"kind", "text", "signature"}
+	fieldsInOrder := [...]string{"kind", "text", "signature", "itemId"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14106,6 +14178,13 @@ func (ec *executionContext) unmarshalInputPartInput(ctx context.Context, obj any
 				return it, err
 			}
 			it.Signature = data
+		case "itemId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("itemId"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ItemID = data
 		}
 	}
 	return it, nil
@@ -14347,7 +14426,7 @@ func (ec *executionContext) unmarshalInputToolCallInput(ctx context.Context, obj
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"id", "name", "arguments", "argumentsRaw", "partIndex"}
+	fieldsInOrder := [...]string{"id", "name", "arguments", "argumentsRaw", "partIndex", "itemId"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14389,6 +14468,13 @@ func (ec *executionContext) unmarshalInputToolCallInput(ctx context.Context, obj
 				return it, err
 			}
 			it.PartIndex = data
+		case "itemId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("itemId"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ItemID = data
 		}
 	}
 	return it, nil
@@ -16560,6 +16646,11 @@ func (ec *executionContext) _Part(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "itemId":
+			out.Values[i] = ec._Part_itemId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -17261,6 +17352,11 @@ func (ec *executionContext) _ToolCall(ctx context.Context, sel ast.SelectionSet,
 			}
 		case "partIndex":
 			out.Values[i] = ec._ToolCall_partIndex(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "itemId":
+			out.Values[i] = ec._ToolCall_itemId(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}

@@ -602,6 +602,7 @@ var (
 			"text":      str(func(p *parley.Part) string { return p.Text }),
 			"html":      scalar(func(w *jsonWriter, p *parley.Part) bool { w.str(w.html.HTML(p.Text)); return true }),
 			"signature": str(func(p *parley.Part) string { return p.Signature }),
+			"itemId":    str(func(p *parley.Part) string { return p.ItemID }),
 		}}
 
 	imageSourceType = &objectType[*parley.ImageSource]{name: "ImageSource", implementors: imageSourceImplementors,
@@ -659,6 +660,7 @@ var (
 			"argumentsRaw":   optStr(func(c *model.ToolCall) *string { return c.ArgumentsRaw() }),
 			"argumentsValid": boolean(func(c *model.ToolCall) bool { return c.ArgumentsValid() }),
 			"partIndex":      optInteger(func(c *model.ToolCall) *int { return c.PartIndex() }),
+			"itemId":         optStr(func(c *model.ToolCall) *string { return c.ItemID() }),
 			"approvalStatus": enum(func(c *model.ToolCall) parley.ApprovalStatus { return c.ApprovalStatus() }),
 			"decision":       optObject(approvalDecisionType, func(c *model.ToolCall) *parley.ApprovalDecision { return c.Decision() }),
 			"imported":       boolean(func(c *model.ToolCall) bool { return c.Imported() }),

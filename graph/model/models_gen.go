@@ -128,6 +128,8 @@ type PartInput struct {
 	Kind      parley.PartKind `json:"kind"`
 	Text      string          `json:"text"`
 	Signature *string         `json:"signature,omitempty"`
+	// The provider's id of the item this part was (OpenAI Responses' `rs_…`).
+	ItemID *string `json:"itemId,omitempty"`
 }
 
 type ProvenanceInput struct {
@@ -185,6 +187,8 @@ type ToolCallInput struct {
 	ArgumentsRaw *string `json:"argumentsRaw,omitempty"`
 	// Where the call came among the request's parts (see ToolCall.partIndex); null: after all of them.
 	PartIndex *int `json:"partIndex,omitempty"`
+	// The provider's id of the item that made the call (OpenAI Responses' `fc_…`).
+	ItemID *string `json:"itemId,omitempty"`
 }
 
 type ToolErrorInput struct {

@@ -41,6 +41,14 @@ func (c *ToolCall) ArgumentsValid() bool { return !c.Call.ArgumentsInvalid }
 // PartIndex is where the call came among its message's parts, nil after all of them.
 func (c *ToolCall) PartIndex() *int { return c.Call.PartIndex }
 
+// ItemID is the provider's id of the item that made the call, nil when none.
+func (c *ToolCall) ItemID() *string {
+	if c.Call.ItemID == "" {
+		return nil
+	}
+	return &c.Call.ItemID
+}
+
 // ApprovalStatus is where the call stands.
 func (c *ToolCall) ApprovalStatus() parley.ApprovalStatus { return c.Call.ApprovalStatus }
 
