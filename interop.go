@@ -17,6 +17,9 @@ const (
 	ImportClaudeCode ImportFormat = "CLAUDE_CODE_JSONL"
 	// ImportOpenAIChat is a Chat Completions messages array, or a request body holding one.
 	ImportOpenAIChat ImportFormat = "OPENAI_CHAT"
+	// ImportOpenAIResponses is a Responses API input array, or a request or response
+	// holding one.
+	ImportOpenAIResponses ImportFormat = "OPENAI_RESPONSES"
 	// ImportAnthropicMessages is a Messages API {system, messages} object, or a messages array.
 	ImportAnthropicMessages ImportFormat = "ANTHROPIC_MESSAGES"
 	// ImportParleyJSON is Parley's own export (TranscriptParleyJSON).
@@ -24,7 +27,7 @@ const (
 )
 
 // ImportFormats lists every import format.
-var ImportFormats = []ImportFormat{ImportClaudeCode, ImportOpenAIChat, ImportAnthropicMessages, ImportParleyJSON}
+var ImportFormats = []ImportFormat{ImportClaudeCode, ImportOpenAIChat, ImportOpenAIResponses, ImportAnthropicMessages, ImportParleyJSON}
 
 // ParseImportFormat accepts a format in the API's spelling (CLAUDE_CODE_JSONL) or in
 // lower case with dashes (claude-code-jsonl), as people type it on a command line.

@@ -18912,12 +18912,14 @@ var (
 	unmarshalNImportFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐImportFormat = map[string]parley.ImportFormat{
 		"CLAUDE_CODE_JSONL":  parley.ImportClaudeCode,
 		"OPENAI_CHAT":        parley.ImportOpenAIChat,
+		"OPENAI_RESPONSES":   parley.ImportOpenAIResponses,
 		"ANTHROPIC_MESSAGES": parley.ImportAnthropicMessages,
 		"PARLEY_JSON":        parley.ImportParleyJSON,
 	}
 	marshalNImportFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐImportFormat = map[parley.ImportFormat]string{
 		parley.ImportClaudeCode:        "CLAUDE_CODE_JSONL",
 		parley.ImportOpenAIChat:        "OPENAI_CHAT",
+		parley.ImportOpenAIResponses:   "OPENAI_RESPONSES",
 		parley.ImportAnthropicMessages: "ANTHROPIC_MESSAGES",
 		parley.ImportParleyJSON:        "PARLEY_JSON",
 	}

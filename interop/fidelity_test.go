@@ -632,3 +632,66 @@ func TestPartsKeepTheirOrder(t *testing.T) {
 		t.Errorf("responses items:\n got %s\nwant %s", got, want)
 	}
 }
+
+// responsesHistory is a Responses API input with reasoning (summaries and encrypted
+// content), item ids, and arguments spelled as the model produced them.
+const responsesHistory = `[
+  {"type": "message", "role": "developer", "content": "Be brief."},
+  {"type": "message", "role": "user", "content": "Weather in Paris?"},
+  {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Need the weather."}, {"type": "summary_text", "text": "Call the tool."}], "encrypted_content": "gAAAA-enc-1"},
+  {"type": "message", "role": "assistant", "content": "Checking."},
+  {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "weather", "arguments": "{\"city\": \"Paris\",\"units\":\"metric\" }"},
+  {"type": "function_call_output", "call_id": "call_1", "output": "18C"},
+  {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "gAAAA-enc-2"},
+  {"type": "message", "role": "assistant", "content": "18C in Paris."}
+]`
+
+// TestResponsesImport imports a Responses history and exports it back: the items come
+// back as given (read by openai-go), re-importing adds nothing, and the reasoning items
+// go nowhere else: Anthropic and Chat Completions exports drop them and say why.
+func TestResponsesImport(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	rep := importData(t, srv, "OPENAI_RESPONSES", responsesHistory, "", "")
+	if rep.Added != 4 || rep.SystemPrompt == nil || *rep.SystemPrompt != "Be brief." {
+		t.Fatalf("import: added %d, system prompt %v; want 4 and the developer message", rep.Added, rep.SystemPrompt)
+	}
+	conv := rep.Conversation.ID
+	calls := storedCalls(t, srv, conv)
+	if c := calls["call_1"]; c.ArgumentsRaw == nil || *c.ArgumentsRaw != `{"city": "Paris","units":"metric" }` {
+		t.Errorf("arguments: got %v, want them as produced", c.ArgumentsRaw)
+	}
+
+	out, _ := transcript(t, srv, conv, "OPENAI_RESPONSES", transcriptOpts{system: *rep.SystemPrompt})
+	var items []responses.ResponseInputItemUnionParam
+	if err := json.Unmarshal(out, &items); err != nil {
+		t.Fatalf("the SDK cannot read the export: %v", err)
+	}
+	if w, g := mustJSON(t, normalize(t, []byte(responsesHistory))), mustJSON(t, normalize(t, out)); w != g {
+		t.Errorf("round trip differs:\n%s", diff(w, g))
+	}
+	if !bytes.Contains(out, []byte(`"arguments":"{\"city\": \"Paris\",\"units\":\"metric\" }"`)) {
+		t.Errorf("the arguments are not sent as produced: %s", out)
+	}
+	if again := importData(t, srv, "OPENAI_RESPONSES", responsesHistory, conv, ""); again.Added != 0 {
+		t.Errorf("re-import added %d, want 0", again.Added)
+	}
+
+	raw, arts := replayExport(t, srv, conv, "ANTHROPIC_MESSAGES", "", "")
+	var body struct{ Messages []anthropicsdk.MessageParam }
+	if err := json.Unmarshal(raw, &body); err != nil {
+		t.Fatalf("the SDK cannot read the export: %v", err)
+	}
+	if bytes.Contains(raw, []byte("gAAAA")) {
+		t.Errorf("encrypted reasoning reached Anthropic: %s", raw)
+	}
+	if got := summarize(arts); got != "2 reasoning item dropped; 2 reasoning item dropped; 4 reasoning item dropped" {
+		t.Errorf("artifacts to Anthropic: %q", got)
+	}
+	_, arts = replayExport(t, srv, conv, "OPENAI_CHAT", "", "AS_TEXT")
+	if got := summarize(arts); got != "2 reasoning item sent as text; 2 reasoning item sent as text; 4 reasoning item dropped" {
+		t.Errorf("artifacts to Chat Completions: %q", got)
+	} else if !strings.Contains(arts[0].Reason, "Chat Completions takes no reasoning items back") {
+		t.Errorf("reason %q", arts[0].Reason)
+	}
+}

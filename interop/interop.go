@@ -45,6 +45,8 @@ func Parse(format parley.ImportFormat, r io.Reader) (*parley.Import, error) {
 		return claudecode.Parse(r)
 	case parley.ImportOpenAIChat:
 		return openai.ParseChat(r)
+	case parley.ImportOpenAIResponses:
+		return openai.ParseResponses(r)
 	case parley.ImportAnthropicMessages:
 		return anthropic.Parse(r)
 	case parley.ImportParleyJSON:

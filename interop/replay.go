@@ -13,6 +13,8 @@ import (
 const (
 	artifactSignedThinking   = "signed thinking"
 	artifactRedactedThinking = "redacted thinking"
+	artifactReasoningItem    = "reasoning item"
+	artifactItemID           = "item id"
 	actionDropped            = "dropped"
 	actionAsText             = "sent as text"
 )
@@ -29,15 +31,16 @@ func targetProvider(f parley.TranscriptFormat) string {
 	return ""
 }
 
-// replay keeps the provider-bound artifacts of msgs (thinking signatures, redacted
-// thinking) only where the target can verify them: Anthropic's, sent to Anthropic, by
-// the model that issued them when both that model and the target's are known. The
-// others are dropped, or, with ForeignReasoningAsText, their readable thinking is sent
-// as assistant text; each is reported in rep.Artifacts. A message whose provenance is
-// unknown (imported from a format that does not say) keeps its artifacts: nothing says
-// they are foreign. msgs is not changed; changed messages are copies.
+// replay keeps the provider-bound artifacts of msgs only where the target can verify
+// them: Anthropic's signed and redacted thinking sent to Anthropic, OpenAI's reasoning
+// items (encrypted_content, item ids) to the Responses API, each by the model that
+// issued it when both that model and the target's are known. The others are dropped,
+// or, with ForeignReasoningAsText, their readable thinking is sent as assistant text;
+// each is reported in rep.Artifacts. Who issued an artifact is its message's provenance;
+// without one (an import from a format that does not say), the artifact's own kind: an
+// item id is OpenAI's, a signature Anthropic's. msgs is not changed; changed messages
+// are copies.
 func replay(msgs []parley.Message, format parley.TranscriptFormat, opts parley.TranscriptOptions, rep *parley.TranscriptReport) []parley.Message {
-	target := targetProvider(format)
 	out := msgs
 	copied := false
 	for i, m := range msgs {
@@ -50,7 +53,13 @@ func replay(msgs []parley.Message, format parley.TranscriptFormat, opts parley.T
 		default:
 			continue
 		}
-		parts, before, changed := replayParts(m, *body, target, opts, rep)
+		parts, before, changed := replayParts(m, *body, format, opts, rep)
+		req, isReq := m.(*parley.ToolRequestMessage)
+		var calls []parley.ToolCall
+		if isReq {
+			calls = replayCalls(req, format, rep)
+			changed = changed || calls != nil
+		}
 		if !changed {
 			continue
 		}
@@ -66,31 +75,49 @@ func replay(msgs []parley.Message, format parley.TranscriptFormat, opts parley.T
 		case *parley.ToolRequestMessage:
 			c := *m
 			c.Parts = parts
+			if calls == nil {
+				calls = append([]parley.ToolCall(nil), m.ToolCalls...)
+			}
 			// The calls stay where they were among the parts that are left.
-			c.ToolCalls = append([]parley.ToolCall(nil), m.ToolCalls...)
-			for j := range c.ToolCalls {
-				if at := c.ToolCalls[j].PartIndex; at != nil {
+			for j := range calls {
+				if at := calls[j].PartIndex; at != nil {
 					n := before[*at]
-					c.ToolCalls[j].PartIndex = &n
+					calls[j].PartIndex = &n
 				}
 			}
+			c.ToolCalls = calls
 			out[i] = &c
 		}
 	}
 	return out
 }
 
-// replayParts returns the parts of m that go to target, and for each i how many of
+// issuer is who issued an artifact of a message with provenance prov: the provider and
+// model provenance names, else kind's own provider.
+func issuer(prov *parley.Provenance, kind string) (provider, model string) {
+	provider = kind
+	if prov != nil {
+		if prov.Provider != "" {
+			provider = prov.Provider
+		}
+		model = prov.Model
+	}
+	return provider, model
+}
+
+// replayParts returns the parts of m that go to format, and for each i how many of
 // them came from body.Parts[:i].
-func replayParts(m parley.Message, body parley.Body, target string, opts parley.TranscriptOptions, rep *parley.TranscriptReport) (kept []parley.Part, before []int, changed bool) {
+func replayParts(m parley.Message, body parley.Body, format parley.TranscriptFormat, opts parley.TranscriptOptions, rep *parley.TranscriptReport) (kept []parley.Part, before []int, changed bool) {
 	before = make([]int, 0, len(body.Parts)+1)
 	defer func() { before = append(before, len(kept)) }()
 	for _, p := range body.Parts {
 		before = append(before, len(kept))
-		artifact := ""
+		artifact, kind := "", anthropic.Provider
 		switch {
 		case p.Kind == parley.PartRedactedThinking:
 			artifact = artifactRedactedThinking
+		case p.Kind == parley.PartThinking && p.ItemID != "":
+			artifact, kind = artifactReasoningItem, openai.Provider
 		case p.Kind == parley.PartThinking && p.Signature != "":
 			artifact = artifactSignedThinking
 		}
@@ -98,7 +125,7 @@ func replayParts(m parley.Message, body parley.Body, target string, opts parley.
 			kept = append(kept, p)
 			continue
 		}
-		reason := foreignReason(m.Meta().Provenance(), target, opts.Model)
+		reason := foreignReason(m.Meta().Provenance(), kind, format, opts.Model)
 		if reason == "" {
 			kept = append(kept, p)
 			continue
@@ -114,27 +141,57 @@ func replayParts(m parley.Message, body parley.Body, target string, opts parley.
 	return kept, before, changed
 }
 
-// foreignReason says why an Anthropic-bound artifact of a message with provenance prov
-// cannot be sent to target (and model, when given), or "" when it can.
-func foreignReason(prov *parley.Provenance, target, model string) string {
-	origin, issuer := anthropic.Provider, ""
-	if prov != nil {
-		if prov.Provider != "" {
-			origin = prov.Provider
+// replayCalls returns req's calls without the item ids another provider issued, when
+// the format sends item ids (Responses), or nil when none changes.
+func replayCalls(req *parley.ToolRequestMessage, format parley.TranscriptFormat, rep *parley.TranscriptReport) []parley.ToolCall {
+	if format != parley.TranscriptOpenAIResponses {
+		return nil // the other formats have no place for item ids
+	}
+	var out []parley.ToolCall
+	for i, c := range req.ToolCalls {
+		if c.ItemID == "" {
+			continue
 		}
-		issuer = prov.Model
+		provider, model := issuer(req.Provenance(), openai.Provider)
+		if provider == openai.Provider {
+			continue
+		}
+		if out == nil {
+			out = append([]parley.ToolCall(nil), req.ToolCalls...)
+		}
+		out[i].ItemID = ""
+		rep.Artifacts = append(rep.Artifacts, parley.TranscriptArtifact{MessageID: req.ID, Position: req.Position,
+			Artifact: artifactItemID, Action: actionDropped,
+			Reason: fmt.Sprintf("the item id of call %q was issued by %s; the API knows only its own", c.ID, by(provider, model))})
 	}
-	by := origin
-	if issuer != "" {
-		by = fmt.Sprintf("%s (%s)", origin, issuer)
+	return out
+}
+
+func by(provider, model string) string {
+	if model == "" {
+		return provider
 	}
+	return fmt.Sprintf("%s (%s)", provider, model)
+}
+
+// foreignReason says why an artifact whose kind is the provider kind's, of a message
+// with provenance prov, cannot be sent in format (to model, when given), or "" when it
+// can.
+func foreignReason(prov *parley.Provenance, kind string, format parley.TranscriptFormat, model string) string {
+	provider, issued := issuer(prov, kind)
+	who := by(provider, issued)
+	target := targetProvider(format)
 	switch {
-	case origin != anthropic.Provider:
-		return fmt.Sprintf("issued by %s; only thinking that Anthropic signed is sent back", by)
-	case target != anthropic.Provider:
-		return fmt.Sprintf("issued by %s; %s cannot verify it and takes no thinking back", by, target)
-	case model != "" && issuer != "" && issuer != model:
-		return fmt.Sprintf("issued by %s; a signature is only valid for the model that issued it, not %s", by, model)
+	case provider != kind && kind == anthropic.Provider:
+		return fmt.Sprintf("issued by %s; only thinking that Anthropic signed is sent back", who)
+	case provider != kind:
+		return fmt.Sprintf("issued by %s; only reasoning items that OpenAI issued are sent back", who)
+	case target != provider:
+		return fmt.Sprintf("issued by %s; %s cannot verify it and takes no such reasoning back", who, target)
+	case format == parley.TranscriptOpenAIChat:
+		return fmt.Sprintf("issued by %s; Chat Completions takes no reasoning items back (OPENAI_RESPONSES does)", who)
+	case model != "" && issued != "" && issued != model:
+		return fmt.Sprintf("issued by %s; it is only valid for the model that issued it, not %s", who, model)
 	}
 	return ""
 }
