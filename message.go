@@ -69,6 +69,11 @@ type Part struct {
 	// ItemID is the provider's id of the item the part was (OpenAI Responses' rs_…),
 	// sent back with it to that provider.
 	ItemID string
+	// Raw is a SERVER_TOOL part's block as the provider produced it.
+	Raw JSON
+	// Citations are a TEXT part's citations as the provider produced them (Anthropic's
+	// citations array), nil when it has none.
+	Citations JSON
 }
 
 // Content is the part's text as stored: HTML-escaped, safe for innerHTML.

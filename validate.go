@@ -1,6 +1,7 @@
 package parley
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -137,7 +138,7 @@ func requireRole(field string, got Role, allowed ...Role) error {
 func (b *Body) checkSize(field string, max int) error {
 	size := 0
 	for _, p := range b.Parts {
-		size += len(p.Text) + len(p.Signature)
+		size += len(p.Text) + len(p.Signature) + len(p.Raw) + len(p.Citations)
 	}
 	if size > max {
 		return Errorf(EMESSAGETOOLARGE, "%s: the text is %d bytes, more than the %d allowed in one message", field, size, max)
@@ -151,6 +152,32 @@ func (b *Body) prepare(field string) error {
 		f := fmt.Sprintf("%s.parts[%d]", field, i)
 		if !slices.Contains(PartKinds, p.Kind) {
 			return Errorf(EINVALID, "%s.kind: %q is not TEXT, THINKING or REDACTED_THINKING", f, p.Kind)
+		}
+		if p.Kind == PartServerTool {
+			if p.Text != "" {
+				return Errorf(EINVALID, "%s.text: a SERVER_TOOL part has no text; its block goes in raw", f)
+			}
+			if !p.Raw.IsObject() {
+				return Errorf(EINVALID, "%s.raw: a SERVER_TOOL part needs the provider's block, a JSON object", f)
+			}
+		} else if len(p.Raw) > 0 {
+			return Errorf(EINVALID, "%s.raw: only a SERVER_TOOL part has a raw block", f)
+		}
+		if len(p.Raw) > 0 {
+			if err := checkJSON(f+".raw", p.Raw); err != nil {
+				return err
+			}
+		}
+		if len(p.Citations) > 0 {
+			if p.Kind != PartText {
+				return Errorf(EINVALID, "%s.citations: only a TEXT part has citations", f)
+			}
+			if err := checkJSON(f+".citations", p.Citations); err != nil {
+				return err
+			}
+			if t := bytes.TrimSpace(p.Citations); t[0] != '[' {
+				return Errorf(EINVALID, "%s.citations: want a JSON array", f)
+			}
 		}
 		if p.Kind == PartRedactedThinking {
 			if p.Text != "" {

@@ -78,6 +78,8 @@ type (
 		Content   string          `json:"content"`
 		Signature string          `json:"signature,omitempty"`
 		ItemID    string          `json:"itemId,omitempty"`
+		Raw       parley.JSON     `json:"raw,omitempty"`
+		Citations parley.JSON     `json:"citations,omitempty"`
 	}
 	bodyPayload struct {
 		Parts []partJSON `json:"parts,omitempty"`
@@ -154,7 +156,8 @@ type (
 func encodeBody(b parley.Body) bodyPayload {
 	p := bodyPayload{Parts: make([]partJSON, len(b.Parts))}
 	for i, part := range b.Parts {
-		p.Parts[i] = partJSON{Kind: part.Kind, Content: parley.EscapeHTML(part.Text), Signature: part.Signature, ItemID: part.ItemID}
+		p.Parts[i] = partJSON{Kind: part.Kind, Content: parley.EscapeHTML(part.Text), Signature: part.Signature, ItemID: part.ItemID,
+			Raw: part.Raw, Citations: part.Citations}
 	}
 	return p
 }
@@ -162,7 +165,8 @@ func encodeBody(b parley.Body) bodyPayload {
 func decodeBody(p bodyPayload) parley.Body {
 	b := parley.Body{Parts: make([]parley.Part, len(p.Parts))}
 	for i, part := range p.Parts {
-		b.Parts[i] = parley.Part{Kind: part.Kind, Text: parley.UnescapeHTML(part.Content), Signature: part.Signature, ItemID: part.ItemID}
+		b.Parts[i] = parley.Part{Kind: part.Kind, Text: parley.UnescapeHTML(part.Content), Signature: part.Signature, ItemID: part.ItemID,
+			Raw: part.Raw, Citations: part.Citations}
 	}
 	return b
 }

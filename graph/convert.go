@@ -67,7 +67,8 @@ func bodyFromInput(field string, content *string, parts []*model.PartInput) (par
 	}
 	b := parley.Body{Parts: make([]parley.Part, len(parts))}
 	for i, p := range parts {
-		b.Parts[i] = parley.Part{Kind: p.Kind, Text: p.Text, Signature: deref(p.Signature), ItemID: deref(p.ItemID)}
+		b.Parts[i] = parley.Part{Kind: p.Kind, Text: p.Text, Signature: deref(p.Signature), ItemID: deref(p.ItemID),
+			Raw: p.Raw, Citations: p.Citations}
 	}
 	return b, nil
 }

@@ -253,10 +253,12 @@ type ComplexityRoot struct {
 	}
 
 	Part struct {
+		Citations func(childComplexity int) int
 		Content   func(childComplexity int) int
 		HTML      func(childComplexity int) int
 		ItemID    func(childComplexity int) int
 		Kind      func(childComplexity int) int
+		Raw       func(childComplexity int) int
 		Signature func(childComplexity int) int
 		Text      func(childComplexity int) int
 	}
@@ -1532,6 +1534,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
 
+	case "Part.citations":
+		if e.ComplexityRoot.Part.Citations == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Part.Citations(childComplexity), true
 	case "Part.content":
 		if e.ComplexityRoot.Part.Content == nil {
 			break
@@ -1556,6 +1564,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Part.Kind(childComplexity), true
+	case "Part.raw":
+		if e.ComplexityRoot.Part.Raw == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Part.Raw(childComplexity), true
 	case "Part.signature":
 		if e.ComplexityRoot.Part.Signature == nil {
 			break
@@ -2748,6 +2762,8 @@ enum PartKind {
   THINKING
   "Thinking the provider encrypted (Anthropic's ` + "`" + `redacted_thinking` + "`" + `): no text; ` + "`" + `signature` + "`" + ` holds its data, sent back unmodified."
   REDACTED_THINKING
+  "A block of a tool the provider ran itself (Anthropic's ` + "`" + `server_tool_use` + "`" + `, ` + "`" + `web_search_tool_result` + "`" + `...): no text; ` + "`" + `raw` + "`" + ` is the block, sent back to that provider as it was."
+  SERVER_TOOL
 }
 
 "A piece of a message's text."
@@ -2763,6 +2779,10 @@ type Part {
   signature: String
   "The provider's id of the item this part was (OpenAI Responses' ` + "`" + `rs_…` + "`" + `), sent back to it."
   itemId: String
+  "A SERVER_TOOL part's block as the provider produced it."
+  raw: JSON
+  "A TEXT part's citations as the provider produced them (Anthropic's ` + "`" + `citations` + "`" + `)."
+  citations: JSON
 }
 
 "Text from the user, the assistant or a supervisor."
@@ -3124,6 +3144,10 @@ input PartInput {
   signature: String
   "The provider's id of the item this part was (OpenAI Responses' ` + "`" + `rs_…` + "`" + `)."
   itemId: String
+  "A SERVER_TOOL part's block, a JSON object with its type."
+  raw: JSON
+  "A TEXT part's citations, a JSON array."
+  citations: JSON
 }
 
 "Give content (one TEXT part) or parts, not both."
@@ -3583,6 +3607,10 @@ func (ec *executionContext) childFields_Part(ctx context.Context, field graphql.
 		return ec.fieldContext_Part_signature(ctx, field)
 	case "itemId":
 		return ec.fieldContext_Part_itemId(ctx, field)
+	case "raw":
+		return ec.fieldContext_Part_raw(ctx, field)
+	case "citations":
+		return ec.fieldContext_Part_citations(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Part", field.Name)
 }
@@ -8864,6 +8892,52 @@ func (ec *executionContext) _Part_itemId(ctx context.Context, field graphql.Coll
 }
 func (ec *executionContext) fieldContext_Part_itemId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Part", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Part_raw(ctx context.Context, field graphql.CollectedField, obj *parley.Part) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Part_raw(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Raw, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.JSON) graphql.Marshaler {
+			return ec.marshalOJSON2githubᚗcomᚋparleyᚑdevᚋparleyᚐJSON(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Part_raw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Part", field, false, false, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _Part_citations(ctx context.Context, field graphql.CollectedField, obj *parley.Part) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Part_citations(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Citations, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.JSON) graphql.Marshaler {
+			return ec.marshalOJSON2githubᚗcomᚋparleyᚑdevᚋparleyᚐJSON(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Part_citations(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Part", field, false, false, errors.New("field of type JSON does not have child fields"))
 }
 
 func (ec *executionContext) _ProcessingError_message(ctx context.Context, field graphql.CollectedField, obj *parley.ProcessingError) (ret graphql.Marshaler) {
@@ -14150,7 +14224,7 @@ func (ec *executionContext) unmarshalInputPartInput(ctx context.Context, obj any
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"kind", "text", "signature", "itemId"}
+	fieldsInOrder := [...]string{"kind", "text", "signature", "itemId", "raw", "citations"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14185,6 +14259,20 @@ func (ec *executionContext) unmarshalInputPartInput(ctx context.Context, obj any
 				return it, err
 			}
 			it.ItemID = data
+		case "raw":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("raw"))
+			data, err := ec.unmarshalOJSON2githubᚗcomᚋparleyᚑdevᚋparleyᚐJSON(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Raw = data
+		case "citations":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("citations"))
+			data, err := ec.unmarshalOJSON2githubᚗcomᚋparleyᚑdevᚋparleyᚐJSON(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Citations = data
 		}
 	}
 	return it, nil
@@ -16648,6 +16736,16 @@ func (ec *executionContext) _Part(ctx context.Context, sel ast.SelectionSet, obj
 			}
 		case "itemId":
 			out.Values[i] = ec._Part_itemId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "raw":
+			out.Values[i] = ec._Part_raw(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "citations":
+			out.Values[i] = ec._Part_citations(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -19219,11 +19317,13 @@ var (
 		"TEXT":              parley.PartText,
 		"THINKING":          parley.PartThinking,
 		"REDACTED_THINKING": parley.PartRedactedThinking,
+		"SERVER_TOOL":       parley.PartServerTool,
 	}
 	marshalNPartKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐPartKind = map[parley.PartKind]string{
 		parley.PartText:             "TEXT",
 		parley.PartThinking:         "THINKING",
 		parley.PartRedactedThinking: "REDACTED_THINKING",
+		parley.PartServerTool:       "SERVER_TOOL",
 	}
 )
 

@@ -603,6 +603,8 @@ var (
 			"html":      scalar(func(w *jsonWriter, p *parley.Part) bool { w.str(w.html.HTML(p.Text)); return true }),
 			"signature": str(func(p *parley.Part) string { return p.Signature }),
 			"itemId":    str(func(p *parley.Part) string { return p.ItemID }),
+			"raw":       scalar(func(w *jsonWriter, p *parley.Part) bool { w.optJSON(p.Raw); return true }),
+			"citations": scalar(func(w *jsonWriter, p *parley.Part) bool { w.optJSON(p.Citations); return true }),
 		}}
 
 	imageSourceType = &objectType[*parley.ImageSource]{name: "ImageSource", implementors: imageSourceImplementors,

@@ -695,3 +695,55 @@ func TestResponsesImport(t *testing.T) {
 		t.Errorf("reason %q", arts[0].Reason)
 	}
 }
+
+// serverToolHistory has a web search Anthropic ran itself, and text citing it.
+const serverToolHistory = `{"messages": [
+  {"role": "user", "content": [{"type": "text", "text": "What is Parley?"}]},
+  {"role": "assistant", "content": [
+    {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "parley graphql"}},
+    {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [
+      {"type": "web_search_result", "url": "https://example.com/parley", "title": "Parley", "encrypted_content": "EqgfCioIARgBIiQ", "page_age": "2 days"}
+    ]},
+    {"type": "text", "text": "Parley stores LLM conversations.", "citations": [
+      {"type": "web_search_result_location", "url": "https://example.com/parley", "title": "Parley", "encrypted_index": "Eo8BCioIAhgB", "cited_text": "Parley stores LLM conversations"}
+    ]}
+  ]}
+]}`
+
+// TestServerToolBlocksKept imports Anthropic server tool blocks and a cited text, keeps
+// them as parts, and sends them back to Anthropic as they were (read by the SDK); they
+// go to no other provider, and the report says so.
+func TestServerToolBlocksKept(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	rep := importData(t, srv, "ANTHROPIC_MESSAGES", serverToolHistory, "", "")
+	if rep.Added != 2 || len(rep.Warnings) != 0 {
+		t.Fatalf("import: added %d, warnings %q; want 2, none", rep.Added, rep.Warnings)
+	}
+	msgs, trep := transcript(t, srv, rep.Conversation.ID, "ANTHROPIC_MESSAGES", transcriptOpts{})
+	var body struct{ Messages []anthropicsdk.MessageParam }
+	if err := json.Unmarshal(msgs, &body); err != nil {
+		t.Fatalf("the SDK cannot read the export: %v", err)
+	}
+	if c := body.Messages[1].Content; len(c) != 3 || c[0].OfServerToolUse == nil || c[1].OfWebSearchToolResult == nil ||
+		c[2].OfText == nil || len(c[2].OfText.Citations) != 1 {
+		t.Errorf("the SDK does not read [server_tool_use, web_search_tool_result, cited text] back: %s", msgs)
+	}
+	var in, exported struct{ Messages json.RawMessage }
+	json.Unmarshal([]byte(serverToolHistory), &in)
+	json.Unmarshal(msgs, &exported)
+	if w, g := mustJSON(t, normalize(t, in.Messages)), mustJSON(t, normalize(t, exported.Messages)); w != g {
+		t.Errorf("round trip differs:\n%s", diff(w, g))
+	}
+	if len(trep.Notes) != 0 {
+		t.Errorf("notes %q, want none", trep.Notes)
+	}
+
+	raw, arts := replayExport(t, srv, rep.Conversation.ID, "OPENAI_RESPONSES", "", "")
+	if bytes.Contains(raw, []byte("EqgfCioIARgBIiQ")) || !bytes.Contains(raw, []byte("Parley stores LLM conversations.")) {
+		t.Errorf("OpenAI export: want the text without the search blocks: %s", raw)
+	}
+	if got := summarize(arts); got != "2 server tool block dropped; 2 server tool block dropped" {
+		t.Errorf("artifacts %q", got)
+	}
+}

@@ -15,6 +15,7 @@ const (
 	artifactRedactedThinking = "redacted thinking"
 	artifactReasoningItem    = "reasoning item"
 	artifactItemID           = "item id"
+	artifactServerTool       = "server tool block"
 	actionDropped            = "dropped"
 	actionAsText             = "sent as text"
 )
@@ -116,6 +117,8 @@ func replayParts(m parley.Message, body parley.Body, format parley.TranscriptFor
 		switch {
 		case p.Kind == parley.PartRedactedThinking:
 			artifact = artifactRedactedThinking
+		case p.Kind == parley.PartServerTool:
+			artifact = artifactServerTool
 		case p.Kind == parley.PartThinking && p.ItemID != "":
 			artifact, kind = artifactReasoningItem, openai.Provider
 		case p.Kind == parley.PartThinking && p.Signature != "":
@@ -125,7 +128,11 @@ func replayParts(m parley.Message, body parley.Body, format parley.TranscriptFor
 			kept = append(kept, p)
 			continue
 		}
-		reason := foreignReason(m.Meta().Provenance(), kind, format, opts.Model)
+		model := opts.Model
+		if artifact == artifactServerTool {
+			model = "" // a server tool's result is the provider's, for any of its models
+		}
+		reason := foreignReason(m.Meta().Provenance(), kind, format, model)
 		if reason == "" {
 			kept = append(kept, p)
 			continue
@@ -183,7 +190,7 @@ func foreignReason(prov *parley.Provenance, kind string, format parley.Transcrip
 	target := targetProvider(format)
 	switch {
 	case provider != kind && kind == anthropic.Provider:
-		return fmt.Sprintf("issued by %s; only thinking that Anthropic signed is sent back", who)
+		return fmt.Sprintf("issued by %s; only what Anthropic issued is sent back as Anthropic's", who)
 	case provider != kind:
 		return fmt.Sprintf("issued by %s; only reasoning items that OpenAI issued are sent back", who)
 	case target != provider:

@@ -130,6 +130,10 @@ type PartInput struct {
 	Signature *string         `json:"signature,omitempty"`
 	// The provider's id of the item this part was (OpenAI Responses' `rs_…`).
 	ItemID *string `json:"itemId,omitempty"`
+	// A SERVER_TOOL part's block, a JSON object with its type.
+	Raw parley.JSON `json:"raw,omitempty"`
+	// A TEXT part's citations, a JSON array.
+	Citations parley.JSON `json:"citations,omitempty"`
 }
 
 type ProvenanceInput struct {

@@ -14,6 +14,8 @@ import (
 
 const (
 	noteUnsigned     = "thinking without a signature left out: the API refuses it"
+	noteServerTool   = "a server tool block this SDK does not know left out"
+	noteCitations    = "citations this SDK does not know left out; their text is sent"
 	noteBadArguments = "tool call arguments that are not a JSON object (as the model produced them) sent as {}: the API takes only an object"
 	noteImageAsText  = "image sent as its recognized text"
 	noteStartsWithAI = "the transcript starts with an assistant turn"
@@ -53,8 +55,14 @@ func (b *builder) text(role sdk.MessageParamRole, text string) {
 }
 
 // body adds a message's parts: signed and redacted thinking, unmodified and in their
-// order (the API refuses a tool loop's next turn otherwise), then text.
+// order (the API refuses a tool loop's next turn otherwise), then text. An assistant's
+// parts that are more than text and thinking (server tool blocks, citations) go each
+// as its own block, in order.
 func (b *builder) body(role sdk.MessageParamRole, body parley.Body) {
+	if role == sdk.MessageParamRoleAssistant && rich(body) {
+		b.inOrder(&parley.ToolRequestMessage{Body: body})
+		return
+	}
 	var thinking []sdk.ContentBlockParamUnion
 	for _, p := range body.Parts {
 		switch {
@@ -109,18 +117,38 @@ func (b *builder) inOrder(m *parley.ToolRequestMessage) {
 			return
 		case p.Kind == parley.PartThinking:
 			block = sdk.NewThinkingBlock(p.Signature, p.Text)
+		case p.Kind == parley.PartServerTool:
+			if err := json.Unmarshal(p.Raw, &block); err != nil || param.IsOmitted(block) {
+				b.notes.Add(noteServerTool)
+				return
+			}
 		case strings.TrimSpace(p.Text) == "":
 			return // the API refuses empty text blocks
 		default:
-			block = sdk.NewTextBlock(p.Text)
+			text := sdk.TextBlockParam{Text: p.Text}
+			if len(p.Citations) > 0 && json.Unmarshal(p.Citations, &text.Citations) != nil {
+				b.notes.Add(noteCitations)
+			}
+			block = sdk.ContentBlockParamUnion{OfText: &text}
 		}
-		if opening && c == nil && p.Kind != parley.PartText {
+		if opening && c == nil && (p.Kind == parley.PartThinking || p.Kind == parley.PartRedactedThinking) {
 			t.thinking = append(t.thinking, block)
 			return
 		}
 		opening = false
 		t.blocks = append(t.blocks, block)
 	})
+}
+
+// rich reports whether body has parts that only go as blocks of their own: server tool
+// blocks and text with citations.
+func rich(body parley.Body) bool {
+	for _, p := range body.Parts {
+		if p.Kind == parley.PartServerTool || len(p.Citations) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Export writes msgs as a Messages API {system, messages} object: the system prompt and
@@ -167,7 +195,7 @@ func Export(msgs []parley.Message, system string) (parley.JSON, []string, error)
 			text, _ := parley.ContextText(m)
 			b.text(sdk.MessageParamRoleUser, text)
 		case *parley.ToolRequestMessage:
-			if m.Anchored() {
+			if m.Anchored() || rich(m.Body) {
 				b.inOrder(m)
 				continue
 			}

@@ -277,7 +277,7 @@ func (p *parser) assistant(where string, raw json.RawMessage, blocks []block) er
 		switch b.Type {
 		case "text":
 			if strings.TrimSpace(b.Text) != "" {
-				parts = append(parts, parley.Part{Kind: parley.PartText, Text: b.Text})
+				parts = append(parts, contentblock.TextPart(b))
 			}
 		case "thinking", "redacted_thinking":
 			if part, ok := contentblock.Thinking(b); ok {
@@ -306,6 +306,10 @@ func (p *parser) assistant(where string, raw json.RawMessage, blocks []block) er
 		case "tool_result":
 			return invalid(field, ".type: tool_result blocks belong in user messages")
 		default:
+			if contentblock.ServerTool(b.Type) {
+				parts = append(parts, contentblock.ServerToolPart(b))
+				continue
+			}
 			p.drop(field, b.Type)
 		}
 	}

@@ -608,7 +608,7 @@ func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Tim
 	r.prov = msg.provenance(r.prov)
 	added := 0
 	for i, b := range blocks {
-		fp := b.Type + "\x00" + b.Text + "\x00" + b.Thinking + "\x00" + b.Signature + b.Data + "\x00" + b.ID + "\x00" + fingerprint(b.Input)
+		fp := b.Type + "\x00" + b.Text + "\x00" + b.Thinking + "\x00" + b.Signature + b.Data + "\x00" + b.ID + "\x00" + fingerprint(b.Input) + fingerprint(b.Raw)
 		if b.Type == "image" && b.Source != nil {
 			fp += b.Source.Data + b.Source.URL
 		}
@@ -627,7 +627,7 @@ func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Tim
 		switch b.Type {
 		case "text":
 			if strings.TrimSpace(b.Text) != "" {
-				r.parts = append(r.parts, parley.Part{Kind: parley.PartText, Text: b.Text})
+				r.parts = append(r.parts, contentblock.TextPart(b))
 			}
 		case "thinking", "redacted_thinking":
 			if part, ok := contentblock.Thinking(b); ok {
@@ -656,6 +656,10 @@ func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Tim
 			img.Meta().SourceID = clip(key + "#image-" + fingerprint([]byte(b.Source.Data + b.Source.URL))[:12])
 			p.items = append(p.items, item{msg: img, origin: where})
 		default:
+			if contentblock.ServerTool(b.Type) {
+				r.parts = append(r.parts, contentblock.ServerToolPart(b))
+				continue
+			}
 			p.dropBlock(n, b.Type, "assistant")
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"image"
 	"image/jpeg"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -186,7 +187,7 @@ func TestThinkingKept(t *testing.T) {
 		t.Fatalf("parts: got %+v, want %+v", req.Parts, want)
 	}
 	for i := range want {
-		if req.Parts[i] != want[i] {
+		if !reflect.DeepEqual(req.Parts[i], want[i]) {
 			t.Errorf("part %d: got %+v, want %+v", i, req.Parts[i], want[i])
 		}
 	}

@@ -59,6 +59,8 @@ type part struct {
 	Text      string          `json:"text"`
 	Signature string          `json:"signature,omitempty"`
 	ItemID    string          `json:"itemId,omitempty"`
+	Raw       parley.JSON     `json:"raw,omitempty"`
+	Citations parley.JSON     `json:"citations,omitempty"`
 }
 
 type processingError struct {
@@ -188,7 +190,7 @@ func Export(conv *parley.Conversation, msgs []parley.Message) (parley.JSON, erro
 func encodeParts(b parley.Body) []part {
 	out := make([]part, len(b.Parts))
 	for i, p := range b.Parts {
-		out[i] = part{Kind: p.Kind, Text: p.Text, Signature: p.Signature, ItemID: p.ItemID}
+		out[i] = part{Kind: p.Kind, Text: p.Text, Signature: p.Signature, ItemID: p.ItemID, Raw: p.Raw, Citations: p.Citations}
 	}
 	return out
 }
@@ -388,7 +390,7 @@ func decode(where string, raw json.RawMessage, imp *parley.Import) (parley.Messa
 	}
 	body := parley.Body{Parts: make([]parley.Part, len(in.Parts))}
 	for i, p := range in.Parts {
-		body.Parts[i] = parley.Part{Kind: p.Kind, Text: p.Text, Signature: p.Signature, ItemID: p.ItemID}
+		body.Parts[i] = parley.Part{Kind: p.Kind, Text: p.Text, Signature: p.Signature, ItemID: p.ItemID, Raw: p.Raw, Citations: p.Citations}
 	}
 	switch parley.MessageKind(in.Type) {
 	case parley.KindText:

@@ -29,6 +29,47 @@ type Block struct {
 	Content   json.RawMessage `json:"content"`
 	IsError   *bool           `json:"is_error"`
 	Source    *ImageSource    `json:"source"`
+	Citations json.RawMessage `json:"citations"`
+	// Raw is the block as given, kept only for a server tool's block (ServerTool).
+	Raw json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON decodes a block, keeping a server tool's block as given.
+func (b *Block) UnmarshalJSON(data []byte) error {
+	type plain Block
+	if err := json.Unmarshal(data, (*plain)(b)); err != nil {
+		return err
+	}
+	if ServerTool(b.Type) {
+		b.Raw = append(json.RawMessage(nil), data...)
+	}
+	return nil
+}
+
+// ServerTool reports whether blocks of type typ are of a tool the provider runs itself
+// (server_tool_use, web_search_tool_result, code_execution_tool_result, mcp_tool_use...),
+// which Parley keeps as they are, to send back to the provider.
+func ServerTool(typ string) bool {
+	return typ == "server_tool_use" || typ == "mcp_tool_use" || strings.HasSuffix(typ, "_tool_result") && typ != "tool_result"
+}
+
+// ServerToolPart is a server tool's block as a SERVER_TOOL part.
+func ServerToolPart(b Block) parley.Part {
+	var compact bytes.Buffer
+	raw := b.Raw
+	if json.Compact(&compact, raw) == nil {
+		raw = compact.Bytes()
+	}
+	return parley.Part{Kind: parley.PartServerTool, Raw: parley.JSON(raw)}
+}
+
+// TextPart is a text block as a TEXT part, with its citations when it has some.
+func TextPart(b Block) parley.Part {
+	p := parley.Part{Kind: parley.PartText, Text: b.Text}
+	if c := bytes.TrimSpace(b.Citations); len(c) > 0 && string(c) != "null" {
+		p.Citations = parley.JSON(c)
+	}
+	return p
 }
 
 // ImageSource is an image block's source: base64 data or a URL.
