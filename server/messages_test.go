@@ -176,9 +176,9 @@ func TestVariantsRoundTrip(t *testing.T) {
 			want: node{
 				"__typename": "ToolRequestMessage", "role": "INVOCATION", "label": "Tool Call", "text": "Reading it.",
 				"toolCalls": []any{
-					node{"callId": "call_a", "name": "read_file", "arguments": node{"lines": []any{1, 2}, "path": "/etc/hosts"}, "approvalStatus": "PENDING", "decision": nil,
+					node{"callId": "call_a", "name": "read_file", "arguments": node{"lines": []any{1, 2}, "path": "/etc/hosts"}, "approvalStatus": "PENDING", "decision": nil, "imported": false,
 						"argumentsRaw": nil, "argumentsValid": true, "itemId": nil, "partIndex": nil},
-					node{"callId": "call_b", "name": "mcp.search", "arguments": node{}, "approvalStatus": "PENDING", "decision": nil,
+					node{"callId": "call_b", "name": "mcp.search", "arguments": node{}, "approvalStatus": "PENDING", "decision": nil, "imported": false,
 						"argumentsRaw": nil, "argumentsValid": true, "itemId": nil, "partIndex": nil},
 				},
 			},
