@@ -1,6 +1,7 @@
 package parley_test
 
 import (
+	"encoding/base64"
 	"math"
 	"strings"
 	"testing"
@@ -116,5 +117,21 @@ func TestToolOutputTruncationKeepsCharacters(t *testing.T) {
 	}
 	if string(m.Output) != `"\"€"` {
 		t.Errorf("output: got %s, want the first 6 bytes of the JSON as a JSON string", m.Output)
+	}
+}
+
+func TestConversationListCursor(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int64{0, 1, 1 << 40} {
+		got, err := parley.ParseConversationListCursor("after", parley.ConversationListCursor(n))
+		if err != nil || got != n {
+			t.Errorf("round trip of %d: got %d, %v", n, got, err)
+		}
+	}
+	enc := base64.RawURLEncoding.EncodeToString
+	for _, bad := range []string{"", "x", parley.MessageCursor(3), enc([]byte("l:-1")), enc([]byte("l:1x"))} {
+		if _, err := parley.ParseConversationListCursor("after", bad); parley.ErrorCode(err) != parley.EINVALID || !strings.Contains(parley.ErrorMessage(err), "after") {
+			t.Errorf("%q: got %v, want EINVALID naming after", bad, err)
+		}
 	}
 }

@@ -108,14 +108,14 @@ func NewStoredCopies() *StoredCopies {
 }
 
 // CopyFacts says what the store must read for Has to tell copies among msgs: the stored
-// user turns (user and supervisor text and images, with UserTurnContent) when any
+// user turns (user and supervisor text, compactions and images, with UserTurnContent) when any
 // incoming one has a time, and the stored results of callIDs.
 func CopyFacts(msgs []ImportedMessage) (userTurns bool, callIDs []string) {
 	for _, im := range msgs {
 		switch m := im.Message.(type) {
 		case *ToolResultMessage:
 			callIDs = append(callIDs, m.ToolCallID)
-		case *TextMessage, *ImageMessage:
+		case *TextMessage, *ImageMessage, *CompactionMessage:
 			meta := m.Meta()
 			userTurns = userTurns || (meta.Role != RoleAssistant && !meta.CreatedAt.IsZero())
 		}
@@ -151,6 +151,8 @@ func (c *StoredCopies) Has(m Message) bool {
 		return m.Role != RoleAssistant && !m.CreatedAt.IsZero() && c.userTurns[userTurnKey(m.CreatedAt, m.Content())]
 	case *ImageMessage:
 		return m.Role == RoleUser && !m.CreatedAt.IsZero() && c.userTurns[userTurnKey(m.CreatedAt, ImageTurnContent(m.Source))]
+	case *CompactionMessage:
+		return !m.CreatedAt.IsZero() && c.userTurns[userTurnKey(m.CreatedAt, m.Content())]
 	case *ToolResultMessage:
 		stored, ok := c.results[m.ToolCallID]
 		return ok && stored == m.Content()

@@ -189,6 +189,8 @@ func VariantName(m Message) string {
 		return "SystemControlMessage"
 	case *MCPResourceMessage:
 		return "MCPResourceMessage"
+	case *CompactionMessage:
+		return "CompactionMessage"
 	}
 	return "UnknownMessage"
 }
@@ -196,7 +198,7 @@ func VariantName(m Message) string {
 // variantOrder is the order of the Message union in the API.
 var variantOrder = []string{
 	"TextMessage", "ImageMessage", "FileReferenceMessage", "ToolRequestMessage",
-	"ToolResultMessage", "SystemControlMessage", "MCPResourceMessage", "UnknownMessage",
+	"ToolResultMessage", "SystemControlMessage", "MCPResourceMessage", "CompactionMessage", "UnknownMessage",
 }
 
 // CountVariants counts msgs per variant, in the API's variant order, leaving out zeros.
@@ -287,13 +289,56 @@ type TranscriptOptions struct {
 	// Repair closes or drops unanswered tool calls and results without a call, the way
 	// the provider requires, instead of refusing to export them.
 	Repair bool
-	// Model is the model the transcript is sent to, "" when unknown. Provider-bound
-	// artifacts (thinking signatures, redacted thinking) issued by another model are not
-	// sent to it.
+	// Images says how images go to the LLM; "" is ImagesAsSent.
+	Images ImageExport
+	// Model is the model the transcript is for, "" when unknown: ImagesForModel asks
+	// whether it sees images, and provider-bound artifacts (thinking signatures,
+	// redacted thinking) another model issued are not sent to it.
 	Model string
+	// CacheBreakpoints is how many Anthropic cache_control breakpoints to place (0 to
+	// MaxCacheBreakpoints): see the anthropic package. Only for ANTHROPIC_MESSAGES.
+	CacheBreakpoints int
+	// After, when set, is a message position: only what follows it is exported (an
+	// incremental export, to append to a transcript sent before), without the system
+	// prompt, which the earlier export carried.
+	After *int
 	// ForeignReasoning says what becomes of reasoning the target cannot take: the
 	// provider-bound artifacts another provider or model issued.
 	ForeignReasoning ForeignReasoning
+}
+
+// MaxCacheBreakpoints is how many cache_control breakpoints Anthropic takes in a request.
+const MaxCacheBreakpoints = 4
+
+// ImageExport says how images go into a transcript for an LLM.
+type ImageExport string
+
+// The ways images are exported.
+const (
+	// ImagesAsSent sends an image as it was given, as the provider's image block, whether
+	// or not it was recognized since: an exported image exports the same way ever after,
+	// so a provider's prompt cache stays valid. An image the provider cannot be given (a
+	// file path, or the assistant's) goes as its recognized text.
+	ImagesAsSent ImageExport = "AS_SENT"
+	// ImagesAsText sends every recognized image as its recognized text (OCR text or
+	// the vision model's description); an image not recognized goes as sent.
+	ImagesAsText ImageExport = "AS_TEXT"
+	// ImagesForModel sends images as image blocks when the transcript's model sees
+	// images (TranscriptOptions.Model, looked up in the table of vision models), as
+	// their recognized text otherwise.
+	ImagesForModel ImageExport = "FOR_MODEL"
+)
+
+// ImageExports lists every ImageExport.
+var ImageExports = []ImageExport{ImagesAsSent, ImagesAsText, ImagesForModel}
+
+// ParseImageExport accepts a value in the API's spelling or in lower case with dashes.
+func ParseImageExport(s string) (ImageExport, error) {
+	f := ImageExport(strings.ReplaceAll(strings.ToUpper(s), "-", "_"))
+	if !slices.Contains(ImageExports, f) {
+		return "", Errorf(EINVALID, "images: %q is not one of %s", s, joinFormats(ImageExports))
+	}
+	return f, nil
 }
 
 // ForeignReasoning says what a transcript does with reasoning that another provider or
@@ -348,6 +393,31 @@ type TranscriptReport struct {
 	// Artifacts lists the provider-bound artifacts not sent as stored, because the
 	// target provider or model did not issue them.
 	Artifacts []TranscriptArtifact
+	// EndPosition is the position of the newest message the transcript holds, 0 when it
+	// holds none: the After of the next incremental export.
+	EndPosition int
+	// CutPosition is where a cut history starts (the position of its first message
+	// after what maxTokens or a compaction left out), 0 when nothing was cut. While it
+	// stays the same, an earlier export is a prefix of a later one.
+	CutPosition int
+}
+
+// EndCursor is the message cursor of EndPosition (the after of the next incremental
+// export), nil when the transcript holds no message.
+func (r *TranscriptReport) EndCursor() *string {
+	if r.EndPosition == 0 {
+		return nil
+	}
+	c := MessageCursor(r.EndPosition)
+	return &c
+}
+
+// Cut is CutPosition, nil when nothing was cut.
+func (r *TranscriptReport) Cut() *int {
+	if r.CutPosition == 0 {
+		return nil
+	}
+	return &r.CutPosition
 }
 
 // Transcript is a conversation's history in one format, with its report.

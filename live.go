@@ -197,6 +197,7 @@ func (dr *Draft) Shape() Draft {
 	for i, c := range dr.ToolCalls {
 		out.ToolCalls[i] = ToolCall{ID: c.ID}
 	}
+	out.textBytes, out.argBytes = dr.textBytes, append([]int(nil), dr.argBytes...)
 	return out
 }
 
@@ -316,6 +317,7 @@ type StreamFormat string
 const (
 	FormatOpenAIChat        StreamFormat = "OPENAI_CHAT"
 	FormatAnthropicMessages StreamFormat = "ANTHROPIC_MESSAGES"
+	FormatOpenAIResponses   StreamFormat = "OPENAI_RESPONSES"
 )
 
 // StreamAssembler assembles a provider's stream events into a message with the
@@ -516,4 +518,14 @@ type LiveEventService interface {
 type StreamSubscription interface {
 	// Next waits for the next event. Errors as MessageStream.Next.
 	Next(ctx context.Context) (StreamEvent, error)
+	// Poll returns the next event if there is one (ok), reading the database when the
+	// subscription has just started or been woken; it never waits. It also returns the
+	// event's identity, comparable: subscriptions of one conversation given events of
+	// the same identity were given equal events (they were at the same cursor and
+	// shared the read), so one encoding of it serves them all. Errors as Next.
+	Poll(ctx context.Context) (ev StreamEvent, id any, ok bool, err error)
+	// OnWake sets a function to call whenever the subscription may have more: Poll
+	// then. It is called from the goroutine that publishes events, so it must not
+	// block. Set it before the first Poll.
+	OnWake(func())
 }

@@ -63,24 +63,29 @@ func (m *ImageMessage) RecognizedContent() string {
 	return r.VisionAnalysis
 }
 
-// LLMContent says how an image reaches an LLM (seed 003). asImage: as the image itself,
-// in the provider's multimodal block; this needs the user's side (providers take no
-// images from the assistant) and bytes or a URL the provider can reach (not a file
-// path on the author's machine), and an image read by OCR goes as its text instead.
-// Otherwise it goes as text (its recognized text, with a header saying so), or, when
-// text is "" too, not at all.
+// LLMContent says how an image reaches an LLM by default (ImagesAsSent). asImage: as
+// the image itself, in the provider's multimodal block, whenever the provider can be
+// given it: from the user's side (providers take no images from the assistant), with
+// bytes or a URL the provider can reach (not a file path on the author's machine).
+// Recognizing the image does not change this, so an image exports the same way before
+// and after it is read, and a provider's cached prefix stays valid. Otherwise it goes
+// as text (its recognized text, with a header saying so), or, when text is "" too,
+// not at all. An export asked for text instead uses LLMText.
 func (m *ImageMessage) LLMContent() (asImage bool, text string) {
-	r := m.Recognition
-	ocr := r != nil && r.Status == ProcessingCompleted && r.ModeUsed != nil && *r.ModeUsed == RecognitionOCR &&
-		strings.TrimSpace(r.RecognizedText) != ""
 	reachable := m.Source.URL != "" || m.Source.Data != ""
-	if m.Role == RoleUser && reachable && !ocr {
+	if m.Role == RoleUser && reachable {
 		return true, ""
 	}
+	return false, m.LLMText()
+}
+
+// LLMText is the image as text for an LLM: its recognized text under a header
+// saying so, "" when it has not been recognized.
+func (m *ImageMessage) LLMText() string {
 	if rec := m.RecognizedContent(); strings.TrimSpace(rec) != "" {
-		return false, "[Image, as recognized text]\n" + rec
+		return "[Image, as recognized text]\n" + rec
 	}
-	return false, ""
+	return ""
 }
 
 // DataURL is an inline image as a data: URL, or its URL; "" for a file path.

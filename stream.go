@@ -44,6 +44,11 @@ type Delta struct {
 type Draft struct {
 	Body
 	ToolCalls []ToolCall
+	// textBytes and argBytes count what the draft holds, for CheckLimits, even once
+	// Shape has dropped the text: its parts' text, thinking and signatures together,
+	// and each call's arguments.
+	textBytes int
+	argBytes  []int
 }
 
 // Apply extends the draft by d. It returns EINVALID, naming what is wrong, for a delta
@@ -59,6 +64,7 @@ func (dr *Draft) Apply(d Delta) error {
 		switch {
 		case d.Index == len(dr.Parts):
 			dr.Parts = append(dr.Parts, Part{Kind: kind, Text: d.Text})
+			dr.textBytes += len(d.Text)
 			return nil
 		case d.Index < 0 || d.Index > len(dr.Parts):
 			return dr.noPart(d)
@@ -66,6 +72,7 @@ func (dr *Draft) Apply(d Delta) error {
 			return Errorf(EINVALID, "delta: a %s delta for part %d, a %s part", d.Kind, d.Index, dr.Parts[d.Index].Kind)
 		}
 		dr.Parts[d.Index].Text += d.Text
+		dr.textBytes += len(d.Text)
 	case DeltaSignature:
 		if d.Index < 0 || d.Index >= len(dr.Parts) {
 			return dr.noPart(d)
@@ -74,6 +81,7 @@ func (dr *Draft) Apply(d Delta) error {
 			return Errorf(EINVALID, "delta: a SIGNATURE delta for part %d, a %s part; only THINKING parts are signed", d.Index, k)
 		}
 		dr.Parts[d.Index].Signature += d.Text
+		dr.textBytes += len(d.Text)
 	case DeltaToolArguments:
 		return dr.applyToolArguments(d)
 	default:
@@ -100,7 +108,13 @@ func (dr *Draft) applyToolArguments(d Delta) error {
 		if d.ToolName == "" {
 			return Errorf(EINVALID, "delta: tool call %d (%s) opens without a name", d.Index, d.ToolCallID)
 		}
+		for i, c := range dr.ToolCalls {
+			if c.ID == d.ToolCallID {
+				return Errorf(EINVALID, "delta: tool call %d opens with id %q, already the id of tool call %d", d.Index, d.ToolCallID, i)
+			}
+		}
 		dr.ToolCalls = append(dr.ToolCalls, ToolCall{ID: d.ToolCallID, Name: d.ToolName, Arguments: JSON(d.Text)})
+		dr.argBytes = append(dr.argBytes, len(d.Text))
 		return nil
 	case d.Index < 0 || d.Index > n:
 		return Errorf(EINVALID, "delta: a TOOL_ARGUMENTS delta for tool call %d, but the message has %d calls; a new call is number %d",
@@ -112,6 +126,32 @@ func (dr *Draft) applyToolArguments(d Delta) error {
 	}
 	c.Name += d.ToolName
 	c.Arguments = append(c.Arguments, d.Text...)
+	dr.argBytes[d.Index] += len(d.Text)
+	return nil
+}
+
+// CheckLimits refuses a draft over the limits of a finished message (lim, zero fields:
+// DefaultLimits), with their codes: EMESSAGETOOLARGE for its text (all parts, thinking
+// and signatures together), ETOOMANYTOOLCALLS, EARGUMENTSTOOLARGE for a call's
+// arguments. A store checks it on every append, so that a message that streams never
+// holds more than a finished one may, however it ends (an aborted or interrupted one
+// is not checked again).
+func (dr *Draft) CheckLimits(lim Limits) error {
+	lim = lim.orDefaults()
+	if dr.textBytes > lim.MaxMessageTextBytes {
+		return Errorf(EMESSAGETOOLARGE, "deltas: the message's text would be %d bytes, more than the %d allowed in one message",
+			dr.textBytes, lim.MaxMessageTextBytes)
+	}
+	if len(dr.ToolCalls) > lim.MaxToolCallsPerMessage {
+		return Errorf(ETOOMANYTOOLCALLS, "deltas: the message would have %d tool calls, at most %d allowed in one message",
+			len(dr.ToolCalls), lim.MaxToolCallsPerMessage)
+	}
+	for i, n := range dr.argBytes {
+		if n > lim.MaxToolArgumentsBytes {
+			return Errorf(EARGUMENTSTOOLARGE, "deltas: tool call %d's arguments would be %d bytes, at most %d allowed",
+				i, n, lim.MaxToolArgumentsBytes)
+		}
+	}
 	return nil
 }
 

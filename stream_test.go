@@ -91,3 +91,45 @@ func TestDraftApplyRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestDraftCheckLimits: a draft, and its shape (which has dropped the text), are held to
+// the limits of a finished message.
+func TestDraftCheckLimits(t *testing.T) {
+	t.Parallel()
+	lim := Limits{MaxMessageTextBytes: 10, MaxToolCallsPerMessage: 2, MaxToolArgumentsBytes: 4}
+	args := func(i int, id, s string) Delta {
+		return Delta{Kind: DeltaToolArguments, Index: i, ToolCallID: id, ToolName: "f", Text: s}
+	}
+	tests := []struct {
+		name   string
+		deltas []Delta
+		code   string
+	}{
+		{"at every limit", []Delta{{Kind: DeltaText, Text: "12345"}, {Kind: DeltaThinking, Index: 1, Text: "123"},
+			{Kind: DeltaSignature, Index: 1, Text: "12"}, args(0, "a", "1234"), args(1, "b", "")}, ""},
+		{"text, thinking and signatures count together", []Delta{{Kind: DeltaText, Text: "12345"},
+			{Kind: DeltaThinking, Index: 1, Text: "123"}, {Kind: DeltaSignature, Index: 1, Text: "123"}}, EMESSAGETOOLARGE},
+		{"text over in pieces", []Delta{{Kind: DeltaText, Text: "123456"}, {Kind: DeltaText, Text: "12345"}}, EMESSAGETOOLARGE},
+		{"calls over", []Delta{args(0, "a", ""), args(1, "b", ""), args(2, "c", "")}, ETOOMANYTOOLCALLS},
+		{"arguments over in pieces", []Delta{args(0, "a", "12"), args(1, "b", "1"), args(0, "", "123")}, EARGUMENTSTOOLARGE},
+		{"default limits", []Delta{{Kind: DeltaText, Text: strings.Repeat("x", DefaultLimits.MaxMessageTextBytes+1)}}, EMESSAGETOOLARGE},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var dr Draft
+			if err := dr.ApplyAll(tc.deltas); err != nil {
+				t.Fatal(err)
+			}
+			l := lim
+			if tc.name == "default limits" {
+				l = Limits{}
+			}
+			shape := dr.Shape()
+			for what, d := range map[string]*Draft{"draft": &dr, "shape": &shape} {
+				if got := ErrorCode(d.CheckLimits(l)); got != tc.code {
+					t.Errorf("%s: got %q, want %q", what, got, tc.code)
+				}
+			}
+		})
+	}
+}

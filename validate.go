@@ -114,6 +114,8 @@ func Prepare(m Message, lim Limits) error {
 		return m.prepare()
 	case *MCPResourceMessage:
 		return m.prepare(lim)
+	case *CompactionMessage:
+		return m.prepare(lim)
 	case *UnknownMessage:
 		return m.prepare(lim)
 	case nil:

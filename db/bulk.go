@@ -204,6 +204,11 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message) error {
 	meta.ConversationID = parley.ConversationID(w.convKey)
 	meta.Position = w.last
 	meta.CreatedAt, meta.UpdatedAt = created, w.now
+	if c, ok := m.(*parley.CompactionMessage); ok {
+		if err := parley.CheckCompactionCovers(c); err != nil {
+			return err
+		}
+	}
 	if req, ok := m.(*parley.ToolRequestMessage); ok {
 		// Encoded when sent (encodeRequests); counted by its text and arguments.
 		w.requests = append(w.requests, queuedRequest{row: len(w.rows), m: req})

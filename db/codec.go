@@ -143,6 +143,14 @@ type (
 		To     string             `json:"to,omitempty"`
 		Params parley.JSON        `json:"params,omitempty"`
 	}
+	compactionPayload struct {
+		bodyPayload
+		Provider string `json:"provider,omitempty"`
+		// Data is the provider's JSON as a string: jsonb would reorder its keys, and it
+		// goes back to the provider byte for byte.
+		Data          string `json:"data,omitempty"`
+		CoversThrough int    `json:"coversThrough,omitempty"`
+	}
 	mcpPayload struct {
 		bodyPayload
 		ServerName  string    `json:"serverName"`
@@ -248,6 +256,10 @@ func encodeMessage(m parley.Message) (messageRow, error) {
 			MimeType: m.MimeType, RetrievedAt: m.RetrievedAt, Truncated: m.Truncated,
 		}
 		row.Content = m.Content()
+	case *parley.CompactionMessage:
+		payload = compactionPayload{bodyPayload: encodeBody(m.Body), Provider: m.Provider, Data: string(m.Data),
+			CoversThrough: m.CoversThrough}
+		row.Content = m.Content()
 	case *parley.UnknownMessage:
 		row.Payload = m.Raw
 		return row, nil
@@ -342,6 +354,11 @@ func decodeMessage(row *messageRow, log *slog.Logger) (parley.Message, error) {
 		err = unmarshal(row.Payload, &p)
 		m = &parley.MCPResourceMessage{MessageMeta: meta, Body: decodeBody(p.bodyPayload), ServerName: p.ServerName,
 			ResourceURI: p.ResourceURI, MimeType: p.MimeType, RetrievedAt: p.RetrievedAt, Truncated: p.Truncated}
+	case parley.KindCompaction:
+		var p compactionPayload
+		err = unmarshal(row.Payload, &p)
+		m = &parley.CompactionMessage{MessageMeta: meta, Body: decodeBody(p.bodyPayload), Provider: p.Provider,
+			Data: parley.JSON(p.Data), CoversThrough: p.CoversThrough}
 	default:
 		// Seed 003: an unknown type never fails a read; it is kept intact and logged.
 		if log != nil {

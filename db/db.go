@@ -57,6 +57,7 @@ type DB struct {
 	stmts map[string]*sqlx.Stmt
 	// live caches what checking a streaming message's next append needs.
 	live       liveCache
+	group      appendGroup // fast-path appends, committed together
 	assemblers map[parley.StreamFormat]func() parley.StreamAssembler
 	// awaitingScans holds a slot for each read of awaiting tool calls running (see
 	// maxAwaitingScans).
@@ -104,6 +105,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 	}
 	db := &DB{db: conn, limits: lim, policies: cfg.ToolPolicies, log: cfg.Logger, tracer: noop.NewTracerProvider().Tracer(""),
 		assemblers: cfg.Assemblers, awaitingScans: make(chan struct{}, maxAwaitingScans)}
+	db.group.db = db
 	if cfg.TracerProvider != nil {
 		db.tracer = cfg.TracerProvider.Tracer("github.com/parley-dev/parley/db")
 	}
@@ -114,7 +116,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 // hotStatements are the statements prepared when the pool opens: saving a message (the
 // insert, or an import's, and its notification), reading a conversation and a page of
 // its history, and appending to a streaming message.
-var hotStatements = []string{insertMessageSQL, insertMessageAtSQL, notifySQL, findConversationSQL, pageSQL[false], pageSQL[true], appendFastSQL}
+var hotStatements = []string{insertMessageSQL, insertMessageAtSQL, notifySQL, findConversationSQL, pageSQL[false], pageSQL[true], appendGroupSQL}
 
 // prepare prepares the statements of the hottest paths on the pool. database/sql then
 // prepares each once on every connection that runs it and keeps it, so running one is

@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -165,25 +166,38 @@ func (db *DB) StreamAfter(ctx context.Context, conversationID string, c parley.S
 	if err != nil {
 		return r, false, err
 	}
-	open := make([]int, len(c.Open))
+	open, openSeqs := make([]int, len(c.Open)), make([]int, len(c.Open))
 	for i, o := range c.Open {
-		open[i] = o.Position
+		open[i], openSeqs[i] = o.Position, o.Seq
 	}
-	var rows []messageRow
-	err = db.db.SelectContext(ctx, &rows, `SELECT `+messageColumns+` FROM messages
+	// One statement reads the messages and, for each open one still streaming, its
+	// appends after the cursor's number (up to maxBatchesPerRead each, as one JSON array
+	// of [seq, deltas] pairs): a subscriber at a stream's tail reads once per append, so
+	// one round trip rather than two is what a watched stream costs the database.
+	var rows []struct {
+		messageRow
+		Appends []byte `db:"appends"`
+	}
+	err = db.db.SelectContext(ctx, &rows, `SELECT `+messageColumns+`,
+		CASE WHEN status = 'streaming' AND position = ANY($3::int[]) THEN (
+			SELECT jsonb_agg(jsonb_build_array(a.seq, a.deltas) ORDER BY a.seq) FROM (
+				SELECT d.seq, d.deltas FROM message_deltas d
+				WHERE d.message_id = messages.id AND d.seq > (SELECT o.seq FROM unnest($3::int[], $6::int[]) AS o(pos, seq)
+					WHERE o.pos = messages.position LIMIT 1)
+				ORDER BY d.seq LIMIT $7) a)
+		END AS appends
+		FROM messages
 		WHERE conversation_id = $1 AND (position > $2 OR position = ANY($3::int[])) AND `+ownedConversation("1", "5")+`
-		ORDER BY position LIMIT $4`, key, c.Position, pq.Array(open), limit+len(open), owner)
+		ORDER BY position LIMIT $4`, key, c.Position, pq.Array(open), limit+len(open), owner, pq.Array(openSeqs), maxBatchesPerRead)
 	if err != nil {
 		return r, false, classify(fmt.Errorf("read stream of %s after %d: %w", conversationID, c.Position, err))
 	}
 	if len(rows) == 0 {
 		return r, false, db.checkConversation(ctx, key)
 	}
-	var streaming []string
-	var seqs []int
-	byKey := map[string]int{}
+	full := false // a message had maxBatchesPerRead appends to read: there may be more
 	for i := range rows {
-		m, err := decodeMessage(&rows[i], db.log)
+		m, err := decodeMessage(&rows[i].messageRow, db.log)
 		if err != nil {
 			return r, false, err
 		}
@@ -192,44 +206,28 @@ func (db *DB) StreamAfter(ctx context.Context, conversationID string, c parley.S
 			continue
 		}
 		r.Open = append(r.Open, m)
-		if m.Meta().Live.Status == parley.StatusStreaming {
-			for _, o := range c.Open {
-				if o.Position == m.Meta().Position {
-					streaming, seqs = append(streaming, rows[i].ID), append(seqs, o.Seq)
-					byKey[rows[i].ID] = m.Meta().Position
-				}
+		if len(rows[i].Appends) == 0 {
+			continue
+		}
+		var pairs [][2]json.RawMessage
+		if err := unmarshal(rows[i].Appends, &pairs); err != nil {
+			return r, false, err
+		}
+		full = full || len(pairs) == maxBatchesPerRead
+		for _, p := range pairs {
+			b := parley.DeltaBatch{MessageID: m.Meta().ID, Position: m.Meta().Position}
+			if err := unmarshal(p[0], &b.Seq); err != nil {
+				return r, false, err
 			}
+			if b.Deltas, err = decodeDeltas(p[1]); err != nil {
+				return r, false, err
+			}
+			r.Batches = append(r.Batches, b)
 		}
 	}
 	more = len(r.New) == limit
 	if err := db.foldLive(ctx, db.db, r.New); err != nil {
 		return r, false, err
 	}
-	if len(streaming) == 0 {
-		return r, more, nil
-	}
-	res, err := db.db.QueryContext(ctx, `SELECT d.message_id::text, d.seq, d.deltas FROM message_deltas d
-		JOIN unnest($1::uuid[], $2::int[]) AS o(id, seq) ON d.message_id = o.id AND d.seq > o.seq
-		ORDER BY d.message_id, d.seq LIMIT $3`, pq.Array(streaming), pq.Array(seqs), maxBatchesPerRead)
-	if err != nil {
-		return r, false, classify(fmt.Errorf("read appends of %s: %w", conversationID, err))
-	}
-	defer res.Close()
-	for res.Next() {
-		var b parley.DeltaBatch
-		var raw []byte
-		if err := res.Scan(&b.MessageID, &b.Seq, &raw); err != nil {
-			return r, false, err
-		}
-		if b.Deltas, err = decodeDeltas(raw); err != nil {
-			return r, false, err
-		}
-		b.Position = byKey[b.MessageID]
-		b.MessageID = parley.MessageID(b.MessageID)
-		r.Batches = append(r.Batches, b)
-	}
-	if err := res.Err(); err != nil {
-		return r, false, err
-	}
-	return r, more || len(r.Batches) == maxBatchesPerRead, nil
+	return r, more || full, nil
 }

@@ -244,7 +244,7 @@ func findCopies(ctx context.Context, tx *txn, convKey string, msgs []parley.Impo
 		if err := tx.SelectContext(ctx, &rows, `SELECT created_at, CASE WHEN kind = 'image'
 				THEN 'image:' || md5(coalesce(payload->'source'->>'data', '') || coalesce(payload->'source'->>'url', ''))
 				ELSE content END AS content
-			FROM messages WHERE conversation_id = $1 AND kind IN ('text', 'image') AND role IN ('user', 'supervisor')`, convKey); err != nil {
+			FROM messages WHERE conversation_id = $1 AND kind IN ('text', 'image', 'compaction') AND role IN ('user', 'supervisor')`, convKey); err != nil {
 			return fmt.Errorf("find stored user turns: %w", err)
 		}
 		for _, r := range rows {

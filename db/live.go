@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"github.com/parley-dev/parley"
@@ -444,6 +446,12 @@ func (db *DB) appendLive(ctx context.Context, messageID string, seq int, format 
 		if err := shape.ApplyAll(deltas); err != nil {
 			return err
 		}
+		if err := shape.CheckLimits(db.limits); err != nil {
+			return err
+		}
+		if err := checkCallIDsFree(ctx, tx, r.ConvKey, &e.shape, &shape); err != nil {
+			return err
+		}
 		var eventsCol, provCol, formatCol any
 		if format != "" {
 			b, err := json.Marshal(events)
@@ -477,27 +485,11 @@ func (db *DB) appendLive(ctx context.Context, messageID string, seq int, format 
 	return acked, nil
 }
 
-// appendFastSQL is an append as one statement, for a writer whose cache entry says the
-// message is at append $2 - 1: it writes only if the message is still streaming, at that
-// number, and the owner's ($9), and notifies only then. Anything else (a retry, a gap,
-// an end, another replica's append) writes nothing, and the append takes the locking
-// path to find out which.
-const appendFastSQL = `
-	WITH upd AS (
-		UPDATE messages SET stream_seq = $2, lease_until = now() + make_interval(secs => lease_seconds),
-			first_delta_at = coalesce(first_delta_at, now()), provenance = coalesce($5, provenance),
-			stream_format = coalesce($8, stream_format)
-		WHERE id = $1 AND status = 'streaming' AND stream_seq = $2 - 1
-			AND EXISTS (SELECT 1 FROM conversations own WHERE own.id = messages.conversation_id AND own.owner = $9)
-		RETURNING id, lease_until
-	), ins AS (
-		INSERT INTO message_deltas (message_id, seq, deltas, events) SELECT id, $2, $3, $4 FROM upd
-	)
-	SELECT upd.lease_until FROM upd CROSS JOIN LATERAL (SELECT pg_notify($6, $7)) n`
-
-// appendFast writes an append in one round trip when this process appended the one
+// appendFast writes an append without locking when this process appended the one
 // before it (its cache entry is current): the common case of a writer streaming to one
-// replica. ok is false when it wrote nothing and the append must take the locking path.
+// replica. It is written with the other appends of the moment (group commit: see
+// appendGroup), by appendGroupSQL. ok is false
+// when it wrote nothing and the append must take the locking path.
 func (db *DB) appendFast(ctx context.Context, key, messageID string, seq int, format parley.StreamFormat,
 	brings func(e *liveEntry) ([]parley.Delta, []json.RawMessage, error)) (ack parley.Ack, ok bool, err error) {
 	owner, err := ownerOf(ctx)
@@ -516,36 +508,44 @@ func (db *DB) appendFast(ctx context.Context, key, messageID string, seq int, fo
 	if err := shape.ApplyAll(deltas); err != nil {
 		return ack, false, err
 	}
-	var eventsCol, provCol, formatCol any
+	if err := shape.CheckLimits(db.limits); err != nil {
+		return ack, false, err
+	}
+	if err := checkCallIDsFree(ctx, db.db, e.conv, &e.shape, &shape); err != nil {
+		return ack, false, err
+	}
+	p := &pendingAppend{key: key, seq: seq, deltas: encodeDeltas(deltas), owner: owner}
 	if format != "" {
 		b, err := json.Marshal(events)
 		if err != nil {
 			return ack, false, err
 		}
-		eventsCol, formatCol = string(b), string(format)
-		p := e.asm.Provenance()
-		provCol = encodeProvenance(&p)
+		p.events = sql.NullString{String: string(b), Valid: true}
+		p.format = sql.NullString{String: string(format), Valid: true}
+		if prov, ok := encodeProvenance(ptr(e.asm.Provenance())).(string); ok {
+			p.prov = sql.NullString{String: prov, Valid: true}
+		}
 	}
 	payload, err := json.Marshal(eventPayload{Kind: parley.MessageDelta, ConvKey: e.conv, MsgKey: key, Position: e.position, Seq: int64(seq)})
 	if err != nil {
 		return ack, false, err
 	}
-	args := []any{key, seq, encodeDeltas(deltas), eventsCol, provCol, NotifyChannel, string(payload), formatCol, owner}
-	var lease time.Time
-	if st := db.stmt(appendFastSQL); st != nil {
-		err = st.GetContext(ctx, &lease, args...)
-	} else {
-		err = db.db.GetContext(ctx, &lease, appendFastSQL, args...)
+	p.payload = string(payload)
+	if err := db.group.write(ctx, p); err != nil {
+		return ack, false, err
 	}
-	if errors.Is(err, sql.ErrNoRows) {
+	if p.err != nil {
+		return ack, false, classify(fmt.Errorf("append %d to %s: %w", seq, messageID, p.err))
+	}
+	if !p.ok {
 		return ack, false, nil
-	} else if err != nil {
-		return ack, false, classify(fmt.Errorf("append %d to %s: %w", seq, messageID, err))
 	}
 	e.seq, e.shape = seq, shape
 	db.live.put(key, e)
-	return parley.Ack{Seq: seq, LeaseUntil: lease}, true, nil
+	return parley.Ack{Seq: seq, LeaseUntil: p.lease}, true, nil
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // Heartbeat implements parley.LiveMessageService.
 func (db *DB) Heartbeat(ctx context.Context, messageID string) (parley.Ack, error) {
@@ -678,10 +678,16 @@ func (db *DB) endLocked(ctx context.Context, tx *txn, key, messageID, owner stri
 		if err := db.applyToolPolicies(ctx, tx, m); err != nil {
 			return nil, err
 		}
-		if err := recordToolCalls(ctx, tx, row.ConversationID, key, req.ToolCalls); err != nil {
+		calls := req.ToolCalls
+		if e.Status != parley.StatusCompleted {
+			if calls, err = db.indexable(ctx, tx, row.ConversationID, messageID, calls); err != nil {
+				return nil, err
+			}
+		}
+		if err := recordToolCalls(ctx, tx, row.ConversationID, key, calls); err != nil {
 			return nil, err
 		}
-		if err := recordApprovals(ctx, tx, row.ConversationID, req.ToolCalls); err != nil {
+		if err := recordApprovals(ctx, tx, row.ConversationID, calls); err != nil {
 			return nil, err
 		}
 	}
@@ -705,6 +711,63 @@ func (db *DB) endLocked(ctx context.Context, tx *txn, key, messageID, owner stri
 	}
 	db.live.drop(key)
 	return m, nil
+}
+
+// checkCallIDsFree refuses an append that opens a tool call (shape has calls that before
+// had not) under an id already used in the conversation convKey: a tool request
+// completed with it could not be stored, and its writer should hear so now.
+func checkCallIDsFree(ctx context.Context, q sqlx.QueryerContext, convKey string, before, shape *parley.Draft) error {
+	if len(shape.ToolCalls) == len(before.ToolCalls) {
+		return nil
+	}
+	opened := shape.ToolCalls[len(before.ToolCalls):]
+	ids := make([]string, len(opened))
+	for i, c := range opened {
+		ids[i] = c.ID
+	}
+	var taken []string
+	if err := sqlx.SelectContext(ctx, q, &taken, `SELECT call_id FROM tool_calls WHERE conversation_id = $1 AND call_id = ANY($2::text[])`,
+		convKey, pq.Array(ids)); err != nil {
+		return classify(fmt.Errorf("read tool call ids of %s: %w", parley.ConversationID(convKey), err))
+	}
+	for i, c := range opened {
+		if slices.Contains(taken, c.ID) {
+			return parley.Errorf(parley.EINVALID, "deltas: tool call %d opens with id %q, already used in this conversation",
+				len(before.ToolCalls)+i, c.ID)
+		}
+	}
+	return nil
+}
+
+// indexable returns the calls of a tool request cut short (aborted, failed,
+// interrupted) that can be indexed: those whose id is not already used in the
+// conversation, nor by an earlier call of the request. An append that opens a call
+// under a used id is refused (checkCallIDsFree), but the id can be taken after it (by
+// addMessage, or by another message streaming at the same time), and a message cut
+// short must end whatever it holds: a sweeper that failed on it would try again for
+// ever. Its other calls are left out of the index, so no result or approval can reach
+// them (one cut short was never run), and they stay in the message as they arrived.
+func (db *DB) indexable(ctx context.Context, tx *txn, convKey, messageID string, calls []parley.ToolCall) ([]parley.ToolCall, error) {
+	ids := make([]string, len(calls))
+	for i, c := range calls {
+		ids[i] = c.ID
+	}
+	var taken []string
+	if err := tx.SelectContext(ctx, &taken, `SELECT call_id FROM tool_calls WHERE conversation_id = $1 AND call_id = ANY($2::text[])`,
+		convKey, pq.Array(ids)); err != nil {
+		return nil, err
+	}
+	out := make([]parley.ToolCall, 0, len(calls))
+	for _, c := range calls {
+		if slices.Contains(taken, c.ID) {
+			db.log.WarnContext(ctx, "a tool call of a message cut short reuses an id of its conversation; it is kept in the message, not indexed",
+				"message", messageID, "callId", c.ID)
+			continue
+		}
+		taken = append(taken, c.ID)
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // keepPartial makes a message cut short storable: tool call arguments that are not

@@ -198,6 +198,11 @@ func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m pa
 	meta.ConversationID = convID
 	meta.Position = created.Position
 	meta.CreatedAt, meta.UpdatedAt = created.CreatedAt, created.UpdatedAt
+	if c, ok := m.(*parley.CompactionMessage); ok {
+		if err := parley.CheckCompactionCovers(c); err != nil {
+			return err
+		}
+	}
 	// Subscribers on every replica hear of it at commit, and never if this rolls back.
 	if err := db.notifyAdded(ctx, tx, convKey, created.ID, created.Position); err != nil {
 		return err

@@ -50,9 +50,15 @@ func messageFromInput(in model.MessageInput) (parley.Message, error) {
 		}
 		members, m = append(members, "mcpResource"), mr
 	}
+	if c := in.Compaction; c != nil {
+		members, m = append(members, "compaction"), &parley.CompactionMessage{
+			Body: parley.TextBody(deref(c.Content)), Provider: deref(c.Provider), Data: parley.JSON(deref(c.ProviderData)),
+			CoversThrough: deref(c.CoversThrough),
+		}
+	}
 	if len(members) != 1 {
 		return nil, parley.Errorf(parley.EINVALID,
-			"input: give exactly one of text, image, fileReference, toolRequest, toolResult, systemControl, mcpResource (got %d: %v)",
+			"input: give exactly one of text, image, fileReference, toolRequest, toolResult, systemControl, mcpResource, compaction (got %d: %v)",
 			len(members), members)
 	}
 	return m, err

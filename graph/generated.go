@@ -32,9 +32,11 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
 	AwaitingToolCall() AwaitingToolCallResolver
+	CompactionMessage() CompactionMessageResolver
 	Conversation() ConversationResolver
 	ConversationConnection() ConversationConnectionResolver
 	MCPResourceMessage() MCPResourceMessageResolver
+	MessageEdge() MessageEdgeResolver
 	Mutation() MutationResolver
 	Part() PartResolver
 	Query() QueryResolver
@@ -55,10 +57,10 @@ type ComplexityRoot struct {
 	}
 
 	ApprovalDecision struct {
-		DecidedAt func(childComplexity int) int
-		DecidedBy func(childComplexity int) int
-		Reason    func(childComplexity int) int
-		Status    func(childComplexity int) int
+		DecidedAt    func(childComplexity int) int
+		OptDecidedBy func(childComplexity int) int
+		OptReason    func(childComplexity int) int
+		Status       func(childComplexity int) int
 	}
 
 	AwaitingToolCall struct {
@@ -69,27 +71,56 @@ type ComplexityRoot struct {
 		ToolCall       func(childComplexity int) int
 	}
 
+	CompactionMessage struct {
+		ClientMessageID func(childComplexity int) int
+		Content         func(childComplexity int) int
+		ConversationID  func(childComplexity int) int
+		Covers          func(childComplexity int) int
+		CreatedAt       func(childComplexity int) int
+		HTML            func(childComplexity int) int
+		ID              func(childComplexity int) int
+		Label           func(childComplexity int) int
+		MessageStatus   func(childComplexity int) int
+		OptSourceID     func(childComplexity int) int
+		Position        func(childComplexity int) int
+		Provenance      func(childComplexity int) int
+		ProviderData    func(childComplexity int) int
+		ProviderName    func(childComplexity int) int
+		Role            func(childComplexity int) int
+		StatusReason    func(childComplexity int) int
+		Text            func(childComplexity int) int
+		UpdatedAt       func(childComplexity int) int
+	}
+
 	Conversation struct {
 		CreatedAt        func(childComplexity int) int
 		ID               func(childComplexity int) int
 		MessageCount     func(childComplexity int) int
 		Messages         func(childComplexity int, first *int, after *string, last *int, before *string) int
 		Title            func(childComplexity int) int
-		Transcript       func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, model *string, foreignReasoning *parley.ForeignReasoning) int
-		TranscriptReport func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, model *string, foreignReasoning *parley.ForeignReasoning) int
+		Transcript       func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string, foreignReasoning *parley.ForeignReasoning) int
+		TranscriptReport func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string, foreignReasoning *parley.ForeignReasoning) int
 		UpdatedAt        func(childComplexity int) int
 		Usage            func(childComplexity int) int
 	}
 
 	ConversationConnection struct {
-		Edges      func(childComplexity int) int
-		PageInfo   func(childComplexity int) int
-		TotalCount func(childComplexity int) int
+		ChangesCursor func(childComplexity int) int
+		Edges         func(childComplexity int) int
+		PageInfo      func(childComplexity int) int
+		TotalCount    func(childComplexity int) int
 	}
 
 	ConversationEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	ConversationListEvent struct {
+		Conversation   func(childComplexity int) int
+		ConversationID func(childComplexity int) int
+		Cursor         func(childComplexity int) int
+		Kind           func(childComplexity int) int
 	}
 
 	FileReferenceMessage struct {
@@ -100,20 +131,20 @@ type ComplexityRoot struct {
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
+		OptSourceID     func(childComplexity int) int
 		Path            func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		Resolution      func(childComplexity int) int
 		Role            func(childComplexity int) int
-		SourceID        func(childComplexity int) int
 		StartLine       func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
 		UpdatedAt       func(childComplexity int) int
 	}
 
 	FileResolution struct {
-		Content      func(childComplexity int) int
 		Error        func(childComplexity int) int
+		OptContent   func(childComplexity int) int
 		OriginalSize func(childComplexity int) int
 		ResolvedAt   func(childComplexity int) int
 		Status       func(childComplexity int) int
@@ -127,36 +158,36 @@ type ComplexityRoot struct {
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
+		OptSourceID     func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		Recognition     func(childComplexity int) int
 		RecognitionMode func(childComplexity int) int
 		Role            func(childComplexity int) int
 		Source          func(childComplexity int) int
-		SourceID        func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
 		UpdatedAt       func(childComplexity int) int
 	}
 
 	ImageRecognition struct {
-		Confidence     func(childComplexity int) int
-		Error          func(childComplexity int) int
-		Language       func(childComplexity int) int
-		ModeUsed       func(childComplexity int) int
-		Notice         func(childComplexity int) int
-		ProcessedAt    func(childComplexity int) int
-		RecognizedText func(childComplexity int) int
-		Script         func(childComplexity int) int
-		Status         func(childComplexity int) int
-		VisionAnalysis func(childComplexity int) int
+		Confidence        func(childComplexity int) int
+		Error             func(childComplexity int) int
+		ModeUsed          func(childComplexity int) int
+		OptLanguage       func(childComplexity int) int
+		OptNotice         func(childComplexity int) int
+		OptRecognizedText func(childComplexity int) int
+		OptScript         func(childComplexity int) int
+		OptVisionAnalysis func(childComplexity int) int
+		ProcessedAt       func(childComplexity int) int
+		Status            func(childComplexity int) int
 	}
 
 	ImageSource struct {
-		Data      func(childComplexity int) int
-		FilePath  func(childComplexity int) int
-		Kind      func(childComplexity int) int
-		MediaType func(childComplexity int) int
-		URL       func(childComplexity int) int
+		Kind         func(childComplexity int) int
+		OptData      func(childComplexity int) int
+		OptFilePath  func(childComplexity int) int
+		OptMediaType func(childComplexity int) int
+		OptURL       func(childComplexity int) int
 	}
 
 	ImportReport struct {
@@ -179,14 +210,14 @@ type ComplexityRoot struct {
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
-		MimeType        func(childComplexity int) int
+		OptMimeType     func(childComplexity int) int
+		OptSourceID     func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		ResourceURI     func(childComplexity int) int
 		RetrievedAt     func(childComplexity int) int
 		Role            func(childComplexity int) int
 		ServerName      func(childComplexity int) int
-		SourceID        func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
 		Text            func(childComplexity int) int
 		Truncated       func(childComplexity int) int
@@ -215,8 +246,9 @@ type ComplexityRoot struct {
 	}
 
 	MessageEdge struct {
-		Cursor func(childComplexity int) int
-		Node   func(childComplexity int) int
+		Conversation func(childComplexity int) int
+		Cursor       func(childComplexity int) int
+		Node         func(childComplexity int) int
 	}
 
 	MessageStreamEvent struct {
@@ -253,14 +285,14 @@ type ComplexityRoot struct {
 	}
 
 	Part struct {
-		Citations func(childComplexity int) int
-		Content   func(childComplexity int) int
-		HTML      func(childComplexity int) int
-		ItemID    func(childComplexity int) int
-		Kind      func(childComplexity int) int
-		Raw       func(childComplexity int) int
-		Signature func(childComplexity int) int
-		Text      func(childComplexity int) int
+		Citations    func(childComplexity int) int
+		Content      func(childComplexity int) int
+		HTML         func(childComplexity int) int
+		Kind         func(childComplexity int) int
+		OptItemID    func(childComplexity int) int
+		OptSignature func(childComplexity int) int
+		Raw          func(childComplexity int) int
+		Text         func(childComplexity int) int
 	}
 
 	ProcessingError struct {
@@ -294,6 +326,7 @@ type ComplexityRoot struct {
 	}
 
 	Subscription struct {
+		ConversationsChanged   func(childComplexity int, after *string) int
 		MessageAdded           func(childComplexity int, conversationID string, after *string) int
 		MessageStream          func(childComplexity int, conversationID string, after *string) int
 		MessageUpdated         func(childComplexity int, conversationID string) int
@@ -305,17 +338,17 @@ type ComplexityRoot struct {
 		ControlKind     func(childComplexity int) int
 		ConversationID  func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
-		From            func(childComplexity int) int
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
+		OptFrom         func(childComplexity int) int
+		OptSourceID     func(childComplexity int) int
+		OptTo           func(childComplexity int) int
 		Params          func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		Role            func(childComplexity int) int
-		SourceID        func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
-		To              func(childComplexity int) int
 		UpdatedAt       func(childComplexity int) int
 	}
 
@@ -328,11 +361,11 @@ type ComplexityRoot struct {
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
+		OptSourceID     func(childComplexity int) int
 		Parts           func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		Role            func(childComplexity int) int
-		SourceID        func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
 		Text            func(childComplexity int) int
 		Thinking        func(childComplexity int) int
@@ -354,9 +387,9 @@ type ComplexityRoot struct {
 	}
 
 	ToolError struct {
-		Message     func(childComplexity int) int
-		Recoverable func(childComplexity int) int
-		StackTrace  func(childComplexity int) int
+		Message       func(childComplexity int) int
+		OptStackTrace func(childComplexity int) int
+		Recoverable   func(childComplexity int) int
 	}
 
 	ToolRequestMessage struct {
@@ -368,11 +401,11 @@ type ComplexityRoot struct {
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
+		OptSourceID     func(childComplexity int) int
 		Parts           func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		Role            func(childComplexity int) int
-		SourceID        func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
 		Text            func(childComplexity int) int
 		Thinking        func(childComplexity int) int
@@ -392,13 +425,13 @@ type ComplexityRoot struct {
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
+		OptSourceID     func(childComplexity int) int
 		OriginalSize    func(childComplexity int) int
 		Output          func(childComplexity int) int
 		Parts           func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		Role            func(childComplexity int) int
-		SourceID        func(childComplexity int) int
 		Status          func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
 		Text            func(childComplexity int) int
@@ -425,7 +458,9 @@ type ComplexityRoot struct {
 
 	TranscriptReport struct {
 		Artifacts       func(childComplexity int) int
+		Cut             func(childComplexity int) int
 		Dropped         func(childComplexity int) int
+		EndCursor       func(childComplexity int) int
 		EstimatedTokens func(childComplexity int) int
 		Format          func(childComplexity int) int
 		MaxTokens       func(childComplexity int) int
@@ -441,11 +476,11 @@ type ComplexityRoot struct {
 		ID              func(childComplexity int) int
 		Label           func(childComplexity int) int
 		MessageStatus   func(childComplexity int) int
+		OptSourceID     func(childComplexity int) int
 		Position        func(childComplexity int) int
 		Provenance      func(childComplexity int) int
 		Raw             func(childComplexity int) int
 		Role            func(childComplexity int) int
-		SourceID        func(childComplexity int) int
 		StatusReason    func(childComplexity int) int
 		TypeTag         func(childComplexity int) int
 		UpdatedAt       func(childComplexity int) int
@@ -472,10 +507,13 @@ type ComplexityRoot struct {
 type AwaitingToolCallResolver interface {
 	ToolCall(ctx context.Context, obj *parley.AwaitingToolCall) (*model.ToolCall, error)
 }
+type CompactionMessageResolver interface {
+	HTML(ctx context.Context, obj *parley.CompactionMessage) (string, error)
+}
 type ConversationResolver interface {
 	Messages(ctx context.Context, obj *parley.Conversation, first *int, after *string, last *int, before *string) (*model.MessageConnection, error)
-	Transcript(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, model *string, foreignReasoning *parley.ForeignReasoning) (parley.JSON, error)
-	TranscriptReport(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, model *string, foreignReasoning *parley.ForeignReasoning) (*parley.TranscriptReport, error)
+	Transcript(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string, foreignReasoning *parley.ForeignReasoning) (parley.JSON, error)
+	TranscriptReport(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string, foreignReasoning *parley.ForeignReasoning) (*parley.TranscriptReport, error)
 	Usage(ctx context.Context, obj *parley.Conversation) (*parley.Usage, error)
 }
 type ConversationConnectionResolver interface {
@@ -483,6 +521,9 @@ type ConversationConnectionResolver interface {
 }
 type MCPResourceMessageResolver interface {
 	HTML(ctx context.Context, obj *parley.MCPResourceMessage) (string, error)
+}
+type MessageEdgeResolver interface {
+	Conversation(ctx context.Context, obj *model.MessageEdge) (*parley.Conversation, error)
 }
 type MutationResolver interface {
 	CreateConversation(ctx context.Context, title *string) (*parley.Conversation, error)
@@ -517,6 +558,7 @@ type QueryResolver interface {
 type SubscriptionResolver interface {
 	MessageAdded(ctx context.Context, conversationID string, after *string) (<-chan *model.MessageEdge, error)
 	MessageUpdated(ctx context.Context, conversationID string) (<-chan *model.MessageEdge, error)
+	ConversationsChanged(ctx context.Context, after *string) (<-chan *model.ConversationListEvent, error)
 	ToolCallAwaitingResult(ctx context.Context, conversationID *string, names []string) (<-chan *parley.AwaitingToolCall, error)
 	MessageStream(ctx context.Context, conversationID string, after *string) (<-chan *model.MessageStreamEvent, error)
 }
@@ -576,17 +618,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ApprovalDecision.DecidedAt(childComplexity), true
 	case "ApprovalDecision.decidedBy":
-		if e.ComplexityRoot.ApprovalDecision.DecidedBy == nil {
+		if e.ComplexityRoot.ApprovalDecision.OptDecidedBy == nil {
 			break
 		}
 
-		return e.ComplexityRoot.ApprovalDecision.DecidedBy(childComplexity), true
+		return e.ComplexityRoot.ApprovalDecision.OptDecidedBy(childComplexity), true
 	case "ApprovalDecision.reason":
-		if e.ComplexityRoot.ApprovalDecision.Reason == nil {
+		if e.ComplexityRoot.ApprovalDecision.OptReason == nil {
 			break
 		}
 
-		return e.ComplexityRoot.ApprovalDecision.Reason(childComplexity), true
+		return e.ComplexityRoot.ApprovalDecision.OptReason(childComplexity), true
 	case "ApprovalDecision.status":
 		if e.ComplexityRoot.ApprovalDecision.Status == nil {
 			break
@@ -624,6 +666,115 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AwaitingToolCall.ToolCall(childComplexity), true
+
+	case "CompactionMessage.clientMessageId":
+		if e.ComplexityRoot.CompactionMessage.ClientMessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.ClientMessageID(childComplexity), true
+	case "CompactionMessage.content":
+		if e.ComplexityRoot.CompactionMessage.Content == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.Content(childComplexity), true
+	case "CompactionMessage.conversationId":
+		if e.ComplexityRoot.CompactionMessage.ConversationID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.ConversationID(childComplexity), true
+	case "CompactionMessage.coversThrough":
+		if e.ComplexityRoot.CompactionMessage.Covers == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.Covers(childComplexity), true
+	case "CompactionMessage.createdAt":
+		if e.ComplexityRoot.CompactionMessage.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.CreatedAt(childComplexity), true
+	case "CompactionMessage.html":
+		if e.ComplexityRoot.CompactionMessage.HTML == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.HTML(childComplexity), true
+	case "CompactionMessage.id":
+		if e.ComplexityRoot.CompactionMessage.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.ID(childComplexity), true
+	case "CompactionMessage.label":
+		if e.ComplexityRoot.CompactionMessage.Label == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.Label(childComplexity), true
+	case "CompactionMessage.messageStatus":
+		if e.ComplexityRoot.CompactionMessage.MessageStatus == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.MessageStatus(childComplexity), true
+	case "CompactionMessage.sourceId":
+		if e.ComplexityRoot.CompactionMessage.OptSourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.OptSourceID(childComplexity), true
+	case "CompactionMessage.position":
+		if e.ComplexityRoot.CompactionMessage.Position == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.Position(childComplexity), true
+	case "CompactionMessage.provenance":
+		if e.ComplexityRoot.CompactionMessage.Provenance == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.Provenance(childComplexity), true
+	case "CompactionMessage.providerData":
+		if e.ComplexityRoot.CompactionMessage.ProviderData == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.ProviderData(childComplexity), true
+	case "CompactionMessage.provider":
+		if e.ComplexityRoot.CompactionMessage.ProviderName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.ProviderName(childComplexity), true
+	case "CompactionMessage.role":
+		if e.ComplexityRoot.CompactionMessage.Role == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.Role(childComplexity), true
+	case "CompactionMessage.statusReason":
+		if e.ComplexityRoot.CompactionMessage.StatusReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.StatusReason(childComplexity), true
+	case "CompactionMessage.text":
+		if e.ComplexityRoot.CompactionMessage.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.Text(childComplexity), true
+	case "CompactionMessage.updatedAt":
+		if e.ComplexityRoot.CompactionMessage.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CompactionMessage.UpdatedAt(childComplexity), true
 
 	case "Conversation.createdAt":
 		if e.ComplexityRoot.Conversation.CreatedAt == nil {
@@ -670,7 +821,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Conversation.Transcript(childComplexity, args["format"].(parley.TranscriptFormat), args["system"].(*string), args["maxTokens"].(*int), args["repair"].(*bool), args["model"].(*string), args["foreignReasoning"].(*parley.ForeignReasoning)), true
+		return e.ComplexityRoot.Conversation.Transcript(childComplexity, args["format"].(parley.TranscriptFormat), args["system"].(*string), args["maxTokens"].(*int), args["repair"].(*bool), args["images"].(*parley.ImageExport), args["model"].(*string), args["cacheBreakpoints"].(*int), args["after"].(*string), args["foreignReasoning"].(*parley.ForeignReasoning)), true
 	case "Conversation.transcriptReport":
 		if e.ComplexityRoot.Conversation.TranscriptReport == nil {
 			break
@@ -681,7 +832,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Conversation.TranscriptReport(childComplexity, args["format"].(parley.TranscriptFormat), args["system"].(*string), args["maxTokens"].(*int), args["repair"].(*bool), args["model"].(*string), args["foreignReasoning"].(*parley.ForeignReasoning)), true
+		return e.ComplexityRoot.Conversation.TranscriptReport(childComplexity, args["format"].(parley.TranscriptFormat), args["system"].(*string), args["maxTokens"].(*int), args["repair"].(*bool), args["images"].(*parley.ImageExport), args["model"].(*string), args["cacheBreakpoints"].(*int), args["after"].(*string), args["foreignReasoning"].(*parley.ForeignReasoning)), true
 	case "Conversation.updatedAt":
 		if e.ComplexityRoot.Conversation.UpdatedAt == nil {
 			break
@@ -695,6 +846,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Conversation.Usage(childComplexity), true
 
+	case "ConversationConnection.changesCursor":
+		if e.ComplexityRoot.ConversationConnection.ChangesCursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationConnection.ChangesCursor(childComplexity), true
 	case "ConversationConnection.edges":
 		if e.ComplexityRoot.ConversationConnection.Edges == nil {
 			break
@@ -726,6 +883,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ConversationEdge.Node(childComplexity), true
+
+	case "ConversationListEvent.conversation":
+		if e.ComplexityRoot.ConversationListEvent.Conversation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationListEvent.Conversation(childComplexity), true
+	case "ConversationListEvent.conversationId":
+		if e.ComplexityRoot.ConversationListEvent.ConversationID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationListEvent.ConversationID(childComplexity), true
+	case "ConversationListEvent.cursor":
+		if e.ComplexityRoot.ConversationListEvent.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationListEvent.Cursor(childComplexity), true
+	case "ConversationListEvent.kind":
+		if e.ComplexityRoot.ConversationListEvent.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationListEvent.Kind(childComplexity), true
 
 	case "FileReferenceMessage.clientMessageId":
 		if e.ComplexityRoot.FileReferenceMessage.ClientMessageID == nil {
@@ -769,6 +951,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FileReferenceMessage.MessageStatus(childComplexity), true
+	case "FileReferenceMessage.sourceId":
+		if e.ComplexityRoot.FileReferenceMessage.OptSourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FileReferenceMessage.OptSourceID(childComplexity), true
 	case "FileReferenceMessage.path":
 		if e.ComplexityRoot.FileReferenceMessage.Path == nil {
 			break
@@ -799,12 +987,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FileReferenceMessage.Role(childComplexity), true
-	case "FileReferenceMessage.sourceId":
-		if e.ComplexityRoot.FileReferenceMessage.SourceID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.FileReferenceMessage.SourceID(childComplexity), true
 	case "FileReferenceMessage.startLine":
 		if e.ComplexityRoot.FileReferenceMessage.StartLine == nil {
 			break
@@ -824,18 +1006,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.FileReferenceMessage.UpdatedAt(childComplexity), true
 
-	case "FileResolution.content":
-		if e.ComplexityRoot.FileResolution.Content == nil {
-			break
-		}
-
-		return e.ComplexityRoot.FileResolution.Content(childComplexity), true
 	case "FileResolution.error":
 		if e.ComplexityRoot.FileResolution.Error == nil {
 			break
 		}
 
 		return e.ComplexityRoot.FileResolution.Error(childComplexity), true
+	case "FileResolution.content":
+		if e.ComplexityRoot.FileResolution.OptContent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FileResolution.OptContent(childComplexity), true
 	case "FileResolution.originalSize":
 		if e.ComplexityRoot.FileResolution.OriginalSize == nil {
 			break
@@ -897,6 +1079,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ImageMessage.MessageStatus(childComplexity), true
+	case "ImageMessage.sourceId":
+		if e.ComplexityRoot.ImageMessage.OptSourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageMessage.OptSourceID(childComplexity), true
 	case "ImageMessage.position":
 		if e.ComplexityRoot.ImageMessage.Position == nil {
 			break
@@ -933,12 +1121,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ImageMessage.Source(childComplexity), true
-	case "ImageMessage.sourceId":
-		if e.ComplexityRoot.ImageMessage.SourceID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ImageMessage.SourceID(childComplexity), true
 	case "ImageMessage.statusReason":
 		if e.ComplexityRoot.ImageMessage.StatusReason == nil {
 			break
@@ -964,85 +1146,85 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ImageRecognition.Error(childComplexity), true
-	case "ImageRecognition.language":
-		if e.ComplexityRoot.ImageRecognition.Language == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ImageRecognition.Language(childComplexity), true
 	case "ImageRecognition.modeUsed":
 		if e.ComplexityRoot.ImageRecognition.ModeUsed == nil {
 			break
 		}
 
 		return e.ComplexityRoot.ImageRecognition.ModeUsed(childComplexity), true
-	case "ImageRecognition.notice":
-		if e.ComplexityRoot.ImageRecognition.Notice == nil {
+	case "ImageRecognition.language":
+		if e.ComplexityRoot.ImageRecognition.OptLanguage == nil {
 			break
 		}
 
-		return e.ComplexityRoot.ImageRecognition.Notice(childComplexity), true
+		return e.ComplexityRoot.ImageRecognition.OptLanguage(childComplexity), true
+	case "ImageRecognition.notice":
+		if e.ComplexityRoot.ImageRecognition.OptNotice == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageRecognition.OptNotice(childComplexity), true
+	case "ImageRecognition.recognizedText":
+		if e.ComplexityRoot.ImageRecognition.OptRecognizedText == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageRecognition.OptRecognizedText(childComplexity), true
+	case "ImageRecognition.script":
+		if e.ComplexityRoot.ImageRecognition.OptScript == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageRecognition.OptScript(childComplexity), true
+	case "ImageRecognition.visionAnalysis":
+		if e.ComplexityRoot.ImageRecognition.OptVisionAnalysis == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageRecognition.OptVisionAnalysis(childComplexity), true
 	case "ImageRecognition.processedAt":
 		if e.ComplexityRoot.ImageRecognition.ProcessedAt == nil {
 			break
 		}
 
 		return e.ComplexityRoot.ImageRecognition.ProcessedAt(childComplexity), true
-	case "ImageRecognition.recognizedText":
-		if e.ComplexityRoot.ImageRecognition.RecognizedText == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ImageRecognition.RecognizedText(childComplexity), true
-	case "ImageRecognition.script":
-		if e.ComplexityRoot.ImageRecognition.Script == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ImageRecognition.Script(childComplexity), true
 	case "ImageRecognition.status":
 		if e.ComplexityRoot.ImageRecognition.Status == nil {
 			break
 		}
 
 		return e.ComplexityRoot.ImageRecognition.Status(childComplexity), true
-	case "ImageRecognition.visionAnalysis":
-		if e.ComplexityRoot.ImageRecognition.VisionAnalysis == nil {
-			break
-		}
 
-		return e.ComplexityRoot.ImageRecognition.VisionAnalysis(childComplexity), true
-
-	case "ImageSource.base64":
-		if e.ComplexityRoot.ImageSource.Data == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ImageSource.Data(childComplexity), true
-	case "ImageSource.filePath":
-		if e.ComplexityRoot.ImageSource.FilePath == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ImageSource.FilePath(childComplexity), true
 	case "ImageSource.kind":
 		if e.ComplexityRoot.ImageSource.Kind == nil {
 			break
 		}
 
 		return e.ComplexityRoot.ImageSource.Kind(childComplexity), true
+	case "ImageSource.base64":
+		if e.ComplexityRoot.ImageSource.OptData == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageSource.OptData(childComplexity), true
+	case "ImageSource.filePath":
+		if e.ComplexityRoot.ImageSource.OptFilePath == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImageSource.OptFilePath(childComplexity), true
 	case "ImageSource.mediaType":
-		if e.ComplexityRoot.ImageSource.MediaType == nil {
+		if e.ComplexityRoot.ImageSource.OptMediaType == nil {
 			break
 		}
 
-		return e.ComplexityRoot.ImageSource.MediaType(childComplexity), true
+		return e.ComplexityRoot.ImageSource.OptMediaType(childComplexity), true
 	case "ImageSource.url":
-		if e.ComplexityRoot.ImageSource.URL == nil {
+		if e.ComplexityRoot.ImageSource.OptURL == nil {
 			break
 		}
 
-		return e.ComplexityRoot.ImageSource.URL(childComplexity), true
+		return e.ComplexityRoot.ImageSource.OptURL(childComplexity), true
 
 	case "ImportReport.added":
 		if e.ComplexityRoot.ImportReport.Added == nil {
@@ -1142,11 +1324,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MCPResourceMessage.MessageStatus(childComplexity), true
 	case "MCPResourceMessage.mimeType":
-		if e.ComplexityRoot.MCPResourceMessage.MimeType == nil {
+		if e.ComplexityRoot.MCPResourceMessage.OptMimeType == nil {
 			break
 		}
 
-		return e.ComplexityRoot.MCPResourceMessage.MimeType(childComplexity), true
+		return e.ComplexityRoot.MCPResourceMessage.OptMimeType(childComplexity), true
+	case "MCPResourceMessage.sourceId":
+		if e.ComplexityRoot.MCPResourceMessage.OptSourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MCPResourceMessage.OptSourceID(childComplexity), true
 	case "MCPResourceMessage.position":
 		if e.ComplexityRoot.MCPResourceMessage.Position == nil {
 			break
@@ -1183,12 +1371,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MCPResourceMessage.ServerName(childComplexity), true
-	case "MCPResourceMessage.sourceId":
-		if e.ComplexityRoot.MCPResourceMessage.SourceID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.MCPResourceMessage.SourceID(childComplexity), true
 	case "MCPResourceMessage.statusReason":
 		if e.ComplexityRoot.MCPResourceMessage.StatusReason == nil {
 			break
@@ -1289,6 +1471,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MessageDeltaEvent.Seq(childComplexity), true
 
+	case "MessageEdge.conversation":
+		if e.ComplexityRoot.MessageEdge.Conversation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageEdge.Conversation(childComplexity), true
 	case "MessageEdge.cursor":
 		if e.ComplexityRoot.MessageEdge.Cursor == nil {
 			break
@@ -1552,30 +1740,30 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Part.HTML(childComplexity), true
-	case "Part.itemId":
-		if e.ComplexityRoot.Part.ItemID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Part.ItemID(childComplexity), true
 	case "Part.kind":
 		if e.ComplexityRoot.Part.Kind == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Part.Kind(childComplexity), true
+	case "Part.itemId":
+		if e.ComplexityRoot.Part.OptItemID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Part.OptItemID(childComplexity), true
+	case "Part.signature":
+		if e.ComplexityRoot.Part.OptSignature == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Part.OptSignature(childComplexity), true
 	case "Part.raw":
 		if e.ComplexityRoot.Part.Raw == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Part.Raw(childComplexity), true
-	case "Part.signature":
-		if e.ComplexityRoot.Part.Signature == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Part.Signature(childComplexity), true
 	case "Part.text":
 		if e.ComplexityRoot.Part.Text == nil {
 			break
@@ -1726,6 +1914,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SkippedRecords.Where(childComplexity), true
 
+	case "Subscription.conversationsChanged":
+		if e.ComplexityRoot.Subscription.ConversationsChanged == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_conversationsChanged_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.ConversationsChanged(childComplexity, args["after"].(*string)), true
 	case "Subscription.messageAdded":
 		if e.ComplexityRoot.Subscription.MessageAdded == nil {
 			break
@@ -1795,12 +1994,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SystemControlMessage.CreatedAt(childComplexity), true
-	case "SystemControlMessage.from":
-		if e.ComplexityRoot.SystemControlMessage.From == nil {
-			break
-		}
-
-		return e.ComplexityRoot.SystemControlMessage.From(childComplexity), true
 	case "SystemControlMessage.id":
 		if e.ComplexityRoot.SystemControlMessage.ID == nil {
 			break
@@ -1819,6 +2012,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SystemControlMessage.MessageStatus(childComplexity), true
+	case "SystemControlMessage.from":
+		if e.ComplexityRoot.SystemControlMessage.OptFrom == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SystemControlMessage.OptFrom(childComplexity), true
+	case "SystemControlMessage.sourceId":
+		if e.ComplexityRoot.SystemControlMessage.OptSourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SystemControlMessage.OptSourceID(childComplexity), true
+	case "SystemControlMessage.to":
+		if e.ComplexityRoot.SystemControlMessage.OptTo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SystemControlMessage.OptTo(childComplexity), true
 	case "SystemControlMessage.params":
 		if e.ComplexityRoot.SystemControlMessage.Params == nil {
 			break
@@ -1843,24 +2054,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SystemControlMessage.Role(childComplexity), true
-	case "SystemControlMessage.sourceId":
-		if e.ComplexityRoot.SystemControlMessage.SourceID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.SystemControlMessage.SourceID(childComplexity), true
 	case "SystemControlMessage.statusReason":
 		if e.ComplexityRoot.SystemControlMessage.StatusReason == nil {
 			break
 		}
 
 		return e.ComplexityRoot.SystemControlMessage.StatusReason(childComplexity), true
-	case "SystemControlMessage.to":
-		if e.ComplexityRoot.SystemControlMessage.To == nil {
-			break
-		}
-
-		return e.ComplexityRoot.SystemControlMessage.To(childComplexity), true
 	case "SystemControlMessage.updatedAt":
 		if e.ComplexityRoot.SystemControlMessage.UpdatedAt == nil {
 			break
@@ -1916,6 +2115,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TextMessage.MessageStatus(childComplexity), true
+	case "TextMessage.sourceId":
+		if e.ComplexityRoot.TextMessage.OptSourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TextMessage.OptSourceID(childComplexity), true
 	case "TextMessage.parts":
 		if e.ComplexityRoot.TextMessage.Parts == nil {
 			break
@@ -1940,12 +2145,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TextMessage.Role(childComplexity), true
-	case "TextMessage.sourceId":
-		if e.ComplexityRoot.TextMessage.SourceID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TextMessage.SourceID(childComplexity), true
 	case "TextMessage.statusReason":
 		if e.ComplexityRoot.TextMessage.StatusReason == nil {
 			break
@@ -2044,18 +2243,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolError.Message(childComplexity), true
+	case "ToolError.stackTrace":
+		if e.ComplexityRoot.ToolError.OptStackTrace == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolError.OptStackTrace(childComplexity), true
 	case "ToolError.recoverable":
 		if e.ComplexityRoot.ToolError.Recoverable == nil {
 			break
 		}
 
 		return e.ComplexityRoot.ToolError.Recoverable(childComplexity), true
-	case "ToolError.stackTrace":
-		if e.ComplexityRoot.ToolError.StackTrace == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ToolError.StackTrace(childComplexity), true
 
 	case "ToolRequestMessage.clientMessageId":
 		if e.ComplexityRoot.ToolRequestMessage.ClientMessageID == nil {
@@ -2105,6 +2304,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolRequestMessage.MessageStatus(childComplexity), true
+	case "ToolRequestMessage.sourceId":
+		if e.ComplexityRoot.ToolRequestMessage.OptSourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolRequestMessage.OptSourceID(childComplexity), true
 	case "ToolRequestMessage.parts":
 		if e.ComplexityRoot.ToolRequestMessage.Parts == nil {
 			break
@@ -2129,12 +2334,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolRequestMessage.Role(childComplexity), true
-	case "ToolRequestMessage.sourceId":
-		if e.ComplexityRoot.ToolRequestMessage.SourceID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ToolRequestMessage.SourceID(childComplexity), true
 	case "ToolRequestMessage.statusReason":
 		if e.ComplexityRoot.ToolRequestMessage.StatusReason == nil {
 			break
@@ -2232,6 +2431,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolResultMessage.MessageStatus(childComplexity), true
+	case "ToolResultMessage.sourceId":
+		if e.ComplexityRoot.ToolResultMessage.OptSourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultMessage.OptSourceID(childComplexity), true
 	case "ToolResultMessage.originalSize":
 		if e.ComplexityRoot.ToolResultMessage.OriginalSize == nil {
 			break
@@ -2268,12 +2473,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolResultMessage.Role(childComplexity), true
-	case "ToolResultMessage.sourceId":
-		if e.ComplexityRoot.ToolResultMessage.SourceID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ToolResultMessage.SourceID(childComplexity), true
 	case "ToolResultMessage.status":
 		if e.ComplexityRoot.ToolResultMessage.Status == nil {
 			break
@@ -2379,12 +2578,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TranscriptReport.Artifacts(childComplexity), true
+	case "TranscriptReport.cutPosition":
+		if e.ComplexityRoot.TranscriptReport.Cut == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptReport.Cut(childComplexity), true
 	case "TranscriptReport.dropped":
 		if e.ComplexityRoot.TranscriptReport.Dropped == nil {
 			break
 		}
 
 		return e.ComplexityRoot.TranscriptReport.Dropped(childComplexity), true
+	case "TranscriptReport.endCursor":
+		if e.ComplexityRoot.TranscriptReport.EndCursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptReport.EndCursor(childComplexity), true
 	case "TranscriptReport.estimatedTokens":
 		if e.ComplexityRoot.TranscriptReport.EstimatedTokens == nil {
 			break
@@ -2458,6 +2669,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UnknownMessage.MessageStatus(childComplexity), true
+	case "UnknownMessage.sourceId":
+		if e.ComplexityRoot.UnknownMessage.OptSourceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UnknownMessage.OptSourceID(childComplexity), true
 	case "UnknownMessage.position":
 		if e.ComplexityRoot.UnknownMessage.Position == nil {
 			break
@@ -2482,12 +2699,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UnknownMessage.Role(childComplexity), true
-	case "UnknownMessage.sourceId":
-		if e.ComplexityRoot.UnknownMessage.SourceID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.UnknownMessage.SourceID(childComplexity), true
 	case "UnknownMessage.statusReason":
 		if e.ComplexityRoot.UnknownMessage.StatusReason == nil {
 			break
@@ -2559,6 +2770,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	opCtx := graphql.GetOperationContext(ctx)
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
 	inputUnmarshalMap := graphql.BuildUnmarshalerMap(
+		ec.unmarshalInputCompactionInput,
 		ec.unmarshalInputCompleteMessageInput,
 		ec.unmarshalInputFileReferenceInput,
 		ec.unmarshalInputImageInput,
@@ -2666,7 +2878,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "schema/interop.graphqls" "schema/processing.graphqls" "schema/realtime.graphqls" "schema/streaming.graphqls"
+//go:embed "schema/compaction.graphqls" "schema/conversationlist.graphqls" "schema/errors.graphqls" "schema/interop.graphqls" "schema/processing.graphqls" "schema/realtime.graphqls" "schema/streaming.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -3260,6 +3472,9 @@ type Mutation {
   setToolCallApproval(messageId: ID!, toolCallId: String!, status: ApprovalStatus!, reason: String, decidedBy: String): ToolRequestMessage!
 }
 `, BuiltIn: false},
+	{Name: "schema/compaction.graphqls", Input: sourceData("schema/compaction.graphqls"), BuiltIn: false},
+	{Name: "schema/conversationlist.graphqls", Input: sourceData("schema/conversationlist.graphqls"), BuiltIn: false},
+	{Name: "schema/errors.graphqls", Input: sourceData("schema/errors.graphqls"), BuiltIn: false},
 	{Name: "schema/interop.graphqls", Input: sourceData("schema/interop.graphqls"), BuiltIn: false},
 	{Name: "schema/processing.graphqls", Input: sourceData("schema/processing.graphqls"), BuiltIn: false},
 	{Name: "schema/realtime.graphqls", Input: sourceData("schema/realtime.graphqls"), BuiltIn: false},
@@ -3345,6 +3560,8 @@ func (ec *executionContext) childFields_ConversationConnection(ctx context.Conte
 		return ec.fieldContext_ConversationConnection_pageInfo(ctx, field)
 	case "totalCount":
 		return ec.fieldContext_ConversationConnection_totalCount(ctx, field)
+	case "changesCursor":
+		return ec.fieldContext_ConversationConnection_changesCursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ConversationConnection", field.Name)
 }
@@ -3357,6 +3574,20 @@ func (ec *executionContext) childFields_ConversationEdge(ctx context.Context, fi
 		return ec.fieldContext_ConversationEdge_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ConversationEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_ConversationListEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_ConversationListEvent_cursor(ctx, field)
+	case "kind":
+		return ec.fieldContext_ConversationListEvent_kind(ctx, field)
+	case "conversationId":
+		return ec.fieldContext_ConversationListEvent_conversationId(ctx, field)
+	case "conversation":
+		return ec.fieldContext_ConversationListEvent_conversation(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ConversationListEvent", field.Name)
 }
 
 func (ec *executionContext) childFields_FileReferenceMessage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3563,6 +3794,8 @@ func (ec *executionContext) childFields_MessageEdge(ctx context.Context, field g
 		return ec.fieldContext_MessageEdge_cursor(ctx, field)
 	case "node":
 		return ec.fieldContext_MessageEdge_node(ctx, field)
+	case "conversation":
+		return ec.fieldContext_MessageEdge_conversation(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type MessageEdge", field.Name)
 }
@@ -3787,6 +4020,10 @@ func (ec *executionContext) childFields_TranscriptReport(ctx context.Context, fi
 		return ec.fieldContext_TranscriptReport_notes(ctx, field)
 	case "artifacts":
 		return ec.fieldContext_TranscriptReport_artifacts(ctx, field)
+	case "endCursor":
+		return ec.fieldContext_TranscriptReport_endCursor(ctx, field)
+	case "cutPosition":
+		return ec.fieldContext_TranscriptReport_cutPosition(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TranscriptReport", field.Name)
 }
@@ -4006,22 +4243,46 @@ func (ec *executionContext) field_Conversation_transcriptReport_args(ctx context
 		return nil, err
 	}
 	args["repair"] = arg3
-	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "model",
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "images",
+		func(ctx context.Context, v any) (*parley.ImageExport, error) {
+			return ec.unmarshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["images"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "model",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["model"] = arg4
-	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "foreignReasoning",
+	args["model"] = arg5
+	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "cacheBreakpoints",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["cacheBreakpoints"] = arg6
+	arg7, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg7
+	arg8, err := graphql.ProcessArgField(ctx, rawArgs, "foreignReasoning",
 		func(ctx context.Context, v any) (*parley.ForeignReasoning, error) {
 			return ec.unmarshalOForeignReasoning2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐForeignReasoning(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["foreignReasoning"] = arg5
+	args["foreignReasoning"] = arg8
 	return args, nil
 }
 
@@ -4060,22 +4321,46 @@ func (ec *executionContext) field_Conversation_transcript_args(ctx context.Conte
 		return nil, err
 	}
 	args["repair"] = arg3
-	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "model",
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "images",
+		func(ctx context.Context, v any) (*parley.ImageExport, error) {
+			return ec.unmarshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["images"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "model",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["model"] = arg4
-	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "foreignReasoning",
+	args["model"] = arg5
+	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "cacheBreakpoints",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["cacheBreakpoints"] = arg6
+	arg7, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg7
+	arg8, err := graphql.ProcessArgField(ctx, rawArgs, "foreignReasoning",
 		func(ctx context.Context, v any) (*parley.ForeignReasoning, error) {
 			return ec.unmarshalOForeignReasoning2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐForeignReasoning(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["foreignReasoning"] = arg5
+	args["foreignReasoning"] = arg8
 	return args, nil
 }
 
@@ -4695,6 +4980,20 @@ func (ec *executionContext) field_Query_toolCallsAwaitingResult_args(ctx context
 	return args, nil
 }
 
+func (ec *executionContext) field_Subscription_conversationsChanged_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Subscription_messageAdded_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4936,18 +5235,18 @@ func (ec *executionContext) _ApprovalDecision_decidedBy(ctx context.Context, fie
 			return ec.fieldContext_ApprovalDecision_decidedBy(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.DecidedBy, nil
+			return obj.OptDecidedBy(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ApprovalDecision_decidedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApprovalDecision", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ApprovalDecision", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ApprovalDecision_reason(ctx context.Context, field graphql.CollectedField, obj *parley.ApprovalDecision) (ret graphql.Marshaler) {
@@ -4959,18 +5258,18 @@ func (ec *executionContext) _ApprovalDecision_reason(ctx context.Context, field 
 			return ec.fieldContext_ApprovalDecision_reason(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Reason, nil
+			return obj.OptReason(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ApprovalDecision_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ApprovalDecision", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ApprovalDecision", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ApprovalDecision_decidedAt(ctx context.Context, field graphql.CollectedField, obj *parley.ApprovalDecision) (ret graphql.Marshaler) {
@@ -5127,6 +5426,429 @@ func (ec *executionContext) _AwaitingToolCall_claimExpiresAt(ctx context.Context
 }
 func (ec *executionContext) fieldContext_AwaitingToolCall_claimExpiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AwaitingToolCall", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_id(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_conversationId(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_conversationId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ConversationID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_conversationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_role(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_role(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Role, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.Role) graphql.Marshaler {
+			return ec.marshalNRole2githubᚗcomᚋparleyᚑdevᚋparleyᚐRole(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_role(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, false, false, errors.New("field of type Role does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_position(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_position(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Position, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_createdAt(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_updatedAt(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_label(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_label(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Label(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_label(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_sourceId(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_sourceId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OptSourceID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_sourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_content(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_content(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Content(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_content(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_text(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_html(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_html(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.CompactionMessage().HTML(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_html(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_provider(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_provider(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProviderName(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_provider(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_providerData(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_providerData(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProviderData(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.JSON) graphql.Marshaler {
+			return ec.marshalOJSON2githubᚗcomᚋparleyᚑdevᚋparleyᚐJSON(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_providerData(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_coversThrough(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_coversThrough(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Covers(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_coversThrough(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_messageStatus(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_messageStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageStatus(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.MessageStatus) graphql.Marshaler {
+			return ec.marshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_messageStatus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type MessageStatus does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_statusReason(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_statusReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StatusReason(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_statusReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_clientMessageId(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_clientMessageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClientMessageID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_clientMessageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CompactionMessage", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CompactionMessage_provenance(ctx context.Context, field graphql.CollectedField, obj *parley.CompactionMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CompactionMessage_provenance(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Provenance(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.Provenance) graphql.Marshaler {
+			return ec.marshalOProvenance2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐProvenance(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CompactionMessage_provenance(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CompactionMessage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Provenance(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Conversation_id(ctx context.Context, field graphql.CollectedField, obj *parley.Conversation) (ret graphql.Marshaler) {
@@ -5298,7 +6020,7 @@ func (ec *executionContext) _Conversation_transcript(ctx context.Context, field 
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Conversation().Transcript(ctx, obj, fc.Args["format"].(parley.TranscriptFormat), fc.Args["system"].(*string), fc.Args["maxTokens"].(*int), fc.Args["repair"].(*bool), fc.Args["model"].(*string), fc.Args["foreignReasoning"].(*parley.ForeignReasoning))
+			return ec.Resolvers.Conversation().Transcript(ctx, obj, fc.Args["format"].(parley.TranscriptFormat), fc.Args["system"].(*string), fc.Args["maxTokens"].(*int), fc.Args["repair"].(*bool), fc.Args["images"].(*parley.ImageExport), fc.Args["model"].(*string), fc.Args["cacheBreakpoints"].(*int), fc.Args["after"].(*string), fc.Args["foreignReasoning"].(*parley.ForeignReasoning))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v parley.JSON) graphql.Marshaler {
@@ -5342,7 +6064,7 @@ func (ec *executionContext) _Conversation_transcriptReport(ctx context.Context, 
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Conversation().TranscriptReport(ctx, obj, fc.Args["format"].(parley.TranscriptFormat), fc.Args["system"].(*string), fc.Args["maxTokens"].(*int), fc.Args["repair"].(*bool), fc.Args["model"].(*string), fc.Args["foreignReasoning"].(*parley.ForeignReasoning))
+			return ec.Resolvers.Conversation().TranscriptReport(ctx, obj, fc.Args["format"].(parley.TranscriptFormat), fc.Args["system"].(*string), fc.Args["maxTokens"].(*int), fc.Args["repair"].(*bool), fc.Args["images"].(*parley.ImageExport), fc.Args["model"].(*string), fc.Args["cacheBreakpoints"].(*int), fc.Args["after"].(*string), fc.Args["foreignReasoning"].(*parley.ForeignReasoning))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *parley.TranscriptReport) graphql.Marshaler {
@@ -5495,6 +6217,29 @@ func (ec *executionContext) fieldContext_ConversationConnection_totalCount(_ con
 	return graphql.NewScalarFieldContext("ConversationConnection", field, true, true, errors.New("field of type Int does not have child fields"))
 }
 
+func (ec *executionContext) _ConversationConnection_changesCursor(ctx context.Context, field graphql.CollectedField, obj *model.ConversationConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationConnection_changesCursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ChangesCursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationConnection_changesCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ConversationConnection", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _ConversationEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.ConversationEdge) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5540,6 +6285,107 @@ func (ec *executionContext) _ConversationEdge_node(ctx context.Context, field gr
 func (ec *executionContext) fieldContext_ConversationEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "ConversationEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Conversation(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ConversationListEvent_cursor(ctx context.Context, field graphql.CollectedField, obj *model.ConversationListEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationListEvent_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationListEvent_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ConversationListEvent", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ConversationListEvent_kind(ctx context.Context, field graphql.CollectedField, obj *model.ConversationListEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationListEvent_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.ConversationChangeKind) graphql.Marshaler {
+			return ec.marshalNConversationChangeKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐConversationChangeKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationListEvent_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ConversationListEvent", field, false, false, errors.New("field of type ConversationChangeKind does not have child fields"))
+}
+
+func (ec *executionContext) _ConversationListEvent_conversationId(ctx context.Context, field graphql.CollectedField, obj *model.ConversationListEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationListEvent_conversationId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ConversationID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationListEvent_conversationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ConversationListEvent", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _ConversationListEvent_conversation(ctx context.Context, field graphql.CollectedField, obj *model.ConversationListEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationListEvent_conversation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Conversation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.Conversation) graphql.Marshaler {
+			return ec.marshalOConversation2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐConversation(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationListEvent_conversation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ConversationListEvent",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
@@ -5720,18 +6566,18 @@ func (ec *executionContext) _FileReferenceMessage_sourceId(ctx context.Context, 
 			return ec.fieldContext_FileReferenceMessage_sourceId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.SourceID, nil
+			return obj.OptSourceID(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_FileReferenceMessage_sourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("FileReferenceMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("FileReferenceMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _FileReferenceMessage_path(ctx context.Context, field graphql.CollectedField, obj *parley.FileReferenceMessage) (ret graphql.Marshaler) {
@@ -5968,18 +6814,18 @@ func (ec *executionContext) _FileResolution_content(ctx context.Context, field g
 			return ec.fieldContext_FileResolution_content(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Content, nil
+			return obj.OptContent(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_FileResolution_content(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("FileResolution", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("FileResolution", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _FileResolution_truncated(ctx context.Context, field graphql.CollectedField, obj *parley.FileResolution) (ret graphql.Marshaler) {
@@ -6253,18 +7099,18 @@ func (ec *executionContext) _ImageMessage_sourceId(ctx context.Context, field gr
 			return ec.fieldContext_ImageMessage_sourceId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.SourceID, nil
+			return obj.OptSourceID(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ImageMessage_sourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ImageMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ImageMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ImageMessage_source(ctx context.Context, field graphql.CollectedField, obj *parley.ImageMessage) (ret graphql.Marshaler) {
@@ -6510,18 +7356,18 @@ func (ec *executionContext) _ImageRecognition_recognizedText(ctx context.Context
 			return ec.fieldContext_ImageRecognition_recognizedText(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.RecognizedText, nil
+			return obj.OptRecognizedText(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ImageRecognition_recognizedText(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ImageRecognition", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ImageRecognition", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ImageRecognition_visionAnalysis(ctx context.Context, field graphql.CollectedField, obj *parley.ImageRecognition) (ret graphql.Marshaler) {
@@ -6533,18 +7379,18 @@ func (ec *executionContext) _ImageRecognition_visionAnalysis(ctx context.Context
 			return ec.fieldContext_ImageRecognition_visionAnalysis(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.VisionAnalysis, nil
+			return obj.OptVisionAnalysis(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ImageRecognition_visionAnalysis(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ImageRecognition", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ImageRecognition", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ImageRecognition_confidence(ctx context.Context, field graphql.CollectedField, obj *parley.ImageRecognition) (ret graphql.Marshaler) {
@@ -6579,18 +7425,18 @@ func (ec *executionContext) _ImageRecognition_language(ctx context.Context, fiel
 			return ec.fieldContext_ImageRecognition_language(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Language, nil
+			return obj.OptLanguage(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ImageRecognition_language(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ImageRecognition", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ImageRecognition", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ImageRecognition_notice(ctx context.Context, field graphql.CollectedField, obj *parley.ImageRecognition) (ret graphql.Marshaler) {
@@ -6602,18 +7448,18 @@ func (ec *executionContext) _ImageRecognition_notice(ctx context.Context, field 
 			return ec.fieldContext_ImageRecognition_notice(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Notice, nil
+			return obj.OptNotice(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ImageRecognition_notice(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ImageRecognition", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ImageRecognition", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ImageRecognition_error(ctx context.Context, field graphql.CollectedField, obj *parley.ImageRecognition) (ret graphql.Marshaler) {
@@ -6680,18 +7526,18 @@ func (ec *executionContext) _ImageRecognition_script(ctx context.Context, field 
 			return ec.fieldContext_ImageRecognition_script(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Script, nil
+			return obj.OptScript(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ImageRecognition_script(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ImageRecognition", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ImageRecognition", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ImageSource_kind(ctx context.Context, field graphql.CollectedField, obj *parley.ImageSource) (ret graphql.Marshaler) {
@@ -6726,18 +7572,18 @@ func (ec *executionContext) _ImageSource_url(ctx context.Context, field graphql.
 			return ec.fieldContext_ImageSource_url(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.URL, nil
+			return obj.OptURL(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ImageSource_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ImageSource", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ImageSource", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ImageSource_base64(ctx context.Context, field graphql.CollectedField, obj *parley.ImageSource) (ret graphql.Marshaler) {
@@ -6749,18 +7595,18 @@ func (ec *executionContext) _ImageSource_base64(ctx context.Context, field graph
 			return ec.fieldContext_ImageSource_base64(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Data, nil
+			return obj.OptData(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ImageSource_base64(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ImageSource", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ImageSource", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ImageSource_mediaType(ctx context.Context, field graphql.CollectedField, obj *parley.ImageSource) (ret graphql.Marshaler) {
@@ -6772,18 +7618,18 @@ func (ec *executionContext) _ImageSource_mediaType(ctx context.Context, field gr
 			return ec.fieldContext_ImageSource_mediaType(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.MediaType, nil
+			return obj.OptMediaType(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ImageSource_mediaType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ImageSource", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ImageSource", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ImageSource_filePath(ctx context.Context, field graphql.CollectedField, obj *parley.ImageSource) (ret graphql.Marshaler) {
@@ -6795,18 +7641,18 @@ func (ec *executionContext) _ImageSource_filePath(ctx context.Context, field gra
 			return ec.fieldContext_ImageSource_filePath(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.FilePath, nil
+			return obj.OptFilePath(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ImageSource_filePath(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ImageSource", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ImageSource", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ImportReport_conversation(ctx context.Context, field graphql.CollectedField, obj *parley.ImportReport) (ret graphql.Marshaler) {
@@ -7190,18 +8036,18 @@ func (ec *executionContext) _MCPResourceMessage_sourceId(ctx context.Context, fi
 			return ec.fieldContext_MCPResourceMessage_sourceId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.SourceID, nil
+			return obj.OptSourceID(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_MCPResourceMessage_sourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("MCPResourceMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("MCPResourceMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _MCPResourceMessage_serverName(ctx context.Context, field graphql.CollectedField, obj *parley.MCPResourceMessage) (ret graphql.Marshaler) {
@@ -7328,18 +8174,18 @@ func (ec *executionContext) _MCPResourceMessage_mimeType(ctx context.Context, fi
 			return ec.fieldContext_MCPResourceMessage_mimeType(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.MimeType, nil
+			return obj.OptMimeType(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_MCPResourceMessage_mimeType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("MCPResourceMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("MCPResourceMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _MCPResourceMessage_retrievedAt(ctx context.Context, field graphql.CollectedField, obj *parley.MCPResourceMessage) (ret graphql.Marshaler) {
@@ -7836,6 +8682,38 @@ func (ec *executionContext) _MessageEdge_node(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_MessageEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("MessageEdge", field, false, false, errors.New("field of type Message does not have child fields"))
+}
+
+func (ec *executionContext) _MessageEdge_conversation(ctx context.Context, field graphql.CollectedField, obj *model.MessageEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageEdge_conversation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.MessageEdge().Conversation(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.Conversation) graphql.Marshaler {
+			return ec.marshalNConversation2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐConversation(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessageEdge_conversation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MessageEdge",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Conversation(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _MessageStreamEvent_cursor(ctx context.Context, field graphql.CollectedField, obj *model.MessageStreamEvent) (ret graphql.Marshaler) {
@@ -8857,18 +9735,18 @@ func (ec *executionContext) _Part_signature(ctx context.Context, field graphql.C
 			return ec.fieldContext_Part_signature(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Signature, nil
+			return obj.OptSignature(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_Part_signature(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Part", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Part", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Part_itemId(ctx context.Context, field graphql.CollectedField, obj *parley.Part) (ret graphql.Marshaler) {
@@ -8880,18 +9758,18 @@ func (ec *executionContext) _Part_itemId(ctx context.Context, field graphql.Coll
 			return ec.fieldContext_Part_itemId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ItemID, nil
+			return obj.OptItemID(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_Part_itemId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Part", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Part", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Part_raw(ctx context.Context, field graphql.CollectedField, obj *parley.Part) (ret graphql.Marshaler) {
@@ -9653,6 +10531,50 @@ func (ec *executionContext) fieldContext_Subscription_messageUpdated(ctx context
 	return fc, nil
 }
 
+func (ec *executionContext) _Subscription_conversationsChanged(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_conversationsChanged(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().ConversationsChanged(ctx, fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ConversationListEvent) graphql.Marshaler {
+			return ec.marshalNConversationListEvent2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐConversationListEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_conversationsChanged(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ConversationListEvent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_conversationsChanged_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Subscription_toolCallAwaitingResult(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
 	return graphql.ResolveFieldStream(
 		ctx,
@@ -9911,18 +10833,18 @@ func (ec *executionContext) _SystemControlMessage_sourceId(ctx context.Context, 
 			return ec.fieldContext_SystemControlMessage_sourceId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.SourceID, nil
+			return obj.OptSourceID(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_SystemControlMessage_sourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SystemControlMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("SystemControlMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _SystemControlMessage_kind(ctx context.Context, field graphql.CollectedField, obj *parley.SystemControlMessage) (ret graphql.Marshaler) {
@@ -9957,18 +10879,18 @@ func (ec *executionContext) _SystemControlMessage_from(ctx context.Context, fiel
 			return ec.fieldContext_SystemControlMessage_from(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.From, nil
+			return obj.OptFrom(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_SystemControlMessage_from(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SystemControlMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("SystemControlMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _SystemControlMessage_to(ctx context.Context, field graphql.CollectedField, obj *parley.SystemControlMessage) (ret graphql.Marshaler) {
@@ -9980,18 +10902,18 @@ func (ec *executionContext) _SystemControlMessage_to(ctx context.Context, field 
 			return ec.fieldContext_SystemControlMessage_to(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.To, nil
+			return obj.OptTo(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_SystemControlMessage_to(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SystemControlMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("SystemControlMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _SystemControlMessage_params(ctx context.Context, field graphql.CollectedField, obj *parley.SystemControlMessage) (ret graphql.Marshaler) {
@@ -10288,18 +11210,18 @@ func (ec *executionContext) _TextMessage_sourceId(ctx context.Context, field gra
 			return ec.fieldContext_TextMessage_sourceId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.SourceID, nil
+			return obj.OptSourceID(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_TextMessage_sourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TextMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("TextMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _TextMessage_parts(ctx context.Context, field graphql.CollectedField, obj *parley.TextMessage) (ret graphql.Marshaler) {
@@ -10821,18 +11743,18 @@ func (ec *executionContext) _ToolError_stackTrace(ctx context.Context, field gra
 			return ec.fieldContext_ToolError_stackTrace(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.StackTrace, nil
+			return obj.OptStackTrace(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ToolError_stackTrace(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ToolError", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ToolError", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ToolError_recoverable(ctx context.Context, field graphql.CollectedField, obj *parley.ToolErrorDetail) (ret graphql.Marshaler) {
@@ -11028,18 +11950,18 @@ func (ec *executionContext) _ToolRequestMessage_sourceId(ctx context.Context, fi
 			return ec.fieldContext_ToolRequestMessage_sourceId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.SourceID, nil
+			return obj.OptSourceID(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ToolRequestMessage_sourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ToolRequestMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ToolRequestMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ToolRequestMessage_parts(ctx context.Context, field graphql.CollectedField, obj *parley.ToolRequestMessage) (ret graphql.Marshaler) {
@@ -11469,18 +12391,18 @@ func (ec *executionContext) _ToolResultMessage_sourceId(ctx context.Context, fie
 			return ec.fieldContext_ToolResultMessage_sourceId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.SourceID, nil
+			return obj.OptSourceID(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_ToolResultMessage_sourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ToolResultMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ToolResultMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ToolResultMessage_toolCallId(ctx context.Context, field graphql.CollectedField, obj *parley.ToolResultMessage) (ret graphql.Marshaler) {
@@ -12310,6 +13232,52 @@ func (ec *executionContext) fieldContext_TranscriptReport_artifacts(_ context.Co
 	return fc, nil
 }
 
+func (ec *executionContext) _TranscriptReport_endCursor(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptReport_endCursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EndCursor(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptReport_endCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptReport", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TranscriptReport_cutPosition(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptReport_cutPosition(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cut(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptReport_cutPosition(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptReport", field, true, false, errors.New("field of type Int does not have child fields"))
+}
+
 func (ec *executionContext) _UnknownMessage_id(ctx context.Context, field graphql.CollectedField, obj *parley.UnknownMessage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12480,18 +13448,18 @@ func (ec *executionContext) _UnknownMessage_sourceId(ctx context.Context, field 
 			return ec.fieldContext_UnknownMessage_sourceId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.SourceID, nil
+			return obj.OptSourceID(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalOString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_UnknownMessage_sourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("UnknownMessage", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("UnknownMessage", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _UnknownMessage_type(ctx context.Context, field graphql.CollectedField, obj *parley.UnknownMessage) (ret graphql.Marshaler) {
@@ -13861,6 +14829,57 @@ func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field
 
 // region    **************************** input.gotpl *****************************
 
+func (ec *executionContext) unmarshalInputCompactionInput(ctx context.Context, obj any) (model.CompactionInput, error) {
+	var it model.CompactionInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"content", "provider", "providerData", "coversThrough"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "content":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("content"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Content = data
+		case "provider":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("provider"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Provider = data
+		case "providerData":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("providerData"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ProviderData = data
+		case "coversThrough":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("coversThrough"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CoversThrough = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputCompleteMessageInput(ctx context.Context, obj any) (model.CompleteMessageInput, error) {
 	var it model.CompleteMessageInput
 	if obj == nil {
@@ -14152,7 +15171,7 @@ func (ec *executionContext) unmarshalInputMessageInput(ctx context.Context, obj 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"text", "image", "fileReference", "toolRequest", "toolResult", "systemControl", "mcpResource"}
+	fieldsInOrder := [...]string{"text", "image", "fileReference", "toolRequest", "toolResult", "systemControl", "mcpResource", "compaction"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14208,6 +15227,13 @@ func (ec *executionContext) unmarshalInputMessageInput(ctx context.Context, obj 
 				return it, err
 			}
 			it.McpResource = data
+		case "compaction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("compaction"))
+			data, err := ec.unmarshalOCompactionInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐCompactionInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Compaction = data
 		}
 	}
 	return it, nil
@@ -14821,6 +15847,11 @@ func (ec *executionContext) _Message(ctx context.Context, sel ast.SelectionSet, 
 			return graphql.Null
 		}
 		return ec._MCPResourceMessage(ctx, sel, obj)
+	case *parley.CompactionMessage:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._CompactionMessage(ctx, sel, obj)
 	case *parley.UnknownMessage:
 		if obj == nil {
 			return graphql.Null
@@ -14874,6 +15905,11 @@ func (ec *executionContext) _MessageBase(ctx context.Context, sel ast.SelectionS
 			return graphql.Null
 		}
 		return ec._MCPResourceMessage(ctx, sel, obj)
+	case *parley.CompactionMessage:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._CompactionMessage(ctx, sel, obj)
 	case *parley.UnknownMessage:
 		if obj == nil {
 			return graphql.Null
@@ -14927,6 +15963,11 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._MCPResourceMessage(ctx, sel, obj)
+	case *parley.CompactionMessage:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._CompactionMessage(ctx, sel, obj)
 	case *parley.UnknownMessage:
 		if obj == nil {
 			return graphql.Null
@@ -14998,6 +16039,13 @@ func (ec *executionContext) _TextBearing(ctx context.Context, sel ast.SelectionS
 			return graphql.Null
 		}
 		return ec._MCPResourceMessage(ctx, sel, obj)
+	case parley.CompactionMessage:
+		return ec._CompactionMessage(ctx, sel, &obj)
+	case *parley.CompactionMessage:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._CompactionMessage(ctx, sel, obj)
 	default:
 		if typedObj, ok := obj.(graphql.Marshaler); ok {
 			return typedObj
@@ -15179,6 +16227,162 @@ func (ec *executionContext) _AwaitingToolCall(ctx context.Context, sel ast.Selec
 			}
 		case "claimExpiresAt":
 			out.Values[i] = ec._AwaitingToolCall_claimExpiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var compactionMessageImplementors = []string{"CompactionMessage", "Message", "Node", "MessageBase", "TextBearing"}
+
+func (ec *executionContext) _CompactionMessage(ctx context.Context, sel ast.SelectionSet, obj *parley.CompactionMessage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, compactionMessageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CompactionMessage")
+		case "id":
+			out.Values[i] = ec._CompactionMessage_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "conversationId":
+			out.Values[i] = ec._CompactionMessage_conversationId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "role":
+			out.Values[i] = ec._CompactionMessage_role(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "position":
+			out.Values[i] = ec._CompactionMessage_position(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._CompactionMessage_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updatedAt":
+			out.Values[i] = ec._CompactionMessage_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "label":
+			out.Values[i] = ec._CompactionMessage_label(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "sourceId":
+			out.Values[i] = ec._CompactionMessage_sourceId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "content":
+			out.Values[i] = ec._CompactionMessage_content(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "text":
+			out.Values[i] = ec._CompactionMessage_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "html":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._CompactionMessage_html(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "provider":
+			out.Values[i] = ec._CompactionMessage_provider(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "providerData":
+			out.Values[i] = ec._CompactionMessage_providerData(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "coversThrough":
+			out.Values[i] = ec._CompactionMessage_coversThrough(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "messageStatus":
+			out.Values[i] = ec._CompactionMessage_messageStatus(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "statusReason":
+			out.Values[i] = ec._CompactionMessage_statusReason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "clientMessageId":
+			out.Values[i] = ec._CompactionMessage_clientMessageId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "provenance":
+			out.Values[i] = ec._CompactionMessage_provenance(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -15473,6 +16677,11 @@ func (ec *executionContext) _ConversationConnection(ctx context.Context, sel ast
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "changesCursor":
+			out.Values[i] = ec._ConversationConnection_changesCursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -15514,6 +16723,59 @@ func (ec *executionContext) _ConversationEdge(ctx context.Context, sel ast.Selec
 		case "node":
 			out.Values[i] = ec._ConversationEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var conversationListEventImplementors = []string{"ConversationListEvent"}
+
+func (ec *executionContext) _ConversationListEvent(ctx context.Context, sel ast.SelectionSet, obj *model.ConversationListEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, conversationListEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ConversationListEvent")
+		case "cursor":
+			out.Values[i] = ec._ConversationListEvent_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._ConversationListEvent_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "conversationId":
+			out.Values[i] = ec._ConversationListEvent_conversationId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "conversation":
+			out.Values[i] = ec._ConversationListEvent_conversation(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -16375,13 +17637,51 @@ func (ec *executionContext) _MessageEdge(ctx context.Context, sel ast.SelectionS
 		case "cursor":
 			out.Values[i] = ec._MessageEdge_cursor(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "node":
 			out.Values[i] = ec._MessageEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "conversation":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._MessageEdge_conversation(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -17133,6 +18433,8 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 		return ec._Subscription_messageAdded(ctx, fields[0])
 	case "messageUpdated":
 		return ec._Subscription_messageUpdated(ctx, fields[0])
+	case "conversationsChanged":
+		return ec._Subscription_conversationsChanged(ctx, fields[0])
 	case "toolCallAwaitingResult":
 		return ec._Subscription_toolCallAwaitingResult(ctx, fields[0])
 	case "messageStream":
@@ -18085,6 +19387,16 @@ func (ec *executionContext) _TranscriptReport(ctx context.Context, sel ast.Selec
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "endCursor":
+			out.Values[i] = ec._TranscriptReport_endCursor(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "cutPosition":
+			out.Values[i] = ec._TranscriptReport_cutPosition(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -18822,6 +20134,38 @@ func (ec *executionContext) marshalNConversation2ᚖgithubᚗcomᚋparleyᚑdev�
 	return ec._Conversation(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNConversationChangeKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐConversationChangeKind(ctx context.Context, v any) (parley.ConversationChangeKind, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNConversationChangeKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐConversationChangeKind[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNConversationChangeKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐConversationChangeKind(ctx context.Context, sel ast.SelectionSet, v parley.ConversationChangeKind) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNConversationChangeKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐConversationChangeKind[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+var (
+	unmarshalNConversationChangeKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐConversationChangeKind = map[string]parley.ConversationChangeKind{
+		"CREATED": parley.ConversationCreated,
+		"RENAMED": parley.ConversationRenamed,
+		"BUMPED":  parley.ConversationBumped,
+		"DELETED": parley.ConversationGone,
+	}
+	marshalNConversationChangeKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐConversationChangeKind = map[parley.ConversationChangeKind]string{
+		parley.ConversationCreated: "CREATED",
+		parley.ConversationRenamed: "RENAMED",
+		parley.ConversationBumped:  "BUMPED",
+		parley.ConversationGone:    "DELETED",
+	}
+)
+
 func (ec *executionContext) marshalNConversationConnection2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐConversationConnection(ctx context.Context, sel ast.SelectionSet, v *model.ConversationConnection) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -18856,6 +20200,16 @@ func (ec *executionContext) marshalNConversationEdge2ᚖgithubᚗcomᚋparleyᚑ
 		return graphql.Null
 	}
 	return ec._ConversationEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNConversationListEvent2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐConversationListEvent(ctx context.Context, sel ast.SelectionSet, v *model.ConversationListEvent) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ConversationListEvent(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐDeltaKind(ctx context.Context, v any) (parley.DeltaKind, error) {
@@ -19376,10 +20730,12 @@ var (
 	unmarshalNProviderStreamFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐStreamFormat = map[string]parley.StreamFormat{
 		"OPENAI_CHAT":        parley.FormatOpenAIChat,
 		"ANTHROPIC_MESSAGES": parley.FormatAnthropicMessages,
+		"OPENAI_RESPONSES":   parley.FormatOpenAIResponses,
 	}
 	marshalNProviderStreamFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐStreamFormat = map[parley.StreamFormat]string{
 		parley.FormatOpenAIChat:        "OPENAI_CHAT",
 		parley.FormatAnthropicMessages: "ANTHROPIC_MESSAGES",
+		parley.FormatOpenAIResponses:   "OPENAI_RESPONSES",
 	}
 )
 
@@ -19940,6 +21296,14 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	return res
 }
 
+func (ec *executionContext) unmarshalOCompactionInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐCompactionInput(ctx context.Context, v any) (*model.CompactionInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputCompactionInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalOCompleteMessageInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐCompleteMessageInput(ctx context.Context, v any) (*model.CompleteMessageInput, error) {
 	if v == nil {
 		return nil, nil
@@ -20230,18 +21594,6 @@ func (ec *executionContext) unmarshalOStartMessageInput2ᚖgithubᚗcomᚋparley
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) unmarshalOString2string(ctx context.Context, v any) (string, error) {
-	res, err := graphql.UnmarshalString(v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalOString2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
-	_ = sel
-	_ = ctx
-	res := graphql.MarshalString(v)
-	return res
-}
-
 func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
 	if v == nil {
 		return nil, nil
@@ -20358,6 +21710,38 @@ func (ec *executionContext) unmarshalOToolResultInput2ᚖgithubᚗcomᚋparley�
 	res, err := ec.unmarshalInputToolResultInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
+
+func (ec *executionContext) unmarshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport(ctx context.Context, v any) (*parley.ImageExport, error) {
+	if v == nil {
+		return nil, nil
+	}
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport[tmp]
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport(ctx context.Context, sel ast.SelectionSet, v *parley.ImageExport) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(marshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport[*v])
+	return res
+}
+
+var (
+	unmarshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport = map[string]parley.ImageExport{
+		"AS_SENT":   parley.ImagesAsSent,
+		"AS_TEXT":   parley.ImagesAsText,
+		"FOR_MODEL": parley.ImagesForModel,
+	}
+	marshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport = map[parley.ImageExport]string{
+		parley.ImagesAsSent:   "AS_SENT",
+		parley.ImagesAsText:   "AS_TEXT",
+		parley.ImagesForModel: "FOR_MODEL",
+	}
+)
 
 func (ec *executionContext) unmarshalOUsageInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐUsageInput(ctx context.Context, v any) (*model.UsageInput, error) {
 	if v == nil {

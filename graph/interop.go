@@ -10,13 +10,24 @@ var errNoInterop = &parley.Error{Code: parley.EUNAVAILABLE, Message: "Import and
 
 // transcript serves transcript and transcriptReport, which take the same arguments.
 func (r *conversationResolver) transcript(ctx context.Context, conv *parley.Conversation, format parley.TranscriptFormat,
-	system *string, maxTokens *int, repair *bool, model *string, foreign *parley.ForeignReasoning) (*parley.Transcript, error) {
+	opts parley.TranscriptOptions) (*parley.Transcript, error) {
 	if r.InteropService == nil {
 		return nil, errNoInterop
 	}
-	opts := parley.TranscriptOptions{System: deref(system), MaxTokens: maxTokens, Repair: deref(repair), Model: deref(model)}
-	if foreign != nil {
-		opts.ForeignReasoning = *foreign
-	}
 	return r.InteropService.Transcript(ctx, conv.ID, format, opts)
+}
+
+// transcriptOptions decodes the arguments of transcript and transcriptReport.
+func transcriptOptions(system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string,
+	cacheBreakpoints *int, after *string, foreign *parley.ForeignReasoning) (parley.TranscriptOptions, error) {
+	opts := parley.TranscriptOptions{System: deref(system), MaxTokens: maxTokens, Repair: deref(repair),
+		Images: deref(images), Model: deref(model), CacheBreakpoints: deref(cacheBreakpoints), ForeignReasoning: deref(foreign)}
+	if after != nil {
+		pos, err := parley.ParseMessageCursor("after", *after)
+		if err != nil {
+			return opts, err
+		}
+		opts.After = &pos
+	}
+	return opts, nil
 }

@@ -12,16 +12,24 @@ import (
 	"github.com/parley-dev/parley"
 )
 
-func (r *conversationResolver) Transcript(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, model *string, foreignReasoning *parley.ForeignReasoning) (parley.JSON, error) {
-	t, err := r.transcript(ctx, obj, format, system, maxTokens, repair, model, foreignReasoning)
+func (r *conversationResolver) Transcript(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string, foreignReasoning *parley.ForeignReasoning) (parley.JSON, error) {
+	opts, err := transcriptOptions(system, maxTokens, repair, images, model, cacheBreakpoints, after, foreignReasoning)
+	if err != nil {
+		return nil, err
+	}
+	t, err := r.transcript(ctx, obj, format, opts)
 	if err != nil {
 		return nil, err
 	}
 	return t.Body, nil
 }
 
-func (r *conversationResolver) TranscriptReport(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, model *string, foreignReasoning *parley.ForeignReasoning) (*parley.TranscriptReport, error) {
-	t, err := r.transcript(ctx, obj, format, system, maxTokens, repair, model, foreignReasoning)
+func (r *conversationResolver) TranscriptReport(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string, foreignReasoning *parley.ForeignReasoning) (*parley.TranscriptReport, error) {
+	opts, err := transcriptOptions(system, maxTokens, repair, images, model, cacheBreakpoints, after, foreignReasoning)
+	if err != nil {
+		return nil, err
+	}
+	t, err := r.transcript(ctx, obj, format, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 
-	"github.com/99designs/gqlgen/complexity"
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -27,9 +27,11 @@ type Limits struct {
 	// MaxAliases bounds the aliased fields of an operation (TOO_MANY_ALIASES).
 	MaxAliases int
 	// MaxComplexity bounds the operation's cost (QUERY_TOO_COMPLEX): each field costs 1
-	// plus its children, and a list costs its children times its page size (first or
-	// last, else the default page size; ids for nodes), so a page of pages is costed
-	// as what it can return.
+	// plus its children, a connection's edges their children times its page size (first
+	// or last, else the default page size), other lists their children times their size
+	// (ids for nodes), and a selection on an interface or a union what it costs on its
+	// costliest member (operationComplexity), so a page of pages is costed as what it
+	// can return.
 	MaxComplexity int
 	// MaxPageSize bounds first, last and nodes' ids (PAGE_TOO_LARGE); at most
 	// parley.MaxPageSize, the store's own ceiling.
@@ -56,7 +58,7 @@ type Limits struct {
 const (
 	DefaultMaxDepth                      = 12
 	DefaultMaxAliases                    = 30
-	DefaultMaxComplexity                 = 50000
+	DefaultMaxComplexity                 = 100000
 	DefaultMaxTokens                     = 15000
 	DefaultMaxSelections                 = 1000
 	DefaultMaxSubscriptionsPerConnection = 50
@@ -109,7 +111,8 @@ const (
 	codeIntrospectionTooDeep  = "INTROSPECTION_TOO_DEEP"
 )
 
-// complexityFuncs weights the list fields of the schema by their page size.
+// complexityFuncs weights the list fields of the schema, other than connections, by
+// their size.
 func complexityFuncs(c *ComplexityRoot, l Limits) {
 	page := func(child int, first, last *int) int {
 		n := parley.DefaultPageSize
@@ -120,21 +123,19 @@ func complexityFuncs(c *ComplexityRoot, l Limits) {
 		}
 		return weigh(child, n)
 	}
-	c.Query.Conversations = func(child int, first *int, _ *string, last *int, _ *string) int {
-		return page(child, first, last)
-	}
-	c.Conversation.Messages = func(child int, first *int, _ *string, last *int, _ *string) int {
-		return page(child, first, last)
-	}
+	// Connections (conversations, messages) are weighed by operationComplexity itself:
+	// their edges by the page size, their pageInfo and totalCount once.
 	c.Query.Nodes = func(child int, ids []string) int { return weigh(child, len(ids)) }
 	c.Query.ToolCallsAwaitingResult = func(child int, _ *string, _ []string, _ *bool, first *int) int {
 		return page(child, first, nil)
 	}
 	// An export reads the whole history, a page of the largest size at a time.
-	c.Conversation.Transcript = func(child int, _ parley.TranscriptFormat, _ *string, _ *int, _ *bool, _ *string, _ *parley.ForeignReasoning) int {
+	c.Conversation.Transcript = func(child int, _ parley.TranscriptFormat, _ *string, _ *int, _ *bool,
+		_ *parley.ImageExport, _ *string, _ *int, _ *string, _ *parley.ForeignReasoning) int {
 		return weigh(child, l.MaxPageSize)
 	}
-	c.Conversation.TranscriptReport = func(child int, _ parley.TranscriptFormat, _ *string, _ *int, _ *bool, _ *string, _ *parley.ForeignReasoning) int {
+	c.Conversation.TranscriptReport = func(child int, _ parley.TranscriptFormat, _ *string, _ *int, _ *bool,
+		_ *parley.ImageExport, _ *string, _ *int, _ *string, _ *parley.ForeignReasoning) int {
 		return weigh(child, l.MaxPageSize)
 	}
 }
@@ -306,7 +307,7 @@ func (e *limitsExtension) MutateOperationContext(ctx context.Context, op *graphq
 		return limitError(codeTooComplex, "the operation has complexity over %d; at most %d allowed: ask for fewer fields or smaller pages",
 			c.fields, e.limits.MaxComplexity)
 	}
-	if n := complexity.Calculate(ctx, e.es, op.Operation, op.Variables); n > e.limits.MaxComplexity {
+	if n := operationComplexity(ctx, e.es, op); n > e.limits.MaxComplexity {
 		return limitError(codeTooComplex, "the operation has complexity %d; at most %d allowed: ask for fewer fields or smaller pages",
 			n, e.limits.MaxComplexity)
 	}
@@ -495,4 +496,150 @@ func (w *opWalker) introspectionTooDeep(ss ast.SelectionSet, depth int) bool {
 		}
 	}
 	return false
+}
+
+// operationComplexity is the operation's cost as Limits.MaxComplexity says, costed for
+// the worst case an answer can be, and no worse:
+//   - a selection on an interface or a union costs what it costs on its most expensive
+//     member, not the sum over its members (gqlgen's complexity.Calculate adds up every
+//     inline fragment, so a page selecting every field of the eight message variants
+//     costed as if each message were all eight at once);
+//   - a connection's edges cost their selection times the page size (first or last,
+//     else the default page size), and its pageInfo and totalCount once, not once per
+//     edge.
+//
+// So the documented largest page, 1,000 messages with every field, costs some 48,000.
+// Each field otherwise costs 1 plus its children, and the other lists as complexityFuncs
+// says.
+func operationComplexity(ctx context.Context, es graphql.ExecutableSchema, op *graphql.OperationContext) int {
+	s := es.Schema()
+	var root *ast.Definition
+	switch op.Operation.Operation {
+	case ast.Mutation:
+		root = s.Mutation
+	case ast.Subscription:
+		root = s.Subscription
+	default:
+		root = s.Query
+	}
+	if root == nil {
+		return 0
+	}
+	w := &complexityWalker{ctx: ctx, es: es, schema: s, vars: op.Variables, memo: map[spreadKey]int{}}
+	return w.objectSelection(op.Operation.SelectionSet, root, 0)
+}
+
+// spreadKey is a fragment spread costed on one object type (and, on a connection, one
+// page size).
+type spreadKey struct {
+	fragment, object string
+	page             int
+}
+
+// complexityWalker costs an operation for operationComplexity. A fragment is costed
+// once per object type it is spread on (memo), so a document spreading fragments in
+// fragments costs its size times the types involved to check, not what it expands to.
+type complexityWalker struct {
+	ctx    context.Context
+	es     graphql.ExecutableSchema
+	schema *ast.Schema
+	vars   map[string]any
+	memo   map[spreadKey]int
+}
+
+// selection costs ss selected on typ: on an interface or a union, the most expensive of
+// its object types.
+func (w *complexityWalker) selection(ss ast.SelectionSet, typ *ast.Definition) int {
+	if typ.Kind != ast.Interface && typ.Kind != ast.Union {
+		return w.objectSelection(ss, typ, 0)
+	}
+	worst := 0
+	for _, o := range w.schema.GetPossibleTypes(typ) {
+		if o.Kind == ast.Object {
+			worst = max(worst, w.objectSelection(ss, o, 0))
+		}
+	}
+	return worst
+}
+
+// objectSelection costs ss on an object of type obj: its fields, and the fragments
+// whose type condition obj satisfies. page is the page size when obj is a connection.
+func (w *complexityWalker) objectSelection(ss ast.SelectionSet, obj *ast.Definition, page int) int {
+	n := 0
+	for _, sel := range ss {
+		switch s := sel.(type) {
+		case *ast.Field:
+			n = satAdd(n, w.field(s, obj, page))
+		case *ast.InlineFragment:
+			if w.applies(s.TypeCondition, obj) {
+				n = satAdd(n, w.objectSelection(s.SelectionSet, obj, page))
+			}
+		case *ast.FragmentSpread:
+			if s.Definition == nil || !w.applies(s.Definition.TypeCondition, obj) {
+				continue
+			}
+			k := spreadKey{s.Name, obj.Name, page}
+			c, ok := w.memo[k]
+			if !ok {
+				w.memo[k] = 0 // a cycle adds nothing (validation refuses one anyway)
+				c = w.objectSelection(s.Definition.SelectionSet, obj, page)
+				w.memo[k] = c
+			}
+			n = satAdd(n, c)
+		}
+	}
+	return n
+}
+
+// applies reports whether a fragment on cond applies to an object of type obj.
+func (w *complexityWalker) applies(cond string, obj *ast.Definition) bool {
+	if cond == "" || cond == obj.Name {
+		return true
+	}
+	def := w.schema.Types[cond]
+	return def != nil && containsType(w.schema.GetPossibleTypes(def), obj.Name)
+}
+
+func containsType(defs []*ast.Definition, name string) bool {
+	for _, d := range defs {
+		if d.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// field costs f on an object of type obj (a connection of page elements when page is
+// not 0): 1 plus its children, a connection's edges their children times page, or
+// what complexityFuncs says. The introspection schema costs nothing here (its depth is
+// bounded).
+func (w *complexityWalker) field(f *ast.Field, obj *ast.Definition, page int) int {
+	if f.Definition == nil {
+		return 1
+	}
+	typ := w.schema.Types[f.Definition.Type.Name()]
+	if typ == nil || typ.Name == "__Schema" {
+		return 0
+	}
+	args := f.ArgumentMap(w.vars)
+	child := 0
+	switch {
+	case typ.Kind == ast.Object && strings.HasSuffix(typ.Name, "Connection") && f.Definition.Arguments.ForName("first") != nil:
+		n := parley.DefaultPageSize
+		if v, ok := intArg(args["first"]); ok {
+			n = int(v)
+		} else if v, ok := intArg(args["last"]); ok {
+			n = int(v)
+		}
+		child = w.objectSelection(f.SelectionSet, typ, max(n, 1))
+	case typ.Kind == ast.Object || typ.Kind == ast.Interface || typ.Kind == ast.Union:
+		child = w.selection(f.SelectionSet, typ)
+	}
+	if page > 0 && f.Name == "edges" {
+		return weigh(child, page)
+	}
+	if c, ok := w.es.Complexity(w.ctx, obj.Name, f.Name, child, args); ok && c >= 1 {
+		return c
+	}
+	return satAdd(1, child)
 }

@@ -414,6 +414,7 @@ type nodeWriter struct {
 	result   variant[*parley.ToolResultMessage]
 	control  variant[*parley.SystemControlMessage]
 	resource variant[*parley.MCPResourceMessage]
+	compact  variant[*parley.CompactionMessage]
 	unknown  variant[*parley.UnknownMessage]
 }
 
@@ -446,6 +447,8 @@ func (n *nodeWriter) write(w *jsonWriter, m parley.Message) bool {
 		return m != nil && writeVariant(n, &n.control, systemControlMessageType, w, m)
 	case *parley.MCPResourceMessage:
 		return m != nil && writeVariant(n, &n.resource, mcpResourceMessageType, w, m)
+	case *parley.CompactionMessage:
+		return m != nil && writeVariant(n, &n.compact, compactionMessageType, w, m)
 	case *parley.UnknownMessage:
 		return m != nil && writeVariant(n, &n.unknown, unknownMessageType, w, m)
 	}
@@ -465,7 +468,7 @@ func messageFields[T parley.Message](more map[string]fieldCompiler[T]) map[strin
 		"createdAt":       timestamp(func(m T) time.Time { return m.Meta().CreatedAt }),
 		"updatedAt":       timestamp(func(m T) time.Time { return m.Meta().UpdatedAt }),
 		"label":           str(func(m T) string { return m.Label() }),
-		"sourceId":        str(func(m T) string { return m.Meta().SourceID }), // nullable, bound to a string: "" stays ""
+		"sourceId":        optStr(func(m T) *string { return m.Meta().OptSourceID() }),
 		"messageStatus":   scalar(func(w *jsonWriter, m T) bool { w.str(m.Meta().MessageStatus().String()); return true }),
 		"statusReason":    optStr(func(m T) *string { return m.Meta().StatusReason() }),
 		"clientMessageId": optStr(func(m T) *string { return m.Meta().ClientMessageID() }),
@@ -555,8 +558,8 @@ var (
 	systemControlMessageType = &objectType[*parley.SystemControlMessage]{name: "SystemControlMessage", implementors: systemControlMessageImplementors,
 		fields: messageFields(map[string]fieldCompiler[*parley.SystemControlMessage]{
 			"kind":   enum(func(m *parley.SystemControlMessage) parley.ControlKind { return m.ControlKind }),
-			"from":   str(func(m *parley.SystemControlMessage) string { return m.From }),
-			"to":     str(func(m *parley.SystemControlMessage) string { return m.To }),
+			"from":   optStr(func(m *parley.SystemControlMessage) *string { return m.OptFrom() }),
+			"to":     optStr(func(m *parley.SystemControlMessage) *string { return m.OptTo() }),
 			"params": scalar(func(w *jsonWriter, m *parley.SystemControlMessage) bool { w.optJSON(m.Params); return true }),
 		})}
 
@@ -564,9 +567,16 @@ var (
 		fields: textFields(map[string]fieldCompiler[*parley.MCPResourceMessage]{
 			"serverName":  str(func(m *parley.MCPResourceMessage) string { return m.ServerName }),
 			"resourceUri": str(func(m *parley.MCPResourceMessage) string { return m.ResourceURI }),
-			"mimeType":    str(func(m *parley.MCPResourceMessage) string { return m.MimeType }),
+			"mimeType":    optStr(func(m *parley.MCPResourceMessage) *string { return m.OptMimeType() }),
 			"retrievedAt": timestamp(func(m *parley.MCPResourceMessage) time.Time { return m.RetrievedAt }),
 			"truncated":   boolean(func(m *parley.MCPResourceMessage) bool { return m.Truncated }),
+		})}
+
+	compactionMessageType = &objectType[*parley.CompactionMessage]{name: "CompactionMessage", implementors: compactionMessageImplementors,
+		fields: textFields(map[string]fieldCompiler[*parley.CompactionMessage]{
+			"provider":      optStr(func(m *parley.CompactionMessage) *string { return m.ProviderName() }),
+			"providerData":  scalar(func(w *jsonWriter, m *parley.CompactionMessage) bool { w.optJSON(m.ProviderData()); return true }),
+			"coversThrough": integer(func(m *parley.CompactionMessage) int { return m.Covers() }),
 		})}
 
 	unknownMessageType = &objectType[*parley.UnknownMessage]{name: "UnknownMessage", implementors: unknownMessageImplementors,
@@ -601,8 +611,8 @@ var (
 			"content":   str(func(p *parley.Part) string { return p.Content() }),
 			"text":      str(func(p *parley.Part) string { return p.Text }),
 			"html":      scalar(func(w *jsonWriter, p *parley.Part) bool { w.str(w.html.HTML(p.Text)); return true }),
-			"signature": str(func(p *parley.Part) string { return p.Signature }),
-			"itemId":    str(func(p *parley.Part) string { return p.ItemID }),
+			"signature": optStr(func(p *parley.Part) *string { return p.OptSignature() }),
+			"itemId":    optStr(func(p *parley.Part) *string { return p.OptItemID() }),
 			"raw":       scalar(func(w *jsonWriter, p *parley.Part) bool { w.optJSON(p.Raw); return true }),
 			"citations": scalar(func(w *jsonWriter, p *parley.Part) bool { w.optJSON(p.Citations); return true }),
 		}}
@@ -610,10 +620,10 @@ var (
 	imageSourceType = &objectType[*parley.ImageSource]{name: "ImageSource", implementors: imageSourceImplementors,
 		fields: map[string]fieldCompiler[*parley.ImageSource]{
 			"kind":      enum(func(s *parley.ImageSource) parley.ImageSourceKind { return s.Kind }),
-			"url":       str(func(s *parley.ImageSource) string { return s.URL }),
-			"base64":    str(func(s *parley.ImageSource) string { return s.Data }),
-			"mediaType": str(func(s *parley.ImageSource) string { return s.MediaType }),
-			"filePath":  str(func(s *parley.ImageSource) string { return s.FilePath }),
+			"url":       optStr(func(s *parley.ImageSource) *string { return s.OptURL() }),
+			"base64":    optStr(func(s *parley.ImageSource) *string { return s.OptData() }),
+			"mediaType": optStr(func(s *parley.ImageSource) *string { return s.OptMediaType() }),
+			"filePath":  optStr(func(s *parley.ImageSource) *string { return s.OptFilePath() }),
 		}}
 
 	imageRecognitionType = &objectType[*parley.ImageRecognition]{name: "ImageRecognition", implementors: imageRecognitionImplementors,
@@ -627,12 +637,12 @@ var (
 				}
 				return true
 			}),
-			"recognizedText": str(func(r *parley.ImageRecognition) string { return r.RecognizedText }),
-			"visionAnalysis": str(func(r *parley.ImageRecognition) string { return r.VisionAnalysis }),
+			"recognizedText": optStr(func(r *parley.ImageRecognition) *string { return r.OptRecognizedText() }),
+			"visionAnalysis": optStr(func(r *parley.ImageRecognition) *string { return r.OptVisionAnalysis() }),
 			"confidence":     scalar(func(w *jsonWriter, r *parley.ImageRecognition) bool { return w.optFloat(r.Confidence) }),
-			"language":       str(func(r *parley.ImageRecognition) string { return r.Language }),
-			"script":         str(func(r *parley.ImageRecognition) string { return r.Script }),
-			"notice":         str(func(r *parley.ImageRecognition) string { return r.Notice }),
+			"language":       optStr(func(r *parley.ImageRecognition) *string { return r.OptLanguage() }),
+			"script":         optStr(func(r *parley.ImageRecognition) *string { return r.OptScript() }),
+			"notice":         optStr(func(r *parley.ImageRecognition) *string { return r.OptNotice() }),
 			"error":          optObject(processingErrorType, func(r *parley.ImageRecognition) *parley.ProcessingError { return r.Error }),
 			"processedAt":    timestamp(func(r *parley.ImageRecognition) time.Time { return r.ProcessedAt }),
 		}}
@@ -646,7 +656,7 @@ var (
 	fileResolutionType = &objectType[*parley.FileResolution]{name: "FileResolution", implementors: fileResolutionImplementors,
 		fields: map[string]fieldCompiler[*parley.FileResolution]{
 			"status":       enum(func(r *parley.FileResolution) parley.ProcessingStatus { return r.Status }),
-			"content":      str(func(r *parley.FileResolution) string { return r.Content }),
+			"content":      optStr(func(r *parley.FileResolution) *string { return r.OptContent() }),
 			"truncated":    boolean(func(r *parley.FileResolution) bool { return r.Truncated }),
 			"originalSize": optInteger(func(r *parley.FileResolution) *int { return r.OriginalSize }),
 			"error":        optObject(processingErrorType, func(r *parley.FileResolution) *parley.ProcessingError { return r.Error }),
@@ -671,15 +681,15 @@ var (
 	approvalDecisionType = &objectType[*parley.ApprovalDecision]{name: "ApprovalDecision", implementors: approvalDecisionImplementors,
 		fields: map[string]fieldCompiler[*parley.ApprovalDecision]{
 			"status":    enum(func(d *parley.ApprovalDecision) parley.ApprovalStatus { return d.Status }),
-			"decidedBy": str(func(d *parley.ApprovalDecision) string { return d.DecidedBy }),
-			"reason":    str(func(d *parley.ApprovalDecision) string { return d.Reason }),
+			"decidedBy": optStr(func(d *parley.ApprovalDecision) *string { return d.OptDecidedBy() }),
+			"reason":    optStr(func(d *parley.ApprovalDecision) *string { return d.OptReason() }),
 			"decidedAt": timestamp(func(d *parley.ApprovalDecision) time.Time { return d.DecidedAt }),
 		}}
 
 	toolErrorType = &objectType[*parley.ToolErrorDetail]{name: "ToolError", implementors: toolErrorImplementors,
 		fields: map[string]fieldCompiler[*parley.ToolErrorDetail]{
 			"message":     str(func(e *parley.ToolErrorDetail) string { return e.Message }),
-			"stackTrace":  str(func(e *parley.ToolErrorDetail) string { return e.StackTrace }),
+			"stackTrace":  optStr(func(e *parley.ToolErrorDetail) *string { return e.OptStackTrace() }),
 			"recoverable": boolean(func(e *parley.ToolErrorDetail) bool { return e.Recoverable }),
 		}}
 )

@@ -236,6 +236,7 @@ func TestPageWriterKnowsEveryField(t *testing.T) {
 	add(toolResultMessageType.name, keys(toolResultMessageType.fields))
 	add(systemControlMessageType.name, keys(systemControlMessageType.fields))
 	add(mcpResourceMessageType.name, keys(mcpResourceMessageType.fields))
+	add(compactionMessageType.name, keys(compactionMessageType.fields))
 	add(unknownMessageType.name, keys(unknownMessageType.fields))
 	add(partType.name, keys(partType.fields))
 	add(imageSourceType.name, keys(imageSourceType.fields))
@@ -247,6 +248,9 @@ func TestPageWriterKnowsEveryField(t *testing.T) {
 	add(toolErrorType.name, keys(toolErrorType.fields))
 	add(provenanceType.name, keys(provenanceType.fields))
 	add(usageType.name, keys(usageType.fields))
+	// Fields a page may ask for that pagewriter.go leaves to gqlgen, which then writes
+	// the page: MessageEdge.conversation is for addMessage's answer, not for pages.
+	leftToGqlgen := map[string]bool{"MessageEdge.conversation": true}
 	// Every type a page can reach must be known, with every field.
 	seen := map[string]bool{}
 	var walk func(name string)
@@ -267,7 +271,7 @@ func TestPageWriterKnowsEveryField(t *testing.T) {
 			return
 		}
 		for _, f := range def.Fields {
-			if strings.HasPrefix(f.Name, "__") {
+			if strings.HasPrefix(f.Name, "__") || leftToGqlgen[name+"."+f.Name] {
 				continue
 			}
 			if !known[name][f.Name] {

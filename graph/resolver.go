@@ -30,5 +30,8 @@ type Resolver struct {
 	// LiveEventService serves messageStream; without it that subscription answers
 	// SERVICE_UNAVAILABLE.
 	LiveEventService parley.LiveEventService
-	Logger           *slog.Logger
+	// ConversationEventService serves conversationsChanged and changesCursor; without it
+	// they answer SERVICE_UNAVAILABLE.
+	ConversationEventService parley.ConversationEventService
+	Logger                   *slog.Logger
 }

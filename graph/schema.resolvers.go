@@ -88,11 +88,17 @@ func (r *queryResolver) Message(ctx context.Context, id string) (parley.Message,
 }
 
 func (r *queryResolver) Conversations(ctx context.Context, first *int, after *string, last *int, before *string) (*model.ConversationConnection, error) {
+	changes, err := r.changesCursor(ctx)
+	if err != nil {
+		return nil, err
+	}
 	page, err := r.ConversationService.FindConversations(ctx, parley.PageRequest{First: first, After: after, Last: last, Before: before})
 	if err != nil {
 		return nil, err
 	}
-	return conversationConnection(page), nil
+	c := conversationConnection(page)
+	c.ChangesCursor = changes
+	return c, nil
 }
 
 func (r *textMessageResolver) HTML(ctx context.Context, obj *parley.TextMessage) (string, error) {
@@ -121,6 +127,8 @@ func (r *Resolver) MCPResourceMessage() MCPResourceMessageResolver {
 	return &mCPResourceMessageResolver{r}
 }
 
+func (r *Resolver) MessageEdge() MessageEdgeResolver { return &messageEdgeResolver{r} }
+
 func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
 
 func (r *Resolver) Part() PartResolver { return &partResolver{r} }
@@ -141,6 +149,7 @@ type (
 	conversationResolver           struct{ *Resolver }
 	conversationConnectionResolver struct{ *Resolver }
 	mCPResourceMessageResolver     struct{ *Resolver }
+	messageEdgeResolver            struct{ *Resolver }
 	mutationResolver               struct{ *Resolver }
 	partResolver                   struct{ *Resolver }
 	queryResolver                  struct{ *Resolver }

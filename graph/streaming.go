@@ -7,6 +7,7 @@ import (
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/graph/model"
+	"github.com/parley-dev/parley/graph/transport"
 )
 
 var errNoLive = &parley.Error{Code: parley.EUNAVAILABLE, Message: "Streaming messages are not available on this server."}
@@ -89,10 +90,31 @@ func ackModel(messageID string, a parley.Ack) *model.AppendAck {
 	return &model.AppendAck{MessageID: messageID, Seq: a.Seq, LeaseUntil: a.LeaseUntil}
 }
 
-// forwardStream runs a messageStream subscription: one goroutine owns the channel gqlgen
-// reads, takes each event from the subscription at the client's pace and sends it,
-// never blocking past ctx.
+// forwardStream runs a messageStream subscription, as forward does the others: over a
+// websocket the operation drives it, polling the subscription into a one-slot channel
+// on every wake-up, and the events' identities let the transport encode an event once
+// for all the subscribers of the conversation at the same cursor (at a stream's tail,
+// all of them) instead of running gqlgen's execution once per subscriber per append.
+// Elsewhere (SSE) one goroutine owns the channel gqlgen reads, takes each event from the
+// subscription at the client's pace and sends it, never blocking past ctx.
 func (r *Resolver) forwardStream(ctx context.Context, s parley.StreamSubscription) <-chan *model.MessageStreamEvent {
+	if target := transport.PushTargetFrom(ctx); target != nil {
+		ch := make(chan *model.MessageStreamEvent, 1)
+		var next parley.StreamEvent // polled, not yet pushed; only the operation's drain touches it
+		wake := target.Attach(func(ctx context.Context) (any, bool, error) {
+			ev, id, ok, err := s.Poll(ctx)
+			if !ok || err != nil {
+				return nil, false, err
+			}
+			next = ev
+			return id, true, nil
+		}, func() {
+			ch <- streamEventModel(next) // the operation takes it before it polls again
+			next = parley.StreamEvent{}
+		})
+		s.OnWake(wake)
+		return ch
+	}
 	ch := make(chan *model.MessageStreamEvent)
 	go func() {
 		defer close(ch)
@@ -107,16 +129,20 @@ func (r *Resolver) forwardStream(ctx context.Context, s parley.StreamSubscriptio
 				r.endSubscription(ctx, err)
 				return
 			}
-			out := &model.MessageStreamEvent{Cursor: ev.Cursor.String(), Message: ev.Message}
-			if d := ev.Delta; d != nil {
-				out.Delta = &model.MessageDeltaEvent{MessageID: d.MessageID, Position: d.Position, Seq: d.Seq, Deltas: deltasToModel(d.Deltas)}
-			}
 			select {
 			case <-ctx.Done():
 				return
-			case ch <- out:
+			case ch <- streamEventModel(ev):
 			}
 		}
 	}()
 	return ch
+}
+
+func streamEventModel(ev parley.StreamEvent) *model.MessageStreamEvent {
+	out := &model.MessageStreamEvent{Cursor: ev.Cursor.String(), Message: ev.Message}
+	if d := ev.Delta; d != nil {
+		out.Delta = &model.MessageDeltaEvent{MessageID: d.MessageID, Position: d.Position, Seq: d.Seq, Deltas: deltasToModel(d.Deltas)}
+	}
+	return out
 }

@@ -19,12 +19,12 @@ func TestClaudeCodeSession(t *testing.T) {
 	if !rep.Created || rep.Conversation.Title != "Fix the flaky login test" {
 		t.Errorf("got created %v, title %q; want a new conversation titled by the summary", rep.Created, rep.Conversation.Title)
 	}
-	wantVariants := map[string]int{"TextMessage": 4, "ImageMessage": 2, "ToolRequestMessage": 4, "ToolResultMessage": 4}
+	wantVariants := map[string]int{"TextMessage": 4, "ImageMessage": 2, "ToolRequestMessage": 4, "ToolResultMessage": 4, "CompactionMessage": 1}
 	if got := rep.variants(); !equalCounts(got, wantVariants) {
 		t.Errorf("added per variant: got %v, want %v", got, wantVariants)
 	}
-	if rep.Added != 14 || rep.Conversation.MessageCount != 14 || rep.AlreadyPresent != 0 {
-		t.Errorf("got added %d, messageCount %d, alreadyPresent %d; want 14, 14, 0", rep.Added, rep.Conversation.MessageCount, rep.AlreadyPresent)
+	if rep.Added != 15 || rep.Conversation.MessageCount != 15 || rep.AlreadyPresent != 0 {
+		t.Errorf("got added %d, messageCount %d, alreadyPresent %d; want 15, 15, 0", rep.Added, rep.Conversation.MessageCount, rep.AlreadyPresent)
 	}
 	for reason, want := range map[string]int{
 		"sidechain (sub-agent) record":                                           3,
@@ -33,7 +33,6 @@ func TestClaudeCodeSession(t *testing.T) {
 		"progress record (hooks, tools, sub-agents)":                             2,
 		"file history snapshot":                                                  1,
 		"queued-input bookkeeping":                                               1,
-		"compaction summary of turns imported from this file":                    1,
 		"notice Claude Code wrote in the model's name (API error, interruption)": 1,
 		"record of an unfamiliar type":                                           1,
 		"turn re-written by a resumed session":                                   3,
@@ -74,8 +73,13 @@ func TestClaudeCodeSession(t *testing.T) {
 	if shot["text"] != "Screenshot taken\n\n(the page is still loading)" || msgs[8]["__typename"] != "ImageMessage" || msgs[8]["role"] != "USER" {
 		t.Errorf("the screenshot result and its image: got %v then %v", shot, msgs[8])
 	}
+	// The compaction summary (line 25) is a compaction covering the turns before it.
+	if c := msgs[9]; c["__typename"] != "CompactionMessage" || c["sourceId"] != "u-0013" || c["coversThrough"] != float64(10) ||
+		!strings.HasPrefix(c["text"].(string), "This session is being continued") {
+		t.Errorf("the compaction summary: got %v", c)
+	}
 	// The session ends with a call that never got a result: it stays pending.
-	last := msgs[12]
+	last := msgs[13]
 	calls := last["toolCalls"].([]any)
 	if last["__typename"] != "ToolRequestMessage" || calls[0].(map[string]any)["approvalStatus"] != "PENDING" {
 		t.Errorf("the last, unanswered call: got %v", last)
@@ -88,8 +92,8 @@ func TestClaudeCodeSession(t *testing.T) {
 
 	// Importing it again adds nothing.
 	again := importData(t, srv, "CLAUDE_CODE_JSONL", readFile(t, session), rep.Conversation.ID, "")
-	if again.Added != 0 || again.AlreadyPresent != 14 || again.Created || again.Conversation.MessageCount != 14 {
-		t.Errorf("re-import: got added %d, alreadyPresent %d, created %v, messageCount %d; want 0, 14, false, 14",
+	if again.Added != 0 || again.AlreadyPresent != 15 || again.Created || again.Conversation.MessageCount != 15 {
+		t.Errorf("re-import: got added %d, alreadyPresent %d, created %v, messageCount %d; want 0, 15, false, 15",
 			again.Added, again.AlreadyPresent, again.Created, again.Conversation.MessageCount)
 	}
 }
@@ -106,8 +110,8 @@ func TestClaudeCodeLongerCopy(t *testing.T) {
 		t.Fatalf("the short copy: got added %d, title %q; want 10 and the given title", first.Added, first.Conversation.Title)
 	}
 	full := importData(t, srv, "CLAUDE_CODE_JSONL", readFile(t, session), first.Conversation.ID, "")
-	if full.Added != 4 || full.AlreadyPresent != 10 || full.Conversation.MessageCount != 14 {
-		t.Errorf("the longer copy: got added %d, alreadyPresent %d, messageCount %d; want 4, 10, 14",
+	if full.Added != 5 || full.AlreadyPresent != 10 || full.Conversation.MessageCount != 15 {
+		t.Errorf("the longer copy: got added %d, alreadyPresent %d, messageCount %d; want 5, 10, 15",
 			full.Added, full.AlreadyPresent, full.Conversation.MessageCount)
 	}
 	msgs := fetchMessages(t, srv, first.Conversation.ID)
@@ -116,8 +120,8 @@ func TestClaudeCodeLongerCopy(t *testing.T) {
 			t.Errorf("message %d has position %v", i, m["position"])
 		}
 	}
-	if msgs[10]["sourceId"] != "u-0014" {
-		t.Errorf("the first new turn: got %v, want the prompt of line 26 at position 11", msgs[10])
+	if msgs[10]["sourceId"] != "u-0013" || msgs[11]["sourceId"] != "u-0014" {
+		t.Errorf("the first new turns: got %v and %v, want the compaction summary of line 25 and the prompt of line 26", msgs[10], msgs[11])
 	}
 }
 
@@ -144,8 +148,8 @@ func TestClaudeCodeReplyCutShort(t *testing.T) {
 				t.Fatalf("the cut reply: got %v, want %s", got, tc.firstType)
 			}
 			full := importData(t, srv, "CLAUDE_CODE_JSONL", readFile(t, session), first.Conversation.ID, "")
-			if full.Conversation.MessageCount != 14 || full.Added+full.AlreadyPresent != 14 {
-				t.Errorf("got messageCount %d, added %d + alreadyPresent %d; want 14 in all", full.Conversation.MessageCount, full.Added, full.AlreadyPresent)
+			if full.Conversation.MessageCount != 15 || full.Added+full.AlreadyPresent != 15 {
+				t.Errorf("got messageCount %d, added %d + alreadyPresent %d; want 15 in all", full.Conversation.MessageCount, full.Added, full.AlreadyPresent)
 			}
 			if !strings.Contains(strings.Join(full.Warnings, "\n"), "the reply msg_A was imported before it was complete") {
 				t.Errorf("warnings: got %q, want one about msg_A", full.Warnings)
@@ -175,8 +179,8 @@ func TestClaudeCodeResumedInNewFile(t *testing.T) {
 			"message": obj{"id": "msg_E", "role": "assistant", "model": "m", "content": []obj{{"type": "text", "text": "It did not finish; running it again."}}}},
 	)
 	again := importData(t, srv, "CLAUDE_CODE_JSONL", resumed, rep.Conversation.ID, "")
-	if again.Added != 2 || again.AlreadyPresent != 14 || again.Conversation.MessageCount != 16 {
-		t.Errorf("got added %d, alreadyPresent %d, messageCount %d; want 2, 14, 16", again.Added, again.AlreadyPresent, again.Conversation.MessageCount)
+	if again.Added != 2 || again.AlreadyPresent != 15 || again.Conversation.MessageCount != 17 {
+		t.Errorf("got added %d, alreadyPresent %d, messageCount %d; want 2, 15, 17", again.Added, again.AlreadyPresent, again.Conversation.MessageCount)
 	}
 }
 
@@ -203,6 +207,7 @@ const messagesQuery = `query($id: ID!, $after: String) { conversation(id: $id) {
 		... on ImageMessage { source { kind mediaType url } }
 		... on UnknownMessage { type raw }
 		... on MCPResourceMessage { serverName resourceUri text }
+		... on CompactionMessage { text provider providerData coversThrough }
 	} }
 } } }`
 

@@ -28,6 +28,7 @@ type Service struct {
 	imports       parley.ImportService
 	conversations parley.ConversationService
 	messages      parley.MessageService
+	seesImages    VisionLookup
 }
 
 var _ parley.InteropService = (*Service)(nil)
@@ -36,6 +37,13 @@ var _ parley.InteropService = (*Service)(nil)
 // conversations and messages (the db package's DB is all three).
 func New(imports parley.ImportService, conversations parley.ConversationService, messages parley.MessageService) *Service {
 	return &Service{imports: imports, conversations: conversations, messages: messages}
+}
+
+// WithVisionModels makes transcripts with images: FOR_MODEL look their model up with
+// seesImages (without it they are refused).
+func (s *Service) WithVisionModels(seesImages VisionLookup) *Service {
+	s.seesImages = seesImages
+	return s
 }
 
 // Parse reads a history in format, without storing it.
@@ -151,13 +159,21 @@ func (s *Service) Transcript(ctx context.Context, conversationID string, format 
 		after := parley.MessageCursor(p.Messages[len(p.Messages)-1].Meta().Position)
 		page.After = &after
 	}
-	return Build(conv, msgs, format, opts)
+	return build(conv, msgs, format, opts, s.seesImages)
 }
 
 func checkOptions(format parley.TranscriptFormat, opts parley.TranscriptOptions) error {
 	if format.ForLLM() {
-		if opts.MaxTokens != nil && *opts.MaxTokens <= 0 {
+		switch {
+		case opts.MaxTokens != nil && *opts.MaxTokens <= 0:
 			return parley.Errorf(parley.EINVALID, "maxTokens: %d is not a budget; give a positive number", *opts.MaxTokens)
+		case opts.CacheBreakpoints < 0 || opts.CacheBreakpoints > parley.MaxCacheBreakpoints:
+			return parley.Errorf(parley.EINVALID, "cacheBreakpoints: %d is not between 0 and %d (Anthropic takes at most %d in a request)",
+				opts.CacheBreakpoints, parley.MaxCacheBreakpoints, parley.MaxCacheBreakpoints)
+		case opts.CacheBreakpoints > 0 && format != parley.TranscriptAnthropicMessages:
+			return parley.Errorf(parley.EINVALID, "cacheBreakpoints: %s caches prefixes by itself; cacheBreakpoints applies to ANTHROPIC_MESSAGES", format)
+		case opts.After != nil && *opts.After < 0:
+			return parley.Errorf(parley.EINVALID, "after: %d is not a message position", *opts.After)
 		}
 		if opts.ForeignReasoning != "" && !slices.Contains(parley.ForeignReasonings, opts.ForeignReasoning) {
 			return parley.Errorf(parley.EINVALID, "foreignReasoning: %q is not DROP or AS_TEXT", opts.ForeignReasoning)
@@ -174,16 +190,27 @@ func checkOptions(format parley.TranscriptFormat, opts parley.TranscriptOptions)
 		return parley.Errorf(parley.EINVALID, "maxTokens: %s is the whole history; maxTokens applies to OPENAI_CHAT, OPENAI_RESPONSES and ANTHROPIC_MESSAGES", format)
 	case opts.Repair:
 		return parley.Errorf(parley.EINVALID, "repair: %s keeps the history as it is; repair applies to OPENAI_CHAT, OPENAI_RESPONSES and ANTHROPIC_MESSAGES", format)
+	case opts.Images != "":
+		return parley.Errorf(parley.EINVALID, "images: %s keeps images as they are; images applies to OPENAI_CHAT, OPENAI_RESPONSES and ANTHROPIC_MESSAGES", format)
 	case opts.Model != "":
-		return parley.Errorf(parley.EINVALID, "model: %s keeps everything as stored; model applies to OPENAI_CHAT, OPENAI_RESPONSES and ANTHROPIC_MESSAGES", format)
+		return parley.Errorf(parley.EINVALID, "model: %s is not sent to an LLM; model applies to OPENAI_CHAT, OPENAI_RESPONSES and ANTHROPIC_MESSAGES", format)
+	case opts.CacheBreakpoints != 0:
+		return parley.Errorf(parley.EINVALID, "cacheBreakpoints: %s is not sent to an LLM; cacheBreakpoints applies to ANTHROPIC_MESSAGES", format)
+	case opts.After != nil:
+		return parley.Errorf(parley.EINVALID, "after: %s is the whole history; after applies to OPENAI_CHAT, OPENAI_RESPONSES and ANTHROPIC_MESSAGES", format)
 	case opts.ForeignReasoning != "":
 		return parley.Errorf(parley.EINVALID, "foreignReasoning: %s keeps everything as stored; foreignReasoning applies to OPENAI_CHAT, OPENAI_RESPONSES and ANTHROPIC_MESSAGES", format)
 	}
 	return nil
 }
 
-// Build makes the transcript of a conversation's messages (all of them, in order).
+// Build makes the transcript of a conversation's messages (all of them, in order),
+// without a table of vision models.
 func Build(conv *parley.Conversation, msgs []parley.Message, format parley.TranscriptFormat, opts parley.TranscriptOptions) (*parley.Transcript, error) {
+	return build(conv, msgs, format, opts, nil)
+}
+
+func build(conv *parley.Conversation, msgs []parley.Message, format parley.TranscriptFormat, opts parley.TranscriptOptions, seesImages VisionLookup) (*parley.Transcript, error) {
 	if err := checkOptions(format, opts); err != nil {
 		return nil, err
 	}
@@ -200,19 +227,24 @@ func Build(conv *parley.Conversation, msgs []parley.Message, format parley.Trans
 		t.Report.EstimatedTokens = EstimateText(text)
 		return t, err
 	}
-	kept, err := plan(msgs, opts, &t.Report)
+	kept, err := plan(msgs, format, opts, seesImages, &t.Report)
 	if err != nil {
 		return nil, err
 	}
 	kept = replay(kept, format, opts, &t.Report)
+	system := opts.System
+	if opts.After != nil {
+		system = "" // the earlier export, which this one continues, carried it
+	}
 	var notes []string
 	switch format {
 	case parley.TranscriptOpenAIChat:
-		t.Body, notes, err = openai.ExportChat(kept, opts.System)
+		t.Body, notes, err = openai.ExportChat(kept, system)
 	case parley.TranscriptOpenAIResponses:
-		t.Body, notes, err = openai.ExportResponses(kept, opts.System)
+		t.Body, notes, err = openai.ExportResponses(kept, system)
 	case parley.TranscriptAnthropicMessages:
-		t.Body, notes, err = anthropic.Export(kept, opts.System)
+		t.Body, notes, err = anthropic.ExportWith(kept, anthropic.Options{
+			System: system, Continuation: opts.After != nil, CacheBreakpoints: opts.CacheBreakpoints})
 	default:
 		return nil, parley.Errorf(parley.EINVALID, "format: %q is not a transcript format", format)
 	}

@@ -161,19 +161,21 @@ func importVars(format, data, conv, title string) map[string]any {
 	return vars
 }
 
-const transcriptQuery = `query($id: ID!, $f: TranscriptFormat!, $s: String, $m: Int, $r: Boolean) {
+const transcriptQuery = `query($id: ID!, $f: TranscriptFormat!, $s: String, $m: Int, $r: Boolean,
+	$i: TranscriptImages, $mo: String, $cb: Int, $a: String) {
 	conversation(id: $id) {
-		transcript(format: $f, system: $s, maxTokens: $m, repair: $r)
-		transcriptReport(format: $f, system: $s, maxTokens: $m, repair: $r) {
+		transcript(format: $f, system: $s, maxTokens: $m, repair: $r, images: $i, model: $mo, cacheBreakpoints: $cb, after: $a)
+		transcriptReport(format: $f, system: $s, maxTokens: $m, repair: $r, images: $i, model: $mo, cacheBreakpoints: $cb, after: $a) {
 			format tokenCounting estimatedTokens maxTokens
-			dropped { messageId position label reason } repairs notes
+			dropped { messageId position label reason } repairs notes endCursor cutPosition
 		}
 	}
 }`
 
 // transcriptOnlyQuery asks for the transcript alone, for tests of its errors.
-const transcriptOnlyQuery = `query($id: ID!, $f: TranscriptFormat!, $s: String, $m: Int, $r: Boolean) {
-	conversation(id: $id) { transcript(format: $f, system: $s, maxTokens: $m, repair: $r) }
+const transcriptOnlyQuery = `query($id: ID!, $f: TranscriptFormat!, $s: String, $m: Int, $r: Boolean,
+	$i: TranscriptImages, $mo: String, $cb: Int, $a: String) {
+	conversation(id: $id) { transcript(format: $f, system: $s, maxTokens: $m, repair: $r, images: $i, model: $mo, cacheBreakpoints: $cb, after: $a) }
 }`
 
 // transcriptReport is a transcript report as the API gives it.
@@ -188,14 +190,19 @@ type transcriptReport struct {
 		Label     string
 		Reason    string
 	}
-	Repairs []string
-	Notes   []string
+	Repairs     []string
+	Notes       []string
+	EndCursor   *string
+	CutPosition *int
 }
 
 type transcriptOpts struct {
-	system    string
-	maxTokens int
-	repair    bool
+	system           string
+	maxTokens        int
+	repair           bool
+	images, model    string
+	cacheBreakpoints int
+	after            string
 }
 
 func transcriptVars(conv, format string, o transcriptOpts) map[string]any {
@@ -208,6 +215,18 @@ func transcriptVars(conv, format string, o transcriptOpts) map[string]any {
 	}
 	if o.repair {
 		vars["r"] = true
+	}
+	if o.images != "" {
+		vars["i"] = o.images
+	}
+	if o.model != "" {
+		vars["mo"] = o.model
+	}
+	if o.cacheBreakpoints != 0 {
+		vars["cb"] = o.cacheBreakpoints
+	}
+	if o.after != "" {
+		vars["a"] = o.after
 	}
 	return vars
 }

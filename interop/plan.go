@@ -8,20 +8,14 @@ import (
 	"github.com/parley-dev/parley"
 )
 
-// recentWindow is how far back a reference keeps context "recent" when a history is
-// fitted into a budget: a document or MCP resource that none of the newest
-// recentWindow messages is or mentions goes first.
-const recentWindow = 10
-
 // Reasons a message is left out, as reported.
 const (
 	reasonUnknown     = "a message of a type this Parley does not know: nothing an LLM API takes"
 	reasonUnreadFile  = "a file reference that has not been read (or could not be): nothing to send"
 	reasonNoImage     = "an image the provider cannot be given (a file path, or the assistant's) with no recognized text"
-	reasonStaleDoc    = "context not referenced by the newest messages, dropped first to fit maxTokens"
-	reasonOldest      = "among the oldest messages, dropped to fit maxTokens"
-	reasonRecentDoc   = "context dropped last to fit maxTokens, after every older turn"
-	reasonUserFirst   = "dropped with the older turns so that the history starts with a user turn"
+	reasonStaleDoc    = "context before the cut that no later message mentions, dropped with the oldest turns to fit maxTokens"
+	reasonOldest      = "before the cut: among the oldest messages, dropped to fit maxTokens"
+	reasonRecentDoc   = "context mentioned after the cut, dropped last to fit maxTokens"
 	noResultText      = "No result was recorded for this tool call."
 	maxListedProblems = 5
 )
@@ -31,17 +25,25 @@ const (
 type unit struct {
 	msgs     []parley.Message
 	tokens   int
-	system   bool // SUPERVISOR text: system instructions, never dropped
+	system   bool // SUPERVISOR text or the compaction the transcript starts at: never dropped
 	context  bool // a document or MCP resource
 	userSide bool // the user's side speaks first in it
 	dropped  bool
 }
 
-// plan chooses what an LLM sees of a history and in what order: no system control or
-// unknown message, nothing without content, every tool request followed by the results
-// of its calls, and, with a budget, the oldest context left out. What it leaves out or
-// repairs goes in rep.
-func plan(msgs []parley.Message, opts parley.TranscriptOptions, rep *parley.TranscriptReport) ([]parley.Message, error) {
+// plan chooses what an LLM sees of a history and in what order: from the newest
+// compaction the format takes, no system control or unknown message, nothing without content, images as opts.Images says, every tool
+// request followed by the results of its calls, and, with a budget, the oldest context
+// left out at a stable cut; with opts.After, only the part of that transcript from the
+// first message stored after it. What it leaves out or repairs goes in rep. seesImages
+// looks a model up in the table of vision models (ImagesForModel).
+func plan(msgs []parley.Message, format parley.TranscriptFormat, opts parley.TranscriptOptions, seesImages VisionLookup,
+	rep *parley.TranscriptReport) ([]parley.Message, error) {
+	asText, err := imagesAsText(opts, seesImages)
+	if err != nil {
+		return nil, err
+	}
+	msgs = startAtCompaction(msgs, format, rep)
 	var visible []parley.Message
 	controls := 0
 	for _, m := range msgs {
@@ -58,6 +60,10 @@ func plan(msgs []parley.Message, opts parley.TranscriptOptions, rep *parley.Tran
 				continue
 			}
 		case *parley.ImageMessage:
+			if text := m.LLMText(); asText && text != "" {
+				visible = append(visible, textOnly(m))
+				continue
+			}
 			if asImage, text := m.LLMContent(); !asImage && text == "" {
 				dropMessage(rep, m, reasonNoImage)
 				continue
@@ -77,8 +83,12 @@ func plan(msgs []parley.Message, opts parley.TranscriptOptions, rep *parley.Tran
 		total += u.tokens
 	}
 	if opts.MaxTokens != nil && total > *opts.MaxTokens {
-		if total, err = fit(units, total, *opts.MaxTokens, rep); err != nil {
+		var cut int
+		if total, cut, err = fit(units, total, *opts.MaxTokens, rep); err != nil {
 			return nil, err
+		}
+		if cut > 0 || rep.CutPosition == 0 {
+			rep.CutPosition = units[cut].msgs[0].Meta().Position
 		}
 	}
 	rep.EstimatedTokens = total
@@ -88,7 +98,87 @@ func plan(msgs []parley.Message, opts parley.TranscriptOptions, rep *parley.Tran
 			kept = append(kept, u.msgs...)
 		}
 	}
+	for _, m := range kept {
+		rep.EndPosition = max(rep.EndPosition, m.Meta().Position)
+	}
+	if opts.After != nil {
+		from := slices.IndexFunc(kept, func(m parley.Message) bool { return m.Meta().Position > *opts.After })
+		if from < 0 {
+			from = len(kept)
+		}
+		kept = kept[from:]
+	}
 	return kept, nil
+}
+
+// startAtCompaction returns msgs from the newest compaction format takes: the compaction
+// first, then every message it does not cover, in order. The messages it covers and the
+// other compactions are left out (and said to be, in rep); the history stays as it is.
+func startAtCompaction(msgs []parley.Message, format parley.TranscriptFormat, rep *parley.TranscriptReport) []parley.Message {
+	var chosen *parley.CompactionMessage
+	for i := len(msgs) - 1; i >= 0 && chosen == nil; i-- {
+		if c, ok := msgs[i].(*parley.CompactionMessage); ok && c.ValidFor(format) {
+			chosen = c
+		}
+	}
+	out := make([]parley.Message, 0, len(msgs))
+	if chosen != nil {
+		out = append(out, chosen)
+		rep.CutPosition = chosen.Position
+	}
+	covered := 0
+	for _, m := range msgs {
+		c, isCompaction := m.(*parley.CompactionMessage)
+		switch {
+		case c != nil && c == chosen:
+		case chosen != nil && m.Meta().Position <= chosen.Covers():
+			covered++
+		case isCompaction:
+			dropMessage(rep, m, fmt.Sprintf("a compaction %s does not take (its provider's output goes only to its own API)", format))
+		default:
+			out = append(out, m)
+		}
+	}
+	if chosen != nil {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the transcript starts at the compaction at position %d, which stands in for the %d messages it covers (positions 1-%d; they stay in the history)",
+			chosen.Position, covered, chosen.Covers()))
+	}
+	return out
+}
+
+// VisionLookup says whether a model sees images, and whether the model is known at all.
+type VisionLookup func(model string) (sees, known bool)
+
+// imagesAsText says whether recognized images go to the LLM as their text.
+func imagesAsText(opts parley.TranscriptOptions, seesImages VisionLookup) (bool, error) {
+	switch opts.Images {
+	case "", parley.ImagesAsSent:
+		return false, nil
+	case parley.ImagesAsText:
+		return true, nil
+	case parley.ImagesForModel:
+		if strings.TrimSpace(opts.Model) == "" {
+			return false, parley.Errorf(parley.EINVALID, "model: images: FOR_MODEL needs the model the transcript is for")
+		}
+		if seesImages == nil {
+			return false, parley.Errorf(parley.EINVALID, "images: FOR_MODEL is not available: this server has no table of vision models")
+		}
+		sees, known := seesImages(opts.Model)
+		if !known {
+			return false, parley.Errorf(parley.EINVALID,
+				"model: %q is not in the table of vision models; add it to vision.models, or give images: AS_SENT or AS_TEXT", opts.Model)
+		}
+		return !sees, nil
+	}
+	return false, parley.Errorf(parley.EINVALID, "images: %q is not one of %s", opts.Images, "AS_SENT, AS_TEXT, FOR_MODEL")
+}
+
+// textOnly is a copy of an image, for one export, that goes as its recognized text: the
+// copy has no bytes or URL to send (LLMContent then gives its text).
+func textOnly(m *parley.ImageMessage) *parley.ImageMessage {
+	c := *m
+	c.Source = parley.ImageSource{Kind: m.Source.Kind, FilePath: m.Source.FilePath}
+	return &c
 }
 
 func systemTokens(system string) int {
@@ -248,17 +338,28 @@ func newUnit(m parley.Message) *unit {
 		u.userSide = m.Role == parley.RoleUser
 	case *parley.FileReferenceMessage, *parley.MCPResourceMessage:
 		u.context, u.userSide = true, true
+	case *parley.CompactionMessage:
+		u.system = true // it stands for the start of the history: a budget never drops it
 	}
 	return u
 }
 
-// fit drops units until the history fits budget: first context that the newest
-// messages neither are nor mention, least recently used first; then conversation
-// turns, oldest first; then, if it must, the remaining context, least recently used
-// first. SUPERVISOR instructions and the newest turn (the last user prompt and what
-// follows it) are never dropped; when they alone do not fit, the budget is refused.
-// Returns the new total.
-func fit(units []*unit, total, budget int, rep *parley.TranscriptReport) (int, error) {
+// cutSteps is how finely a budget's cut moves: the places a history may be cut are the
+// user turns where the tokens before them pass a multiple of budget / cutSteps. They
+// depend only on what comes before them, so appending turns never moves one, and the cut
+// jumps from one to the next only after about budget / cutSteps tokens were appended:
+// the exported prefix, which providers cache, changes that rarely. The price is that a
+// cut history fills between (cutSteps-1)/cutSteps of the budget and all of it.
+const cutSteps = 4
+
+// fit cuts the history so that it fits budget: it drops every unit before the first cut
+// point (see cutSteps) after which the rest fits, except SUPERVISOR instructions, which
+// are never dropped, and documents and MCP resources that a message after the cut
+// mentions. When even the newest turn (the last user prompt and what follows it) does
+// not fit with them, those documents go too, least recently mentioned first; when the
+// instructions and the newest turn alone do not fit, the budget is refused. Returns the
+// new total and the index of the unit the history now starts at.
+func fit(units []*unit, total, budget int, rep *parley.TranscriptReport) (int, int, error) {
 	// The newest turn is the last user prompt and what follows it; without a prompt,
 	// the last message. It is never dropped.
 	newest := -1
@@ -272,6 +373,65 @@ func fit(units []*unit, total, budget int, rep *parley.TranscriptReport) (int, e
 			newest = i
 		}
 	}
+	if newest < 0 {
+		return 0, 0, parley.Errorf(parley.EINVALID,
+			"maxTokens: %d is too small: the system prompt and SUPERVISOR instructions alone take about %d tokens", budget, total)
+	}
+	step := max(budget/cutSteps, 1)
+	var cuts []int
+	before, level := 0, -1
+	for i, u := range units[:newest+1] {
+		if u.userSide && !u.context || i == newest {
+			if lv := before / step; lv > level || i == newest {
+				cuts = append(cuts, i)
+				level = lv
+			}
+		}
+		if !u.system {
+			before += u.tokens
+		}
+	}
+	// lastUse is the position of the last message at or after units[from] that is or
+	// mentions a context unit, 0 when none does.
+	lastUse := func(c *unit, from int) int {
+		key := contextKey(c.msgs[0])
+		if key == "" {
+			return 0
+		}
+		last := 0
+		for _, u := range units[from:] {
+			for _, m := range u.msgs {
+				if p := m.Meta().Position; p > last && strings.Contains(mentionText(m), key) {
+					last = p
+				}
+			}
+		}
+		return last
+	}
+	type kept struct {
+		u       *unit
+		lastUse int
+	}
+	var (
+		cut     int
+		mention []kept
+		size    int
+	)
+	for _, c := range cuts {
+		cut, mention, size = c, nil, total
+		for _, u := range units[:c] {
+			switch {
+			case u.system:
+			case u.context && lastUse(u, c) > 0:
+				mention = append(mention, kept{u, lastUse(u, c)})
+			default:
+				size -= u.tokens
+			}
+		}
+		if size <= budget {
+			break
+		}
+	}
 	drop := func(u *unit, reason string) {
 		u.dropped = true
 		total -= u.tokens
@@ -279,82 +439,27 @@ func fit(units []*unit, total, budget int, rep *parley.TranscriptReport) (int, e
 			dropMessage(rep, m, reason)
 		}
 	}
-	// Positions of the messages in order, to find what is recent and what mentions what.
-	var flat []parley.Message
-	for _, u := range units {
-		flat = append(flat, u.msgs...)
-	}
-	recentFrom := 0
-	if n := len(flat); n > recentWindow {
-		recentFrom = flat[n-recentWindow].Meta().Position
-	}
-	type candidate struct {
-		u       *unit
-		lastUse int
-	}
-	var stale, recent []candidate
-	for i, u := range units {
-		if !u.context || i >= newest {
-			continue
-		}
-		last := u.msgs[0].Meta().Position
-		if key := contextKey(u.msgs[0]); key != "" {
-			for _, m := range flat {
-				if p := m.Meta().Position; p > last && strings.Contains(mentionText(m), key) {
-					last = p
-				}
-			}
-		}
-		if last < recentFrom {
-			stale = append(stale, candidate{u, last})
-		} else {
-			recent = append(recent, candidate{u, last})
+	for _, u := range units[:cut] {
+		switch {
+		case u.system || slices.ContainsFunc(mention, func(k kept) bool { return k.u == u }):
+		case u.context:
+			drop(u, reasonStaleDoc)
+		default:
+			drop(u, reasonOldest)
 		}
 	}
-	byUse := func(a, b candidate) int { return a.lastUse - b.lastUse }
-	slices.SortStableFunc(stale, byUse)
-	slices.SortStableFunc(recent, byUse)
-	for _, c := range stale {
-		if total <= budget {
-			return total, nil
-		}
-		drop(c.u, reasonStaleDoc)
-	}
-	droppedTurns := false
-	for i, u := range units {
+	slices.SortStableFunc(mention, func(a, b kept) int { return a.lastUse - b.lastUse })
+	for _, k := range mention {
 		if total <= budget {
 			break
 		}
-		if u.system || u.context || u.dropped || i >= newest {
-			continue
-		}
-		drop(u, reasonOldest)
-		droppedTurns = true
-	}
-	for _, c := range recent {
-		if total <= budget {
-			break
-		}
-		drop(c.u, reasonRecentDoc)
+		drop(k.u, reasonRecentDoc)
 	}
 	if total > budget {
-		return 0, parley.Errorf(parley.EINVALID,
+		return 0, 0, parley.Errorf(parley.EINVALID,
 			"maxTokens: %d is too small: the system prompt, SUPERVISOR instructions and the newest turn alone take about %d tokens", budget, total)
 	}
-	if droppedTurns {
-		// A history cut in the middle of an exchange reads as the assistant speaking
-		// first; cut at the next user turn instead, when there is one.
-		for i, u := range units {
-			if u.system || u.dropped || u.context {
-				continue
-			}
-			if u.userSide || !slices.ContainsFunc(units[i+1:], func(v *unit) bool { return !v.dropped && v.userSide && !v.context }) {
-				break
-			}
-			drop(u, reasonUserFirst)
-		}
-	}
-	return total, nil
+	return total, cut, nil
 }
 
 // contextKey is what a later message mentions to reference a context message.

@@ -72,6 +72,11 @@ func EstimateTokens(m parley.Message) int {
 		return n
 	case *parley.ToolResultMessage:
 		return messageOverhead + EstimateText(m.ResultText())
+	case *parley.CompactionMessage:
+		if len(m.Data) > 0 {
+			return messageOverhead + EstimateText(string(m.Data))
+		}
+		return messageOverhead + EstimateText(m.Text())
 	case *parley.UnknownMessage:
 		return messageOverhead + EstimateText(string(m.Raw))
 	case *parley.SystemControlMessage:

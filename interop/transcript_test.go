@@ -46,11 +46,11 @@ func resultMsg(id, text string) obj {
 	return obj{"type": "tool_result", "role": "RESULT", "toolCallId": id, "status": "SUCCESS", "parts": []obj{{"kind": "TEXT", "text": text}}}
 }
 
-// TestTranscriptBudget fits a history into shrinking budgets: context nobody mentions
-// lately goes first, then the oldest turns (a tool call with its result, never one
-// without the other), then context that is still mentioned; the history then starts at
-// a user turn; the SUPERVISOR text and the newest turn stay; a budget they do not fit
-// is refused.
+// TestTranscriptBudget fits a history into shrinking budgets: the history is cut before
+// a user turn, the context before the cut that nothing after it mentions going with the
+// oldest turns (a tool call with its result, never one without the other), then context
+// that is still mentioned; the SUPERVISOR text and the newest turn stay; a budget they
+// do not fit is refused.
 func TestTranscriptBudget(t *testing.T) {
 	t.Parallel()
 	srv := testserver.New(t)

@@ -187,7 +187,8 @@ func (f *Hub) Publish(ev parley.MessageEvent) {
 func (t *topic) publish(kind parley.MessageEventKind) {
 	t.epoch.Add(1)
 	for w, k := range t.watchers {
-		if k == kind || kind == parley.ConversationDeleted || (k == liveKind && kind != parley.ToolCallClaimed) || (k == "" && kind != parley.MessageDelta) {
+		if k == kind || kind == parley.ConversationDeleted || (k == liveKind && kind != parley.ToolCallClaimed) || (k == "" && kind != parley.MessageDelta) ||
+			(k == listKind && kind != parley.MessageDelta && kind != parley.ToolCallClaimed) {
 			w.wake()
 		}
 	}

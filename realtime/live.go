@@ -62,41 +62,33 @@ type liveStream struct {
 	cancel  func()
 	cur     parley.StreamCursor
 	pending []parley.StreamEvent
+	read    *liveRead // the read pending came from
+	next    int       // the index in read's events of pending[0]
 	stale   bool
 }
 
-// liveRead is one shared read: what it found and whether there may be more.
+// liveRead is one shared read: what it found and whether there may be more. It is
+// shared by pointer: the identity of the events a subscriber takes from it.
 type liveRead struct {
 	r    parley.StreamRead
 	more bool
 }
 
+// liveEventID is the identity of an event (parley.StreamSubscription.Poll): the i-th
+// event that the read r gives. A read is shared only by subscribers at the same cursor
+// (its key holds the whole cursor), and the events a cursor takes from a read are a
+// function of the two, so subscribers given the same identity were given equal events.
+type liveEventID struct {
+	r *liveRead
+	i int
+}
+
 // Next implements parley.StreamSubscription.
 func (s *liveStream) Next(ctx context.Context) (parley.StreamEvent, error) {
 	for {
-		if s.w.woken() {
-			s.stale = true
-		}
-		if len(s.pending) > 0 {
-			ev := s.pending[0]
-			s.pending = s.pending[1:]
-			s.cur = ev.Cursor
-			return ev, nil
-		}
-		if s.stale {
-			cur, conv, size := s.cur, s.conv, s.f.cfg.PageSize
-			res, err := s.f.read(ctx, s.w.t, "s"+openKey(cur), s.owner, conv, int64(cur.Position), func(ctx context.Context) (any, error) {
-				r, more, err := s.store.StreamAfter(ctx, conv, cur, size)
-				return liveRead{r, more}, err
-			})
-			if err != nil {
-				s.cancel()
-				return parley.StreamEvent{}, err
-			}
-			lr := res.(liveRead)
-			s.pending = cur.Advance(lr.r)
-			s.stale = lr.more
-			continue
+		ev, _, ok, err := s.Poll(ctx)
+		if ok || err != nil {
+			return ev, err
 		}
 		select {
 		case <-ctx.Done():
@@ -107,6 +99,41 @@ func (s *liveStream) Next(ctx context.Context) (parley.StreamEvent, error) {
 		}
 	}
 }
+
+// Poll implements parley.StreamSubscription.
+func (s *liveStream) Poll(ctx context.Context) (parley.StreamEvent, any, bool, error) {
+	if s.w.woken() {
+		s.stale = true
+	}
+	for {
+		if len(s.pending) > 0 {
+			ev := s.pending[0]
+			s.pending = s.pending[1:]
+			s.cur = ev.Cursor
+			id := liveEventID{s.read, s.next}
+			s.next++
+			return ev, id, true, nil
+		}
+		if !s.stale {
+			return parley.StreamEvent{}, nil, false, nil
+		}
+		cur, conv, size := s.cur, s.conv, s.f.cfg.PageSize
+		res, err := s.f.read(ctx, s.w.t, "s"+openKey(cur), s.owner, conv, int64(cur.Position), func(ctx context.Context) (any, error) {
+			r, more, err := s.store.StreamAfter(ctx, conv, cur, size)
+			return &liveRead{r, more}, err
+		})
+		if err != nil {
+			s.cancel()
+			return parley.StreamEvent{}, nil, false, err
+		}
+		lr := res.(*liveRead)
+		s.pending, s.read, s.next = cur.Advance(lr.r), lr, 0
+		s.stale = lr.more
+	}
+}
+
+// OnWake implements parley.StreamSubscription.
+func (s *liveStream) OnWake(f func()) { s.w.onWake.Store(&f) }
 
 // openKey tells shared reads apart by the open messages of their cursor.
 func openKey(c parley.StreamCursor) string {

@@ -170,4 +170,8 @@ func TestStreamAcrossReplicas(t *testing.T) {
 	if evs[len(evs)-1].Message.Text != want.String() {
 		t.Errorf("resumed: the completed message differs from the deltas sent")
 	}
+	// The subscriptions, driven by their websocket operations, let go of the hub when
+	// the socket closes.
+	c.conn.CloseNow()
+	pollUntil(t, "the subscribers to be released", func() bool { return b.Hub.Stats().Subscribers == 0 })
 }

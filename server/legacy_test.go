@@ -39,7 +39,7 @@ func TestV1RowsReadAsVariants(t *testing.T) {
 				"argumentsRaw": nil, "argumentsValid": true, "itemId": nil, "partIndex": nil}}},
 		{"__typename": "ToolResultMessage", "role": "RESULT", "toolCallId": "call_1", "status": "SUCCESS", "output": node{"lines": 1}, "text": "package main"},
 		{"__typename": "ToolResultMessage", "role": "RESULT", "toolCallId": "call_2", "status": "ERROR",
-			"error": node{"message": "permission denied", "stackTrace": "", "recoverable": false}},
+			"error": node{"message": "permission denied", "stackTrace": nil, "recoverable": false}},
 		{"__typename": "TextMessage", "role": "ASSISTANT", "text": "It declares package main."},
 	}
 	if len(p.Conversation.Messages.Edges) != len(want) {

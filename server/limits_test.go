@@ -11,7 +11,9 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/graph"
+	"github.com/parley-dev/parley/internal/selection"
 	"github.com/parley-dev/parley/internal/testserver"
 	"github.com/parley-dev/parley/server"
 )
@@ -242,6 +244,53 @@ func TestCSRF(t *testing.T) {
 		}
 		if tt.want == 403 && (len(body.Errors) != 1 || body.Errors[0].Code() != "CROSS_ORIGIN_REFUSED") {
 			t.Errorf("%s: got %+v, want CROSS_ORIGIN_REFUSED", tt.name, body.Errors)
+		}
+	}
+}
+
+// TestFullPageOfMaximumSize: the documented maximum page, 1,000 messages with every field
+// of every variant (selection.MessageFields), is within the default limits and reads;
+// what multiplies pages, or goes past the maximum, is still refused.
+func TestFullPageOfMaximumSize(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	msgs := make([]map[string]any, parley.MaxPageSize)
+	for i := range msgs {
+		msgs[i] = map[string]any{"type": "text", "role": "USER", "parts": []any{map[string]any{"kind": "TEXT", "text": fmt.Sprint("m", i)}}}
+	}
+	doc, err := json.Marshal(map[string]any{"format": "parley.conversation", "version": 1, "messages": msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var imported struct {
+		ImportConversation struct{ Conversation struct{ ID string } }
+	}
+	srv.MustDo(t, `mutation($d: String!) { importConversation(format: PARLEY_JSON, data: $d) { conversation { id } } }`,
+		map[string]any{"d": string(doc)}, &imported)
+	conv := imported.ImportConversation.Conversation.ID
+
+	p := readPage(t, srv, map[string]any{"c": conv, "first": parley.MaxPageSize})
+	if got := len(p.Conversation.Messages.Edges); got != parley.MaxPageSize {
+		t.Fatalf("read %d messages, want %d", got, parley.MaxPageSize)
+	}
+	if got := p.Conversation.Messages.Edges[parley.MaxPageSize-1].Node["text"]; got != fmt.Sprint("m", parley.MaxPageSize-1) {
+		t.Errorf("last message's text %v, want m%d", got, parley.MaxPageSize-1)
+	}
+	// The same page backwards, and by a named fragment.
+	r := srv.Do(t, `query($c: ID!) { conversation(id: $c) { messages(last: 1000) { edges { cursor node { ...M } } } } }
+		fragment M on Message {`+selection.MessageFields+`}`, map[string]any{"c": conv})
+	if len(r.Errors) > 0 {
+		t.Errorf("last: 1000 with a fragment: %+v", r.Errors)
+	}
+
+	for _, tt := range []struct{ name, query, want string }{
+		{"pages of pages", `{ conversations(first: 1000) { edges { node { messages(first: 1000) { edges { node {` + selection.MessageFields + `} } } } } } }`, "QUERY_TOO_COMPLEX"},
+		{"two full pages", `query($c: ID!) { conversation(id: $c) { a: messages(first: 1000) { edges { node {` + selection.MessageFields + `} } }
+			b: messages(last: 1000) { edges { node {` + selection.MessageFields + `} } } } }`, "QUERY_TOO_COMPLEX"},
+		{"over the maximum", `query($c: ID!) { conversation(id: $c) { messages(first: 1001) { edges { cursor } } } }`, "PAGE_TOO_LARGE"},
+	} {
+		if code := srv.Do(t, tt.query, map[string]any{"c": conv}).ErrorCode(t); code != tt.want {
+			t.Errorf("%s: got %s, want %s", tt.name, code, tt.want)
 		}
 	}
 }

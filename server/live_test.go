@@ -9,10 +9,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/goccy/go-yaml"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/testserver"
 	"github.com/parley-dev/parley/interop/anthropic"
 	"github.com/parley-dev/parley/interop/openai"
@@ -268,6 +270,125 @@ func TestLiveMessageBadAppends(t *testing.T) {
 	}
 }
 
+// TestLiveMessageSizeLimits: an append that would take a streaming message over the
+// limits of a finished one (text, tool calls, a call's arguments) is refused with their
+// codes, on the fast path and the locking one, and writes nothing: an abort keeps the
+// message as it stood at the last acknowledged append.
+func TestLiveMessageSizeLimits(t *testing.T) {
+	t.Parallel()
+	srv := testserver.NewWith(t, testserver.Options{DB: db.Config{Limits: parley.Limits{
+		MaxMessageTextBytes: 10, MaxToolCallsPerMessage: 2, MaxToolArgumentsBytes: 12}}})
+	conv := srv.CreateConversation(t, "limits")
+	m := startMessage(t, srv, conv, nil)
+	appendText(t, srv, m.ID, 1, "12345")
+	call := func(i int, id, args string) map[string]any {
+		d := map[string]any{"kind": "TOOL_ARGUMENTS", "index": i, "text": args}
+		if id != "" {
+			d["toolCallId"], d["toolName"] = id, "search"
+		}
+		return d
+	}
+	text := func(s string) map[string]any { return map[string]any{"kind": "TEXT", "index": 0, "text": s} }
+	for _, tc := range []struct {
+		name   string
+		seq    int
+		deltas []map[string]any
+		code   string // "" : acknowledged
+		says   string
+	}{
+		// The first refusal is on the fast path (this process appended 1); it drops the
+		// cache entry, so the same append again takes the locking path.
+		{"text over, fast path", 2, []map[string]any{text("678901")}, "MESSAGE_TOO_LARGE", "would be 11 bytes, more than the 10"},
+		{"text over, locking path", 2, []map[string]any{text("678901")}, "MESSAGE_TOO_LARGE", "would be 11 bytes"},
+		{"text at the limit", 2, []map[string]any{text("67890")}, "", ""},
+		{"one byte more", 3, []map[string]any{text("x")}, "MESSAGE_TOO_LARGE", "would be 11 bytes"},
+		{"two calls", 3, []map[string]any{call(0, "c1", `{"q":`), call(1, "c2", `{}`)}, "", ""},
+		{"a third call", 4, []map[string]any{call(2, "c3", `{}`)}, "TOO_MANY_TOOL_CALLS", "3 tool calls, at most 2"},
+		{"arguments over", 4, []map[string]any{call(0, "", ` "1234567"`)}, "TOOL_ARGUMENTS_TOO_LARGE", "tool call 0's arguments would be 15 bytes"},
+		{"arguments at the limit", 4, []map[string]any{call(0, "", ` "1234"`)}, "", ""},
+	} {
+		r := srv.Do(t, appendMutation, map[string]any{"m": m.ID, "s": tc.seq, "d": tc.deltas})
+		if tc.code == "" {
+			if len(r.Errors) > 0 {
+				t.Fatalf("%s: got %q, want it acknowledged", tc.name, r.Errors[0].Message)
+			}
+			continue
+		}
+		if code := r.ErrorCode(t); code != tc.code || !strings.Contains(r.Errors[0].Message, tc.says) {
+			t.Errorf("%s: got %s %q, want %s saying %q", tc.name, code, r.Errors[0].Message, tc.code, tc.says)
+		}
+	}
+	got := endMessage(t, srv, `mutation($m: ID!) { abortMessage(messageId: $m) { `+liveFields+` } }`, map[string]any{"m": m.ID})
+	if got.Text != "1234567890" || len(got.ToolCalls) != 2 || string(got.ToolCalls[0].Arguments) != `"{\"q\": \"1234\""` {
+		t.Errorf("aborted: got text %q, calls %+v; want the text and calls acknowledged, no more", got.Text, got.ToolCalls)
+	}
+}
+
+// TestLiveToolCallIDReused: an append that opens a tool call under an id the
+// conversation already used is refused; one whose id is taken after its append (by
+// addMessage) cannot complete, but the message still ends: aborted by its writer, or
+// interrupted by the sweeper when its writer went away (which used to fail on it for
+// ever), keeping the call as it arrived.
+func TestLiveToolCallIDReused(t *testing.T) {
+	t.Parallel()
+	srv := testserver.NewWith(t, testserver.Options{SweepInterval: 100 * time.Millisecond})
+	conv := srv.CreateConversation(t, "reused ids")
+	srv.AddMessage(t, conv, map[string]any{"toolRequest": map[string]any{"toolCalls": []map[string]any{
+		{"id": "call_1", "name": "search", "arguments": map[string]any{"q": "x"}}}}})
+	open := func(i int, id string) map[string]any {
+		return map[string]any{"kind": "TOOL_ARGUMENTS", "index": i, "toolCallId": id, "toolName": "search", "text": `{"q":"y"}`}
+	}
+
+	m := startMessage(t, srv, conv, nil)
+	for _, tc := range []struct {
+		name   string
+		deltas []map[string]any
+		says   string
+	}{
+		{"an id of the conversation", []map[string]any{open(0, "call_1")}, `tool call 0 opens with id "call_1", already used in this conversation`},
+		{"an id of the message", []map[string]any{open(0, "call_2"), open(1, "call_2")}, `already the id of tool call 0`},
+	} {
+		r := srv.Do(t, appendMutation, map[string]any{"m": m.ID, "s": 1, "d": tc.deltas})
+		if code := r.ErrorCode(t); code != "BAD_USER_INPUT" || !strings.Contains(r.Errors[0].Message, tc.says) {
+			t.Errorf("%s: got %s %q, want BAD_USER_INPUT saying %q", tc.name, code, r.Errors[0].Message, tc.says)
+		}
+	}
+
+	// Two messages open call_9; addMessage then takes it.
+	aborted := startMessage(t, srv, conv, nil)
+	swept := startMessage(t, srv, conv, map[string]any{"leaseSeconds": 1})
+	srv.MustDo(t, appendMutation, map[string]any{"m": aborted.ID, "s": 1, "d": []map[string]any{open(0, "call_9"), open(1, "call_10")}}, nil)
+	srv.MustDo(t, appendMutation, map[string]any{"m": swept.ID, "s": 1, "d": []map[string]any{open(0, "call_9"), open(1, "call_11")}}, nil)
+	srv.AddMessage(t, conv, map[string]any{"toolRequest": map[string]any{"toolCalls": []map[string]any{
+		{"id": "call_9", "name": "search", "arguments": map[string]any{"q": "z"}}}}})
+	r := srv.Do(t, `mutation($m: ID!) { completeMessage(messageId: $m) { __typename } }`, map[string]any{"m": aborted.ID})
+	if code := r.ErrorCode(t); code != "BAD_USER_INPUT" || !strings.Contains(r.Errors[0].Message, `"call_9" is already used`) {
+		t.Errorf("completing with a taken id: got %s %q, want BAD_USER_INPUT naming call_9", code, r.Errors[0].Message)
+	}
+	got := endMessage(t, srv, `mutation($m: ID!) { abortMessage(messageId: $m) { `+liveFields+` } }`, map[string]any{"m": aborted.ID})
+	if got.MessageStatus != "ABORTED" || len(got.ToolCalls) != 2 || got.ToolCalls[0].ID != "call_9" {
+		t.Errorf("aborted: got %s with calls %+v, want ABORTED with call_9 and call_10", got.MessageStatus, got.ToolCalls)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := readMessage(t, srv, swept.ID)
+		if got.MessageStatus == "INTERRUPTED" {
+			if len(got.ToolCalls) != 2 || got.ToolCalls[0].ID != "call_9" || string(got.ToolCalls[1].Arguments) != `{"q":"y"}` {
+				t.Errorf("interrupted: got calls %+v, want call_9 and call_11 as they arrived", got.ToolCalls)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sweeper has not closed the message 30 s after its 1 s lease: %s", got.MessageStatus)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Their other calls are indexed: results can answer them.
+	for _, id := range []string{"call_10", "call_11"} {
+		srv.AddMessage(t, conv, map[string]any{"toolResult": map[string]any{"toolCallId": id, "status": "SUCCESS", "content": "done"}})
+	}
+}
+
 // TestAddMessageClientIDOnce: retried and concurrent addMessage calls with one client
 // message id store one message; another message under the same id is a CONFLICT.
 func TestAddMessageClientIDOnce(t *testing.T) {
@@ -472,4 +593,51 @@ func callsOf(m parley.Message) []parley.ToolCall {
 func jsonEqual(a, b []byte) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// TestResponsesEventsThroughTheAPI: OpenAI Responses stream events appended through
+// appendProviderEvents (OPENAI_RESPONSES), half through one replica and half through
+// another (which rebuilds the stream from the stored events), each batch sent twice,
+// complete to the message the response.completed event holds, with its provenance.
+func TestResponsesEventsThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("..", "interop", "openai", "testdata", "responses-stream", "weather.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := strings.Split(strings.TrimSpace(string(data)), "\n")
+	one := testserver.New(t)
+	other := testserver.NewWith(t, testserver.Options{DSN: one.DSN})
+	conv := one.CreateConversation(t, "responses")
+	m := startMessage(t, one, conv, nil)
+	seq := 0
+	for start := 0; start < len(events); start += 4 {
+		srv := one
+		if start >= len(events)/2 {
+			srv = other
+		}
+		batch := []json.RawMessage{}
+		for _, ev := range events[start:min(start+4, len(events))] {
+			batch = append(batch, json.RawMessage(ev))
+		}
+		seq++
+		for range 2 {
+			srv.MustDo(t, `mutation($m: ID!, $s: Int!, $e: [JSON!]!) {
+				appendProviderEvents(messageId: $m, format: OPENAI_RESPONSES, seq: $s, events: $e) { seq } }`,
+				map[string]any{"m": m.ID, "s": seq, "e": batch}, nil)
+		}
+	}
+	got := endMessage(t, other, `mutation($m: ID!) { completeMessage(messageId: $m) { `+liveFields+` } }`, map[string]any{"m": m.ID})
+	if got.Typename != "ToolRequestMessage" || got.Text != "Let me check the current weather in Paris for you." ||
+		!strings.HasPrefix(got.Thinking, "**Checking the weather**") || len(got.ToolCalls) != 1 ||
+		got.ToolCalls[0].ID != "call_Xk4vQ2mN8pR1sT6uW9yZ3bC5" || got.ToolCalls[0].Name != "get_weather" ||
+		!jsonEqual(got.ToolCalls[0].Arguments, parley.JSON(`{"city":"Paris","unit":"c"}`)) {
+		t.Errorf("completed: got %+v", got)
+	}
+	p := got.Provenance
+	if p == nil || p.Provider != "openai" || p.Model != "gpt-5-mini-2025-08-07" || p.FinishReason != "completed" ||
+		!strings.HasPrefix(p.ResponseID, "resp_68c1f0a2") ||
+		p.Usage != (parley.Usage{InputTokens: 182, OutputTokens: 87, CachedInputTokens: 128, ReasoningTokens: 64}) {
+		t.Errorf("provenance: got %+v", p)
+	}
 }

@@ -83,16 +83,17 @@ func New(cfg Config) http.Handler {
 	gqlCfg := cfg.GraphQL
 	gqlCfg.Logger, gqlCfg.Introspection = cfg.Logger, cfg.Introspection
 	resolver := &graph.Resolver{
-		ConversationService: cfg.Conversations,
-		MessageService:      cfg.Messages,
-		EventService:        cfg.Metrics.Events(cfg.Events), // counts delivery lag
-		LiveEventService:    liveEvents(cfg.Events),
-		ProcessingService:   cfg.Processing,
-		ToolWorkService:     cfg.ToolWork,
-		InteropService:      cfg.Interop,
-		Renderer:            cfg.Renderer,
-		LiveMessageService:  cfg.Live,
-		Logger:              cfg.Logger,
+		ConversationService:      cfg.Conversations,
+		MessageService:           cfg.Messages,
+		EventService:             cfg.Metrics.Events(cfg.Events), // counts delivery lag
+		LiveEventService:         liveEvents(cfg.Events),
+		ConversationEventService: listEvents(cfg.Events),
+		ProcessingService:        cfg.Processing,
+		ToolWorkService:          cfg.ToolWork,
+		InteropService:           cfg.Interop,
+		Renderer:                 cfg.Renderer,
+		LiveMessageService:       cfg.Live,
+		Logger:                   cfg.Logger,
 	}
 	rev := newRevocations(cfg.Auth, cfg.Logger) // nil without API tokens
 	gqlCfg.WebsocketAuth = websocketAuth(cfg.Auth, rev)
@@ -177,5 +178,12 @@ func apiHandler(cfg Config, rev *revocations, requests, writes *ownerLimiter) ht
 // realtime.Hub is), else nil.
 func liveEvents(events parley.EventService) parley.LiveEventService {
 	l, _ := events.(parley.LiveEventService)
+	return l
+}
+
+// listEvents returns events as the service of conversationsChanged, when it is one (a
+// realtime.Hub is), else nil.
+func listEvents(events parley.EventService) parley.ConversationEventService {
+	l, _ := events.(parley.ConversationEventService)
 	return l
 }

@@ -58,6 +58,7 @@ type config struct {
 	duration    time.Duration
 	durable     bool
 	keep        bool
+	debugAddr   string
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -70,6 +71,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "length of each run")
 	fs.BoolVar(&cfg.durable, "durable", false, "run Postgres with fsync and synchronous commit on")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (server log, database)")
+	fs.StringVar(&cfg.debugAddr, "debug-addr", "", "serve the server's profiles (/debug/pprof/) at this loopback address, to profile a run")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -108,7 +110,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer stats.Close()
-	srv, err := parleyproc.Start(ctx, cfg.parley, dsn, filepath.Join(dir, "server.log"))
+	var extra []string
+	if cfg.debugAddr != "" {
+		extra = append(extra, "--debug-addr", cfg.debugAddr)
+	}
+	srv, err := parleyproc.Start(ctx, cfg.parley, dsn, filepath.Join(dir, "server.log"), extra...)
 	if err != nil {
 		return err
 	}

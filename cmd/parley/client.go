@@ -258,13 +258,16 @@ func clientOf(cmd *cli.Command) (*client, config.Config, error) {
 
 // exportQuery asks for a transcript and its report (Conversation.transcript and
 // transcriptReport, with the same arguments).
-const exportQuery = `query Export($id: ID!, $format: TranscriptFormat!, $system: String, $maxTokens: Int, $repair: Boolean) {
+const exportQuery = `query Export($id: ID!, $format: TranscriptFormat!, $system: String, $maxTokens: Int, $repair: Boolean,
+    $images: TranscriptImages, $model: String, $cacheBreakpoints: Int, $after: String) {
   conversation(id: $id) {
-    transcript(format: $format, system: $system, maxTokens: $maxTokens, repair: $repair)
-    transcriptReport(format: $format, system: $system, maxTokens: $maxTokens, repair: $repair) {
+    transcript(format: $format, system: $system, maxTokens: $maxTokens, repair: $repair,
+      images: $images, model: $model, cacheBreakpoints: $cacheBreakpoints, after: $after)
+    transcriptReport(format: $format, system: $system, maxTokens: $maxTokens, repair: $repair,
+      images: $images, model: $model, cacheBreakpoints: $cacheBreakpoints, after: $after) {
       format tokenCounting estimatedTokens maxTokens
       dropped { messageId position label reason }
-      repairs notes
+      repairs notes endCursor cutPosition
     }
   }
 }`
@@ -279,6 +282,18 @@ func (c *client) transcript(ctx context.Context, id string, format parley.Transc
 	if opts.MaxTokens != nil {
 		vars["maxTokens"] = *opts.MaxTokens
 	}
+	if opts.Images != "" {
+		vars["images"] = string(opts.Images)
+	}
+	if opts.Model != "" {
+		vars["model"] = opts.Model
+	}
+	if opts.CacheBreakpoints != 0 {
+		vars["cacheBreakpoints"] = opts.CacheBreakpoints
+	}
+	if opts.After != nil {
+		vars["after"] = parley.MessageCursor(*opts.After)
+	}
 	var data struct {
 		Conversation *struct {
 			Transcript json.RawMessage `json:"transcript"`
@@ -290,6 +305,8 @@ func (c *client) transcript(ctx context.Context, id string, format parley.Transc
 				Dropped         []parley.TranscriptDrop `json:"dropped"`
 				Repairs         []string                `json:"repairs"`
 				Notes           []string                `json:"notes"`
+				EndCursor       *string                 `json:"endCursor"`
+				CutPosition     *int                    `json:"cutPosition"`
 			} `json:"transcriptReport"`
 		} `json:"conversation"`
 	}
@@ -300,9 +317,20 @@ func (c *client) transcript(ctx context.Context, id string, format parley.Transc
 		return nil, fmt.Errorf("conversation %s: not found", id)
 	}
 	r := data.Conversation.Report
-	return &parley.Transcript{Body: parley.JSON(data.Conversation.Transcript), Report: parley.TranscriptReport{
+	report := parley.TranscriptReport{
 		Format: r.Format, TokenCounting: r.TokenCounting, EstimatedTokens: r.EstimatedTokens, MaxTokens: r.MaxTokens,
-		Dropped: r.Dropped, Repairs: r.Repairs, Notes: r.Notes}}, nil
+		Dropped: r.Dropped, Repairs: r.Repairs, Notes: r.Notes}
+	if r.CutPosition != nil {
+		report.CutPosition = *r.CutPosition
+	}
+	if r.EndCursor != nil {
+		end, err := parley.ParseMessageCursor("endCursor", *r.EndCursor)
+		if err != nil {
+			return nil, fmt.Errorf("the server's transcript report: %w", err)
+		}
+		report.EndPosition = end
+	}
+	return &parley.Transcript{Body: parley.JSON(data.Conversation.Transcript), Report: report}, nil
 }
 
 // conversationsQuery pages through the owner's conversations.

@@ -13,6 +13,7 @@ import (
 	"github.com/parley-dev/parley/config"
 	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/interop"
+	"github.com/parley-dev/parley/recognize"
 )
 
 func exportCommand(stdout, stderr io.Writer) *cli.Command {
@@ -28,6 +29,10 @@ func exportCommand(stdout, stderr io.Writer) *cli.Command {
 			&cli.StringFlag{Name: "system", Usage: "system prompt to put first (used, never stored)"},
 			&cli.IntFlag{Name: "max-tokens", Usage: "fit the history into this many tokens (estimated), dropping the oldest context first"},
 			&cli.BoolFlag{Name: "repair", Usage: "close or drop tool calls without results and results without calls, instead of failing"},
+			&cli.StringFlag{Name: "images", Usage: "AS_SENT (the default: as given, whether recognized or not), AS_TEXT (recognized ones as their text) or FOR_MODEL (as text unless --model sees images)"},
+			&cli.StringFlag{Name: "model", Usage: "the model the transcript is for (--images FOR_MODEL)"},
+			&cli.IntFlag{Name: "cache-breakpoints", Usage: "mark this many blocks (1 to 4) with Anthropic cache_control (ANTHROPIC_MESSAGES)"},
+			&cli.StringFlag{Name: "after", Usage: "a message cursor (the report's end cursor): export only what follows it, without the system prompt"},
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			format, err := parley.ParseTranscriptFormat(cmd.String("format"))
@@ -37,10 +42,23 @@ func exportCommand(stdout, stderr io.Writer) *cli.Command {
 			if cmd.Args().Len() != 1 {
 				return fmt.Errorf("give the id of the conversation to export")
 			}
-			opts := parley.TranscriptOptions{System: cmd.String("system"), Repair: cmd.Bool("repair")}
+			opts := parley.TranscriptOptions{System: cmd.String("system"), Repair: cmd.Bool("repair"),
+				Model: cmd.String("model"), CacheBreakpoints: cmd.Int("cache-breakpoints")}
 			if cmd.IsSet("max-tokens") {
 				n := cmd.Int("max-tokens")
 				opts.MaxTokens = &n
+			}
+			if cmd.IsSet("images") {
+				if opts.Images, err = parley.ParseImageExport(cmd.String("images")); err != nil {
+					return userError(err)
+				}
+			}
+			if cmd.IsSet("after") {
+				pos, err := parley.ParseMessageCursor("after", cmd.String("after"))
+				if err != nil {
+					return userError(err)
+				}
+				opts.After = &pos
 			}
 			id := cmd.Args().First()
 			c, cfg, err := clientOf(cmd)
@@ -73,7 +91,11 @@ func exportCommand(stdout, stderr io.Writer) *cli.Command {
 					return userError(err)
 				}
 				prog := newProgress(stderr, int64(conv.MessageCount), "exporting "+id, unitMessages, false)
-				t, err := interop.New(store, store, countedMessages{store, prog}).Transcript(ctx, id, format, opts)
+				// The command has no configuration file: the built-in table of vision models.
+				svc := interop.New(store, store, countedMessages{store, prog}).WithVisionModels(func(model string) (bool, bool) {
+					return recognize.SupportsVision(nil, model)
+				})
+				t, err := svc.Transcript(ctx, id, format, opts)
 				prog.Finish()
 				if err != nil {
 					return userError(err)
@@ -137,5 +159,11 @@ func printTranscriptReport(w io.Writer, r *parley.TranscriptReport) {
 	}
 	for _, s := range r.Notes {
 		fmt.Fprintf(w, "Note: %s\n", s)
+	}
+	if r.CutPosition > 0 {
+		fmt.Fprintf(w, "Cut at position %d.\n", r.CutPosition)
+	}
+	if c := r.EndCursor(); c != nil && r.Format.ForLLM() {
+		fmt.Fprintf(w, "End cursor (export what follows with --after): %s\n", *c)
 	}
 }

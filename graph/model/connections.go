@@ -7,4 +7,7 @@ package model
 type ConversationConnection struct {
 	Edges    []*ConversationEdge `json:"edges"`
 	PageInfo *PageInfo           `json:"pageInfo"`
+	// ChangesCursor is the list's conversationsChanged cursor, read before the page
+	// when it is asked for.
+	ChangesCursor string `json:"changesCursor"`
 }

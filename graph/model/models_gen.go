@@ -3,6 +3,10 @@
 package model
 
 import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
 	"time"
 
 	"github.com/parley-dev/parley"
@@ -17,6 +21,19 @@ type AppendAck struct {
 	LeaseUntil time.Time `json:"leaseUntil"`
 }
 
+// A compaction (see CompactionMessage): `content`, a summary, or `provider` with
+// `providerData`, the provider's compaction block or item as the JSON text it returned
+// (a string, so that it is kept byte for byte: a JSON value in GraphQL variables loses its
+// key order); an Anthropic block's `content` is then the summary unless `content` is
+// given. `coversThrough` is the last position it covers, before its own; every message
+// before it when absent.
+type CompactionInput struct {
+	Content       *string `json:"content,omitempty"`
+	Provider      *string `json:"provider,omitempty"`
+	ProviderData  *string `json:"providerData,omitempty"`
+	CoversThrough *int    `json:"coversThrough,omitempty"`
+}
+
 type CompleteMessageInput struct {
 	FinishReason *string     `json:"finishReason,omitempty"`
 	ResponseID   *string     `json:"responseId,omitempty"`
@@ -27,6 +44,19 @@ type CompleteMessageInput struct {
 type ConversationEdge struct {
 	Cursor string               `json:"cursor"`
 	Node   *parley.Conversation `json:"node"`
+}
+
+// One change of the owner's list of conversations. A conversation changed several times
+// before the subscriber read it arrives once, with its latest change (created and then
+// bumped arrives as BUMPED): upsert it by id whatever the kind, and drop it on DELETED.
+type ConversationListEvent struct {
+	// Resume here: subscribe again with it as `after`.
+	Cursor string                        `json:"cursor"`
+	Kind   parley.ConversationChangeKind `json:"kind"`
+	// The conversation's id, also when it was deleted.
+	ConversationID string `json:"conversationId"`
+	// The conversation as it is now; null when it was deleted.
+	Conversation *parley.Conversation `json:"conversation,omitempty"`
 }
 
 type FileReferenceInput struct {
@@ -92,6 +122,10 @@ type MessageDeltaInput struct {
 type MessageEdge struct {
 	Cursor string         `json:"cursor"`
 	Node   parley.Message `json:"node"`
+	// The message's conversation as it is now: in addMessage's and startMessage's answers
+	// it counts the message (messageCount, updatedAt), so a list of conversations updates
+	// without a refetch.
+	Conversation *parley.Conversation `json:"conversation"`
 }
 
 // One member per message variant: give exactly one.
@@ -103,6 +137,7 @@ type MessageInput struct {
 	ToolResult    *ToolResultInput    `json:"toolResult,omitempty"`
 	SystemControl *SystemControlInput `json:"systemControl,omitempty"`
 	McpResource   *MCPResourceInput   `json:"mcpResource,omitempty"`
+	Compaction    *CompactionInput    `json:"compaction,omitempty"`
 }
 
 // One event of messageStream: a whole message (when it is added, when the subscriber
@@ -231,4 +266,163 @@ type UsageInput struct {
 	CachedInputTokens        *int `json:"cachedInputTokens,omitempty"`
 	CacheCreationInputTokens *int `json:"cacheCreationInputTokens,omitempty"`
 	ReasoningTokens          *int `json:"reasoningTokens,omitempty"`
+}
+
+// The `extensions.code` of every error Parley answers with, in the `errors` of a GraphQL
+// response (and, for requests refused before GraphQL runs, with the HTTP status named).
+// Errors also carry `extensions.requestId`, which finds the request in the server's log.
+type ErrorCode string
+
+const (
+	// An argument or input field is wrong; the message names it (a malformed Time, JSON or cursor included).
+	ErrorCodeBadUserInput ErrorCode = "BAD_USER_INPUT"
+	// No such conversation, message or tool call, or another owner's.
+	ErrorCodeNotFound ErrorCode = "NOT_FOUND"
+	// The request contradicts what is stored: a decided tool call decided again, a client message id reused for another message, an append to an ended message.
+	ErrorCodeConflict ErrorCode = "CONFLICT"
+	// The credential may not do this: a read-only credential writing, an agent role without the permission.
+	ErrorCodeForbidden ErrorCode = "FORBIDDEN"
+	// The database cannot be reached now; `extensions.retryable` is true. Retry, or subscribe again with the last cursor.
+	ErrorCodeServiceUnavailable ErrorCode = "SERVICE_UNAVAILABLE"
+	// Postgres refused a value as too deep or too large.
+	ErrorCodeLimitExceeded ErrorCode = "LIMIT_EXCEEDED"
+	// A message over the size limit.
+	ErrorCodeMessageTooLarge ErrorCode = "MESSAGE_TOO_LARGE"
+	// A tool request with more calls than allowed.
+	ErrorCodeTooManyToolCalls ErrorCode = "TOO_MANY_TOOL_CALLS"
+	// A tool call's arguments over the size limit.
+	ErrorCodeToolArgumentsTooLarge ErrorCode = "TOOL_ARGUMENTS_TOO_LARGE"
+	// An image over the size limit.
+	ErrorCodeImageTooLarge ErrorCode = "IMAGE_TOO_LARGE"
+	// A request body over its limit: `POST /api/import` over --max-import-bytes (HTTP 413).
+	ErrorCodeRequestTooLarge ErrorCode = "REQUEST_TOO_LARGE"
+	// A tool result for a call another worker has claimed, while its claim lasts: only the claimant's result is taken.
+	ErrorCodeToolCallClaimed ErrorCode = "TOOL_CALL_CLAIMED"
+	// The request timed out (--request-timeout) or the client went away.
+	ErrorCodeRequestCancelled ErrorCode = "REQUEST_CANCELLED"
+	// A fault of the server's: the message is generic, and `extensions.requestId` finds it in the log.
+	ErrorCodeInternalServerError ErrorCode = "INTERNAL_SERVER_ERROR"
+	// The document does not parse (HTTP 400 under application/graphql-response+json).
+	ErrorCodeGraphqlParseFailed ErrorCode = "GRAPHQL_PARSE_FAILED"
+	// The document does not validate against the schema (HTTP 400 under application/graphql-response+json).
+	ErrorCodeGraphqlValidationFailed ErrorCode = "GRAPHQL_VALIDATION_FAILED"
+	// An automatic persisted query's hash the server does not know: send the query with it.
+	ErrorCodePersistedQueryNotFound ErrorCode = "PERSISTED_QUERY_NOT_FOUND"
+	// Fields nest deeper than --max-depth.
+	ErrorCodeQueryTooDeep ErrorCode = "QUERY_TOO_DEEP"
+	// More aliases than --max-aliases.
+	ErrorCodeTooManyAliases ErrorCode = "TOO_MANY_ALIASES"
+	// The operation costs more than --max-complexity: ask for fewer fields or smaller pages.
+	ErrorCodeQueryTooComplex ErrorCode = "QUERY_TOO_COMPLEX"
+	// A first, last or ids over --max-page-size.
+	ErrorCodePageTooLarge ErrorCode = "PAGE_TOO_LARGE"
+	// A document of more tokens than --max-tokens.
+	ErrorCodeTooManyTokens ErrorCode = "TOO_MANY_TOKENS"
+	// A document of more selections than --max-selections (a fragment counted each time it is spread).
+	ErrorCodeTooManySelections ErrorCode = "TOO_MANY_SELECTIONS"
+	// Introspection is off on this server (--introspection=false).
+	ErrorCodeIntrospectionDisabled ErrorCode = "INTROSPECTION_DISABLED"
+	// Introspection lists (fields, inputFields, interfaces, possibleTypes) nested three deep.
+	ErrorCodeIntrospectionTooDeep ErrorCode = "INTROSPECTION_TOO_DEEP"
+	// More subscriptions on one websocket than --max-subscriptions-per-connection.
+	ErrorCodeTooManySubscriptions ErrorCode = "TOO_MANY_SUBSCRIPTIONS"
+	// Over the owner's request or write rate (HTTP 429 with Retry-After; `extensions.retryAfter` in seconds).
+	ErrorCodeRateLimited ErrorCode = "RATE_LIMITED"
+	// No credential, or a bad, revoked or expired one (HTTP 401).
+	ErrorCodeUnauthenticated ErrorCode = "UNAUTHENTICATED"
+	// A cross-origin POST from an origin not in --trusted-origin (HTTP 403).
+	ErrorCodeCrossOriginRefused ErrorCode = "CROSS_ORIGIN_REFUSED"
+	// A websocket from an origin not allowed (HTTP 403).
+	ErrorCodeOriginNotAllowed ErrorCode = "ORIGIN_NOT_ALLOWED"
+	// Local mode, addressed to a host name other than loopback (HTTP 421).
+	ErrorCodeLocalModeHost ErrorCode = "LOCAL_MODE_HOST"
+	// The HTTP request itself is wrong: no query, a query string that does not parse (HTTP 400).
+	ErrorCodeBadRequest ErrorCode = "BAD_REQUEST"
+	// A method /graphql does not take, or a mutation sent with GET (HTTP 405).
+	ErrorCodeMethodNotAllowed ErrorCode = "METHOD_NOT_ALLOWED"
+	// An Accept header naming no media type Parley answers in (HTTP 406).
+	ErrorCodeNotAcceptable ErrorCode = "NOT_ACCEPTABLE"
+	// A body that is not application/json (HTTP 415).
+	ErrorCodeUnsupportedMediaType ErrorCode = "UNSUPPORTED_MEDIA_TYPE"
+)
+
+var AllErrorCode = []ErrorCode{
+	ErrorCodeBadUserInput,
+	ErrorCodeNotFound,
+	ErrorCodeConflict,
+	ErrorCodeForbidden,
+	ErrorCodeServiceUnavailable,
+	ErrorCodeLimitExceeded,
+	ErrorCodeMessageTooLarge,
+	ErrorCodeTooManyToolCalls,
+	ErrorCodeToolArgumentsTooLarge,
+	ErrorCodeImageTooLarge,
+	ErrorCodeRequestTooLarge,
+	ErrorCodeToolCallClaimed,
+	ErrorCodeRequestCancelled,
+	ErrorCodeInternalServerError,
+	ErrorCodeGraphqlParseFailed,
+	ErrorCodeGraphqlValidationFailed,
+	ErrorCodePersistedQueryNotFound,
+	ErrorCodeQueryTooDeep,
+	ErrorCodeTooManyAliases,
+	ErrorCodeQueryTooComplex,
+	ErrorCodePageTooLarge,
+	ErrorCodeTooManyTokens,
+	ErrorCodeTooManySelections,
+	ErrorCodeIntrospectionDisabled,
+	ErrorCodeIntrospectionTooDeep,
+	ErrorCodeTooManySubscriptions,
+	ErrorCodeRateLimited,
+	ErrorCodeUnauthenticated,
+	ErrorCodeCrossOriginRefused,
+	ErrorCodeOriginNotAllowed,
+	ErrorCodeLocalModeHost,
+	ErrorCodeBadRequest,
+	ErrorCodeMethodNotAllowed,
+	ErrorCodeNotAcceptable,
+	ErrorCodeUnsupportedMediaType,
+}
+
+func (e ErrorCode) IsValid() bool {
+	switch e {
+	case ErrorCodeBadUserInput, ErrorCodeNotFound, ErrorCodeConflict, ErrorCodeForbidden, ErrorCodeServiceUnavailable, ErrorCodeLimitExceeded, ErrorCodeMessageTooLarge, ErrorCodeTooManyToolCalls, ErrorCodeToolArgumentsTooLarge, ErrorCodeImageTooLarge, ErrorCodeRequestTooLarge, ErrorCodeToolCallClaimed, ErrorCodeRequestCancelled, ErrorCodeInternalServerError, ErrorCodeGraphqlParseFailed, ErrorCodeGraphqlValidationFailed, ErrorCodePersistedQueryNotFound, ErrorCodeQueryTooDeep, ErrorCodeTooManyAliases, ErrorCodeQueryTooComplex, ErrorCodePageTooLarge, ErrorCodeTooManyTokens, ErrorCodeTooManySelections, ErrorCodeIntrospectionDisabled, ErrorCodeIntrospectionTooDeep, ErrorCodeTooManySubscriptions, ErrorCodeRateLimited, ErrorCodeUnauthenticated, ErrorCodeCrossOriginRefused, ErrorCodeOriginNotAllowed, ErrorCodeLocalModeHost, ErrorCodeBadRequest, ErrorCodeMethodNotAllowed, ErrorCodeNotAcceptable, ErrorCodeUnsupportedMediaType:
+		return true
+	}
+	return false
+}
+
+func (e ErrorCode) String() string {
+	return string(e)
+}
+
+func (e *ErrorCode) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ErrorCode(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ErrorCode", str)
+	}
+	return nil
+}
+
+func (e ErrorCode) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ErrorCode) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ErrorCode) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }

@@ -87,6 +87,12 @@ func (s *sharedResults) result(op string, event any, execute func() *graphql.Res
 		}
 		return nil, execute()
 	}
+	// A call that finished between the look-up above and the lock has put its result
+	// in recent before leaving running: look again before executing it a second time.
+	if d, ok := s.recent.Get(k); ok {
+		s.mu.Unlock()
+		return d, nil
+	}
 	c := &sharedCall{done: make(chan struct{})}
 	s.running[k] = c
 	s.mu.Unlock()

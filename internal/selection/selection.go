@@ -33,4 +33,5 @@ const MessageFields = `
 	}
 	... on SystemControlMessage { kind from to params }
 	... on MCPResourceMessage { serverName resourceUri content text html mimeType retrievedAt truncated }
+	... on CompactionMessage { content text html provider providerData coversThrough }
 	... on UnknownMessage { type raw }`

@@ -104,6 +104,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	dbc.Logger, dbc.ToolPolicies = log, &policies
 	dbc.Assemblers = map[parley.StreamFormat]func() parley.StreamAssembler{
 		parley.FormatOpenAIChat:        func() parley.StreamAssembler { return openai.NewChatStream() },
+		parley.FormatOpenAIResponses:   func() parley.StreamAssembler { return openai.NewResponsesStream() },
 		parley.FormatAnthropicMessages: func() parley.StreamAssembler { return anthropic.NewMessageStream() },
 	}
 	if cfg.TracerProvider != nil {
@@ -152,9 +153,11 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Events:         s.Hub,
 		Processing:     s.Processing.Service,
 		ToolWork:       s.Store,
-		Interop:        interop.New(s.Store, s.Store, s.Store),
-		Live:           s.Store,
-		Metrics:        cfg.Metrics, ServeMetrics: cfg.ServeMetrics, TracerProvider: cfg.TracerProvider,
+		Interop: interop.New(s.Store, s.Store, s.Store).WithVisionModels(func(model string) (bool, bool) {
+			return recognize.SupportsVision(cfg.Config.Vision.Models, model)
+		}),
+		Live:    s.Store,
+		Metrics: cfg.Metrics, ServeMetrics: cfg.ServeMetrics, TracerProvider: cfg.TracerProvider,
 		GraphQL:   gql,
 		Renderer:  render.New(render.Config{ImageHosts: cfg.Config.Render.ImageHosts}),
 		ImportAPI: server.ImportAPI{MaxBytes: l.MaxImportBytes, Timeout: time.Duration(l.ImportTimeout)},

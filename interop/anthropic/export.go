@@ -84,6 +84,18 @@ func (b *builder) body(role sdk.MessageParamRole, body parley.Body) {
 	b.text(role, body.Text())
 }
 
+// Options tune an export.
+type Options struct {
+	// System is the system prompt.
+	System string
+	// Continuation says msgs follow a transcript exported before (an incremental export):
+	// SUPERVISOR text at their start is then in the middle of the conversation.
+	Continuation bool
+	// CacheBreakpoints is how many cache_control breakpoints to place (see
+	// placeBreakpoints), at most parley.MaxCacheBreakpoints.
+	CacheBreakpoints int
+}
+
 // toolUse is a call as a tool_use block, its input as the model produced it.
 func (b *builder) toolUse(c *parley.ToolCall) sdk.ContentBlockParamUnion {
 	args := json.RawMessage(c.Arguments)
@@ -151,15 +163,23 @@ func rich(body parley.Body) bool {
 	return false
 }
 
-// Export writes msgs as a Messages API {system, messages} object: the system prompt and
-// SUPERVISOR text in system (left out when empty), documents and MCP resources as user
-// text with a header naming their source, tool requests as tool_use blocks and results
-// as tool_result blocks in the user turn right after them, consecutive same-role turns
-// merged. The history must be ready to send (see the interop package's planner).
+// Export is ExportWith with only a system prompt.
 func Export(msgs []parley.Message, system string) (parley.JSON, []string, error) {
+	return ExportWith(msgs, Options{System: system})
+}
+
+// ExportWith writes msgs as a Messages API {system, messages} object: the system prompt
+// and the SUPERVISOR text that comes before the first turn in system (left out when
+// empty); SUPERVISOR text after it stays where it is, as user-side text (the API has no
+// system role mid-conversation, and hoisting it would change the start of every request
+// after it, which the provider caches); documents and MCP resources as user text with a
+// header naming their source, tool requests as tool_use blocks and results as
+// tool_result blocks in the user turn right after them, consecutive same-role turns
+// merged. The history must be ready to send (see the interop package's planner).
+func ExportWith(msgs []parley.Message, opts Options) (parley.JSON, []string, error) {
 	b := &builder{}
-	if strings.TrimSpace(system) != "" {
-		b.system = append(b.system, sdk.TextBlockParam{Text: system})
+	if strings.TrimSpace(opts.System) != "" {
+		b.system = append(b.system, sdk.TextBlockParam{Text: opts.System})
 	}
 	for _, m := range msgs {
 		switch m := m.(type) {
@@ -170,7 +190,11 @@ func Export(msgs []parley.Message, system string) (parley.JSON, []string, error)
 			case parley.RoleAssistant:
 				b.body(sdk.MessageParamRoleAssistant, m.Body)
 			case parley.RoleSupervisor:
-				if t := m.Text(); strings.TrimSpace(t) != "" {
+				t := m.Text()
+				switch {
+				case len(b.turns) > 0 || opts.Continuation:
+					b.text(sdk.MessageParamRoleUser, t)
+				case strings.TrimSpace(t) != "":
 					b.system = append(b.system, sdk.TextBlockParam{Text: t})
 				}
 			}
@@ -214,6 +238,14 @@ func Export(msgs []parley.Message, system string) (parley.JSON, []string, error)
 			}
 			t := b.current(sdk.MessageParamRoleUser)
 			t.results = append(t.results, sdk.ContentBlockParamUnion{OfToolResult: &r})
+		case *parley.CompactionMessage:
+			if m.Provider == parley.CompactionAnthropic {
+				// The API's own block, sent back as it came, in the assistant turn it came in.
+				t := b.current(sdk.MessageParamRoleAssistant)
+				t.blocks = append(t.blocks, param.Override[sdk.ContentBlockParamUnion](json.RawMessage(m.Data)))
+				continue
+			}
+			b.text(sdk.MessageParamRoleUser, m.Text())
 		default:
 			return nil, nil, fmt.Errorf("anthropic: cannot export a %T", m)
 		}
@@ -229,12 +261,20 @@ func Export(msgs []parley.Message, system string) (parley.JSON, []string, error)
 		}
 		out.Messages = append(out.Messages, sdk.MessageParam{Role: t.role, Content: content})
 	}
-	if len(out.Messages) > 0 && out.Messages[0].Role == sdk.MessageParamRoleAssistant {
+	if len(out.Messages) > 0 && out.Messages[0].Role == sdk.MessageParamRoleAssistant && !opts.Continuation && !startsWithCompaction(msgs) {
 		b.notes.Add(noteStartsWithAI)
 	}
+	placeBreakpoints(out.System, out.Messages, opts.CacheBreakpoints)
 	raw, err := json.Marshal(out)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode messages: %w", err)
 	}
 	return raw, b.notes.List(), nil
+}
+
+// startsWithCompaction reports whether msgs start with an Anthropic compaction block,
+// which comes in an assistant turn: the API drops what came before it.
+func startsWithCompaction(msgs []parley.Message) bool {
+	c, ok := msgs[0].(*parley.CompactionMessage)
+	return ok && c.Provider == parley.CompactionAnthropic
 }

@@ -42,7 +42,8 @@ func TestExportIsWhatTheSDKTakes(t *testing.T) {
 	if err := json.Unmarshal(out, &body); err != nil {
 		t.Fatalf("the SDK cannot read the export: %v\n%s", err, out)
 	}
-	if len(body.System) != 2 || body.System[1].Text != "Be brief." {
+	// The SUPERVISOR text after the first turn stays where it is, as user-side text.
+	if len(body.System) != 1 || body.System[0].Text != "You are helpful." {
 		t.Errorf("system: got %+v", body.System)
 	}
 	var shape []string
@@ -69,7 +70,7 @@ func TestExportIsWhatTheSDKTakes(t *testing.T) {
 		}
 		shape = append(shape, s)
 	}
-	want := `["user: text image","assistant: thinking text tool_use","user: tool_result text","assistant: text"]`
+	want := `["user: text image text","assistant: thinking text tool_use","user: tool_result text","assistant: text"]`
 	if got, _ := json.Marshal(shape); string(got) != want {
 		t.Errorf("turns: got %s, want %s", got, want)
 	}

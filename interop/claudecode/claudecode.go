@@ -24,8 +24,8 @@
 //     it, so it is kept, and exports send it as system instructions.
 //   - Sidechain (sub-agent) records, summaries, system notices, progress, snapshots and
 //     queue operations are skipped and counted. A compaction summary (isCompactSummary) is
-//     skipped when the turns it summarizes are in the file, and kept as user text when
-//     the file starts with it, since it is then the only record of the earlier turns.
+//     a CompactionMessage covering every message before it: exports for an LLM start
+//     at it, and the turns it summarizes stay in the history.
 //     Notices Claude Code wrote in the model's name (API errors, model "<synthetic>")
 //     are skipped: they are not the model's words.
 //   - An unfamiliar record type is skipped with a warning; a session ending with an
@@ -86,7 +86,6 @@ var bookkeeping = map[string]string{
 // Skip reasons, shared by the records they count.
 const (
 	reasonSidechain   = "sidechain (sub-agent) record"
-	reasonCompact     = "compaction summary of turns imported from this file"
 	reasonSynthetic   = "notice Claude Code wrote in the model's name (API error, interruption)"
 	reasonRewritten   = "turn re-written by a resumed session"
 	reasonEmpty       = "turn with no content"
@@ -434,10 +433,6 @@ func (p *parser) user(n int, rec *record, created time.Time, blocks []block, tex
 	if rec.IsMeta {
 		textRole = parley.RoleSupervisor
 	}
-	if rec.IsCompactSummary && p.turns > 0 {
-		p.imp.Skip(reasonCompact, where)
-		return nil
-	}
 	// Resumed sessions copy earlier user turns with new uuids and the same timestamp.
 	key := rec.Timestamp + "\x00" + fingerprint(rec.Message)
 	if rec.Timestamp != "" {
@@ -449,7 +444,23 @@ func (p *parser) user(n int, rec *record, created time.Time, blocks []block, tex
 	}
 	out := &emitter{p: p, line: n, created: created, sourceID: sourceID(rec.UUID, n, rec.Message)}
 	if rec.IsCompactSummary {
-		p.imp.Warn("line %d: the file starts from a compaction summary; it is imported as user text, the only record of the turns before it", n)
+		// Claude Code's summary of the turns before it: a compaction, which exports
+		// start at, while the turns it covers stay.
+		if !isString {
+			var texts []string
+			for _, b := range blocks {
+				if b.Type == "text" && strings.TrimSpace(b.Text) != "" {
+					texts = append(texts, b.Text)
+				}
+			}
+			text = strings.Join(texts, "\n\n")
+		}
+		if strings.TrimSpace(text) == "" {
+			p.imp.Skip(reasonEmpty, where)
+			return nil
+		}
+		out.emit(&parley.CompactionMessage{Body: parley.TextBody(text)})
+		return nil
 	}
 	if isString {
 		if strings.TrimSpace(text) == "" {

@@ -85,16 +85,35 @@ func TestLongLine(t *testing.T) {
 	}
 }
 
-// A file that starts from a compaction summary keeps it: it is the only record of the
-// turns before it.
-func TestCompactSummaryFirst(t *testing.T) {
-	imp := parse(t, lines(t,
-		map[string]any{"type": "system", "subtype": "compact_boundary", "uuid": "s1"},
-		user("u1", "This session is being continued from a previous conversation. Summary: ...", "isCompactSummary", true),
-		user("u2", "go on"),
-	))
-	if len(imp.Messages) != 2 || imp.Messages[0].Message.(*parley.TextMessage).Role != parley.RoleUser || len(imp.Warnings) != 1 {
-		t.Errorf("got %d messages, warnings %q; want the summary kept as user text, and said", len(imp.Messages), imp.Warnings)
+// A compaction summary is a compaction covering what came before it, whether the file
+// starts with it or not; the turns before it are kept.
+func TestCompactSummary(t *testing.T) {
+	const summary = "This session is being continued from a previous conversation. Summary: ..."
+	for _, tc := range []struct {
+		name   string
+		before []map[string]any
+	}{
+		{"first", nil},
+		{"after turns", []map[string]any{user("u0", "hello"), assistant("a0", "msg_0", map[string]any{"type": "text", "text": "hi"})}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs := append(tc.before,
+				map[string]any{"type": "system", "subtype": "compact_boundary", "uuid": "s1"},
+				user("u1", summary, "isCompactSummary", true),
+				user("u2", "go on"))
+			imp := parse(t, lines(t, recs...))
+			n := len(tc.before)
+			if len(imp.Messages) != n+2 {
+				t.Fatalf("got %d messages, want %d", len(imp.Messages), n+2)
+			}
+			c, ok := imp.Messages[n].Message.(*parley.CompactionMessage)
+			if !ok || c.Text() != summary || c.Provider != "" || c.CoversThrough != 0 || len(imp.Warnings) != 0 {
+				t.Errorf("got %#v, warnings %q; want a compaction of the summary covering everything before it", imp.Messages[n].Message, imp.Warnings)
+			}
+			if err := parley.Prepare(c, parley.DefaultLimits); err != nil {
+				t.Errorf("the store would refuse it: %v", err)
+			}
+		})
 	}
 }
 

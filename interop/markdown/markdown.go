@@ -118,6 +118,16 @@ func section(b *strings.Builder, m parley.Message, names map[string]string) {
 			lang = "json"
 		}
 		fence(b, lang, m.Text())
+	case *parley.CompactionMessage:
+		who := "a summary"
+		if m.Provider != "" {
+			who = m.Provider + "'s compaction"
+		}
+		fmt.Fprintf(b, "_Stands in for messages 1-%d for an LLM (%s); they are above._\n", m.Covers(), who)
+		if t := m.Text(); strings.TrimSpace(t) != "" {
+			b.WriteString(t)
+			b.WriteString("\n")
+		}
 	case *parley.UnknownMessage:
 		fmt.Fprintf(b, "A message of type `%s`, which this Parley does not know:\n", m.TypeTag)
 		fence(b, "json", pretty(m.Raw))

@@ -88,6 +88,9 @@ func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, er
 				text = "(no output)"
 			}
 			out = append(out, sdk.ToolMessage(text, m.ToolCallID))
+		case *parley.CompactionMessage:
+			// Only a client's summary reaches Chat Completions (the planner sees to it).
+			out = append(out, sdk.UserMessage(m.Text()))
 		default:
 			return nil, nil, fmt.Errorf("openai: cannot export a %T", m)
 		}
@@ -188,6 +191,13 @@ func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []strin
 				text = "(no output)"
 			}
 			out = append(out, responses.ResponseInputItemParamOfFunctionCallOutput(m.ToolCallID, text))
+		case *parley.CompactionMessage:
+			if m.Provider == parley.CompactionOpenAI {
+				// The API's own item, sent back as it came.
+				out = append(out, param.Override[responses.ResponseInputItemUnionParam](json.RawMessage(m.Data)))
+				continue
+			}
+			message(m.Text(), responses.EasyInputMessageRoleUser)
 		default:
 			return nil, nil, fmt.Errorf("openai: cannot export a %T", m)
 		}

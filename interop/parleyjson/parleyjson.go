@@ -10,7 +10,7 @@
 //	               "sourceId", ...the variant's fields}]}
 //
 // Each message has a "type" tag: text, image, file_reference, tool_request,
-// tool_result, system_control, mcp_resource. Text is the author's, unescaped. A message
+// tool_result, system_control, mcp_resource, compaction. Text is the author's, unescaped. A message
 // with a type this version does not know is imported as an UnknownMessage keeping its
 // JSON intact, and exported back as that JSON.
 package parleyjson
@@ -165,6 +165,11 @@ type message struct {
 	ResourceURI string    `json:"resourceUri,omitempty"`
 	MimeType    string    `json:"mimeType,omitempty"`
 	RetrievedAt time.Time `json:"retrievedAt,omitzero"`
+
+	// A compaction's: coversThrough only when it is not "every message before it".
+	Provider      string      `json:"provider,omitempty"`
+	ProviderData  parley.JSON `json:"providerData,omitempty"`
+	CoversThrough int         `json:"coversThrough,omitempty"`
 }
 
 // Export writes a conversation and its messages, in order, as the document.
@@ -247,6 +252,9 @@ func encode(m parley.Message) (json.RawMessage, error) {
 		out.Parts = encodeParts(m.Body)
 		out.ServerName, out.ResourceURI, out.MimeType = m.ServerName, m.ResourceURI, m.MimeType
 		out.RetrievedAt, out.Truncated = m.RetrievedAt, m.Truncated
+	case *parley.CompactionMessage:
+		out.Parts = encodeParts(m.Body)
+		out.Provider, out.ProviderData, out.CoversThrough = m.Provider, m.Data, m.CoversThrough
 	case *parley.UnknownMessage:
 		return encodeUnknown(m)
 	default:
@@ -332,7 +340,7 @@ func Parse(r io.Reader) (*parley.Import, error) {
 var known = map[string]bool{
 	string(parley.KindText): true, string(parley.KindImage): true, string(parley.KindFileReference): true,
 	string(parley.KindToolRequest): true, string(parley.KindToolResult): true,
-	string(parley.KindSystemControl): true, string(parley.KindMCPResource): true,
+	string(parley.KindSystemControl): true, string(parley.KindMCPResource): true, string(parley.KindCompaction): true,
 }
 
 func decode(where string, raw json.RawMessage, imp *parley.Import) (parley.Message, error) {
@@ -449,6 +457,9 @@ func decode(where string, raw json.RawMessage, imp *parley.Import) (parley.Messa
 	case parley.KindMCPResource:
 		return &parley.MCPResourceMessage{MessageMeta: meta, Body: body, ServerName: in.ServerName,
 			ResourceURI: in.ResourceURI, MimeType: in.MimeType, RetrievedAt: in.RetrievedAt, Truncated: in.Truncated}, nil
+	case parley.KindCompaction:
+		return &parley.CompactionMessage{MessageMeta: meta, Body: body, Provider: in.Provider,
+			Data: in.ProviderData, CoversThrough: in.CoversThrough}, nil
 	}
 	return nil, fmt.Errorf("parleyjson: type %q is known but not decoded", in.Type)
 }

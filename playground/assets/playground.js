@@ -23,10 +23,36 @@
     subscriptionUrl: subscriptionUrl.href,
   });
 
+  // The headers pane (where an Authorization: Bearer token goes when the server requires
+  // one) is kept in this tab's sessionStorage, so that a reload keeps the token. Not in
+  // localStorage, where GraphiQL's own shouldPersistHeaders would put it: there it would
+  // outlive the tab and the browser session on disk and be shared by every tab of the
+  // origin; a tab's sessionStorage ends with the tab, and each tab has its own.
+  var HEADERS_KEY = 'parley:headers';
+  var savedHeaders;
+  try {
+    savedHeaders = window.sessionStorage.getItem(HEADERS_KEY) || undefined;
+  } catch (e) {
+    // Storage disabled: the headers last as long as the page, as before.
+  }
+  function saveHeaders(value) {
+    try {
+      if (value && value.trim()) {
+        window.sessionStorage.setItem(HEADERS_KEY, value);
+      } else {
+        window.sessionStorage.removeItem(HEADERS_KEY);
+      }
+    } catch (e) {
+      // Storage disabled or full: nothing to keep them in.
+    }
+  }
+
   ReactDOM.createRoot(root).render(
     React.createElement(GraphiQL, {
       fetcher: fetcher,
       defaultQuery: root.dataset.defaultQuery,
+      headers: savedHeaders,
+      onEditHeaders: saveHeaders,
     })
   );
 })();
