@@ -75,10 +75,17 @@ type PartKind string
 const (
 	PartText     PartKind = "TEXT"
 	PartThinking PartKind = "THINKING"
+	// PartRedactedThinking is thinking the provider encrypted (Anthropic's
+	// redacted_thinking): its Signature holds the data, to be sent back unmodified.
+	PartRedactedThinking PartKind = "REDACTED_THINKING"
+	// PartServerTool is a block of a tool the provider ran itself (Anthropic's
+	// server_tool_use, web_search_tool_result...): its Raw is the block as produced,
+	// sent back to that provider as it was.
+	PartServerTool PartKind = "SERVER_TOOL"
 )
 
 // PartKinds lists every part kind.
-var PartKinds = []PartKind{PartText, PartThinking}
+var PartKinds = []PartKind{PartText, PartThinking, PartRedactedThinking, PartServerTool}
 
 // ImageSourceKind says where an image's bytes are.
 type ImageSourceKind string

@@ -17,6 +17,9 @@ const (
 	ImportClaudeCode ImportFormat = "CLAUDE_CODE_JSONL"
 	// ImportOpenAIChat is a Chat Completions messages array, or a request body holding one.
 	ImportOpenAIChat ImportFormat = "OPENAI_CHAT"
+	// ImportOpenAIResponses is a Responses API input array, or a request or response
+	// holding one.
+	ImportOpenAIResponses ImportFormat = "OPENAI_RESPONSES"
 	// ImportAnthropicMessages is a Messages API {system, messages} object, or a messages array.
 	ImportAnthropicMessages ImportFormat = "ANTHROPIC_MESSAGES"
 	// ImportParleyJSON is Parley's own export (TranscriptParleyJSON).
@@ -24,7 +27,7 @@ const (
 )
 
 // ImportFormats lists every import format.
-var ImportFormats = []ImportFormat{ImportClaudeCode, ImportOpenAIChat, ImportAnthropicMessages, ImportParleyJSON}
+var ImportFormats = []ImportFormat{ImportClaudeCode, ImportOpenAIChat, ImportOpenAIResponses, ImportAnthropicMessages, ImportParleyJSON}
 
 // ParseImportFormat accepts a format in the API's spelling (CLAUDE_CODE_JSONL) or in
 // lower case with dashes (claude-code-jsonl), as people type it on a command line.
@@ -288,8 +291,9 @@ type TranscriptOptions struct {
 	Repair bool
 	// Images says how images go to the LLM; "" is ImagesAsSent.
 	Images ImageExport
-	// Model is the model the transcript is for: ImagesForModel asks whether it sees
-	// images.
+	// Model is the model the transcript is for, "" when unknown: ImagesForModel asks
+	// whether it sees images, and provider-bound artifacts (thinking signatures,
+	// redacted thinking) another model issued are not sent to it.
 	Model string
 	// CacheBreakpoints is how many Anthropic cache_control breakpoints to place (0 to
 	// MaxCacheBreakpoints): see the anthropic package. Only for ANTHROPIC_MESSAGES.
@@ -300,6 +304,9 @@ type TranscriptOptions struct {
 	After *int
 	// Branch names the branch exported by a message on it; "" is the active branch.
 	Branch string
+	// ForeignReasoning says what becomes of reasoning the target cannot take: the
+	// provider-bound artifacts another provider or model issued.
+	ForeignReasoning ForeignReasoning
 }
 
 // MaxCacheBreakpoints is how many cache_control breakpoints Anthropic takes in a request.
@@ -336,6 +343,34 @@ func ParseImageExport(s string) (ImageExport, error) {
 	return f, nil
 }
 
+// ForeignReasoning says what a transcript does with reasoning that another provider or
+// model issued, which the target would refuse ("Invalid signature in thinking block").
+type ForeignReasoning string
+
+// The ways of handling foreign reasoning.
+const (
+	// ForeignReasoningDrop leaves it out (the default).
+	ForeignReasoningDrop ForeignReasoning = "DROP"
+	// ForeignReasoningAsText sends the readable thinking as assistant text, in
+	// <thinking> tags, without its signature; what has no readable text is left out.
+	ForeignReasoningAsText ForeignReasoning = "AS_TEXT"
+)
+
+// ForeignReasonings lists every way of handling foreign reasoning.
+var ForeignReasonings = []ForeignReasoning{ForeignReasoningDrop, ForeignReasoningAsText}
+
+// TranscriptArtifact is a provider-bound piece of a message (a thinking signature,
+// redacted thinking) that a transcript did not send as stored, and why.
+type TranscriptArtifact struct {
+	MessageID string
+	Position  int
+	// Artifact names it: "signed thinking", "redacted thinking".
+	Artifact string
+	// Action is what was done: "dropped", or "sent as text".
+	Action string
+	Reason string
+}
+
 // TranscriptDrop is a message left out of a transcript, and why.
 type TranscriptDrop struct {
 	MessageID string
@@ -357,6 +392,9 @@ type TranscriptReport struct {
 	Repairs []string
 	// Notes says what the format could not carry (an image sent as its text...).
 	Notes []string
+	// Artifacts lists the provider-bound artifacts not sent as stored, because the
+	// target provider or model did not issue them.
+	Artifacts []TranscriptArtifact
 	// EndPosition is the position of the newest message the transcript holds, 0 when it
 	// holds none: the After of the next incremental export.
 	EndPosition int

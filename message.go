@@ -1,6 +1,8 @@
 package parley
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"time"
 )
@@ -74,8 +76,18 @@ type Part struct {
 	// Text is the author's text, unescaped.
 	Text string
 	// Signature is the provider's integrity token for a thinking part (Anthropic), kept
-	// so that the history can be sent back to the provider.
+	// so that the history can be sent back to the provider. For a REDACTED_THINKING part
+	// it is the provider's encrypted data, and Text is empty. For an OpenAI Responses
+	// reasoning item it is the item's encrypted_content, and Text its summary.
 	Signature string
+	// ItemID is the provider's id of the item the part was (OpenAI Responses' rs_…),
+	// sent back with it to that provider.
+	ItemID string
+	// Raw is a SERVER_TOOL part's block as the provider produced it.
+	Raw JSON
+	// Citations are a TEXT part's citations as the provider produced them (Anthropic's
+	// citations array), nil when it has none.
+	Citations JSON
 }
 
 // Content is the part's text as stored: HTML-escaped, safe for innerHTML.
@@ -220,9 +232,25 @@ type ApprovalDecision struct {
 
 // ToolCall is one call a tool request makes.
 type ToolCall struct {
-	ID             string
-	Name           string
-	Arguments      JSON
+	ID   string
+	Name string
+	// Arguments is the parsed arguments, a JSON object: ArgumentsRaw itself when that is
+	// one, {} when it is not (ArgumentsInvalid).
+	Arguments JSON
+	// ArgumentsRaw is the arguments exactly as the provider produced them, nil when they
+	// were given as JSON only. OpenAI sends them as a string, which a model cut short
+	// (finish_reason "length") leaves truncated; they are stored as produced, so that the
+	// turn can be recorded, sent back as it was and answered with an error result.
+	ArgumentsRaw *string
+	// ArgumentsInvalid says ArgumentsRaw is not a JSON object.
+	ArgumentsInvalid bool
+	// ItemID is the provider's id of the item that made the call (OpenAI Responses'
+	// fc_…), beside the call id (ID); "" when there is none.
+	ItemID string
+	// PartIndex is where the call came among its message's parts: after the first
+	// PartIndex of them ([text, tool_use, text, tool_use] is calls at 1 and 2). Nil:
+	// after all of them, as most replies have it.
+	PartIndex      *int
 	ApprovalStatus ApprovalStatus
 	// Decision is nil while the call is pending.
 	Decision *ApprovalDecision
@@ -339,3 +367,68 @@ type TextBearing interface {
 
 // Provenance returns who produced the message, nil when unknown.
 func (m *MessageMeta) Provenance() *Provenance { return m.Live.Provenance }
+
+// ArgumentsText is the call's arguments as the text providers take (OpenAI's
+// arguments string): exactly as produced when known, else the JSON compacted.
+func (c *ToolCall) ArgumentsText() string {
+	if c.ArgumentsRaw != nil {
+		return *c.ArgumentsRaw
+	}
+	if c.Arguments.IsNull() {
+		return "{}"
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, c.Arguments); err != nil {
+		return string(c.Arguments)
+	}
+	return compact.String()
+}
+
+// Anchored reports whether any of m's calls came before some of its parts, so that an
+// export which can interleave them should (PartIndex).
+func (m *ToolRequestMessage) Anchored() bool {
+	for _, c := range m.ToolCalls {
+		if c.PartIndex != nil && *c.PartIndex < len(m.Parts) {
+			return true
+		}
+	}
+	return false
+}
+
+// InOrder calls f with each part (c nil) and each call (p nil) in the order the model
+// produced them: each call after the parts its PartIndex counts, calls without one
+// after every part.
+func (m *ToolRequestMessage) InOrder(f func(p *Part, c *ToolCall)) {
+	next := 0
+	calls := func(upto int) {
+		for next < len(m.ToolCalls) {
+			c := &m.ToolCalls[next]
+			if c.PartIndex == nil || *c.PartIndex > upto {
+				return
+			}
+			f(nil, c)
+			next++
+		}
+	}
+	for i := range m.Parts {
+		calls(i)
+		f(&m.Parts[i], nil)
+	}
+	for ; next < len(m.ToolCalls); next++ {
+		f(nil, &m.ToolCalls[next])
+	}
+}
+
+// AnchorCalls sets the PartIndex of calls made after parts[:at[i]] when any call came
+// before a part, and leaves them nil otherwise (every call after every part).
+func AnchorCalls(calls []ToolCall, at []int, parts int) {
+	for _, n := range at {
+		if n < parts {
+			for i := range calls {
+				n := at[i]
+				calls[i].PartIndex = &n
+			}
+			return
+		}
+	}
+}

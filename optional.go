@@ -11,6 +11,9 @@ func (m *MessageMeta) OptSourceID() *string { return nonEmpty(m.SourceID) }
 // OptSignature is Signature, nil when the part has none.
 func (p *Part) OptSignature() *string { return nonEmpty(p.Signature) }
 
+// OptItemID is ItemID, nil when the provider gave the part no item id.
+func (p *Part) OptItemID() *string { return nonEmpty(p.ItemID) }
+
 // OptURL is URL, nil unless the image is at a URL.
 func (s *ImageSource) OptURL() *string { return nonEmpty(s.URL) }
 

@@ -170,6 +170,21 @@ func (dr *Draft) Message() Message {
 	return &ToolRequestMessage{MessageMeta: MessageMeta{Role: RoleAssistant}, Body: body, ToolCalls: calls}
 }
 
+// Final returns the draft as the message to store once it ends: Message, with each
+// tool call's arguments kept exactly as they were streamed (ArgumentsRaw), so that
+// arguments cut short are recorded as produced and flagged invalid by Prepare.
+func (dr *Draft) Final() Message {
+	m := dr.Message()
+	if req, ok := m.(*ToolRequestMessage); ok {
+		for i := range req.ToolCalls {
+			c := &req.ToolCalls[i]
+			raw := string(c.Arguments)
+			c.ArgumentsRaw, c.Arguments = &raw, nil
+		}
+	}
+	return m
+}
+
 // Usage is what a reply cost, in tokens, as the provider counts them. Providers count
 // differently: OpenAI's InputTokens include the cached ones, Anthropic's exclude both
 // the cache reads (CachedInputTokens) and the cache writes (CacheCreationInputTokens).

@@ -1,7 +1,9 @@
 package parley
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -138,7 +140,7 @@ func requireRole(field string, got Role, allowed ...Role) error {
 func (b *Body) checkSize(field string, max int) error {
 	size := 0
 	for _, p := range b.Parts {
-		size += len(p.Text) + len(p.Signature)
+		size += len(p.Text) + len(p.Signature) + len(p.Raw) + len(p.Citations)
 	}
 	if size > max {
 		return Errorf(EMESSAGETOOLARGE, "%s: the text is %d bytes, more than the %d allowed in one message", field, size, max)
@@ -151,7 +153,41 @@ func (b *Body) prepare(field string) error {
 		p := &b.Parts[i]
 		f := fmt.Sprintf("%s.parts[%d]", field, i)
 		if !slices.Contains(PartKinds, p.Kind) {
-			return Errorf(EINVALID, "%s.kind: %q is not TEXT or THINKING", f, p.Kind)
+			return Errorf(EINVALID, "%s.kind: %q is not TEXT, THINKING or REDACTED_THINKING", f, p.Kind)
+		}
+		if p.Kind == PartServerTool {
+			if p.Text != "" {
+				return Errorf(EINVALID, "%s.text: a SERVER_TOOL part has no text; its block goes in raw", f)
+			}
+			if !p.Raw.IsObject() {
+				return Errorf(EINVALID, "%s.raw: a SERVER_TOOL part needs the provider's block, a JSON object", f)
+			}
+		} else if len(p.Raw) > 0 {
+			return Errorf(EINVALID, "%s.raw: only a SERVER_TOOL part has a raw block", f)
+		}
+		if len(p.Raw) > 0 {
+			if err := checkJSON(f+".raw", p.Raw); err != nil {
+				return err
+			}
+		}
+		if len(p.Citations) > 0 {
+			if p.Kind != PartText {
+				return Errorf(EINVALID, "%s.citations: only a TEXT part has citations", f)
+			}
+			if err := checkJSON(f+".citations", p.Citations); err != nil {
+				return err
+			}
+			if t := bytes.TrimSpace(p.Citations); t[0] != '[' {
+				return Errorf(EINVALID, "%s.citations: want a JSON array", f)
+			}
+		}
+		if p.Kind == PartRedactedThinking {
+			if p.Text != "" {
+				return Errorf(EINVALID, "%s.text: a REDACTED_THINKING part has no text; its data goes in signature", f)
+			}
+			if p.Signature == "" {
+				return Errorf(EINVALID, "%s.signature: a REDACTED_THINKING part needs the provider's data", f)
+			}
 		}
 		text, err := CleanText(f+".text", p.Text)
 		if err != nil {
@@ -159,6 +195,9 @@ func (b *Body) prepare(field string) error {
 		}
 		p.Text = text
 		if p.Signature, err = CleanText(f+".signature", p.Signature); err != nil {
+			return err
+		}
+		if err := checkItemID(f+".itemId", p.ItemID); err != nil {
 			return err
 		}
 	}
@@ -325,9 +364,20 @@ func (m *ToolRequestMessage) prepare(lim Limits) error {
 		return Errorf(ETOOMANYTOOLCALLS, "toolRequest.toolCalls: %d calls, at most %d allowed in one message", len(m.ToolCalls), lim.MaxToolCallsPerMessage)
 	}
 	seen := make(map[string]int, len(m.ToolCalls))
+	lastAnchor := 0
 	for i := range m.ToolCalls {
 		c := &m.ToolCalls[i]
 		f := fmt.Sprintf("toolRequest.toolCalls[%d]", i)
+		if c.PartIndex != nil {
+			switch n := *c.PartIndex; {
+			case n < 0 || n > len(m.Parts):
+				return Errorf(EINVALID, "%s.partIndex: %d is not between 0 and the %d parts", f, n, len(m.Parts))
+			case n < lastAnchor:
+				return Errorf(EINVALID, "%s.partIndex: %d is before the call ahead of it (%d); calls keep their order", f, n, lastAnchor)
+			default:
+				lastAnchor = n
+			}
+		}
 		if err := checkToolCallID(f+".id", c.ID); err != nil {
 			return err
 		}
@@ -338,14 +388,11 @@ func (m *ToolRequestMessage) prepare(lim Limits) error {
 		if !toolNamePattern.MatchString(c.Name) {
 			return Errorf(EINVALID, "%s.name: %q is not a valid tool name (letters, digits, _ . : -, at most 128)", f, truncateForError(c.Name))
 		}
-		if len(c.Arguments) > lim.MaxToolArgumentsBytes {
-			return Errorf(EARGUMENTSTOOLARGE, "%s.arguments: %d bytes, at most %d allowed", f, len(c.Arguments), lim.MaxToolArgumentsBytes)
-		}
-		if err := checkJSON(f+".arguments", c.Arguments); err != nil {
+		if err := c.prepareArguments(f, lim); err != nil {
 			return err
 		}
-		if !c.Arguments.IsObject() {
-			return Errorf(EINVALID, "%s.arguments: must be a JSON object", f)
+		if err := checkItemID(f+".itemId", c.ItemID); err != nil {
+			return err
 		}
 		if c.ApprovalStatus == "" {
 			c.ApprovalStatus = ApprovalPending
@@ -538,4 +585,68 @@ func mustQuoteJSON(s string) []byte {
 	}
 	sb.WriteByte('"')
 	return []byte(sb.String())
+}
+
+// prepareArguments checks a call's arguments. Given as JSON only, they must be a JSON
+// object. Given as the provider produced them (ArgumentsRaw), they are kept byte for
+// byte: a JSON object is also the parsed Arguments; anything else (cut short, empty, an
+// array) is stored as it is and flagged ArgumentsInvalid, with {} as its Arguments, so
+// that the turn is recorded rather than refused.
+func (c *ToolCall) prepareArguments(f string, lim Limits) error {
+	if c.ArgumentsRaw == nil {
+		if len(c.Arguments) == 0 {
+			return Errorf(EINVALID, "%s: give arguments (a JSON object) or argumentsRaw (as the model produced them)", f)
+		}
+		if len(c.Arguments) > lim.MaxToolArgumentsBytes {
+			return Errorf(EARGUMENTSTOOLARGE, "%s.arguments: %d bytes, at most %d allowed", f, len(c.Arguments), lim.MaxToolArgumentsBytes)
+		}
+		if err := checkJSON(f+".arguments", c.Arguments); err != nil {
+			return err
+		}
+		if !c.Arguments.IsObject() {
+			return Errorf(EINVALID, "%s.arguments: must be a JSON object", f)
+		}
+		c.ArgumentsInvalid = false
+		return nil
+	}
+	if !c.Arguments.IsNull() {
+		return Errorf(EINVALID, "%s: give arguments or argumentsRaw, not both", f)
+	}
+	raw := *c.ArgumentsRaw
+	if len(raw) > lim.MaxToolArgumentsBytes {
+		return Errorf(EARGUMENTSTOOLARGE, "%s.argumentsRaw: %d bytes, at most %d allowed", f, len(raw), lim.MaxToolArgumentsBytes)
+	}
+	if !utf8.ValidString(raw) {
+		return Errorf(EINVALID, "%s.argumentsRaw: not valid UTF-8", f)
+	}
+	if strings.IndexByte(raw, 0) >= 0 {
+		return Errorf(EINVALID, "%s.argumentsRaw: contains a NUL byte, which cannot be stored", f)
+	}
+	if args := JSON(raw); json.Valid(args) && args.IsObject() {
+		// A JSON object Postgres cannot hold as jsonb is refused as it is when given as
+		// JSON: it is not a truncation to record, and every reader would trip on it.
+		if err := checkJSON(f+".argumentsRaw", args); err != nil {
+			return err
+		}
+		c.Arguments, c.ArgumentsInvalid = args, false
+		return nil
+	}
+	c.Arguments, c.ArgumentsInvalid = JSON("{}"), true
+	return nil
+}
+
+// MaxItemIDLength bounds a provider's item id (OpenAI's are some 50 bytes).
+const MaxItemIDLength = 256
+
+// checkItemID refuses an item id that is too long or not plain text.
+func checkItemID(field, id string) error {
+	if len(id) > MaxItemIDLength {
+		return Errorf(EINVALID, "%s: %d bytes, at most %d allowed", field, len(id), MaxItemIDLength)
+	}
+	if clean, err := CleanText(field, id); err != nil {
+		return err
+	} else if clean != id || strings.TrimSpace(id) != id {
+		return Errorf(EINVALID, "%s: %q has control characters or surrounding spaces", field, truncateForError(id))
+	}
+	return nil
 }

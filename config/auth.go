@@ -92,7 +92,7 @@ type HTTP struct {
 const (
 	DefaultMaxDepth                      = 12
 	DefaultMaxAliases                    = 30
-	DefaultMaxComplexity                 = 50000
+	DefaultMaxComplexity                 = 100000
 	DefaultMaxTokens                     = 15000
 	DefaultMaxSelections                 = 1000
 	DefaultMaxPageBytes                  = 16 << 20

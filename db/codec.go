@@ -83,6 +83,9 @@ type (
 		Kind      parley.PartKind `json:"kind"`
 		Content   string          `json:"content"`
 		Signature string          `json:"signature,omitempty"`
+		ItemID    string          `json:"itemId,omitempty"`
+		Raw       parley.JSON     `json:"raw,omitempty"`
+		Citations parley.JSON     `json:"citations,omitempty"`
 	}
 	bodyPayload struct {
 		Parts []partJSON `json:"parts,omitempty"`
@@ -111,12 +114,18 @@ type (
 		DecidedAt time.Time             `json:"decidedAt"`
 	}
 	toolCallJSON struct {
-		ID             string                `json:"id"`
-		Name           string                `json:"name"`
-		Arguments      parley.JSON           `json:"arguments"`
-		ApprovalStatus parley.ApprovalStatus `json:"approvalStatus"`
-		Decision       *decisionJSON         `json:"decision,omitempty"`
-		Imported       bool                  `json:"imported,omitempty"`
+		ID        string      `json:"id"`
+		Name      string      `json:"name"`
+		Arguments parley.JSON `json:"arguments"`
+		// ArgumentsRaw keeps the arguments as produced: a jsonb string keeps every byte
+		// that the jsonb object beside it normalizes (key order, spacing, numbers).
+		ArgumentsRaw     *string               `json:"argumentsRaw,omitempty"`
+		ArgumentsInvalid bool                  `json:"argumentsInvalid,omitempty"`
+		PartIndex        *int                  `json:"partIndex,omitempty"`
+		ItemID           string                `json:"itemId,omitempty"`
+		ApprovalStatus   parley.ApprovalStatus `json:"approvalStatus"`
+		Decision         *decisionJSON         `json:"decision,omitempty"`
+		Imported         bool                  `json:"imported,omitempty"`
 	}
 	toolErrorJSON struct {
 		Message     string `json:"message"`
@@ -161,7 +170,8 @@ type (
 func encodeBody(b parley.Body) bodyPayload {
 	p := bodyPayload{Parts: make([]partJSON, len(b.Parts))}
 	for i, part := range b.Parts {
-		p.Parts[i] = partJSON{Kind: part.Kind, Content: parley.EscapeHTML(part.Text), Signature: part.Signature}
+		p.Parts[i] = partJSON{Kind: part.Kind, Content: parley.EscapeHTML(part.Text), Signature: part.Signature, ItemID: part.ItemID,
+			Raw: part.Raw, Citations: part.Citations}
 	}
 	return p
 }
@@ -169,7 +179,8 @@ func encodeBody(b parley.Body) bodyPayload {
 func decodeBody(p bodyPayload) parley.Body {
 	b := parley.Body{Parts: make([]parley.Part, len(p.Parts))}
 	for i, part := range p.Parts {
-		b.Parts[i] = parley.Part{Kind: part.Kind, Text: parley.UnescapeHTML(part.Content), Signature: part.Signature}
+		b.Parts[i] = parley.Part{Kind: part.Kind, Text: parley.UnescapeHTML(part.Content), Signature: part.Signature, ItemID: part.ItemID,
+			Raw: part.Raw, Citations: part.Citations}
 	}
 	return b
 }
@@ -177,7 +188,8 @@ func decodeBody(p bodyPayload) parley.Body {
 func encodeToolCalls(calls []parley.ToolCall) []toolCallJSON {
 	out := make([]toolCallJSON, len(calls))
 	for i, c := range calls {
-		out[i] = toolCallJSON{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ApprovalStatus: c.ApprovalStatus, Imported: c.Imported}
+		out[i] = toolCallJSON{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ArgumentsRaw: c.ArgumentsRaw,
+			ArgumentsInvalid: c.ArgumentsInvalid, ItemID: c.ItemID, PartIndex: c.PartIndex, ApprovalStatus: c.ApprovalStatus, Imported: c.Imported}
 		if d := c.Decision; d != nil {
 			out[i].Decision = &decisionJSON{Status: d.Status, DecidedBy: d.DecidedBy, Reason: d.Reason, DecidedAt: d.DecidedAt}
 		}
@@ -188,7 +200,11 @@ func encodeToolCalls(calls []parley.ToolCall) []toolCallJSON {
 func decodeToolCalls(calls []toolCallJSON) []parley.ToolCall {
 	out := make([]parley.ToolCall, len(calls))
 	for i, c := range calls {
-		out[i] = parley.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ApprovalStatus: c.ApprovalStatus, Imported: c.Imported}
+		out[i] = parley.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ArgumentsRaw: c.ArgumentsRaw,
+			ArgumentsInvalid: c.ArgumentsInvalid, ItemID: c.ItemID, PartIndex: c.PartIndex, ApprovalStatus: c.ApprovalStatus, Imported: c.Imported}
+		if c.ArgumentsRaw != nil && !c.ArgumentsInvalid {
+			out[i].Arguments = parley.JSON(*c.ArgumentsRaw) // as produced, not as jsonb reordered it
+		}
 		if d := c.Decision; d != nil {
 			out[i].Decision = &parley.ApprovalDecision{Status: d.Status, DecidedBy: d.DecidedBy, Reason: d.Reason, DecidedAt: d.DecidedAt}
 		}

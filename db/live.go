@@ -680,7 +680,7 @@ func (db *DB) endLocked(ctx context.Context, tx *txn, key, messageID, owner stri
 	if err != nil {
 		return nil, err
 	}
-	m := dr.Message()
+	m := dr.Final()
 	meta := m.Meta()
 	*meta = *stored.Meta()
 	if _, ok := m.(*parley.ToolRequestMessage); !ok {
@@ -813,7 +813,7 @@ func keepPartial(m parley.Message) {
 		return
 	}
 	for i, c := range req.ToolCalls {
-		if !json.Valid(c.Arguments) {
+		if c.ArgumentsRaw == nil && !json.Valid(c.Arguments) {
 			req.ToolCalls[i].Arguments = parley.JSON(strconv.Quote(string(c.Arguments)))
 		}
 		if c.ApprovalStatus == "" {

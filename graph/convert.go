@@ -73,7 +73,8 @@ func bodyFromInput(field string, content *string, parts []*model.PartInput) (par
 	}
 	b := parley.Body{Parts: make([]parley.Part, len(parts))}
 	for i, p := range parts {
-		b.Parts[i] = parley.Part{Kind: p.Kind, Text: p.Text, Signature: deref(p.Signature)}
+		b.Parts[i] = parley.Part{Kind: p.Kind, Text: p.Text, Signature: deref(p.Signature), ItemID: deref(p.ItemID),
+			Raw: p.Raw, Citations: p.Citations}
 	}
 	return b, nil
 }
@@ -100,7 +101,7 @@ func toolRequestFromInput(in *model.ToolRequestInput) (parley.Message, error) {
 	body, err := bodyFromInput("toolRequest", in.Content, in.Parts)
 	m := &parley.ToolRequestMessage{Body: body, ToolCalls: make([]parley.ToolCall, len(in.ToolCalls))}
 	for i, c := range in.ToolCalls {
-		m.ToolCalls[i] = parley.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments}
+		m.ToolCalls[i] = parley.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ArgumentsRaw: c.ArgumentsRaw, PartIndex: c.PartIndex, ItemID: deref(c.ItemID)}
 	}
 	return m, err
 }

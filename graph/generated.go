@@ -123,8 +123,8 @@ type ComplexityRoot struct {
 		MessageCount     func(childComplexity int) int
 		Messages         func(childComplexity int, first *int, after *string, last *int, before *string, branch *string) int
 		Title            func(childComplexity int) int
-		Transcript       func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string, branch *string) int
-		TranscriptReport func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string, branch *string) int
+		Transcript       func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string, foreignReasoning *parley.ForeignReasoning, branch *string) int
+		TranscriptReport func(childComplexity int, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string, foreignReasoning *parley.ForeignReasoning, branch *string) int
 		UpdatedAt        func(childComplexity int) int
 		Usage            func(childComplexity int) int
 	}
@@ -327,10 +327,13 @@ type ComplexityRoot struct {
 	}
 
 	Part struct {
+		Citations    func(childComplexity int) int
 		Content      func(childComplexity int) int
 		HTML         func(childComplexity int) int
 		Kind         func(childComplexity int) int
+		OptItemID    func(childComplexity int) int
 		OptSignature func(childComplexity int) int
+		Raw          func(childComplexity int) int
 		Text         func(childComplexity int) int
 	}
 
@@ -428,11 +431,15 @@ type ComplexityRoot struct {
 	ToolCall struct {
 		ApprovalStatus func(childComplexity int) int
 		Arguments      func(childComplexity int) int
+		ArgumentsRaw   func(childComplexity int) int
+		ArgumentsValid func(childComplexity int) int
 		CallID         func(childComplexity int) int
 		Decision       func(childComplexity int) int
 		ID             func(childComplexity int) int
 		Imported       func(childComplexity int) int
+		ItemID         func(childComplexity int) int
 		Name           func(childComplexity int) int
+		PartIndex      func(childComplexity int) int
 	}
 
 	ToolError struct {
@@ -498,6 +505,14 @@ type ComplexityRoot struct {
 		UpdatedAt       func(childComplexity int) int
 	}
 
+	TranscriptArtifact struct {
+		Action    func(childComplexity int) int
+		Artifact  func(childComplexity int) int
+		MessageID func(childComplexity int) int
+		Position  func(childComplexity int) int
+		Reason    func(childComplexity int) int
+	}
+
 	TranscriptDrop struct {
 		Label     func(childComplexity int) int
 		MessageID func(childComplexity int) int
@@ -506,6 +521,7 @@ type ComplexityRoot struct {
 	}
 
 	TranscriptReport struct {
+		Artifacts       func(childComplexity int) int
 		Cut             func(childComplexity int) int
 		Dropped         func(childComplexity int) int
 		EndCursor       func(childComplexity int) int
@@ -567,8 +583,8 @@ type CompactionMessageResolver interface {
 }
 type ConversationResolver interface {
 	Messages(ctx context.Context, obj *parley.Conversation, first *int, after *string, last *int, before *string, branch *string) (*model.MessageConnection, error)
-	Transcript(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string, branch *string) (parley.JSON, error)
-	TranscriptReport(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string, branch *string) (*parley.TranscriptReport, error)
+	Transcript(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string, foreignReasoning *parley.ForeignReasoning, branch *string) (parley.JSON, error)
+	TranscriptReport(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string, foreignReasoning *parley.ForeignReasoning, branch *string) (*parley.TranscriptReport, error)
 	Usage(ctx context.Context, obj *parley.Conversation) (*parley.Usage, error)
 	ForkedFromID(ctx context.Context, obj *parley.Conversation) (*string, error)
 	ActiveLeaf(ctx context.Context, obj *parley.Conversation) (parley.Message, error)
@@ -1009,7 +1025,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Conversation.Transcript(childComplexity, args["format"].(parley.TranscriptFormat), args["system"].(*string), args["maxTokens"].(*int), args["repair"].(*bool), args["images"].(*parley.ImageExport), args["model"].(*string), args["cacheBreakpoints"].(*int), args["after"].(*string), args["branch"].(*string)), true
+		return e.ComplexityRoot.Conversation.Transcript(childComplexity, args["format"].(parley.TranscriptFormat), args["system"].(*string), args["maxTokens"].(*int), args["repair"].(*bool), args["images"].(*parley.ImageExport), args["model"].(*string), args["cacheBreakpoints"].(*int), args["after"].(*string), args["foreignReasoning"].(*parley.ForeignReasoning), args["branch"].(*string)), true
 	case "Conversation.transcriptReport":
 		if e.ComplexityRoot.Conversation.TranscriptReport == nil {
 			break
@@ -1020,7 +1036,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Conversation.TranscriptReport(childComplexity, args["format"].(parley.TranscriptFormat), args["system"].(*string), args["maxTokens"].(*int), args["repair"].(*bool), args["images"].(*parley.ImageExport), args["model"].(*string), args["cacheBreakpoints"].(*int), args["after"].(*string), args["branch"].(*string)), true
+		return e.ComplexityRoot.Conversation.TranscriptReport(childComplexity, args["format"].(parley.TranscriptFormat), args["system"].(*string), args["maxTokens"].(*int), args["repair"].(*bool), args["images"].(*parley.ImageExport), args["model"].(*string), args["cacheBreakpoints"].(*int), args["after"].(*string), args["foreignReasoning"].(*parley.ForeignReasoning), args["branch"].(*string)), true
 	case "Conversation.updatedAt":
 		if e.ComplexityRoot.Conversation.UpdatedAt == nil {
 			break
@@ -2037,6 +2053,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
 
+	case "Part.citations":
+		if e.ComplexityRoot.Part.Citations == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Part.Citations(childComplexity), true
 	case "Part.content":
 		if e.ComplexityRoot.Part.Content == nil {
 			break
@@ -2055,12 +2077,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Part.Kind(childComplexity), true
+	case "Part.itemId":
+		if e.ComplexityRoot.Part.OptItemID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Part.OptItemID(childComplexity), true
 	case "Part.signature":
 		if e.ComplexityRoot.Part.OptSignature == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Part.OptSignature(childComplexity), true
+	case "Part.raw":
+		if e.ComplexityRoot.Part.Raw == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Part.Raw(childComplexity), true
 	case "Part.text":
 		if e.ComplexityRoot.Part.Text == nil {
 			break
@@ -2546,6 +2580,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolCall.Arguments(childComplexity), true
+	case "ToolCall.argumentsRaw":
+		if e.ComplexityRoot.ToolCall.ArgumentsRaw == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolCall.ArgumentsRaw(childComplexity), true
+	case "ToolCall.argumentsValid":
+		if e.ComplexityRoot.ToolCall.ArgumentsValid == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolCall.ArgumentsValid(childComplexity), true
 	case "ToolCall.callId":
 		if e.ComplexityRoot.ToolCall.CallID == nil {
 			break
@@ -2570,12 +2616,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolCall.Imported(childComplexity), true
+	case "ToolCall.itemId":
+		if e.ComplexityRoot.ToolCall.ItemID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolCall.ItemID(childComplexity), true
 	case "ToolCall.name":
 		if e.ComplexityRoot.ToolCall.Name == nil {
 			break
 		}
 
 		return e.ComplexityRoot.ToolCall.Name(childComplexity), true
+	case "ToolCall.partIndex":
+		if e.ComplexityRoot.ToolCall.PartIndex == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolCall.PartIndex(childComplexity), true
 
 	case "ToolError.message":
 		if e.ComplexityRoot.ToolError.Message == nil {
@@ -2904,6 +2962,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ToolResultMessage.UpdatedAt(childComplexity), true
 
+	case "TranscriptArtifact.action":
+		if e.ComplexityRoot.TranscriptArtifact.Action == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptArtifact.Action(childComplexity), true
+	case "TranscriptArtifact.artifact":
+		if e.ComplexityRoot.TranscriptArtifact.Artifact == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptArtifact.Artifact(childComplexity), true
+	case "TranscriptArtifact.messageId":
+		if e.ComplexityRoot.TranscriptArtifact.MessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptArtifact.MessageID(childComplexity), true
+	case "TranscriptArtifact.position":
+		if e.ComplexityRoot.TranscriptArtifact.Position == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptArtifact.Position(childComplexity), true
+	case "TranscriptArtifact.reason":
+		if e.ComplexityRoot.TranscriptArtifact.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptArtifact.Reason(childComplexity), true
+
 	case "TranscriptDrop.label":
 		if e.ComplexityRoot.TranscriptDrop.Label == nil {
 			break
@@ -2929,6 +3018,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.TranscriptDrop.Reason(childComplexity), true
 
+	case "TranscriptReport.artifacts":
+		if e.ComplexityRoot.TranscriptReport.Artifacts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptReport.Artifacts(childComplexity), true
 	case "TranscriptReport.cutPosition":
 		if e.ComplexityRoot.TranscriptReport.Cut == nil {
 			break
@@ -3347,6 +3442,10 @@ interface TextBearing {
 enum PartKind {
   TEXT
   THINKING
+  "Thinking the provider encrypted (Anthropic's ` + "`" + `redacted_thinking` + "`" + `): no text; ` + "`" + `signature` + "`" + ` holds its data, sent back unmodified."
+  REDACTED_THINKING
+  "A block of a tool the provider ran itself (Anthropic's ` + "`" + `server_tool_use` + "`" + `, ` + "`" + `web_search_tool_result` + "`" + `...): no text; ` + "`" + `raw` + "`" + ` is the block, sent back to that provider as it was."
+  SERVER_TOOL
 }
 
 "A piece of a message's text."
@@ -3358,8 +3457,14 @@ type Part {
   text: String!
   "Rendered and sanitized; escaped text in one paragraph over 32 KiB or past 250 ms of rendering (see TextBearing.html)."
   html: String!
-  "The provider's signature of a thinking part, needed to send it back (Anthropic)."
+  "The provider's signature of a thinking part, needed to send it back (Anthropic); the encrypted data of a REDACTED_THINKING part; an OpenAI reasoning item's ` + "`" + `encrypted_content` + "`" + `."
   signature: String
+  "The provider's id of the item this part was (OpenAI Responses' ` + "`" + `rs_…` + "`" + `), sent back to it."
+  itemId: String
+  "A SERVER_TOOL part's block as the provider produced it."
+  raw: JSON
+  "A TEXT part's citations as the provider produced them (Anthropic's ` + "`" + `citations` + "`" + `)."
+  citations: JSON
 }
 
 "Text from the user, the assistant or a supervisor."
@@ -3502,8 +3607,25 @@ type ToolCall {
   """
   callId: String!
   name: String!
-  "A JSON object."
+  "A JSON object: ` + "`" + `argumentsRaw` + "`" + ` parsed, or ` + "`" + `{}` + "`" + ` when that is not an object (` + "`" + `argumentsValid` + "`" + ` false)."
   arguments: JSON!
+  """
+  The arguments exactly as the model produced them (OpenAI's ` + "`" + `arguments` + "`" + ` string, byte for
+  byte), null when they were given as JSON only. Exports send this.
+  """
+  argumentsRaw: String
+  """
+  False when ` + "`" + `argumentsRaw` + "`" + ` is not a JSON object: cut short by the token limit, empty,
+  an array. The call is kept as produced; answer it with an ERROR result.
+  """
+  argumentsValid: Boolean!
+  """
+  Where the call came among its message's ` + "`" + `parts` + "`" + `: after the first ` + "`" + `partIndex` + "`" + ` of them
+  (` + "`" + `[text, tool_use, text, tool_use]` + "`" + ` has calls at 1 and 2). Null: after all of them.
+  """
+  partIndex: Int
+  "The provider's id of the item that made the call (OpenAI Responses' ` + "`" + `fc_…` + "`" + `), beside ` + "`" + `callId` + "`" + `."
+  itemId: String
   approvalStatus: ApprovalStatus!
   "Null while the call is pending."
   decision: ApprovalDecision
@@ -3707,6 +3829,12 @@ input PartInput {
   kind: PartKind!
   text: String!
   signature: String
+  "The provider's id of the item this part was (OpenAI Responses' ` + "`" + `rs_…` + "`" + `)."
+  itemId: String
+  "A SERVER_TOOL part's block, a JSON object with its type."
+  raw: JSON
+  "A TEXT part's citations, a JSON array."
+  citations: JSON
 }
 
 "Give content (one TEXT part) or parts, not both."
@@ -3739,8 +3867,18 @@ input ToolCallInput {
   "Unique within the conversation."
   id: String!
   name: String!
-  "A JSON object."
-  arguments: JSON!
+  "A JSON object. Give arguments or argumentsRaw."
+  arguments: JSON
+  """
+  The arguments exactly as the model produced them, kept byte for byte (OpenAI's
+  ` + "`" + `arguments` + "`" + ` string). When they are not a JSON object the call is stored flagged
+  (` + "`" + `argumentsValid: false` + "`" + `) rather than refused.
+  """
+  argumentsRaw: String
+  "Where the call came among the request's parts (see ToolCall.partIndex); null: after all of them."
+  partIndex: Int
+  "The provider's id of the item that made the call (OpenAI Responses' ` + "`" + `fc_…` + "`" + `)."
+  itemId: String
 }
 
 input ToolRequestInput {
@@ -4229,6 +4367,12 @@ func (ec *executionContext) childFields_Part(ctx context.Context, field graphql.
 		return ec.fieldContext_Part_html(ctx, field)
 	case "signature":
 		return ec.fieldContext_Part_signature(ctx, field)
+	case "itemId":
+		return ec.fieldContext_Part_itemId(ctx, field)
+	case "raw":
+		return ec.fieldContext_Part_raw(ctx, field)
+	case "citations":
+		return ec.fieldContext_Part_citations(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Part", field.Name)
 }
@@ -4343,6 +4487,14 @@ func (ec *executionContext) childFields_ToolCall(ctx context.Context, field grap
 		return ec.fieldContext_ToolCall_name(ctx, field)
 	case "arguments":
 		return ec.fieldContext_ToolCall_arguments(ctx, field)
+	case "argumentsRaw":
+		return ec.fieldContext_ToolCall_argumentsRaw(ctx, field)
+	case "argumentsValid":
+		return ec.fieldContext_ToolCall_argumentsValid(ctx, field)
+	case "partIndex":
+		return ec.fieldContext_ToolCall_partIndex(ctx, field)
+	case "itemId":
+		return ec.fieldContext_ToolCall_itemId(ctx, field)
 	case "approvalStatus":
 		return ec.fieldContext_ToolCall_approvalStatus(ctx, field)
 	case "decision":
@@ -4415,6 +4567,22 @@ func (ec *executionContext) childFields_ToolRequestMessage(ctx context.Context, 
 	return nil, fmt.Errorf("no field named %q was found under type ToolRequestMessage", field.Name)
 }
 
+func (ec *executionContext) childFields_TranscriptArtifact(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "messageId":
+		return ec.fieldContext_TranscriptArtifact_messageId(ctx, field)
+	case "position":
+		return ec.fieldContext_TranscriptArtifact_position(ctx, field)
+	case "artifact":
+		return ec.fieldContext_TranscriptArtifact_artifact(ctx, field)
+	case "action":
+		return ec.fieldContext_TranscriptArtifact_action(ctx, field)
+	case "reason":
+		return ec.fieldContext_TranscriptArtifact_reason(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TranscriptArtifact", field.Name)
+}
+
 func (ec *executionContext) childFields_TranscriptDrop(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "messageId":
@@ -4445,6 +4613,8 @@ func (ec *executionContext) childFields_TranscriptReport(ctx context.Context, fi
 		return ec.fieldContext_TranscriptReport_repairs(ctx, field)
 	case "notes":
 		return ec.fieldContext_TranscriptReport_notes(ctx, field)
+	case "artifacts":
+		return ec.fieldContext_TranscriptReport_artifacts(ctx, field)
 	case "endCursor":
 		return ec.fieldContext_TranscriptReport_endCursor(ctx, field)
 	case "cutPosition":
@@ -4722,14 +4892,22 @@ func (ec *executionContext) field_Conversation_transcriptReport_args(ctx context
 		return nil, err
 	}
 	args["after"] = arg7
-	arg8, err := graphql.ProcessArgField(ctx, rawArgs, "branch",
+	arg8, err := graphql.ProcessArgField(ctx, rawArgs, "foreignReasoning",
+		func(ctx context.Context, v any) (*parley.ForeignReasoning, error) {
+			return ec.unmarshalOForeignReasoning2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐForeignReasoning(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["foreignReasoning"] = arg8
+	arg9, err := graphql.ProcessArgField(ctx, rawArgs, "branch",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOID2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["branch"] = arg8
+	args["branch"] = arg9
 	return args, nil
 }
 
@@ -4800,14 +4978,22 @@ func (ec *executionContext) field_Conversation_transcript_args(ctx context.Conte
 		return nil, err
 	}
 	args["after"] = arg7
-	arg8, err := graphql.ProcessArgField(ctx, rawArgs, "branch",
+	arg8, err := graphql.ProcessArgField(ctx, rawArgs, "foreignReasoning",
+		func(ctx context.Context, v any) (*parley.ForeignReasoning, error) {
+			return ec.unmarshalOForeignReasoning2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐForeignReasoning(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["foreignReasoning"] = arg8
+	arg9, err := graphql.ProcessArgField(ctx, rawArgs, "branch",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOID2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["branch"] = arg8
+	args["branch"] = arg9
 	return args, nil
 }
 
@@ -6920,7 +7106,7 @@ func (ec *executionContext) _Conversation_transcript(ctx context.Context, field 
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Conversation().Transcript(ctx, obj, fc.Args["format"].(parley.TranscriptFormat), fc.Args["system"].(*string), fc.Args["maxTokens"].(*int), fc.Args["repair"].(*bool), fc.Args["images"].(*parley.ImageExport), fc.Args["model"].(*string), fc.Args["cacheBreakpoints"].(*int), fc.Args["after"].(*string), fc.Args["branch"].(*string))
+			return ec.Resolvers.Conversation().Transcript(ctx, obj, fc.Args["format"].(parley.TranscriptFormat), fc.Args["system"].(*string), fc.Args["maxTokens"].(*int), fc.Args["repair"].(*bool), fc.Args["images"].(*parley.ImageExport), fc.Args["model"].(*string), fc.Args["cacheBreakpoints"].(*int), fc.Args["after"].(*string), fc.Args["foreignReasoning"].(*parley.ForeignReasoning), fc.Args["branch"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v parley.JSON) graphql.Marshaler {
@@ -6964,7 +7150,7 @@ func (ec *executionContext) _Conversation_transcriptReport(ctx context.Context, 
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Conversation().TranscriptReport(ctx, obj, fc.Args["format"].(parley.TranscriptFormat), fc.Args["system"].(*string), fc.Args["maxTokens"].(*int), fc.Args["repair"].(*bool), fc.Args["images"].(*parley.ImageExport), fc.Args["model"].(*string), fc.Args["cacheBreakpoints"].(*int), fc.Args["after"].(*string), fc.Args["branch"].(*string))
+			return ec.Resolvers.Conversation().TranscriptReport(ctx, obj, fc.Args["format"].(parley.TranscriptFormat), fc.Args["system"].(*string), fc.Args["maxTokens"].(*int), fc.Args["repair"].(*bool), fc.Args["images"].(*parley.ImageExport), fc.Args["model"].(*string), fc.Args["cacheBreakpoints"].(*int), fc.Args["after"].(*string), fc.Args["foreignReasoning"].(*parley.ForeignReasoning), fc.Args["branch"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *parley.TranscriptReport) graphql.Marshaler {
@@ -11262,6 +11448,75 @@ func (ec *executionContext) fieldContext_Part_signature(_ context.Context, field
 	return graphql.NewScalarFieldContext("Part", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _Part_itemId(ctx context.Context, field graphql.CollectedField, obj *parley.Part) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Part_itemId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OptItemID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Part_itemId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Part", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Part_raw(ctx context.Context, field graphql.CollectedField, obj *parley.Part) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Part_raw(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Raw, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.JSON) graphql.Marshaler {
+			return ec.marshalOJSON2githubᚗcomᚋparleyᚑdevᚋparleyᚐJSON(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Part_raw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Part", field, false, false, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _Part_citations(ctx context.Context, field graphql.CollectedField, obj *parley.Part) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Part_citations(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Citations, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.JSON) graphql.Marshaler {
+			return ec.marshalOJSON2githubᚗcomᚋparleyᚑdevᚋparleyᚐJSON(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Part_citations(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Part", field, false, false, errors.New("field of type JSON does not have child fields"))
+}
+
 func (ec *executionContext) _ProcessingError_message(ctx context.Context, field graphql.CollectedField, obj *parley.ProcessingError) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13256,6 +13511,98 @@ func (ec *executionContext) fieldContext_ToolCall_arguments(_ context.Context, f
 	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type JSON does not have child fields"))
 }
 
+func (ec *executionContext) _ToolCall_argumentsRaw(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolCall_argumentsRaw(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArgumentsRaw(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolCall_argumentsRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ToolCall_argumentsValid(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolCall_argumentsValid(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArgumentsValid(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolCall_argumentsValid(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _ToolCall_partIndex(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolCall_partIndex(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PartIndex(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolCall_partIndex(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ToolCall_itemId(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolCall_itemId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ItemID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolCall_itemId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _ToolCall_approvalStatus(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -14648,6 +14995,121 @@ func (ec *executionContext) fieldContext_ToolResultMessage_deletedAt(_ context.C
 	return graphql.NewScalarFieldContext("ToolResultMessage", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
+func (ec *executionContext) _TranscriptArtifact_messageId(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptArtifact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptArtifact_messageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptArtifact_messageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptArtifact", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _TranscriptArtifact_position(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptArtifact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptArtifact_position(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Position, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptArtifact_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptArtifact", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _TranscriptArtifact_artifact(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptArtifact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptArtifact_artifact(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Artifact, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptArtifact_artifact(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptArtifact", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TranscriptArtifact_action(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptArtifact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptArtifact_action(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Action, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptArtifact_action(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptArtifact", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TranscriptArtifact_reason(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptArtifact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptArtifact_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptArtifact_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptArtifact", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _TranscriptDrop_messageId(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptDrop) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -14908,6 +15370,38 @@ func (ec *executionContext) _TranscriptReport_notes(ctx context.Context, field g
 }
 func (ec *executionContext) fieldContext_TranscriptReport_notes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("TranscriptReport", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TranscriptReport_artifacts(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptReport_artifacts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Artifacts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []parley.TranscriptArtifact) graphql.Marshaler {
+			return ec.marshalNTranscriptArtifact2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptArtifactᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptReport_artifacts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TranscriptReport",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TranscriptArtifact(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _TranscriptReport_endCursor(ctx context.Context, field graphql.CollectedField, obj *parley.TranscriptReport) (ret graphql.Marshaler) {
@@ -17029,7 +17523,7 @@ func (ec *executionContext) unmarshalInputPartInput(ctx context.Context, obj any
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"kind", "text", "signature"}
+	fieldsInOrder := [...]string{"kind", "text", "signature", "itemId", "raw", "citations"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17057,6 +17551,27 @@ func (ec *executionContext) unmarshalInputPartInput(ctx context.Context, obj any
 				return it, err
 			}
 			it.Signature = data
+		case "itemId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("itemId"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ItemID = data
+		case "raw":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("raw"))
+			data, err := ec.unmarshalOJSON2githubᚗcomᚋparleyᚑdevᚋparleyᚐJSON(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Raw = data
+		case "citations":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("citations"))
+			data, err := ec.unmarshalOJSON2githubᚗcomᚋparleyᚑdevᚋparleyᚐJSON(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Citations = data
 		}
 	}
 	return it, nil
@@ -17312,7 +17827,7 @@ func (ec *executionContext) unmarshalInputToolCallInput(ctx context.Context, obj
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"id", "name", "arguments"}
+	fieldsInOrder := [...]string{"id", "name", "arguments", "argumentsRaw", "partIndex", "itemId"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17335,11 +17850,32 @@ func (ec *executionContext) unmarshalInputToolCallInput(ctx context.Context, obj
 			it.Name = data
 		case "arguments":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("arguments"))
-			data, err := ec.unmarshalNJSON2githubᚗcomᚋparleyᚑdevᚋparleyᚐJSON(ctx, v)
+			data, err := ec.unmarshalOJSON2githubᚗcomᚋparleyᚑdevᚋparleyᚐJSON(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.Arguments = data
+		case "argumentsRaw":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("argumentsRaw"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArgumentsRaw = data
+		case "partIndex":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("partIndex"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PartIndex = data
+		case "itemId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("itemId"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ItemID = data
 		}
 	}
 	return it, nil
@@ -20384,6 +20920,21 @@ func (ec *executionContext) _Part(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "itemId":
+			out.Values[i] = ec._Part_itemId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "raw":
+			out.Values[i] = ec._Part_raw(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "citations":
+			out.Values[i] = ec._Part_citations(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -21295,6 +21846,26 @@ func (ec *executionContext) _ToolCall(ctx context.Context, sel ast.SelectionSet,
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "argumentsRaw":
+			out.Values[i] = ec._ToolCall_argumentsRaw(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "argumentsValid":
+			out.Values[i] = ec._ToolCall_argumentsValid(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "partIndex":
+			out.Values[i] = ec._ToolCall_partIndex(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "itemId":
+			out.Values[i] = ec._ToolCall_itemId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "approvalStatus":
 			out.Values[i] = ec._ToolCall_approvalStatus(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -21931,6 +22502,64 @@ func (ec *executionContext) _ToolResultMessage(ctx context.Context, sel ast.Sele
 	return out
 }
 
+var transcriptArtifactImplementors = []string{"TranscriptArtifact"}
+
+func (ec *executionContext) _TranscriptArtifact(ctx context.Context, sel ast.SelectionSet, obj *parley.TranscriptArtifact) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, transcriptArtifactImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TranscriptArtifact")
+		case "messageId":
+			out.Values[i] = ec._TranscriptArtifact_messageId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "position":
+			out.Values[i] = ec._TranscriptArtifact_position(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "artifact":
+			out.Values[i] = ec._TranscriptArtifact_artifact(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "action":
+			out.Values[i] = ec._TranscriptArtifact_action(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "reason":
+			out.Values[i] = ec._TranscriptArtifact_reason(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var transcriptDropImplementors = []string{"TranscriptDrop"}
 
 func (ec *executionContext) _TranscriptDrop(ctx context.Context, sel ast.SelectionSet, obj *parley.TranscriptDrop) graphql.Marshaler {
@@ -22028,6 +22657,11 @@ func (ec *executionContext) _TranscriptReport(ctx context.Context, sel ast.Selec
 			}
 		case "notes":
 			out.Values[i] = ec._TranscriptReport_notes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "artifacts":
+			out.Values[i] = ec._TranscriptReport_artifacts(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -23130,12 +23764,14 @@ var (
 	unmarshalNImportFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐImportFormat = map[string]parley.ImportFormat{
 		"CLAUDE_CODE_JSONL":  parley.ImportClaudeCode,
 		"OPENAI_CHAT":        parley.ImportOpenAIChat,
+		"OPENAI_RESPONSES":   parley.ImportOpenAIResponses,
 		"ANTHROPIC_MESSAGES": parley.ImportAnthropicMessages,
 		"PARLEY_JSON":        parley.ImportParleyJSON,
 	}
 	marshalNImportFormat2githubᚗcomᚋparleyᚑdevᚋparleyᚐImportFormat = map[parley.ImportFormat]string{
 		parley.ImportClaudeCode:        "CLAUDE_CODE_JSONL",
 		parley.ImportOpenAIChat:        "OPENAI_CHAT",
+		parley.ImportOpenAIResponses:   "OPENAI_RESPONSES",
 		parley.ImportAnthropicMessages: "ANTHROPIC_MESSAGES",
 		parley.ImportParleyJSON:        "PARLEY_JSON",
 	}
@@ -23432,12 +24068,16 @@ func (ec *executionContext) marshalNPartKind2githubᚗcomᚋparleyᚑdevᚋparle
 
 var (
 	unmarshalNPartKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐPartKind = map[string]parley.PartKind{
-		"TEXT":     parley.PartText,
-		"THINKING": parley.PartThinking,
+		"TEXT":              parley.PartText,
+		"THINKING":          parley.PartThinking,
+		"REDACTED_THINKING": parley.PartRedactedThinking,
+		"SERVER_TOOL":       parley.PartServerTool,
 	}
 	marshalNPartKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐPartKind = map[parley.PartKind]string{
-		parley.PartText:     "TEXT",
-		parley.PartThinking: "THINKING",
+		parley.PartText:             "TEXT",
+		parley.PartThinking:         "THINKING",
+		parley.PartRedactedThinking: "REDACTED_THINKING",
+		parley.PartServerTool:       "SERVER_TOOL",
 	}
 )
 
@@ -23738,6 +24378,26 @@ var (
 		parley.ToolError:   "ERROR",
 	}
 )
+
+func (ec *executionContext) marshalNTranscriptArtifact2githubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptArtifact(ctx context.Context, sel ast.SelectionSet, v parley.TranscriptArtifact) graphql.Marshaler {
+	return ec._TranscriptArtifact(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNTranscriptArtifact2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptArtifactᚄ(ctx context.Context, sel ast.SelectionSet, v []parley.TranscriptArtifact) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTranscriptArtifact2githubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptArtifact(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
 
 func (ec *executionContext) marshalNTranscriptDrop2githubᚗcomᚋparleyᚑdevᚋparleyᚐTranscriptDrop(ctx context.Context, sel ast.SelectionSet, v parley.TranscriptDrop) graphql.Marshaler {
 	return ec._TranscriptDrop(ctx, sel, &v)
@@ -24100,6 +24760,36 @@ func (ec *executionContext) marshalOFloat2ᚖfloat64(ctx context.Context, sel as
 	res := graphql.MarshalFloatContext(*v)
 	return graphql.WrapContextMarshaler(ctx, res)
 }
+
+func (ec *executionContext) unmarshalOForeignReasoning2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐForeignReasoning(ctx context.Context, v any) (*parley.ForeignReasoning, error) {
+	if v == nil {
+		return nil, nil
+	}
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalOForeignReasoning2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐForeignReasoning[tmp]
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOForeignReasoning2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐForeignReasoning(ctx context.Context, sel ast.SelectionSet, v *parley.ForeignReasoning) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(marshalOForeignReasoning2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐForeignReasoning[*v])
+	return res
+}
+
+var (
+	unmarshalOForeignReasoning2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐForeignReasoning = map[string]parley.ForeignReasoning{
+		"DROP":    parley.ForeignReasoningDrop,
+		"AS_TEXT": parley.ForeignReasoningAsText,
+	}
+	marshalOForeignReasoning2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐForeignReasoning = map[parley.ForeignReasoning]string{
+		parley.ForeignReasoningDrop:   "DROP",
+		parley.ForeignReasoningAsText: "AS_TEXT",
+	}
+)
 
 func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {
 	if v == nil {

@@ -19,9 +19,10 @@ func (r *conversationResolver) transcript(ctx context.Context, conv *parley.Conv
 
 // transcriptOptions decodes the arguments of transcript and transcriptReport.
 func transcriptOptions(system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string,
-	cacheBreakpoints *int, after *string, branch *string) (parley.TranscriptOptions, error) {
+	cacheBreakpoints *int, after *string, foreign *parley.ForeignReasoning, branch *string) (parley.TranscriptOptions, error) {
 	opts := parley.TranscriptOptions{System: deref(system), MaxTokens: maxTokens, Repair: deref(repair),
-		Images: deref(images), Model: deref(model), CacheBreakpoints: deref(cacheBreakpoints), Branch: deref(branch)}
+		Images: deref(images), Model: deref(model), CacheBreakpoints: deref(cacheBreakpoints), ForeignReasoning: deref(foreign),
+		Branch: deref(branch)}
 	if after != nil {
 		pos, err := parley.ParseMessageCursor("after", *after)
 		if err != nil {

@@ -12,8 +12,8 @@ import (
 	"github.com/parley-dev/parley"
 )
 
-func (r *conversationResolver) Transcript(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string, branch *string) (parley.JSON, error) {
-	opts, err := transcriptOptions(system, maxTokens, repair, images, model, cacheBreakpoints, after, branch)
+func (r *conversationResolver) Transcript(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string, foreignReasoning *parley.ForeignReasoning, branch *string) (parley.JSON, error) {
+	opts, err := transcriptOptions(system, maxTokens, repair, images, model, cacheBreakpoints, after, foreignReasoning, branch)
 	if err != nil {
 		return nil, err
 	}
@@ -24,8 +24,8 @@ func (r *conversationResolver) Transcript(ctx context.Context, obj *parley.Conve
 	return t.Body, nil
 }
 
-func (r *conversationResolver) TranscriptReport(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string, branch *string) (*parley.TranscriptReport, error) {
-	opts, err := transcriptOptions(system, maxTokens, repair, images, model, cacheBreakpoints, after, branch)
+func (r *conversationResolver) TranscriptReport(ctx context.Context, obj *parley.Conversation, format parley.TranscriptFormat, system *string, maxTokens *int, repair *bool, images *parley.ImageExport, model *string, cacheBreakpoints *int, after *string, foreignReasoning *parley.ForeignReasoning, branch *string) (*parley.TranscriptReport, error) {
+	opts, err := transcriptOptions(system, maxTokens, repair, images, model, cacheBreakpoints, after, foreignReasoning, branch)
 	if err != nil {
 		return nil, err
 	}

@@ -58,7 +58,7 @@ type Limits struct {
 const (
 	DefaultMaxDepth                      = 12
 	DefaultMaxAliases                    = 30
-	DefaultMaxComplexity                 = 50000
+	DefaultMaxComplexity                 = 100000
 	DefaultMaxTokens                     = 15000
 	DefaultMaxSelections                 = 1000
 	DefaultMaxSubscriptionsPerConnection = 50
@@ -132,11 +132,11 @@ func complexityFuncs(c *ComplexityRoot, l Limits) {
 	}
 	// An export reads the whole history, a page of the largest size at a time.
 	c.Conversation.Transcript = func(child int, _ parley.TranscriptFormat, _ *string, _ *int, _ *bool,
-		_ *parley.ImageExport, _ *string, _ *int, _ *string, _ *string) int {
+		_ *parley.ImageExport, _ *string, _ *int, _ *string, _ *parley.ForeignReasoning, _ *string) int {
 		return weigh(child, l.MaxPageSize)
 	}
 	c.Conversation.TranscriptReport = func(child int, _ parley.TranscriptFormat, _ *string, _ *int, _ *bool,
-		_ *parley.ImageExport, _ *string, _ *int, _ *string, _ *string) int {
+		_ *parley.ImageExport, _ *string, _ *int, _ *string, _ *parley.ForeignReasoning, _ *string) int {
 		return weigh(child, l.MaxPageSize)
 	}
 }

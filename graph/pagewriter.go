@@ -655,6 +655,9 @@ var (
 			"text":      str(func(p *parley.Part) string { return p.Text }),
 			"html":      scalar(func(w *jsonWriter, p *parley.Part) bool { w.str(w.html.HTML(p.Text)); return true }),
 			"signature": optStr(func(p *parley.Part) *string { return p.OptSignature() }),
+			"itemId":    optStr(func(p *parley.Part) *string { return p.OptItemID() }),
+			"raw":       scalar(func(w *jsonWriter, p *parley.Part) bool { w.optJSON(p.Raw); return true }),
+			"citations": scalar(func(w *jsonWriter, p *parley.Part) bool { w.optJSON(p.Citations); return true }),
 		}}
 
 	imageSourceType = &objectType[*parley.ImageSource]{name: "ImageSource", implementors: imageSourceImplementors,
@@ -709,6 +712,10 @@ var (
 			"callId":         str(func(c *model.ToolCall) string { return c.CallID() }),
 			"name":           str(func(c *model.ToolCall) string { return c.Name() }),
 			"arguments":      scalar(func(w *jsonWriter, c *model.ToolCall) bool { return w.json(c.Call.Arguments) }),
+			"argumentsRaw":   optStr(func(c *model.ToolCall) *string { return c.ArgumentsRaw() }),
+			"argumentsValid": boolean(func(c *model.ToolCall) bool { return c.ArgumentsValid() }),
+			"partIndex":      optInteger(func(c *model.ToolCall) *int { return c.PartIndex() }),
+			"itemId":         optStr(func(c *model.ToolCall) *string { return c.ItemID() }),
 			"approvalStatus": enum(func(c *model.ToolCall) parley.ApprovalStatus { return c.ApprovalStatus() }),
 			"decision":       optObject(approvalDecisionType, func(c *model.ToolCall) *parley.ApprovalDecision { return c.Decision() }),
 			"imported":       boolean(func(c *model.ToolCall) bool { return c.Imported() }),

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -52,6 +53,8 @@ func Parse(format parley.ImportFormat, r io.Reader) (*parley.Import, error) {
 		return claudecode.Parse(r)
 	case parley.ImportOpenAIChat:
 		return openai.ParseChat(r)
+	case parley.ImportOpenAIResponses:
+		return openai.ParseResponses(r)
 	case parley.ImportAnthropicMessages:
 		return anthropic.Parse(r)
 	case parley.ImportParleyJSON:
@@ -126,6 +129,9 @@ func promptTitle(m parley.Message) string {
 	return line
 }
 
+// maxModelBytes bounds the model a transcript names.
+const maxModelBytes = 256
+
 // pageSize is how many messages Transcript reads at a time.
 const pageSize = parley.MaxPageSize
 
@@ -169,6 +175,12 @@ func checkOptions(format parley.TranscriptFormat, opts parley.TranscriptOptions)
 		case opts.After != nil && *opts.After < 0:
 			return parley.Errorf(parley.EINVALID, "after: %d is not a message position", *opts.After)
 		}
+		if opts.ForeignReasoning != "" && !slices.Contains(parley.ForeignReasonings, opts.ForeignReasoning) {
+			return parley.Errorf(parley.EINVALID, "foreignReasoning: %q is not DROP or AS_TEXT", opts.ForeignReasoning)
+		}
+		if len(opts.Model) > maxModelBytes {
+			return parley.Errorf(parley.EINVALID, "model: %d bytes, at most %d", len(opts.Model), maxModelBytes)
+		}
 		return nil
 	}
 	switch {
@@ -186,6 +198,8 @@ func checkOptions(format parley.TranscriptFormat, opts parley.TranscriptOptions)
 		return parley.Errorf(parley.EINVALID, "cacheBreakpoints: %s is not sent to an LLM; cacheBreakpoints applies to ANTHROPIC_MESSAGES", format)
 	case opts.After != nil:
 		return parley.Errorf(parley.EINVALID, "after: %s is the whole history; after applies to OPENAI_CHAT, OPENAI_RESPONSES and ANTHROPIC_MESSAGES", format)
+	case opts.ForeignReasoning != "":
+		return parley.Errorf(parley.EINVALID, "foreignReasoning: %s keeps everything as stored; foreignReasoning applies to OPENAI_CHAT, OPENAI_RESPONSES and ANTHROPIC_MESSAGES", format)
 	}
 	return nil
 }
@@ -217,6 +231,7 @@ func build(conv *parley.Conversation, msgs []parley.Message, format parley.Trans
 	if err != nil {
 		return nil, err
 	}
+	kept = replay(kept, format, opts, &t.Report)
 	system := opts.System
 	if opts.After != nil {
 		system = "" // the earlier export, which this one continues, carried it

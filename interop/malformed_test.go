@@ -74,9 +74,7 @@ func TestMalformedInput(t *testing.T) {
 		{"tool_result naming no call", "CLAUDE_CODE_JSONL",
 			jsonl(t, good, ccUser("u2", []any{obj{"type": "tool_result", "tool_use_id": "toolu_9", "content": "x"}})),
 			`line 2: message.content[0]: tool_result for tool_use "toolu_9", which no earlier line calls`},
-		{"tool_use input not an object", "CLAUDE_CODE_JSONL",
-			jsonl(t, ccAssistant("a1", "msg_1", obj{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": []any{1}})),
-			"line 1: message.content[0].input: want an object, got an array"},
+		// An input that is not an object is kept, flagged invalid: see TestArgumentsByteForByte.
 		{"tool_use id used twice", "CLAUDE_CODE_JSONL",
 			jsonl(t, call, ccAssistant("a2", "msg_2", obj{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": obj{}})),
 			`line 2: message.content[0].id: tool_use id "toolu_1" is already used on line 1`},
@@ -100,9 +98,11 @@ func TestMalformedInput(t *testing.T) {
 			`messages[1].tool_call_id: "call_9" names no tool call of an earlier assistant message`},
 		{"tool message without a call id", "OPENAI_CHAT", `[{"role": "tool", "content": "x"}]`,
 			"messages[0].tool_call_id: a tool message must name the call it answers"},
-		{"arguments not JSON", "OPENAI_CHAT",
-			`[{"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{city"}}]}]`,
-			"messages[0].tool_calls[0].function.arguments: not valid JSON"},
+		// Arguments that are not JSON are kept as produced, flagged invalid (see
+		// TestArgumentsByteForByte); only what Postgres cannot store is refused.
+		{"arguments with a NUL byte", "OPENAI_CHAT",
+			`[{"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"a\": \"\u0000\"}"}}]}]`,
+			"toolRequest.toolCalls[0].argumentsRaw: contains a NUL byte"},
 		{"call answered twice", "OPENAI_CHAT",
 			`[{"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
 			  {"role": "tool", "tool_call_id": "c1", "content": "a"}, {"role": "tool", "tool_call_id": "c1", "content": "b"}]`,

@@ -24,7 +24,7 @@ const liveFields = `__typename ... on MessageBase { id position role messageStat
 	provenance { provider model responseId finishReason timeToFirstTokenMs durationMs
 		usage { inputTokens outputTokens cachedInputTokens cacheCreationInputTokens reasoningTokens } } }
 	... on TextMessage { text thinking parts { kind text signature } }
-	... on ToolRequestMessage { text thinking parts { kind text signature } toolCalls { id: callId name arguments } }`
+	... on ToolRequestMessage { text thinking parts { kind text signature } toolCalls { id: callId name arguments argumentsRaw argumentsValid } }`
 
 type liveMessage struct {
 	Typename        string  `json:"__typename"`
@@ -45,8 +45,10 @@ type liveMessage struct {
 		Kind, Text, Signature string
 	} `json:"parts"`
 	ToolCalls []struct {
-		ID, Name  string
-		Arguments json.RawMessage
+		ID, Name       string
+		Arguments      json.RawMessage
+		ArgumentsRaw   *string
+		ArgumentsValid bool
 	} `json:"toolCalls"`
 }
 
@@ -156,6 +158,44 @@ func TestLiveMessageGrowsAndCompletes(t *testing.T) {
 	}
 }
 
+// TestLiveMessageCompletedCutShort: a reply the token limit cut in the middle of a tool
+// call's arguments completes (finish_reason "length"), its arguments kept as they
+// streamed and flagged invalid, so that the call can be answered with an error result.
+func TestLiveMessageCompletedCutShort(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	conv := srv.CreateConversation(t, "cut short")
+	m := startMessage(t, srv, conv, nil)
+	srv.MustDo(t, appendMutation, map[string]any{"m": m.ID, "s": 1, "d": []map[string]any{
+		{"kind": "TOOL_ARGUMENTS", "index": 0, "toolCallId": "call_1", "toolName": "write", "text": `{"path": "a.txt", `},
+		{"kind": "TOOL_ARGUMENTS", "index": 0, "text": `"content": "very lo`},
+		{"kind": "TOOL_ARGUMENTS", "index": 1, "toolCallId": "call_0", "toolName": "read", "text": `{"n":1e2, "a": -0}`},
+	}}, nil)
+	got := endMessage(t, srv, `mutation($m: ID!, $i: CompleteMessageInput) { completeMessage(messageId: $m, input: $i) { `+liveFields+` } }`,
+		map[string]any{"m": m.ID, "i": map[string]any{"finishReason": "length"}})
+	if got.MessageStatus != "COMPLETED" || len(got.ToolCalls) != 2 {
+		t.Fatalf("got %+v, want COMPLETED with two calls", got)
+	}
+	cut, whole := got.ToolCalls[0], got.ToolCalls[1]
+	if cut.ArgumentsValid || cut.ArgumentsRaw == nil || *cut.ArgumentsRaw != `{"path": "a.txt", "content": "very lo` {
+		t.Errorf("cut call: got %+v, want its arguments as streamed, flagged invalid", cut)
+	}
+	if !whole.ArgumentsValid || whole.ArgumentsRaw == nil || *whole.ArgumentsRaw != `{"n":1e2, "a": -0}` || string(whole.Arguments) != `{"n":1e2,"a":-0}` {
+		t.Errorf("whole call: got %+v (raw %v), want its arguments as streamed", whole, whole.ArgumentsRaw)
+	}
+	// The call is answered with an error result, and the history exports.
+	srv.MustDo(t, `mutation($c: ID!, $in: MessageInput!) { addMessage(conversationId: $c, input: $in) { cursor } }`,
+		map[string]any{"c": conv, "in": map[string]any{"toolResult": map[string]any{"toolCallId": "call_1", "status": "ERROR",
+			"error": map[string]any{"message": "the arguments were cut short"}}}}, nil)
+	var out struct {
+		Conversation struct{ Transcript json.RawMessage }
+	}
+	srv.MustDo(t, `query($c: ID!) { conversation(id: $c) { transcript(format: OPENAI_CHAT, repair: true) } }`, map[string]any{"c": conv}, &out)
+	if !strings.Contains(string(out.Conversation.Transcript), `"arguments":"{\"path\": \"a.txt\", \"content\": \"very lo"`) {
+		t.Errorf("the export does not send the arguments as produced: %s", out.Conversation.Transcript)
+	}
+}
+
 // TestLiveMessageAbortKeepsPartial: a stop keeps exactly what was acknowledged, with its
 // reason; appends after it, and another end, are refused.
 func TestLiveMessageAbortKeepsPartial(t *testing.T) {
@@ -174,9 +214,9 @@ func TestLiveMessageAbortKeepsPartial(t *testing.T) {
 		got.Text != "The answer " || got.Thinking != "hmm" || got.Typename != "ToolRequestMessage" {
 		t.Fatalf("aborted: got %+v", got)
 	}
-	var args string
-	if len(got.ToolCalls) != 1 || json.Unmarshal(got.ToolCalls[0].Arguments, &args) != nil || args != `{"q": "unfin` {
-		t.Errorf("partial tool call: got %+v, want its arguments kept as the text that arrived", got.ToolCalls)
+	if len(got.ToolCalls) != 1 || got.ToolCalls[0].ArgumentsRaw == nil || *got.ToolCalls[0].ArgumentsRaw != `{"q": "unfin` ||
+		got.ToolCalls[0].ArgumentsValid || string(got.ToolCalls[0].Arguments) != "{}" {
+		t.Errorf("partial tool call: got %+v, want its arguments kept as the text that arrived, flagged invalid", got.ToolCalls)
 	}
 	r := srv.Do(t, appendMutation, map[string]any{"m": m.ID, "s": 3, "d": []map[string]any{{"kind": "TEXT", "index": 0, "text": "late"}}})
 	if code := r.ErrorCode(t); code != "CONFLICT" {
@@ -279,7 +319,8 @@ func TestLiveMessageSizeLimits(t *testing.T) {
 		}
 	}
 	got := endMessage(t, srv, `mutation($m: ID!) { abortMessage(messageId: $m) { `+liveFields+` } }`, map[string]any{"m": m.ID})
-	if got.Text != "1234567890" || len(got.ToolCalls) != 2 || string(got.ToolCalls[0].Arguments) != `"{\"q\": \"1234\""` {
+	if got.Text != "1234567890" || len(got.ToolCalls) != 2 || got.ToolCalls[0].ArgumentsRaw == nil ||
+		*got.ToolCalls[0].ArgumentsRaw != `{"q": "1234"` || got.ToolCalls[0].ArgumentsValid {
 		t.Errorf("aborted: got text %q, calls %+v; want the text and calls acknowledged, no more", got.Text, got.ToolCalls)
 	}
 }

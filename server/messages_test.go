@@ -113,16 +113,16 @@ func TestVariantsRoundTrip(t *testing.T) {
 		{
 			name: "text with parts",
 			input: map[string]any{"text": map[string]any{"role": "ASSISTANT", "parts": []any{
-				map[string]any{"kind": "THINKING", "text": "Let me think.", "signature": "sig-1"},
+				map[string]any{"kind": "THINKING", "text": "Let me think.", "signature": "sig-1", "itemId": "", "raw": nil, "citations": nil},
 				map[string]any{"kind": "TEXT", "text": "First."},
 				map[string]any{"kind": "TEXT", "text": "Second."},
 			}}},
 			want: node{
 				"__typename": "TextMessage", "role": "ASSISTANT", "label": "Assistant",
 				"parts": []any{
-					node{"kind": "THINKING", "content": "Let me think.", "text": "Let me think.", "html": "<p>Let me think.</p>\n", "signature": "sig-1"},
-					node{"kind": "TEXT", "content": "First.", "text": "First.", "html": "<p>First.</p>\n", "signature": nil},
-					node{"kind": "TEXT", "content": "Second.", "text": "Second.", "html": "<p>Second.</p>\n", "signature": nil},
+					node{"kind": "THINKING", "content": "Let me think.", "text": "Let me think.", "html": "<p>Let me think.</p>\n", "signature": "sig-1", "itemId": nil, "raw": nil, "citations": nil},
+					node{"kind": "TEXT", "content": "First.", "text": "First.", "html": "<p>First.</p>\n", "signature": nil, "itemId": nil, "raw": nil, "citations": nil},
+					node{"kind": "TEXT", "content": "Second.", "text": "Second.", "html": "<p>Second.</p>\n", "signature": nil, "itemId": nil, "raw": nil, "citations": nil},
 				},
 				"content": "First.\n\nSecond.", "text": "First.\n\nSecond.", "thinking": "Let me think.",
 				"html": "<p>First.</p>\n<p>Second.</p>\n",
@@ -176,8 +176,10 @@ func TestVariantsRoundTrip(t *testing.T) {
 			want: node{
 				"__typename": "ToolRequestMessage", "role": "INVOCATION", "label": "Tool Call", "text": "Reading it.",
 				"toolCalls": []any{
-					node{"callId": "call_a", "name": "read_file", "arguments": node{"lines": []any{1, 2}, "path": "/etc/hosts"}, "approvalStatus": "PENDING", "decision": nil, "imported": false},
-					node{"callId": "call_b", "name": "mcp.search", "arguments": node{}, "approvalStatus": "PENDING", "decision": nil, "imported": false},
+					node{"callId": "call_a", "name": "read_file", "arguments": node{"lines": []any{1, 2}, "path": "/etc/hosts"}, "approvalStatus": "PENDING", "decision": nil, "imported": false,
+						"argumentsRaw": nil, "argumentsValid": true, "itemId": nil, "partIndex": nil},
+					node{"callId": "call_b", "name": "mcp.search", "arguments": node{}, "approvalStatus": "PENDING", "decision": nil, "imported": false,
+						"argumentsRaw": nil, "argumentsValid": true, "itemId": nil, "partIndex": nil},
 				},
 			},
 		},

@@ -25,11 +25,12 @@ func importCommand(stdout, stderr io.Writer) *cli.Command {
 		Usage:     "import a history from another tool (FILE, or - for standard input) and print the import report",
 		ArgsUsage: "FILE|-",
 		Description: "Formats: CLAUDE_CODE_JSONL (a Claude Code session, ~/.claude/projects/<project>/<session>.jsonl),\n" +
-			"OPENAI_CHAT (a Chat Completions messages array), ANTHROPIC_MESSAGES ({system, messages}),\n" +
+			"OPENAI_CHAT (a Chat Completions messages array), OPENAI_RESPONSES (a Responses input array),\n" +
+			"ANTHROPIC_MESSAGES ({system, messages}), " +
 			"PARLEY_JSON (parley export --format PARLEY_JSON). The report starts with the conversation's id.\n" +
 			"Importing the same history into the same conversation again adds only what is new.",
 		Flags: append(clientFlags(),
-			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Required: true, Usage: "CLAUDE_CODE_JSONL, OPENAI_CHAT, ANTHROPIC_MESSAGES or PARLEY_JSON"},
+			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Required: true, Usage: "CLAUDE_CODE_JSONL, OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC_MESSAGES or PARLEY_JSON"},
 			&cli.StringFlag{Name: "conversation", Aliases: []string{"c"}, Usage: "import into this conversation (its id) instead of a new one"},
 			&cli.StringFlag{Name: "title", Aliases: []string{"t"}, Usage: "title of the new conversation (default: the source's title, else its first prompt)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON, in the API's field names (importConversation's ImportReport)"},

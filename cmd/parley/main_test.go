@@ -51,7 +51,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"parley", "--help"}, []string{"serve", "migrate"}},
 		{[]string{"parley", "serve", "--help"}, []string{"--addr", "PARLEY_ADDR", "--database-url", "DATABASE_URL", "--data-dir", "PARLEY_DATA_DIR", "127.0.0.1:8080",
 			// The real defaults, from the declarations (config.Settings).
-			"max-depth int", "(default: 12)", "(default: 50000)", "(default: 33554432)", "(default: 1048576)", "(default: 50)",
+			"max-depth int", "(default: 12)", "(default: 100000)", "(default: 33554432)", "(default: 1048576)", "(default: 50)",
 			"(default: 20s)", "(default: 3m0s)", "(default: true)", "(limits.max_depth)"}},
 		{[]string{"parley", "migrate", "--help"}, []string{"--database-url", "--data-dir"}},
 	} {

@@ -186,6 +186,12 @@ type PartInput struct {
 	Kind      parley.PartKind `json:"kind"`
 	Text      string          `json:"text"`
 	Signature *string         `json:"signature,omitempty"`
+	// The provider's id of the item this part was (OpenAI Responses' `rs_…`).
+	ItemID *string `json:"itemId,omitempty"`
+	// A SERVER_TOOL part's block, a JSON object with its type.
+	Raw parley.JSON `json:"raw,omitempty"`
+	// A TEXT part's citations, a JSON array.
+	Citations parley.JSON `json:"citations,omitempty"`
 }
 
 type ProvenanceInput struct {
@@ -248,8 +254,16 @@ type ToolCallInput struct {
 	// Unique within the conversation.
 	ID   string `json:"id"`
 	Name string `json:"name"`
-	// A JSON object.
-	Arguments parley.JSON `json:"arguments"`
+	// A JSON object. Give arguments or argumentsRaw.
+	Arguments parley.JSON `json:"arguments,omitempty"`
+	// The arguments exactly as the model produced them, kept byte for byte (OpenAI's
+	// `arguments` string). When they are not a JSON object the call is stored flagged
+	// (`argumentsValid: false`) rather than refused.
+	ArgumentsRaw *string `json:"argumentsRaw,omitempty"`
+	// Where the call came among the request's parts (see ToolCall.partIndex); null: after all of them.
+	PartIndex *int `json:"partIndex,omitempty"`
+	// The provider's id of the item that made the call (OpenAI Responses' `fc_…`).
+	ItemID *string `json:"itemId,omitempty"`
 }
 
 type ToolErrorInput struct {

@@ -32,6 +32,23 @@ func (c *ToolCall) Name() string { return c.Call.Name }
 // Arguments are the call's arguments.
 func (c *ToolCall) Arguments() parley.JSON { return c.Call.Arguments }
 
+// ArgumentsRaw is the arguments as the model produced them, nil when given as JSON only.
+func (c *ToolCall) ArgumentsRaw() *string { return c.Call.ArgumentsRaw }
+
+// ArgumentsValid says the arguments are a JSON object.
+func (c *ToolCall) ArgumentsValid() bool { return !c.Call.ArgumentsInvalid }
+
+// PartIndex is where the call came among its message's parts, nil after all of them.
+func (c *ToolCall) PartIndex() *int { return c.Call.PartIndex }
+
+// ItemID is the provider's id of the item that made the call, nil when none.
+func (c *ToolCall) ItemID() *string {
+	if c.Call.ItemID == "" {
+		return nil
+	}
+	return &c.Call.ItemID
+}
+
 // ApprovalStatus is where the call stands.
 func (c *ToolCall) ApprovalStatus() parley.ApprovalStatus { return c.Call.ApprovalStatus }
 

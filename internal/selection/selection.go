@@ -14,7 +14,7 @@ const MessageFields = `
 		provenance { provider model responseId finishReason timeToFirstTokenMs durationMs
 			usage { inputTokens outputTokens cachedInputTokens cacheCreationInputTokens reasoningTokens } }
 	}
-	... on TextMessage { parts { kind content text html signature } content text html thinking }
+	... on TextMessage { parts { kind content text html signature itemId raw citations } content text html thinking }
 	... on ImageMessage {
 		source { kind url base64 mediaType filePath }
 		recognitionMode
@@ -25,11 +25,11 @@ const MessageFields = `
 		resolution { status content truncated originalSize error { message retryable } resolvedAt }
 	}
 	... on ToolRequestMessage {
-		parts { kind content text html signature } content text html thinking
-		toolCalls { id callId name arguments approvalStatus decision { status decidedBy reason decidedAt } imported }
+		parts { kind content text html signature itemId raw citations } content text html thinking
+		toolCalls { id callId name arguments argumentsRaw argumentsValid partIndex itemId approvalStatus decision { status decidedBy reason decidedAt } imported }
 	}
 	... on ToolResultMessage {
-		toolCallId toolName status output parts { kind content text html signature } content text html
+		toolCallId toolName status output parts { kind content text html signature itemId raw citations } content text html
 		error { message stackTrace recoverable } durationMs executedAt truncated originalSize
 	}
 	... on SystemControlMessage { kind from to params }

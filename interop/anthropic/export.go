@@ -14,6 +14,9 @@ import (
 
 const (
 	noteUnsigned     = "thinking without a signature left out: the API refuses it"
+	noteServerTool   = "a server tool block this SDK does not know left out"
+	noteCitations    = "citations this SDK does not know left out; their text is sent"
+	noteBadArguments = "tool call arguments that are not a JSON object (as the model produced them) sent as {}: the API takes only an object"
 	noteImageAsText  = "image sent as its recognized text"
 	noteStartsWithAI = "the transcript starts with an assistant turn"
 )
@@ -51,18 +54,28 @@ func (b *builder) text(role sdk.MessageParamRole, text string) {
 	t.blocks = append(t.blocks, sdk.NewTextBlock(text))
 }
 
-// body adds a message's parts: signed thinking, then text.
+// body adds a message's parts: signed and redacted thinking, unmodified and in their
+// order (the API refuses a tool loop's next turn otherwise), then text. An assistant's
+// parts that are more than text and thinking (server tool blocks, citations) go each
+// as its own block, in order.
 func (b *builder) body(role sdk.MessageParamRole, body parley.Body) {
+	if role == sdk.MessageParamRoleAssistant && rich(body) {
+		b.inOrder(&parley.ToolRequestMessage{Body: body})
+		return
+	}
 	var thinking []sdk.ContentBlockParamUnion
 	for _, p := range body.Parts {
-		if p.Kind != parley.PartThinking {
-			continue
-		}
-		if p.Signature == "" {
+		switch {
+		case p.Kind == parley.PartRedactedThinking:
+			thinking = append(thinking, sdk.NewRedactedThinkingBlock(p.Signature))
+		case p.Kind != parley.PartThinking:
+		case p.Signature == "":
 			b.notes.Add(noteUnsigned)
-			continue
+		default:
+			// Signed thinking is sent even with no text: models that omit the display
+			// of their thinking sign an empty one.
+			thinking = append(thinking, sdk.NewThinkingBlock(p.Signature, p.Text))
 		}
-		thinking = append(thinking, sdk.NewThinkingBlock(p.Signature, p.Text))
 	}
 	if len(thinking) > 0 {
 		t := b.current(role)
@@ -81,6 +94,73 @@ type Options struct {
 	// CacheBreakpoints is how many cache_control breakpoints to place (see
 	// placeBreakpoints), at most parley.MaxCacheBreakpoints.
 	CacheBreakpoints int
+}
+
+// toolUse is a call as a tool_use block, its input as the model produced it.
+func (b *builder) toolUse(c *parley.ToolCall) sdk.ContentBlockParamUnion {
+	args := json.RawMessage(c.Arguments)
+	switch {
+	case c.ArgumentsInvalid:
+		b.notes.Add(noteBadArguments)
+		args = json.RawMessage("{}")
+	case c.ArgumentsRaw != nil:
+		args = json.RawMessage(*c.ArgumentsRaw) // key order and numbers as produced
+	case c.Arguments.IsNull():
+		args = json.RawMessage("{}")
+	}
+	return sdk.NewToolUseBlock(c.ID, args, c.Name)
+}
+
+// inOrder adds a tool request whose calls came between its parts as the model produced
+// it: each part its own block and each call where it was ([text, tool_use, text,
+// tool_use]), thinking that opens the message first in the turn.
+func (b *builder) inOrder(m *parley.ToolRequestMessage) {
+	t := b.current(sdk.MessageParamRoleAssistant)
+	opening := true
+	m.InOrder(func(p *parley.Part, c *parley.ToolCall) {
+		var block sdk.ContentBlockParamUnion
+		switch {
+		case c != nil:
+			block = b.toolUse(c)
+		case p.Kind == parley.PartRedactedThinking:
+			block = sdk.NewRedactedThinkingBlock(p.Signature)
+		case p.Kind == parley.PartThinking && p.Signature == "":
+			b.notes.Add(noteUnsigned)
+			return
+		case p.Kind == parley.PartThinking:
+			block = sdk.NewThinkingBlock(p.Signature, p.Text)
+		case p.Kind == parley.PartServerTool:
+			if err := json.Unmarshal(p.Raw, &block); err != nil || param.IsOmitted(block) {
+				b.notes.Add(noteServerTool)
+				return
+			}
+		case strings.TrimSpace(p.Text) == "":
+			return // the API refuses empty text blocks
+		default:
+			text := sdk.TextBlockParam{Text: p.Text}
+			if len(p.Citations) > 0 && json.Unmarshal(p.Citations, &text.Citations) != nil {
+				b.notes.Add(noteCitations)
+			}
+			block = sdk.ContentBlockParamUnion{OfText: &text}
+		}
+		if opening && c == nil && (p.Kind == parley.PartThinking || p.Kind == parley.PartRedactedThinking) {
+			t.thinking = append(t.thinking, block)
+			return
+		}
+		opening = false
+		t.blocks = append(t.blocks, block)
+	})
+}
+
+// rich reports whether body has parts that only go as blocks of their own: server tool
+// blocks and text with citations.
+func rich(body parley.Body) bool {
+	for _, p := range body.Parts {
+		if p.Kind == parley.PartServerTool || len(p.Citations) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Export is ExportWith with only a system prompt.
@@ -139,14 +219,14 @@ func ExportWith(msgs []parley.Message, opts Options) (parley.JSON, []string, err
 			text, _ := parley.ContextText(m)
 			b.text(sdk.MessageParamRoleUser, text)
 		case *parley.ToolRequestMessage:
+			if m.Anchored() || rich(m.Body) {
+				b.inOrder(m)
+				continue
+			}
 			b.body(sdk.MessageParamRoleAssistant, m.Body)
 			t := b.current(sdk.MessageParamRoleAssistant)
-			for _, c := range m.ToolCalls {
-				args := json.RawMessage(c.Arguments)
-				if c.Arguments.IsNull() {
-					args = json.RawMessage("{}")
-				}
-				t.blocks = append(t.blocks, sdk.NewToolUseBlock(c.ID, args, c.Name))
+			for i := range m.ToolCalls {
+				t.blocks = append(t.blocks, b.toolUse(&m.ToolCalls[i]))
 			}
 		case *parley.ToolResultMessage:
 			r := sdk.ToolResultBlockParam{ToolUseID: m.ToolCallID}

@@ -270,17 +270,18 @@ func (p *parser) user(where string, raw json.RawMessage, blocks []block) error {
 func (p *parser) assistant(where string, raw json.RawMessage, blocks []block) error {
 	var parts []parley.Part
 	var calls []parley.ToolCall
+	var at []int // how many parts came before each call
 	var images []parley.Message
 	for i, b := range blocks {
 		field := fmt.Sprintf("%s.content[%d]", where, i)
 		switch b.Type {
 		case "text":
 			if strings.TrimSpace(b.Text) != "" {
-				parts = append(parts, parley.Part{Kind: parley.PartText, Text: b.Text})
+				parts = append(parts, contentblock.TextPart(b))
 			}
-		case "thinking":
-			if strings.TrimSpace(b.Thinking) != "" {
-				parts = append(parts, parley.Part{Kind: parley.PartThinking, Text: b.Thinking, Signature: b.Signature})
+		case "thinking", "redacted_thinking":
+			if part, ok := contentblock.Thinking(b); ok {
+				parts = append(parts, part)
 			}
 		case "tool_use":
 			if b.ID == "" {
@@ -292,14 +293,10 @@ func (p *parser) assistant(where string, raw json.RawMessage, blocks []block) er
 			if prev, dup := p.calls[b.ID]; dup {
 				return invalid(field, ".id: %q is already the id of a tool_use in %s", jsonerr.Truncate(b.ID), prev)
 			}
-			args := parley.JSON(bytes.TrimSpace(b.Input))
-			if args.IsNull() {
-				args = parley.JSON("{}")
-			} else if !args.IsObject() {
-				return invalid(field, ".input: want an object, got %s", jsonerr.Kind(args))
-			}
+			args, raw := contentblock.Arguments(b.Input)
 			p.calls[b.ID] = field
-			calls = append(calls, parley.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
+			calls = append(calls, parley.ToolCall{ID: b.ID, Name: b.Name, Arguments: args, ArgumentsRaw: raw})
+			at = append(at, len(parts))
 		case "image":
 			img, err := p.image(field, b, parley.RoleAssistant)
 			if err != nil {
@@ -309,6 +306,10 @@ func (p *parser) assistant(where string, raw json.RawMessage, blocks []block) er
 		case "tool_result":
 			return invalid(field, ".type: tool_result blocks belong in user messages")
 		default:
+			if contentblock.ServerTool(b.Type) {
+				parts = append(parts, contentblock.ServerToolPart(b))
+				continue
+			}
 			p.drop(field, b.Type)
 		}
 	}
@@ -317,6 +318,7 @@ func (p *parser) assistant(where string, raw json.RawMessage, blocks []block) er
 	switch {
 	case len(calls) > 0:
 		meta.Role = parley.RoleInvocation
+		parley.AnchorCalls(calls, at, len(parts))
 		o.Add(&parley.ToolRequestMessage{MessageMeta: meta, Body: parley.Body{Parts: parts}, ToolCalls: calls})
 	case strings.TrimSpace(parley.Body{Parts: parts}.Text()) != "":
 		o.Add(&parley.TextMessage{MessageMeta: meta, Body: parley.Body{Parts: parts}})

@@ -156,6 +156,7 @@ type reply struct {
 	createdAt time.Time
 	parts     []parley.Part
 	calls     []parley.ToolCall
+	at        []int // how many parts came before each call
 	// seen holds digests of the blocks already read, not the blocks, which can be
 	// large: a reply has a few, so a slice searched in order is smaller than a map.
 	seen [][16]byte
@@ -618,7 +619,7 @@ func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Tim
 	r.prov = msg.provenance(r.prov)
 	added := 0
 	for i, b := range blocks {
-		fp := b.Type + "\x00" + b.Text + "\x00" + b.Thinking + "\x00" + b.ID + "\x00" + fingerprint(b.Input)
+		fp := b.Type + "\x00" + b.Text + "\x00" + b.Thinking + "\x00" + b.Signature + b.Data + "\x00" + b.ID + "\x00" + fingerprint(b.Input) + fingerprint(b.Raw)
 		if b.Type == "image" && b.Source != nil {
 			fp += b.Source.Data + b.Source.URL
 		}
@@ -637,11 +638,11 @@ func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Tim
 		switch b.Type {
 		case "text":
 			if strings.TrimSpace(b.Text) != "" {
-				r.parts = append(r.parts, parley.Part{Kind: parley.PartText, Text: b.Text})
+				r.parts = append(r.parts, contentblock.TextPart(b))
 			}
-		case "thinking":
-			if strings.TrimSpace(b.Thinking) != "" {
-				r.parts = append(r.parts, parley.Part{Kind: parley.PartThinking, Text: b.Thinking, Signature: b.Signature})
+		case "thinking", "redacted_thinking":
+			if part, ok := contentblock.Thinking(b); ok {
+				r.parts = append(r.parts, part)
 			}
 		case "tool_use":
 			if b.ID == "" {
@@ -653,14 +654,10 @@ func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Tim
 			if prev, dup := p.calls[b.ID]; dup {
 				return invalid(n, "%s.id: tool_use id %q is already used on line %d", field, jsonerr.Truncate(b.ID), prev)
 			}
-			args := parley.JSON(bytes.TrimSpace(b.Input))
-			if args.IsNull() {
-				args = parley.JSON("{}")
-			} else if !args.IsObject() {
-				return invalid(n, "%s.input: want an object, got %s", field, jsonerr.Kind(b.Input))
-			}
+			args, raw := contentblock.Arguments(b.Input)
 			p.calls[b.ID] = n
-			r.calls = append(r.calls, parley.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
+			r.calls = append(r.calls, parley.ToolCall{ID: b.ID, Name: b.Name, Arguments: args, ArgumentsRaw: raw})
+			r.at = append(r.at, len(r.parts))
 		case "image":
 			img, err := p.image(n, field, b.Source, parley.RoleAssistant)
 			if err != nil {
@@ -669,12 +666,11 @@ func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Tim
 			img.Meta().CreatedAt = created
 			img.Meta().SourceID = clip(key + "#image-" + fingerprint([]byte(b.Source.Data + b.Source.URL))[:12])
 			p.items = append(p.items, item{msg: img, origin: where})
-		case "redacted_thinking":
-			if !p.dropped["redacted_thinking"] {
-				p.dropped["redacted_thinking"] = true
-				p.imp.Warn("line %d: redacted thinking cannot be kept and was left out (here and later)", n)
-			}
 		default:
+			if contentblock.ServerTool(b.Type) {
+				r.parts = append(r.parts, contentblock.ServerToolPart(b))
+				continue
+			}
 			p.dropBlock(n, b.Type, "assistant")
 		}
 	}
@@ -745,7 +741,8 @@ func (p *parser) add(it item) {
 	r := it.reply
 	r.emitted = true
 	parts, calls := r.parts, r.calls
-	r.parts, r.calls = nil, nil // the message has them now
+	parley.AnchorCalls(calls, r.at, len(parts))
+	r.parts, r.calls, r.at = nil, nil, nil // the message has them now
 	meta := parley.MessageMeta{Role: parley.RoleAssistant, CreatedAt: r.createdAt, SourceID: clip(r.sourceID),
 		Live: parley.Live{Provenance: r.prov}}
 	switch {

@@ -7,6 +7,7 @@ import (
 	"image"
 	"image/jpeg"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -174,5 +175,52 @@ func TestReplyProvenance(t *testing.T) {
 	}
 	if p := imp.Messages[0].Message.Meta().Live.Provenance; p != nil {
 		t.Errorf("the user's message: got provenance %+v, want none", p)
+	}
+}
+
+// TestThinkingKept: signed thinking whose display was omitted (empty text) and redacted
+// thinking are kept in order, as are calls made between texts and arguments as given.
+func TestThinkingKept(t *testing.T) {
+	t.Parallel()
+	imp := parse(t, lines(t,
+		user("u1", "Go."),
+		assistant("a1", "msg_1",
+			map[string]any{"type": "thinking", "thinking": "", "signature": "sig-1"},
+			map[string]any{"type": "redacted_thinking", "data": "ENC-1"},
+			map[string]any{"type": "text", "text": "First."},
+			map[string]any{"type": "tool_use", "id": "toolu_1", "name": "Read", "input": json.RawMessage(`{"z": 1, "a": 1e2}`)},
+			map[string]any{"type": "text", "text": "Then."},
+			map[string]any{"type": "tool_use", "id": "toolu_2", "name": "Read", "input": json.RawMessage(`[1]`)},
+		),
+	))
+	if len(imp.Messages) != 2 {
+		t.Fatalf("got %d messages, want 2", len(imp.Messages))
+	}
+	req, ok := imp.Messages[1].Message.(*parley.ToolRequestMessage)
+	if !ok {
+		t.Fatalf("got %T, want a tool request", imp.Messages[1].Message)
+	}
+	want := []parley.Part{{Kind: parley.PartThinking, Signature: "sig-1"}, {Kind: parley.PartRedactedThinking, Signature: "ENC-1"},
+		{Kind: parley.PartText, Text: "First."}, {Kind: parley.PartText, Text: "Then."}}
+	if len(req.Parts) != len(want) {
+		t.Fatalf("parts: got %+v, want %+v", req.Parts, want)
+	}
+	for i := range want {
+		if !reflect.DeepEqual(req.Parts[i], want[i]) {
+			t.Errorf("part %d: got %+v, want %+v", i, req.Parts[i], want[i])
+		}
+	}
+	var got []string
+	for _, c := range req.ToolCalls {
+		got = append(got, strconv.Itoa(*c.PartIndex)+" "+*c.ArgumentsRaw)
+	}
+	if g, w := strings.Join(got, " | "), `3 {"z":1,"a":1e2} | 4 [1]`; g != w {
+		t.Errorf("calls: got %s, want %s", g, w)
+	}
+	if err := parley.Prepare(req, parley.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if !req.ToolCalls[1].ArgumentsInvalid || req.ToolCalls[0].ArgumentsInvalid {
+		t.Errorf("invalid flags: got %v %v, want false true", req.ToolCalls[0].ArgumentsInvalid, req.ToolCalls[1].ArgumentsInvalid)
 	}
 }

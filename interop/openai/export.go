@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -77,7 +76,7 @@ func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, er
 				a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
 					OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
 						ID:       c.ID,
-						Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: arguments(c.Arguments)},
+						Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.ArgumentsText()},
 					},
 				})
 			}
@@ -121,13 +120,14 @@ func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []strin
 	for _, m := range msgs {
 		switch m := m.(type) {
 		case *parley.TextMessage:
-			if m.Thinking() != "" {
+			if unsent(m.Parts) {
 				n.Add(noteThinking)
 			}
 			switch m.Role {
 			case parley.RoleUser:
 				message(m.Text(), responses.EasyInputMessageRoleUser)
 			case parley.RoleAssistant:
+				out = append(out, reasoningItems(m.Parts)...)
 				message(m.Text(), responses.EasyInputMessageRoleAssistant)
 			case parley.RoleSupervisor:
 				message(m.Text(), responses.EasyInputMessageRoleDeveloper)
@@ -154,14 +154,35 @@ func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []strin
 			text, _ := parley.ContextText(m)
 			message(text, responses.EasyInputMessageRoleUser)
 		case *parley.ToolRequestMessage:
-			if m.Thinking() != "" {
+			if unsent(m.Parts) {
 				n.Add(noteThinking)
 			}
+			if m.Anchored() {
+				// Items keep the order the model produced: reasoning, a message, a call...
+				var run []parley.Part // consecutive thinking parts
+				m.InOrder(func(p *parley.Part, c *parley.ToolCall) {
+					if p != nil && p.Kind == parley.PartThinking {
+						run = append(run, *p)
+						return
+					}
+					out = append(out, reasoningItems(run)...)
+					run = nil
+					switch {
+					case c != nil:
+						out = append(out, functionCall(c))
+					case p.Kind == parley.PartText && strings.TrimSpace(p.Text) != "":
+						message(p.Text, responses.EasyInputMessageRoleAssistant)
+					}
+				})
+				out = append(out, reasoningItems(run)...)
+				continue
+			}
+			out = append(out, reasoningItems(m.Parts)...)
 			if t := m.Text(); strings.TrimSpace(t) != "" {
 				message(t, responses.EasyInputMessageRoleAssistant)
 			}
-			for _, c := range m.ToolCalls {
-				out = append(out, responses.ResponseInputItemParamOfFunctionCall(arguments(c.Arguments), c.ID, c.Name))
+			for i := range m.ToolCalls {
+				out = append(out, functionCall(&m.ToolCalls[i]))
 			}
 		case *parley.ToolResultMessage:
 			text := m.ResultText()
@@ -188,14 +209,50 @@ func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []strin
 	return b, n.List(), nil
 }
 
-// arguments is a call's arguments as the JSON string the APIs want.
-func arguments(args parley.JSON) string {
-	if args.IsNull() {
-		return "{}"
+// functionCall is a call as a function_call item: its arguments as produced, its item
+// id when it has one.
+func functionCall(c *parley.ToolCall) responses.ResponseInputItemUnionParam {
+	item := responses.ResponseInputItemParamOfFunctionCall(c.ArgumentsText(), c.ID, c.Name)
+	if c.ItemID != "" {
+		item.OfFunctionCall.ID = param.NewOpt(c.ItemID)
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, args); err != nil {
-		return string(args)
+	return item
+}
+
+// reasoningItems are the reasoning items of parts: each run of THINKING parts with the
+// same item id is one item, its texts the summaries, the first one's signature its
+// encrypted_content. Thinking without an item id is not OpenAI's: it is left out.
+func reasoningItems(parts []parley.Part) []responses.ResponseInputItemUnionParam {
+	var out []responses.ResponseInputItemUnionParam
+	var cur *responses.ResponseReasoningItemParam
+	for _, p := range parts {
+		if p.Kind != parley.PartThinking || p.ItemID == "" {
+			cur = nil
+			continue
+		}
+		if cur == nil || cur.ID != p.ItemID {
+			item := responses.ResponseInputItemUnionParam{OfReasoning: &responses.ResponseReasoningItemParam{
+				ID: p.ItemID, Summary: []responses.ResponseReasoningItemSummaryParam{}}}
+			if p.Signature != "" {
+				item.OfReasoning.EncryptedContent = param.NewOpt(p.Signature)
+			}
+			out = append(out, item)
+			cur = item.OfReasoning
+		}
+		if p.Text != "" {
+			cur.Summary = append(cur.Summary, responses.ResponseReasoningItemSummaryParam{Text: p.Text})
+		}
 	}
-	return compact.String()
+	return out
+}
+
+// unsent reports whether parts have thinking that the Responses export leaves out:
+// thinking that is not an OpenAI reasoning item.
+func unsent(parts []parley.Part) bool {
+	for _, p := range parts {
+		if p.Kind == parley.PartThinking && p.ItemID == "" && p.Text != "" {
+			return true
+		}
+	}
+	return false
 }

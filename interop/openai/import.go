@@ -250,17 +250,11 @@ func (p *chatParser) assistant(where string, raw json.RawMessage, m *chatMessage
 		if prev, dup := p.calls[c.ID]; dup {
 			return invalid(field, ".id: %q is already the id of a call in %s", jsonerr.Truncate(c.ID), prev)
 		}
-		args := parley.JSON(strings.TrimSpace(c.Function.Arguments))
-		switch {
-		case len(args) == 0:
-			args = parley.JSON("{}")
-		case !json.Valid(args):
-			return invalid(field, ".function.arguments: not valid JSON")
-		case !args.IsObject():
-			return invalid(field, ".function.arguments: want a JSON object, got %s", jsonerr.Kind(args))
-		}
+		// Kept byte for byte, as produced: arguments that are not a JSON object (cut
+		// short by finish_reason "length", "", an array) are stored flagged invalid.
+		raw := c.Function.Arguments
 		p.calls[c.ID] = field
-		calls = append(calls, parley.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: args})
+		calls = append(calls, parley.ToolCall{ID: c.ID, Name: c.Function.Name, ArgumentsRaw: &raw})
 	}
 	o := p.chain.Start(p.imp, where, raw)
 	switch {

@@ -58,6 +58,9 @@ type part struct {
 	Kind      parley.PartKind `json:"kind"`
 	Text      string          `json:"text"`
 	Signature string          `json:"signature,omitempty"`
+	ItemID    string          `json:"itemId,omitempty"`
+	Raw       parley.JSON     `json:"raw,omitempty"`
+	Citations parley.JSON     `json:"citations,omitempty"`
 }
 
 type processingError struct {
@@ -95,9 +98,13 @@ type decision struct {
 }
 
 type toolCall struct {
-	ID             string                `json:"id"`
-	Name           string                `json:"name"`
-	Arguments      parley.JSON           `json:"arguments"`
+	ID        string      `json:"id"`
+	Name      string      `json:"name"`
+	Arguments parley.JSON `json:"arguments"`
+	// ArgumentsRaw is the arguments as the provider produced them, when known.
+	ArgumentsRaw   *string               `json:"argumentsRaw,omitempty"`
+	PartIndex      *int                  `json:"partIndex,omitempty"`
+	ItemID         string                `json:"itemId,omitempty"`
 	ApprovalStatus parley.ApprovalStatus `json:"approvalStatus"`
 	Decision       *decision             `json:"decision,omitempty"`
 }
@@ -188,7 +195,7 @@ func Export(conv *parley.Conversation, msgs []parley.Message) (parley.JSON, erro
 func encodeParts(b parley.Body) []part {
 	out := make([]part, len(b.Parts))
 	for i, p := range b.Parts {
-		out[i] = part{Kind: p.Kind, Text: p.Text, Signature: p.Signature}
+		out[i] = part{Kind: p.Kind, Text: p.Text, Signature: p.Signature, ItemID: p.ItemID, Raw: p.Raw, Citations: p.Citations}
 	}
 	return out
 }
@@ -227,7 +234,7 @@ func encode(m parley.Message) (json.RawMessage, error) {
 		out.Parts = encodeParts(m.Body)
 		out.ToolCalls = make([]toolCall, len(m.ToolCalls))
 		for i, c := range m.ToolCalls {
-			out.ToolCalls[i] = toolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ApprovalStatus: c.ApprovalStatus}
+			out.ToolCalls[i] = toolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ArgumentsRaw: c.ArgumentsRaw, PartIndex: c.PartIndex, ItemID: c.ItemID, ApprovalStatus: c.ApprovalStatus}
 			if d := c.Decision; d != nil {
 				out.ToolCalls[i].Decision = &decision{Status: d.Status, DecidedBy: d.DecidedBy, Reason: d.Reason, DecidedAt: d.DecidedAt}
 			}
@@ -391,7 +398,7 @@ func decode(where string, raw json.RawMessage, imp *parley.Import) (parley.Messa
 	}
 	body := parley.Body{Parts: make([]parley.Part, len(in.Parts))}
 	for i, p := range in.Parts {
-		body.Parts[i] = parley.Part{Kind: p.Kind, Text: p.Text, Signature: p.Signature}
+		body.Parts[i] = parley.Part{Kind: p.Kind, Text: p.Text, Signature: p.Signature, ItemID: p.ItemID, Raw: p.Raw, Citations: p.Citations}
 	}
 	switch parley.MessageKind(in.Type) {
 	case parley.KindText:
@@ -417,7 +424,11 @@ func decode(where string, raw json.RawMessage, imp *parley.Import) (parley.Messa
 	case parley.KindToolRequest:
 		m := &parley.ToolRequestMessage{MessageMeta: meta, Body: body, ToolCalls: make([]parley.ToolCall, len(in.ToolCalls))}
 		for i, c := range in.ToolCalls {
-			m.ToolCalls[i] = parley.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ApprovalStatus: c.ApprovalStatus}
+			m.ToolCalls[i] = parley.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, PartIndex: c.PartIndex, ItemID: c.ItemID, ApprovalStatus: c.ApprovalStatus}
+			if c.ArgumentsRaw != nil {
+				// The raw form is the record; Prepare derives the parsed one from it.
+				m.ToolCalls[i].ArgumentsRaw, m.ToolCalls[i].Arguments = c.ArgumentsRaw, nil
+			}
 			if d := c.Decision; d != nil {
 				m.ToolCalls[i].Decision = &parley.ApprovalDecision{Status: d.Status, DecidedBy: d.DecidedBy, Reason: d.Reason, DecidedAt: d.DecidedAt}
 			}

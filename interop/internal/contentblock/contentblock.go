@@ -4,6 +4,7 @@
 package contentblock
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -20,6 +21,7 @@ type Block struct {
 	Text      string          `json:"text"`
 	Thinking  string          `json:"thinking"`
 	Signature string          `json:"signature"`
+	Data      string          `json:"data"` // redacted_thinking's encrypted thinking
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Input     json.RawMessage `json:"input"`
@@ -27,6 +29,47 @@ type Block struct {
 	Content   json.RawMessage `json:"content"`
 	IsError   *bool           `json:"is_error"`
 	Source    *ImageSource    `json:"source"`
+	Citations json.RawMessage `json:"citations"`
+	// Raw is the block as given, kept only for a server tool's block (ServerTool).
+	Raw json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON decodes a block, keeping a server tool's block as given.
+func (b *Block) UnmarshalJSON(data []byte) error {
+	type plain Block
+	if err := json.Unmarshal(data, (*plain)(b)); err != nil {
+		return err
+	}
+	if ServerTool(b.Type) {
+		b.Raw = append(json.RawMessage(nil), data...)
+	}
+	return nil
+}
+
+// ServerTool reports whether blocks of type typ are of a tool the provider runs itself
+// (server_tool_use, web_search_tool_result, code_execution_tool_result, mcp_tool_use...),
+// which Parley keeps as they are, to send back to the provider.
+func ServerTool(typ string) bool {
+	return typ == "server_tool_use" || typ == "mcp_tool_use" || strings.HasSuffix(typ, "_tool_result") && typ != "tool_result"
+}
+
+// ServerToolPart is a server tool's block as a SERVER_TOOL part.
+func ServerToolPart(b Block) parley.Part {
+	var compact bytes.Buffer
+	raw := b.Raw
+	if json.Compact(&compact, raw) == nil {
+		raw = compact.Bytes()
+	}
+	return parley.Part{Kind: parley.PartServerTool, Raw: parley.JSON(raw)}
+}
+
+// TextPart is a text block as a TEXT part, with its citations when it has some.
+func TextPart(b Block) parley.Part {
+	p := parley.Part{Kind: parley.PartText, Text: b.Text}
+	if c := bytes.TrimSpace(b.Citations); len(c) > 0 && string(c) != "null" {
+		p.Citations = parley.JSON(c)
+	}
+	return p
 }
 
 // ImageSource is an image block's source: base64 data or a URL.
@@ -69,6 +112,45 @@ func Image(src *ImageSource, role parley.Role) (m *parley.ImageMessage, sniffed 
 		return nil, "", &Problem{".source.type", fmt.Sprintf("%q is not base64 or url", jsonerr.Truncate(src.Type))}
 	}
 	return m, sniffed, nil
+}
+
+// Thinking reads a thinking or redacted_thinking block into a part. Thinking is kept
+// when it has text or a signature: current Claude models sign thinking whose display
+// is omitted ({"thinking":"","signature":"..."}), and the API refuses the next turn of a
+// tool loop unless it is sent back unmodified, as it does redacted thinking. ok is false
+// for a block with nothing to keep.
+func Thinking(b Block) (part parley.Part, ok bool) {
+	switch b.Type {
+	case "thinking":
+		if strings.TrimSpace(b.Thinking) == "" && b.Signature == "" {
+			return parley.Part{}, false
+		}
+		return parley.Part{Kind: parley.PartThinking, Text: b.Thinking, Signature: b.Signature}, true
+	case "redacted_thinking":
+		if b.Data == "" {
+			return parley.Part{}, false
+		}
+		return parley.Part{Kind: parley.PartRedactedThinking, Signature: b.Data}, true
+	}
+	return parley.Part{}, false
+}
+
+// Arguments reads a tool_use block's input into a call's arguments: {} when it is
+// missing or null, else the input as given (ArgumentsRaw), which Prepare parses, and
+// flags invalid when it is not an object, rather than refusing the turn. The API sends
+// input as JSON, not as text, so only the whitespace of the file around it is not the
+// model's: it is compacted away; key order, number spelling and escapes stay.
+func Arguments(input json.RawMessage) (args parley.JSON, raw *string) {
+	t := bytes.TrimSpace(input)
+	if parley.JSON(t).IsNull() {
+		return parley.JSON("{}"), nil
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, t); err == nil {
+		t = compact.Bytes()
+	}
+	s := string(t)
+	return nil, &s
 }
 
 // ToolResult is the tool result message a tool_result block b answers with, its content

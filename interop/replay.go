@@ -1,0 +1,204 @@
+package interop
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/interop/anthropic"
+	"github.com/parley-dev/parley/interop/openai"
+)
+
+// Artifact names, as reported.
+const (
+	artifactSignedThinking   = "signed thinking"
+	artifactRedactedThinking = "redacted thinking"
+	artifactReasoningItem    = "reasoning item"
+	artifactItemID           = "item id"
+	artifactServerTool       = "server tool block"
+	actionDropped            = "dropped"
+	actionAsText             = "sent as text"
+)
+
+// targetProvider is the provider a transcript format is sent to, as provenance names
+// providers.
+func targetProvider(f parley.TranscriptFormat) string {
+	switch f {
+	case parley.TranscriptAnthropicMessages:
+		return anthropic.Provider
+	case parley.TranscriptOpenAIChat, parley.TranscriptOpenAIResponses:
+		return openai.Provider
+	}
+	return ""
+}
+
+// replay keeps the provider-bound artifacts of msgs only where the target can verify
+// them: Anthropic's signed and redacted thinking sent to Anthropic, OpenAI's reasoning
+// items (encrypted_content, item ids) to the Responses API, each by the model that
+// issued it when both that model and the target's are known. The others are dropped,
+// or, with ForeignReasoningAsText, their readable thinking is sent as assistant text;
+// each is reported in rep.Artifacts. Who issued an artifact is its message's provenance;
+// without one (an import from a format that does not say), the artifact's own kind: an
+// item id is OpenAI's, a signature Anthropic's. msgs is not changed; changed messages
+// are copies.
+func replay(msgs []parley.Message, format parley.TranscriptFormat, opts parley.TranscriptOptions, rep *parley.TranscriptReport) []parley.Message {
+	out := msgs
+	copied := false
+	for i, m := range msgs {
+		var body *parley.Body
+		switch m := m.(type) {
+		case *parley.TextMessage:
+			body = &m.Body
+		case *parley.ToolRequestMessage:
+			body = &m.Body
+		default:
+			continue
+		}
+		parts, before, changed := replayParts(m, *body, format, opts, rep)
+		req, isReq := m.(*parley.ToolRequestMessage)
+		var calls []parley.ToolCall
+		if isReq {
+			calls = replayCalls(req, format, rep)
+			changed = changed || calls != nil
+		}
+		if !changed {
+			continue
+		}
+		if !copied {
+			out = append([]parley.Message(nil), msgs...)
+			copied = true
+		}
+		switch m := m.(type) {
+		case *parley.TextMessage:
+			c := *m
+			c.Parts = parts
+			out[i] = &c
+		case *parley.ToolRequestMessage:
+			c := *m
+			c.Parts = parts
+			if calls == nil {
+				calls = append([]parley.ToolCall(nil), m.ToolCalls...)
+			}
+			// The calls stay where they were among the parts that are left.
+			for j := range calls {
+				if at := calls[j].PartIndex; at != nil {
+					n := before[*at]
+					calls[j].PartIndex = &n
+				}
+			}
+			c.ToolCalls = calls
+			out[i] = &c
+		}
+	}
+	return out
+}
+
+// issuer is who issued an artifact of a message with provenance prov: the provider and
+// model provenance names, else kind's own provider.
+func issuer(prov *parley.Provenance, kind string) (provider, model string) {
+	provider = kind
+	if prov != nil {
+		if prov.Provider != "" {
+			provider = prov.Provider
+		}
+		model = prov.Model
+	}
+	return provider, model
+}
+
+// replayParts returns the parts of m that go to format, and for each i how many of
+// them came from body.Parts[:i].
+func replayParts(m parley.Message, body parley.Body, format parley.TranscriptFormat, opts parley.TranscriptOptions, rep *parley.TranscriptReport) (kept []parley.Part, before []int, changed bool) {
+	before = make([]int, 0, len(body.Parts)+1)
+	defer func() { before = append(before, len(kept)) }()
+	for _, p := range body.Parts {
+		before = append(before, len(kept))
+		artifact, kind := "", anthropic.Provider
+		switch {
+		case p.Kind == parley.PartRedactedThinking:
+			artifact = artifactRedactedThinking
+		case p.Kind == parley.PartServerTool:
+			artifact = artifactServerTool
+		case p.Kind == parley.PartThinking && p.ItemID != "":
+			artifact, kind = artifactReasoningItem, openai.Provider
+		case p.Kind == parley.PartThinking && p.Signature != "":
+			artifact = artifactSignedThinking
+		}
+		if artifact == "" {
+			kept = append(kept, p)
+			continue
+		}
+		model := opts.Model
+		if artifact == artifactServerTool {
+			model = "" // a server tool's result is the provider's, for any of its models
+		}
+		reason := foreignReason(m.Meta().Provenance(), kind, format, model)
+		if reason == "" {
+			kept = append(kept, p)
+			continue
+		}
+		changed = true
+		a := parley.TranscriptArtifact{MessageID: m.Meta().ID, Position: m.Meta().Position, Artifact: artifact, Action: actionDropped, Reason: reason}
+		if opts.ForeignReasoning == parley.ForeignReasoningAsText && strings.TrimSpace(p.Text) != "" {
+			a.Action = actionAsText
+			kept = append(kept, parley.Part{Kind: parley.PartText, Text: "<thinking>\n" + p.Text + "\n</thinking>"})
+		}
+		rep.Artifacts = append(rep.Artifacts, a)
+	}
+	return kept, before, changed
+}
+
+// replayCalls returns req's calls without the item ids another provider issued, when
+// the format sends item ids (Responses), or nil when none changes.
+func replayCalls(req *parley.ToolRequestMessage, format parley.TranscriptFormat, rep *parley.TranscriptReport) []parley.ToolCall {
+	if format != parley.TranscriptOpenAIResponses {
+		return nil // the other formats have no place for item ids
+	}
+	var out []parley.ToolCall
+	for i, c := range req.ToolCalls {
+		if c.ItemID == "" {
+			continue
+		}
+		provider, model := issuer(req.Provenance(), openai.Provider)
+		if provider == openai.Provider {
+			continue
+		}
+		if out == nil {
+			out = append([]parley.ToolCall(nil), req.ToolCalls...)
+		}
+		out[i].ItemID = ""
+		rep.Artifacts = append(rep.Artifacts, parley.TranscriptArtifact{MessageID: req.ID, Position: req.Position,
+			Artifact: artifactItemID, Action: actionDropped,
+			Reason: fmt.Sprintf("the item id of call %q was issued by %s; the API knows only its own", c.ID, by(provider, model))})
+	}
+	return out
+}
+
+func by(provider, model string) string {
+	if model == "" {
+		return provider
+	}
+	return fmt.Sprintf("%s (%s)", provider, model)
+}
+
+// foreignReason says why an artifact whose kind is the provider kind's, of a message
+// with provenance prov, cannot be sent in format (to model, when given), or "" when it
+// can.
+func foreignReason(prov *parley.Provenance, kind string, format parley.TranscriptFormat, model string) string {
+	provider, issued := issuer(prov, kind)
+	who := by(provider, issued)
+	target := targetProvider(format)
+	switch {
+	case provider != kind && kind == anthropic.Provider:
+		return fmt.Sprintf("issued by %s; only what Anthropic issued is sent back as Anthropic's", who)
+	case provider != kind:
+		return fmt.Sprintf("issued by %s; only reasoning items that OpenAI issued are sent back", who)
+	case target != provider:
+		return fmt.Sprintf("issued by %s; %s cannot verify it and takes no such reasoning back", who, target)
+	case format == parley.TranscriptOpenAIChat:
+		return fmt.Sprintf("issued by %s; Chat Completions takes no reasoning items back (OPENAI_RESPONSES does)", who)
+	case model != "" && issued != "" && issued != model:
+		return fmt.Sprintf("issued by %s; it is only valid for the model that issued it, not %s", who, model)
+	}
+	return ""
+}
