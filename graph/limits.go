@@ -507,8 +507,7 @@ func (w *opWalker) introspectionTooDeep(ss ast.SelectionSet, depth int) bool {
 //     costed as if each message were all eight at once);
 //   - a connection's edges cost their selection times the page size (first or last,
 //     else the default page size), and its pageInfo and totalCount once, not once per
-//     edge; so do the messages' tree fields (parentId, siblings, hidden, deletedAt:
-//     pageOnceFields), which a page reads once for all its messages.
+//     edge.
 //
 // So the documented largest page, 1,000 messages with every field, costs some 48,000.
 // Each field otherwise costs 1 plus its children, and the other lists as complexityFuncs
@@ -532,20 +531,11 @@ func operationComplexity(ctx context.Context, es graphql.ExecutableSchema, op *g
 }
 
 // spreadKey is a fragment spread costed on one object type (and, on a connection, one
-// page size), with or without the tree's fields (treeOnce).
+// page size).
 type spreadKey struct {
 	fragment, object string
 	page             int
-	treeFree         bool
 }
-
-// pageOnceFields are the fields of a message's place in its conversation's tree. A page
-// reads its messages' tree once, for all of them (graph/tree.go's loader, or with the
-// page itself), so a connection's edges count these once, not once per edge (treeOnce).
-// Counted per edge they would add 7 to each message with every field, and the
-// documented largest page, 1,000 messages with every field, would no longer fit
-// DefaultMaxComplexity.
-var pageOnceFields = map[string]bool{"parentId": true, "siblings": true, "hidden": true, "deletedAt": true}
 
 // complexityWalker costs an operation for operationComplexity. A fragment is costed
 // once per object type it is spread on (memo), so a document spreading fragments in
@@ -556,32 +546,6 @@ type complexityWalker struct {
 	schema *ast.Schema
 	vars   map[string]any
 	memo   map[spreadKey]int
-	// treeFree: the tree's fields of messages cost nothing (costing a connection's edges
-	// without them: see treeOnce).
-	treeFree bool
-}
-
-// isTreeField reports whether f on an object of type obj is one of a message's
-// pageOnceFields.
-func (w *complexityWalker) isTreeField(f *ast.Field, obj *ast.Definition) bool {
-	if !pageOnceFields[f.Name] {
-		return false
-	}
-	base := w.schema.Types["MessageBase"]
-	return base != nil && containsType(w.schema.GetPossibleTypes(base), obj.Name)
-}
-
-// treeOnce costs a connection's edges, ss selected on each edge of type typ, page of
-// them: each edge's selection without the messages' tree fields, times page, plus the
-// tree fields once.
-func (w *complexityWalker) treeOnce(ss ast.SelectionSet, typ *ast.Definition, page int) int {
-	saved := w.treeFree
-	defer func() { w.treeFree = saved }()
-	w.treeFree = false
-	with := w.selection(ss, typ)
-	w.treeFree = true
-	without := w.selection(ss, typ)
-	return satAdd(weigh(without, page), with-without)
 }
 
 // selection costs ss selected on typ: on an interface or a union, the most expensive of
@@ -615,7 +579,7 @@ func (w *complexityWalker) objectSelection(ss ast.SelectionSet, obj *ast.Definit
 			if s.Definition == nil || !w.applies(s.Definition.TypeCondition, obj) {
 				continue
 			}
-			k := spreadKey{s.Name, obj.Name, page, w.treeFree}
+			k := spreadKey{s.Name, obj.Name, page}
 			c, ok := w.memo[k]
 			if !ok {
 				w.memo[k] = 0 // a cycle adds nothing (validation refuses one anyway)
@@ -647,22 +611,16 @@ func containsType(defs []*ast.Definition, name string) bool {
 }
 
 // field costs f on an object of type obj (a connection of page elements when page is
-// not 0): 1 plus its children, a connection's edges their children times page (the
-// messages' tree fields once: treeOnce), or what complexityFuncs says. The introspection schema costs nothing here (its depth is
+// not 0): 1 plus its children, a connection's edges their children times page, or
+// what complexityFuncs says. The introspection schema costs nothing here (its depth is
 // bounded).
 func (w *complexityWalker) field(f *ast.Field, obj *ast.Definition, page int) int {
 	if f.Definition == nil {
 		return 1
 	}
-	if w.treeFree && w.isTreeField(f, obj) {
-		return 0
-	}
 	typ := w.schema.Types[f.Definition.Type.Name()]
 	if typ == nil || typ.Name == "__Schema" {
 		return 0
-	}
-	if page > 0 && f.Name == "edges" {
-		return w.treeOnce(f.SelectionSet, typ, page)
 	}
 	args := f.ArgumentMap(w.vars)
 	child := 0
@@ -677,6 +635,9 @@ func (w *complexityWalker) field(f *ast.Field, obj *ast.Definition, page int) in
 		child = w.objectSelection(f.SelectionSet, typ, max(n, 1))
 	case typ.Kind == ast.Object || typ.Kind == ast.Interface || typ.Kind == ast.Union:
 		child = w.selection(f.SelectionSet, typ)
+	}
+	if page > 0 && f.Name == "edges" {
+		return weigh(child, page)
 	}
 	if c, ok := w.es.Complexity(w.ctx, obj.Name, f.Name, child, args); ok && c >= 1 {
 		return c
