@@ -22,6 +22,9 @@ const (
 	ETOOMANYTOOLCALLS  = "too_many_tool_calls"      // a tool request has over MaxToolCallsPerMessage calls
 	EARGUMENTSTOOLARGE = "tool_arguments_too_large" // a tool call's arguments are over MaxToolArgumentsBytes
 	EIMAGETOOLARGE     = "image_too_large"          // an image has more pixels than allowed
+	// ETRANSCRIPTTOOLARGE refuses a transcript whose history holds more stored bytes
+	// than the server's transcript limit (DefaultMaxTranscriptBytes unless configured).
+	ETRANSCRIPTTOOLARGE = "transcript_too_large"
 
 	// ECLAIMED refuses a tool result for a call another worker holds a live claim on.
 	ECLAIMED = "tool_call_claimed"

@@ -430,6 +430,11 @@ type Transcript struct {
 	Report TranscriptReport
 }
 
+// DefaultMaxTranscriptBytes bounds the stored bytes (text, calls, results, payload, as
+// MessagePage.Bytes counts them) of the history one transcript reads: a transcript is
+// one value, built in memory, that cannot end early as a page does.
+const DefaultMaxTranscriptBytes = 64 << 20
+
 // InteropService moves histories between Parley and other tools' formats.
 type InteropService interface {
 	// ImportConversation reads a history in format from data and stores it as
@@ -439,6 +444,8 @@ type InteropService interface {
 	// Transcript exports a conversation's history. Returns ENOTFOUND for a missing
 	// conversation, EINVALID for options the format does not take, for a tool call
 	// without a result or a result without its call (unless opts.Repair), and for a
-	// budget too small for the newest turn.
+	// budget too small for the newest turn, ETRANSCRIPTTOOLARGE for a history holding
+	// more stored bytes than the service's limit (nothing is exported; reading stops
+	// at the limit).
 	Transcript(ctx context.Context, conversationID string, format TranscriptFormat, opts TranscriptOptions) (*Transcript, error)
 }

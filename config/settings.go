@@ -123,6 +123,8 @@ var Settings = []Setting{
 		Field: func(c *Config) any { return &c.Limits.MaxSelections }},
 	{Flag: "max-page-bytes", Env: "PARLEY_MAX_PAGE_BYTES", Key: "limits.max_page_bytes", Usage: "the bytes of stored messages one response's message pages may hold together; a page past it ends early, with hasNextPage (or hasPreviousPage) true", Scope: Serve,
 		Field: func(c *Config) any { return &c.Limits.MaxPageBytes }},
+	{Flag: "max-transcript-bytes", Env: "PARLEY_MAX_TRANSCRIPT_BYTES", Key: "limits.max_transcript_bytes", Usage: "the bytes of stored messages one transcript (transcript, transcriptReport) may read; a longer history is refused with TRANSCRIPT_TOO_LARGE", Scope: Serve,
+		Field: func(c *Config) any { return &c.Limits.MaxTranscriptBytes }},
 	{Flag: "max-body-bytes", Env: "PARLEY_MAX_BODY_BYTES", Key: "limits.max_body_bytes", Usage: "the largest request body", Scope: Serve,
 		Field: func(c *Config) any { return &c.Limits.MaxBodyBytes }},
 	{Flag: "max-websocket-message-bytes", Env: "PARLEY_MAX_WEBSOCKET_MESSAGE_BYTES", Key: "limits.max_websocket_message_bytes", Usage: "the largest message a client may send over a websocket", Scope: Serve,

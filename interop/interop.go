@@ -29,6 +29,7 @@ type Service struct {
 	conversations parley.ConversationService
 	messages      parley.MessageService
 	seesImages    VisionLookup
+	maxBytes      int
 }
 
 var _ parley.InteropService = (*Service)(nil)
@@ -36,7 +37,17 @@ var _ parley.InteropService = (*Service)(nil)
 // New returns a service that stores imports with imports and reads histories with
 // conversations and messages (the db package's DB is all three).
 func New(imports parley.ImportService, conversations parley.ConversationService, messages parley.MessageService) *Service {
-	return &Service{imports: imports, conversations: conversations, messages: messages}
+	return &Service{imports: imports, conversations: conversations, messages: messages, maxBytes: parley.DefaultMaxTranscriptBytes}
+}
+
+// WithMaxBytes bounds the stored bytes of the history a transcript reads (n <= 0: the
+// default, parley.DefaultMaxTranscriptBytes).
+func (s *Service) WithMaxBytes(n int) *Service {
+	if n <= 0 {
+		n = parley.DefaultMaxTranscriptBytes
+	}
+	s.maxBytes = n
+	return s
 }
 
 // WithVisionModels makes transcripts with images: FOR_MODEL look their model up with
@@ -144,13 +155,33 @@ func (s *Service) Transcript(ctx context.Context, conversationID string, format 
 	if err != nil {
 		return nil, err
 	}
+	msgs, err := s.readHistory(ctx, conv, opts.Branch)
+	if err != nil {
+		return nil, err
+	}
+	return build(conv, msgs, format, opts, s.seesImages)
+}
+
+// readHistory reads a conversation's whole history (of branch), refusing it with
+// ETRANSCRIPTTOOLARGE once it holds more than s.maxBytes of stored messages. Each page
+// is read with what is left of the limit as its byte budget, so a page ends where the
+// limit is reached and the read stops at the first message past it: memory holds the
+// limit and one message, never the whole history.
+func (s *Service) readHistory(ctx context.Context, conv *parley.Conversation, branch string) ([]parley.Message, error) {
 	var msgs []parley.Message
 	first := pageSize
-	page := parley.PageRequest{First: &first, Branch: opts.Branch}
+	page := parley.PageRequest{First: &first, Branch: branch}
+	used := 0
 	for {
+		page.MaxBytes = max(s.maxBytes-used, 1) // 0 would be no bound
 		p, err := s.messages.FindMessages(ctx, conv, page)
 		if err != nil {
-			return nil, fmt.Errorf("read history of %s: %w", conversationID, err)
+			return nil, fmt.Errorf("read history of %s: %w", conv.ID, err)
+		}
+		if used += p.Bytes; used > s.maxBytes {
+			return nil, parley.Errorf(parley.ETRANSCRIPTTOOLARGE,
+				"transcript: the history holds more than %d bytes of stored messages (--max-transcript-bytes), the most one transcript may read; nothing was exported. Read it in pages with messages, or ask the operator for a larger limit",
+				s.maxBytes)
 		}
 		msgs = append(msgs, p.Messages...)
 		if !p.HasNextPage || len(p.Messages) == 0 {
@@ -159,7 +190,7 @@ func (s *Service) Transcript(ctx context.Context, conversationID string, format 
 		after := parley.MessageCursor(p.Messages[len(p.Messages)-1].Meta().Position)
 		page.After = &after
 	}
-	return build(conv, msgs, format, opts, s.seesImages)
+	return msgs, nil
 }
 
 func checkOptions(format parley.TranscriptFormat, opts parley.TranscriptOptions) error {

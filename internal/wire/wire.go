@@ -153,7 +153,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Events:         s.Hub,
 		Processing:     s.Processing.Service,
 		ToolWork:       s.Store,
-		Interop: interop.New(s.Store, s.Store, s.Store).WithVisionModels(func(model string) (bool, bool) {
+		Interop: interop.New(s.Store, s.Store, s.Store).WithMaxBytes(l.MaxTranscriptBytes).WithVisionModels(func(model string) (bool, bool) {
 			return recognize.SupportsVision(cfg.Config.Vision.Models, model)
 		}),
 		Live:    s.Store,
