@@ -25,6 +25,9 @@ const (
 	// ETRANSCRIPTTOOLARGE refuses a transcript whose history holds more stored bytes
 	// than the server's transcript limit (DefaultMaxTranscriptBytes unless configured).
 	ETRANSCRIPTTOOLARGE = "transcript_too_large"
+	// ENODESTOOLARGE refuses nodes(ids:) whose messages hold more stored bytes than
+	// what is left of the response's page byte budget.
+	ENODESTOOLARGE = "nodes_too_large"
 
 	// ECLAIMED refuses a tool result for a call another worker holds a live claim on.
 	ECLAIMED = "tool_call_claimed"

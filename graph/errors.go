@@ -29,6 +29,7 @@ var extensionCodes = map[string]string{
 	parley.EARGUMENTSTOOLARGE:  "TOOL_ARGUMENTS_TOO_LARGE",
 	parley.EIMAGETOOLARGE:      "IMAGE_TOO_LARGE",
 	parley.ETRANSCRIPTTOOLARGE: "TRANSCRIPT_TOO_LARGE",
+	parley.ENODESTOOLARGE:      "NODES_TOO_LARGE",
 	parley.ECLAIMED:            "TOOL_CALL_CLAIMED",
 }
 

@@ -70,6 +70,9 @@ func (r *queryResolver) Node(ctx context.Context, id string) (parley.Node, error
 }
 
 func (r *queryResolver) Nodes(ctx context.Context, ids []string) ([]parley.Node, error) {
+	if err := r.checkNodeBytes(ctx, ids); err != nil {
+		return nil, err
+	}
 	out := make([]parley.Node, len(ids))
 	for i, id := range ids {
 		n, err := r.node(ctx, id)

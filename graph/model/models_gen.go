@@ -332,6 +332,8 @@ const (
 	ErrorCodeImageTooLarge ErrorCode = "IMAGE_TOO_LARGE"
 	// A transcript (`transcript`, `transcriptReport`, `parley export`) of a history holding more stored bytes than --max-transcript-bytes: nothing is exported; read the history in pages with `messages`.
 	ErrorCodeTranscriptTooLarge ErrorCode = "TRANSCRIPT_TOO_LARGE"
+	// `nodes(ids:)` naming messages that hold more stored bytes together than --max-page-bytes (what is left of it in the response): nothing is returned; ask for fewer ids. A single id is never refused.
+	ErrorCodeNodesTooLarge ErrorCode = "NODES_TOO_LARGE"
 	// A request body over its limit: `POST /api/import` over --max-import-bytes (HTTP 413).
 	ErrorCodeRequestTooLarge ErrorCode = "REQUEST_TOO_LARGE"
 	// A tool result for a call another worker has claimed, while its claim lasts: only the claimant's result is taken.
@@ -396,6 +398,7 @@ var AllErrorCode = []ErrorCode{
 	ErrorCodeToolArgumentsTooLarge,
 	ErrorCodeImageTooLarge,
 	ErrorCodeTranscriptTooLarge,
+	ErrorCodeNodesTooLarge,
 	ErrorCodeRequestTooLarge,
 	ErrorCodeToolCallClaimed,
 	ErrorCodeRequestCancelled,
@@ -425,7 +428,7 @@ var AllErrorCode = []ErrorCode{
 
 func (e ErrorCode) IsValid() bool {
 	switch e {
-	case ErrorCodeBadUserInput, ErrorCodeNotFound, ErrorCodeConflict, ErrorCodeForbidden, ErrorCodeServiceUnavailable, ErrorCodeLimitExceeded, ErrorCodeMessageTooLarge, ErrorCodeTooManyToolCalls, ErrorCodeToolArgumentsTooLarge, ErrorCodeImageTooLarge, ErrorCodeTranscriptTooLarge, ErrorCodeRequestTooLarge, ErrorCodeToolCallClaimed, ErrorCodeRequestCancelled, ErrorCodeInternalServerError, ErrorCodeGraphqlParseFailed, ErrorCodeGraphqlValidationFailed, ErrorCodePersistedQueryNotFound, ErrorCodeQueryTooDeep, ErrorCodeTooManyAliases, ErrorCodeQueryTooComplex, ErrorCodePageTooLarge, ErrorCodeTooManyTokens, ErrorCodeTooManySelections, ErrorCodeIntrospectionDisabled, ErrorCodeIntrospectionTooDeep, ErrorCodeTooManySubscriptions, ErrorCodeRateLimited, ErrorCodeUnauthenticated, ErrorCodeCrossOriginRefused, ErrorCodeOriginNotAllowed, ErrorCodeLocalModeHost, ErrorCodeBadRequest, ErrorCodeMethodNotAllowed, ErrorCodeNotAcceptable, ErrorCodeUnsupportedMediaType:
+	case ErrorCodeBadUserInput, ErrorCodeNotFound, ErrorCodeConflict, ErrorCodeForbidden, ErrorCodeServiceUnavailable, ErrorCodeLimitExceeded, ErrorCodeMessageTooLarge, ErrorCodeTooManyToolCalls, ErrorCodeToolArgumentsTooLarge, ErrorCodeImageTooLarge, ErrorCodeTranscriptTooLarge, ErrorCodeNodesTooLarge, ErrorCodeRequestTooLarge, ErrorCodeToolCallClaimed, ErrorCodeRequestCancelled, ErrorCodeInternalServerError, ErrorCodeGraphqlParseFailed, ErrorCodeGraphqlValidationFailed, ErrorCodePersistedQueryNotFound, ErrorCodeQueryTooDeep, ErrorCodeTooManyAliases, ErrorCodeQueryTooComplex, ErrorCodePageTooLarge, ErrorCodeTooManyTokens, ErrorCodeTooManySelections, ErrorCodeIntrospectionDisabled, ErrorCodeIntrospectionTooDeep, ErrorCodeTooManySubscriptions, ErrorCodeRateLimited, ErrorCodeUnauthenticated, ErrorCodeCrossOriginRefused, ErrorCodeOriginNotAllowed, ErrorCodeLocalModeHost, ErrorCodeBadRequest, ErrorCodeMethodNotAllowed, ErrorCodeNotAcceptable, ErrorCodeUnsupportedMediaType:
 		return true
 	}
 	return false
