@@ -183,6 +183,10 @@ type AwaitingFilter struct {
 	Unclaimed bool
 	// Limit bounds how many are returned (DefaultPageSize when zero).
 	Limit int
+	// MaxBytes bounds the stored bytes of the tool request messages the calls returned
+	// hold, each counted once (0: no bound): the list ends early, as a page does
+	// (FitsBudget), and always holds a call. Bytes is what the calls returned hold.
+	MaxBytes int
 }
 
 // ToolCallClaim is a worker's claim on an awaiting call.

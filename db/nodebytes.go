@@ -9,6 +9,10 @@ import (
 	"github.com/parley-dev/parley"
 )
 
+// storedBytes is a message row's stored bytes in SQL, as rowBytes counts them.
+const storedBytes = `octet_length(content) + coalesce(octet_length(tool_calls::text), 0)
+	+ coalesce(octet_length(tool_results::text), 0) + octet_length(payload::text) + coalesce(octet_length(provenance::text), 0)`
+
 // MessageBytes returns what the caller's messages of ids take as stored (text, calls,
 // results, payload, provenance: what a page's budget counts), summed, without reading
 // them: a list of messages by id cannot end early as a page does, so it is measured
@@ -28,11 +32,48 @@ func (db *DB) MessageBytes(ctx context.Context, ids []string) (int, error) {
 		return 0, err
 	}
 	var n int64
-	err = db.db.GetContext(ctx, &n, `SELECT coalesce(sum(octet_length(content) + coalesce(octet_length(tool_calls::text), 0)
-		+ coalesce(octet_length(tool_results::text), 0) + octet_length(payload::text) + coalesce(octet_length(provenance::text), 0)), 0)
-		FROM messages WHERE id = ANY($1::uuid[]) AND `+ownedMessage("2"), pq.Array(keys), owner)
+	err = db.db.GetContext(ctx, &n, `SELECT coalesce(sum(`+storedBytes+`), 0) FROM messages WHERE id = ANY($1::uuid[]) AND `+ownedMessage("2"), pq.Array(keys), owner)
 	if err != nil {
 		return 0, classify(fmt.Errorf("measure messages: %w", err))
 	}
 	return int(n), nil
+}
+
+// fitAwaiting keeps the awaiting calls, in order, whose tool request messages fit
+// budget stored bytes, each message counted once (parley.FitsBudget: the first always
+// fits), measured before any message is read.
+func (db *DB) fitAwaiting(ctx context.Context, rows []awaitingRow, budget int) ([]awaitingRow, error) {
+	ids := make([]string, 0, len(rows))
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if !seen[r.RequestID] {
+			seen[r.RequestID] = true
+			ids = append(ids, r.RequestID)
+		}
+	}
+	var sizes []struct {
+		ID    string `db:"id"`
+		Bytes int64  `db:"bytes"`
+	}
+	if err := db.db.SelectContext(ctx, &sizes, `SELECT id::text AS id, `+storedBytes+` AS bytes
+		FROM messages WHERE id = ANY($1::uuid[])`, pq.Array(ids)); err != nil {
+		return nil, err
+	}
+	size := make(map[string]int, len(sizes))
+	for _, s := range sizes {
+		size[s.ID] = int(s.Bytes)
+	}
+	counted := map[string]bool{}
+	used := 0
+	for i, r := range rows {
+		if counted[r.RequestID] {
+			continue
+		}
+		if !parley.FitsBudget(budget, used, size[r.RequestID], i) {
+			return rows[:i], nil
+		}
+		counted[r.RequestID] = true
+		used += size[r.RequestID]
+	}
+	return rows, nil
 }

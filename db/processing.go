@@ -337,6 +337,11 @@ func (db *DB) FindAwaitingToolCalls(ctx context.Context, f parley.AwaitingFilter
 			return nil, err
 		}
 	}
+	if f.MaxBytes > 0 {
+		if rows, err = db.fitAwaiting(ctx, rows, f.MaxBytes); err != nil {
+			return nil, classify(fmt.Errorf("find awaiting tool calls: %w", err))
+		}
+	}
 	out, err := db.awaitingCalls(ctx, db.db, rows)
 	if err != nil {
 		return nil, classify(fmt.Errorf("find awaiting tool calls: %w", err))

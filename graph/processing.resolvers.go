@@ -60,9 +60,13 @@ func (r *queryResolver) ToolCallsAwaitingResult(ctx context.Context, conversatio
 	if r.ToolWorkService == nil {
 		return nil, errNoProcessing
 	}
-	return r.ToolWorkService.FindAwaitingToolCalls(ctx, parley.AwaitingFilter{
+	f := parley.AwaitingFilter{
 		ConversationID: deref(conversationID), Names: names, Unclaimed: deref(unclaimed), Limit: deref(first),
-	})
+	}
+	if l, ok := ctx.Value(loadersKey{}).(*loaders); ok {
+		f.MaxBytes = l.pageBudget() // a worker's list ends early, as a page does; it asks again
+	}
+	return r.ToolWorkService.FindAwaitingToolCalls(ctx, f)
 }
 
 func (r *subscriptionResolver) ToolCallAwaitingResult(ctx context.Context, conversationID *string, names []string) (<-chan *parley.AwaitingToolCall, error) {
