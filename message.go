@@ -295,9 +295,14 @@ type ToolResultMessage struct {
 	Body
 	ToolCallID string
 	// ToolName is the name of the call it answers, filled in when it is stored.
-	ToolName   string
-	Status     ToolResultStatus
-	Output     JSON
+	ToolName string
+	Status   ToolResultStatus
+	// Output is the parsed output: OutputRaw itself when that is given.
+	Output JSON
+	// OutputRaw is the output exactly as given (key order, whitespace, number spelling),
+	// nil when it was given as JSON only: Postgres's jsonb normalizes Output, and exports
+	// send these bytes back to the provider as they were.
+	OutputRaw  *string
 	Error      *ToolErrorDetail
 	DurationMs *int
 	ExecutedAt *time.Time

@@ -414,10 +414,8 @@ func (m *ToolResultMessage) prepare(lim Limits) error {
 	if err := m.Body.prepare("toolResult"); err != nil {
 		return err
 	}
-	if len(m.Output) > 0 {
-		if err := checkJSON("toolResult.output", m.Output); err != nil {
-			return err
-		}
+	if err := m.prepareOutput(); err != nil {
+		return err
 	}
 	switch {
 	case m.Status == ToolError && (m.Error == nil || strings.TrimSpace(m.Error.Message) == ""):
@@ -455,6 +453,32 @@ func (m *ToolResultMessage) prepare(lim Limits) error {
 	return nil
 }
 
+// prepareOutput checks the output. Given as it was produced (OutputRaw), it must be JSON
+// and becomes the parsed Output too, so that its bytes are what every reader sees.
+func (m *ToolResultMessage) prepareOutput() error {
+	if m.OutputRaw == nil {
+		if len(m.Output) > 0 {
+			return checkJSON("toolResult.output", m.Output)
+		}
+		return nil
+	}
+	if !m.Output.IsNull() {
+		return Errorf(EINVALID, "toolResult: give output or outputRaw, not both")
+	}
+	raw := JSON(*m.OutputRaw)
+	if !utf8.Valid(raw) {
+		return Errorf(EINVALID, "toolResult.outputRaw: not valid UTF-8")
+	}
+	if !json.Valid(raw) {
+		return Errorf(EINVALID, "toolResult.outputRaw: not valid JSON (send text as content)")
+	}
+	if err := checkJSON("toolResult.outputRaw", raw); err != nil {
+		return err
+	}
+	m.Output = raw
+	return nil
+}
+
 // truncate cuts the output and the text (all parts together) to max bytes each, at a
 // character boundary. An
 // output cut short is no longer JSON, so it is kept as a JSON string of its first bytes.
@@ -469,7 +493,7 @@ func (m *ToolResultMessage) truncate(max int) {
 	cut := false
 	if len(m.Output) > max {
 		m.Output = JSON(mustQuoteJSON(cutUTF8(string(m.Output), max)))
-		cut = true
+		m.OutputRaw, cut = nil, true // what is left is no longer what was given
 	}
 	// The parts share one budget: many parts of max bytes each are no smaller than
 	// one part of all of them. Parts left with nothing are dropped.

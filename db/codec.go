@@ -133,15 +133,17 @@ type (
 		Recoverable bool   `json:"recoverable"`
 	}
 	toolResultJSON struct {
-		ToolCallID   string                  `json:"toolCallId"`
-		ToolName     string                  `json:"toolName,omitempty"`
-		Status       parley.ToolResultStatus `json:"status"`
-		Output       parley.JSON             `json:"output,omitempty"`
-		Error        *toolErrorJSON          `json:"error,omitempty"`
-		DurationMs   *int                    `json:"durationMs,omitempty"`
-		ExecutedAt   *time.Time              `json:"executedAt,omitempty"`
-		Truncated    bool                    `json:"truncated,omitempty"`
-		OriginalSize *int                    `json:"originalSize,omitempty"`
+		ToolCallID string                  `json:"toolCallId"`
+		ToolName   string                  `json:"toolName,omitempty"`
+		Status     parley.ToolResultStatus `json:"status"`
+		Output     parley.JSON             `json:"output,omitempty"`
+		// OutputRaw keeps the output as given, which the jsonb output beside it normalizes.
+		OutputRaw    *string        `json:"outputRaw,omitempty"`
+		Error        *toolErrorJSON `json:"error,omitempty"`
+		DurationMs   *int           `json:"durationMs,omitempty"`
+		ExecutedAt   *time.Time     `json:"executedAt,omitempty"`
+		Truncated    bool           `json:"truncated,omitempty"`
+		OriginalSize *int           `json:"originalSize,omitempty"`
 	}
 	controlPayload struct {
 		Kind   parley.ControlKind `json:"kind"`
@@ -243,7 +245,7 @@ func encodeMessage(m parley.Message) (messageRow, error) {
 	case *parley.ToolResultMessage:
 		payload, row.Content = encodeBody(m.Body), m.Content()
 		r := toolResultJSON{
-			ToolCallID: m.ToolCallID, ToolName: m.ToolName, Status: m.Status, Output: m.Output,
+			ToolCallID: m.ToolCallID, ToolName: m.ToolName, Status: m.Status, Output: m.Output, OutputRaw: m.OutputRaw,
 			DurationMs: m.DurationMs, ExecutedAt: m.ExecutedAt, Truncated: m.Truncated, OriginalSize: m.OriginalSize,
 		}
 		if e := m.Error; e != nil {
@@ -351,7 +353,10 @@ func decodeMessage(row *messageRow, log *slog.Logger) (parley.Message, error) {
 			r := results[0]
 			tm := &parley.ToolResultMessage{MessageMeta: meta, Body: decodeBody(p), ToolCallID: r.ToolCallID,
 				ToolName: r.ToolName, Status: r.Status, Output: r.Output, DurationMs: r.DurationMs,
-				ExecutedAt: r.ExecutedAt, Truncated: r.Truncated, OriginalSize: r.OriginalSize}
+				ExecutedAt: r.ExecutedAt, Truncated: r.Truncated, OriginalSize: r.OriginalSize, OutputRaw: r.OutputRaw}
+			if r.OutputRaw != nil {
+				tm.Output = parley.JSON(*r.OutputRaw) // as given, not as jsonb normalized it
+			}
 			if e := r.Error; e != nil {
 				tm.Error = &parley.ToolErrorDetail{Message: e.Message, StackTrace: e.StackTrace, Recoverable: e.Recoverable}
 			}

@@ -108,7 +108,7 @@ func toolRequestFromInput(in *model.ToolRequestInput) (parley.Message, error) {
 
 func toolResultFromInput(in *model.ToolResultInput) parley.Message {
 	m := &parley.ToolResultMessage{
-		ToolCallID: in.ToolCallID, Status: in.Status, Output: in.Output,
+		ToolCallID: in.ToolCallID, Status: in.Status, Output: in.Output, OutputRaw: in.OutputRaw,
 		DurationMs: in.DurationMs, ExecutedAt: in.ExecutedAt, Worker: deref(in.Worker),
 	}
 	if in.Content != nil {

@@ -490,6 +490,7 @@ type ComplexityRoot struct {
 		OptSourceID     func(childComplexity int) int
 		OriginalSize    func(childComplexity int) int
 		Output          func(childComplexity int) int
+		OutputRaw       func(childComplexity int) int
 		ParentID        func(childComplexity int) int
 		Parts           func(childComplexity int) int
 		Position        func(childComplexity int) int
@@ -2883,6 +2884,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolResultMessage.Output(childComplexity), true
+	case "ToolResultMessage.outputRaw":
+		if e.ComplexityRoot.ToolResultMessage.OutputRaw == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultMessage.OutputRaw(childComplexity), true
 	case "ToolResultMessage.parentId":
 		if e.ComplexityRoot.ToolResultMessage.ParentID == nil {
 			break
@@ -3683,7 +3690,10 @@ type ToolResultMessage implements Node & MessageBase & TextBearing {
   "The name of the tool that was called."
   toolName: String!
   status: ToolResultStatus!
+  "The output as JSON: ` + "`" + `outputRaw` + "`" + ` parsed when that was given."
   output: JSON
+  "The output exactly as it was given (` + "`" + `ToolResultInput.outputRaw` + "`" + `), null when given as JSON only."
+  outputRaw: String
   parts: [Part!]!
   content: String!
   text: String!
@@ -3900,6 +3910,12 @@ input ToolResultInput {
   toolCallId: String!
   status: ToolResultStatus!
   output: JSON
+  """
+  The output exactly as the tool gave it, as JSON text: key order, whitespace and number
+  spelling are kept (a JSON ` + "`" + `output` + "`" + ` is normalized), and exports send these bytes. Give
+  output or outputRaw.
+  """
+  outputRaw: String
   content: String
   "Required with status ERROR."
   error: ToolErrorInput
@@ -14568,6 +14584,29 @@ func (ec *executionContext) fieldContext_ToolResultMessage_output(_ context.Cont
 	return graphql.NewScalarFieldContext("ToolResultMessage", field, false, false, errors.New("field of type JSON does not have child fields"))
 }
 
+func (ec *executionContext) _ToolResultMessage_outputRaw(ctx context.Context, field graphql.CollectedField, obj *parley.ToolResultMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultMessage_outputRaw(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OutputRaw, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultMessage_outputRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultMessage", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _ToolResultMessage_parts(ctx context.Context, field graphql.CollectedField, obj *parley.ToolResultMessage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -17980,7 +18019,7 @@ func (ec *executionContext) unmarshalInputToolResultInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"toolCallId", "status", "output", "content", "error", "durationMs", "executedAt", "worker"}
+	fieldsInOrder := [...]string{"toolCallId", "status", "output", "outputRaw", "content", "error", "durationMs", "executedAt", "worker"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -18008,6 +18047,13 @@ func (ec *executionContext) unmarshalInputToolResultInput(ctx context.Context, o
 				return it, err
 			}
 			it.Output = data
+		case "outputRaw":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("outputRaw"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OutputRaw = data
 		case "content":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("content"))
 			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
@@ -22294,6 +22340,11 @@ func (ec *executionContext) _ToolResultMessage(ctx context.Context, sel ast.Sele
 			}
 		case "output":
 			out.Values[i] = ec._ToolResultMessage_output(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "outputRaw":
+			out.Values[i] = ec._ToolResultMessage_outputRaw(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}

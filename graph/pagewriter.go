@@ -574,6 +574,7 @@ var (
 			"toolName":     str(func(m *parley.ToolResultMessage) string { return m.ToolName }),
 			"status":       enum(func(m *parley.ToolResultMessage) parley.ToolResultStatus { return m.Status }),
 			"output":       scalar(func(w *jsonWriter, m *parley.ToolResultMessage) bool { w.optJSON(m.Output); return true }),
+			"outputRaw":    optStr(func(m *parley.ToolResultMessage) *string { return m.OutputRaw }),
 			"error":        optObject(toolErrorType, func(m *parley.ToolResultMessage) *parley.ToolErrorDetail { return m.Error }),
 			"durationMs":   optInteger(func(m *parley.ToolResultMessage) *int { return m.DurationMs }),
 			"executedAt":   scalar(func(w *jsonWriter, m *parley.ToolResultMessage) bool { w.optTime(m.ExecutedAt); return true }),

@@ -285,7 +285,11 @@ type ToolResultInput struct {
 	ToolCallID string                  `json:"toolCallId"`
 	Status     parley.ToolResultStatus `json:"status"`
 	Output     parley.JSON             `json:"output,omitempty"`
-	Content    *string                 `json:"content,omitempty"`
+	// The output exactly as the tool gave it, as JSON text: key order, whitespace and number
+	// spelling are kept (a JSON `output` is normalized), and exports send these bytes. Give
+	// output or outputRaw.
+	OutputRaw *string `json:"outputRaw,omitempty"`
+	Content   *string `json:"content,omitempty"`
 	// Required with status ERROR.
 	Error      *ToolErrorInput `json:"error,omitempty"`
 	DurationMs *int            `json:"durationMs,omitempty"`

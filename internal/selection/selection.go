@@ -29,7 +29,7 @@ const MessageFields = `
 		toolCalls { id callId name arguments argumentsRaw argumentsValid partIndex itemId approvalStatus decision { status decidedBy reason decidedAt } imported }
 	}
 	... on ToolResultMessage {
-		toolCallId toolName status output parts { kind content text html signature itemId raw citations } content text html
+		toolCallId toolName status output outputRaw parts { kind content text html signature itemId raw citations } content text html
 		error { message stackTrace recoverable } durationMs executedAt truncated originalSize
 	}
 	... on SystemControlMessage { kind from to params }

@@ -146,15 +146,17 @@ type message struct {
 
 	ToolCalls []toolCall `json:"toolCalls,omitempty"`
 
-	ToolCallID   string                  `json:"toolCallId,omitempty"`
-	ToolName     string                  `json:"toolName,omitempty"`
-	Status       parley.ToolResultStatus `json:"status,omitempty"`
-	Output       parley.JSON             `json:"output,omitempty"`
-	Error        *toolError              `json:"error,omitempty"`
-	DurationMs   *int                    `json:"durationMs,omitempty"`
-	ExecutedAt   *time.Time              `json:"executedAt,omitempty"`
-	Truncated    bool                    `json:"truncated,omitempty"`
-	OriginalSize *int                    `json:"originalSize,omitempty"`
+	ToolCallID string                  `json:"toolCallId,omitempty"`
+	ToolName   string                  `json:"toolName,omitempty"`
+	Status     parley.ToolResultStatus `json:"status,omitempty"`
+	Output     parley.JSON             `json:"output,omitempty"`
+	// OutputRaw is the output as it was given, when known: Output's bytes exactly.
+	OutputRaw    *string    `json:"outputRaw,omitempty"`
+	Error        *toolError `json:"error,omitempty"`
+	DurationMs   *int       `json:"durationMs,omitempty"`
+	ExecutedAt   *time.Time `json:"executedAt,omitempty"`
+	Truncated    bool       `json:"truncated,omitempty"`
+	OriginalSize *int       `json:"originalSize,omitempty"`
 
 	Kind   parley.ControlKind `json:"kind,omitempty"`
 	From   string             `json:"from,omitempty"`
@@ -241,7 +243,7 @@ func encode(m parley.Message) (json.RawMessage, error) {
 		}
 	case *parley.ToolResultMessage:
 		out.Parts = encodeParts(m.Body)
-		out.ToolCallID, out.ToolName, out.Status, out.Output = m.ToolCallID, m.ToolName, m.Status, m.Output
+		out.ToolCallID, out.ToolName, out.Status, out.Output, out.OutputRaw = m.ToolCallID, m.ToolName, m.Status, m.Output, m.OutputRaw
 		out.DurationMs, out.ExecutedAt, out.Truncated, out.OriginalSize = m.DurationMs, m.ExecutedAt, m.Truncated, m.OriginalSize
 		if e := m.Error; e != nil {
 			out.Error = &toolError{Message: e.Message, StackTrace: e.StackTrace, Recoverable: e.Recoverable}
@@ -439,6 +441,9 @@ func decode(where string, raw json.RawMessage, imp *parley.Import) (parley.Messa
 			Status: in.Status, Output: in.Output, DurationMs: in.DurationMs, ExecutedAt: in.ExecutedAt}
 		if in.Output.IsNull() {
 			m.Output = nil
+		}
+		if in.OutputRaw != nil {
+			m.OutputRaw, m.Output = in.OutputRaw, nil // Prepare parses it again
 		}
 		if e := in.Error; e != nil {
 			m.Error = &parley.ToolErrorDetail{Message: e.Message, StackTrace: e.StackTrace, Recoverable: e.Recoverable}

@@ -1,0 +1,168 @@
+package interop_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	anthropicsdk "github.com/anthropics/anthropic-sdk-go"
+	openaisdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/parley-dev/parley/internal/testserver"
+)
+
+// rawOutput is a JSON tool output whose key order, spacing and number spelling jsonb
+// would change.
+const rawOutput = "{\"z\": 1,  \"a\": 1e2, \"n\": -0, \"s\": \"\\u00e9\"}"
+
+// exportedOutputs exports conv to each provider format, decoding each with the official
+// SDK, and returns the tool output text each sends for the one call.
+func exportedOutputs(t *testing.T, srv *testserver.Server, conv string) map[string]string {
+	t.Helper()
+	got := make(map[string]string)
+	chat, _ := transcript(t, srv, conv, "OPENAI_CHAT", transcriptOpts{})
+	var chatMsgs []openaisdk.ChatCompletionMessageParamUnion
+	if err := json.Unmarshal(chat, &chatMsgs); err != nil {
+		t.Fatalf("the SDK cannot read the chat export: %v", err)
+	}
+	for _, m := range chatMsgs {
+		if m.OfTool != nil {
+			got["OPENAI_CHAT"] = m.OfTool.Content.OfString.Value
+		}
+	}
+	resp, _ := transcript(t, srv, conv, "OPENAI_RESPONSES", transcriptOpts{})
+	var items []responses.ResponseInputItemUnionParam
+	if err := json.Unmarshal(resp, &items); err != nil {
+		t.Fatalf("the SDK cannot read the responses export: %v", err)
+	}
+	for _, it := range items {
+		if it.OfFunctionCallOutput != nil {
+			got["OPENAI_RESPONSES"] = it.OfFunctionCallOutput.Output.OfString.Value
+		}
+	}
+	msgs, _ := transcript(t, srv, conv, "ANTHROPIC_MESSAGES", transcriptOpts{})
+	var body struct{ Messages []anthropicsdk.MessageParam }
+	if err := json.Unmarshal(msgs, &body); err != nil {
+		t.Fatalf("the SDK cannot read the messages export: %v", err)
+	}
+	for _, m := range body.Messages {
+		for _, b := range m.Content {
+			if r := b.OfToolResult; r != nil {
+				for _, c := range r.Content {
+					if c.OfText != nil {
+						got["ANTHROPIC_MESSAGES"] += c.OfText.Text
+					}
+				}
+			}
+		}
+	}
+	return got
+}
+
+// TestOutputRawThroughAddMessage stores a JSON tool output as given through addMessage,
+// reads it back, exports its bytes to every provider, and refuses what is not JSON or
+// gives both forms.
+func TestOutputRawThroughAddMessage(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	conv := createConversation(t, srv)
+	add := func(in map[string]any) *testserver.Response {
+		return srv.Do(t, `mutation($c: ID!, $in: MessageInput!) { addMessage(conversationId: $c, input: $in) { cursor } }`,
+			map[string]any{"c": conv, "in": in})
+	}
+	for _, in := range []map[string]any{
+		{"text": map[string]any{"role": "USER", "content": "Look."}},
+		{"toolRequest": map[string]any{"toolCalls": []any{map[string]any{"id": "c1", "name": "t", "argumentsRaw": "{}"}}}},
+	} {
+		if r := add(in); len(r.Errors) != 0 {
+			t.Fatalf("add %v: %+v", in, r.Errors)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		result map[string]any
+	}{
+		{"both forms", map[string]any{"output": map[string]any{"a": 1}, "outputRaw": "{}"}},
+		{"not JSON", map[string]any{"outputRaw": `{"a":`}},
+	} {
+		tc.result["toolCallId"], tc.result["status"] = "c1", "SUCCESS"
+		if r := add(map[string]any{"toolResult": tc.result}); len(r.Errors) == 0 || r.ErrorCode(t) != "BAD_USER_INPUT" {
+			t.Errorf("%s: got errors %+v, want BAD_USER_INPUT", tc.name, r.Errors)
+		}
+	}
+	if r := add(map[string]any{"toolResult": map[string]any{"toolCallId": "c1", "status": "SUCCESS", "outputRaw": rawOutput}}); len(r.Errors) != 0 {
+		t.Fatalf("raw output refused: %+v", r.Errors)
+	}
+
+	var out struct {
+		Conversation struct {
+			Messages struct {
+				Edges []struct {
+					Node struct {
+						Output    json.RawMessage
+						OutputRaw *string
+					}
+				}
+			}
+		}
+	}
+	srv.MustDo(t, `query($id: ID!) { conversation(id: $id) { messages(first: 10) { edges { node {
+		... on ToolResultMessage { output outputRaw } } } } } }`, map[string]any{"id": conv}, &out)
+	edges := out.Conversation.Messages.Edges
+	if len(edges) != 3 {
+		t.Fatalf("stored %d messages, want 3 (the refused results left nothing)", len(edges))
+	}
+	res := edges[2].Node
+	if res.OutputRaw == nil || *res.OutputRaw != rawOutput {
+		t.Errorf("outputRaw %v, want %q", res.OutputRaw, rawOutput)
+	}
+	// output is the raw text parsed (the response compacts it), not jsonb's normal form.
+	if want := `{"z":1,"a":1e2,"n":-0,"s":"\u00e9"}`; string(res.Output) != want {
+		t.Errorf("output %s, want %s", res.Output, want)
+	}
+	for format, got := range exportedOutputs(t, srv, conv) {
+		if got != rawOutput {
+			t.Errorf("%s: tool output %q, want %q", format, got, rawOutput)
+		}
+	}
+
+	// Parley's own export carries it too: imported elsewhere, it exports the same.
+	lossless, _ := transcript(t, srv, conv, "PARLEY_JSON", transcriptOpts{})
+	other := testserver.New(t)
+	rep := importData(t, other, "PARLEY_JSON", string(lossless), "", "")
+	if got := exportedOutputs(t, other, rep.Conversation.ID)["OPENAI_CHAT"]; got != rawOutput {
+		t.Errorf("after PARLEY_JSON: tool output %q, want %q", got, rawOutput)
+	}
+}
+
+// TestImportedJSONOutputKept imports a JSON tool output from each provider format and
+// exports it back to the same format byte for byte: imports keep tool output text as a
+// string, never through jsonb.
+func TestImportedJSONOutputKept(t *testing.T) {
+	t.Parallel()
+	quoted, err := json.Marshal(rawOutput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := string(quoted)
+	for _, tc := range []struct{ format, data string }{
+		{"OPENAI_CHAT", `[{"role":"user","content":"Go."},
+			{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"t","arguments":"{}"}}]},
+			{"role":"tool","tool_call_id":"call_1","content":` + q + `}]`},
+		{"OPENAI_RESPONSES", `[{"type":"message","role":"user","content":"Go."},
+			{"type":"function_call","call_id":"call_1","name":"t","arguments":"{}"},
+			{"type":"function_call_output","call_id":"call_1","output":` + q + `}]`},
+		{"ANTHROPIC_MESSAGES", `{"messages":[{"role":"user","content":"Go."},
+			{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"t","input":{}}]},
+			{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":` + q + `}]}]}`},
+	} {
+		t.Run(tc.format, func(t *testing.T) {
+			t.Parallel()
+			srv := testserver.New(t)
+			rep := importData(t, srv, tc.format, tc.data, "", "")
+			if got := exportedOutputs(t, srv, rep.Conversation.ID)[tc.format]; got != rawOutput {
+				t.Errorf("%s: tool output %q, want %q", tc.format, got, rawOutput)
+			}
+		})
+	}
+}
