@@ -82,10 +82,14 @@ const (
 	// server_tool_use, web_search_tool_result...): its Raw is the block as produced,
 	// sent back to that provider as it was.
 	PartServerTool PartKind = "SERVER_TOOL"
+	// PartImage is an image inside a tool result (Anthropic's image block in a
+	// tool_result's content), kept where the tool gave it: its Raw is the image block,
+	// {"type":"image","source":{...}}, with the source Anthropic's API takes.
+	PartImage PartKind = "IMAGE"
 )
 
 // PartKinds lists every part kind.
-var PartKinds = []PartKind{PartText, PartThinking, PartRedactedThinking, PartServerTool}
+var PartKinds = []PartKind{PartText, PartThinking, PartRedactedThinking, PartServerTool, PartImage}
 
 // ImageSourceKind says where an image's bytes are.
 type ImageSourceKind string

@@ -90,6 +90,16 @@ type Part struct {
 	Citations JSON
 }
 
+// HasImages reports whether b holds IMAGE parts (a tool result's images).
+func HasImages(b Body) bool {
+	for _, p := range b.Parts {
+		if p.Kind == PartImage {
+			return true
+		}
+	}
+	return false
+}
+
 // Content is the part's text as stored: HTML-escaped, safe for innerHTML.
 func (p Part) Content() string { return EscapeHTML(p.Text) }
 

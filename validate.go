@@ -153,7 +153,7 @@ func (b *Body) prepare(field string) error {
 		p := &b.Parts[i]
 		f := fmt.Sprintf("%s.parts[%d]", field, i)
 		if !slices.Contains(PartKinds, p.Kind) {
-			return Errorf(EINVALID, "%s.kind: %q is not TEXT, THINKING or REDACTED_THINKING", f, p.Kind)
+			return Errorf(EINVALID, "%s.kind: %q is not TEXT, THINKING, REDACTED_THINKING, SERVER_TOOL or IMAGE", f, p.Kind)
 		}
 		if p.Kind == PartServerTool {
 			if p.Text != "" {
@@ -162,8 +162,22 @@ func (b *Body) prepare(field string) error {
 			if !p.Raw.IsObject() {
 				return Errorf(EINVALID, "%s.raw: a SERVER_TOOL part needs the provider's block, a JSON object", f)
 			}
+		} else if p.Kind == PartImage {
+			if field != "toolResult" {
+				return Errorf(EINVALID, "%s.kind: only a tool result has IMAGE parts; send an image message", f)
+			}
+			if p.Text != "" || p.Signature != "" {
+				return Errorf(EINVALID, "%s.text: an IMAGE part has no text; its block goes in raw", f)
+			}
+			var img struct {
+				Type   string          `json:"type"`
+				Source json.RawMessage `json:"source"`
+			}
+			if !p.Raw.IsObject() || json.Unmarshal(p.Raw, &img) != nil || img.Type != "image" || !JSON(img.Source).IsObject() {
+				return Errorf(EINVALID, "%s.raw: an IMAGE part needs an image block, {\"type\":\"image\",\"source\":{...}}", f)
+			}
 		} else if len(p.Raw) > 0 {
-			return Errorf(EINVALID, "%s.raw: only a SERVER_TOOL part has a raw block", f)
+			return Errorf(EINVALID, "%s.raw: only a SERVER_TOOL or IMAGE part has a raw block", f)
 		}
 		if len(p.Raw) > 0 {
 			if err := checkJSON(f+".raw", p.Raw); err != nil {

@@ -3453,6 +3453,8 @@ enum PartKind {
   REDACTED_THINKING
   "A block of a tool the provider ran itself (Anthropic's ` + "`" + `server_tool_use` + "`" + `, ` + "`" + `web_search_tool_result` + "`" + `...): no text; ` + "`" + `raw` + "`" + ` is the block, sent back to that provider as it was."
   SERVER_TOOL
+  "An image inside a tool result (Anthropic's image block in a ` + "`" + `tool_result` + "`" + `): no text; ` + "`" + `raw` + "`" + ` is the image block, exported inside the tool result."
+  IMAGE
 }
 
 "A piece of a message's text."
@@ -24123,12 +24125,14 @@ var (
 		"THINKING":          parley.PartThinking,
 		"REDACTED_THINKING": parley.PartRedactedThinking,
 		"SERVER_TOOL":       parley.PartServerTool,
+		"IMAGE":             parley.PartImage,
 	}
 	marshalNPartKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐPartKind = map[parley.PartKind]string{
 		parley.PartText:             "TEXT",
 		parley.PartThinking:         "THINKING",
 		parley.PartRedactedThinking: "REDACTED_THINKING",
 		parley.PartServerTool:       "SERVER_TOOL",
+		parley.PartImage:            "IMAGE",
 	}
 )
 

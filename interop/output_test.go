@@ -1,7 +1,10 @@
 package interop_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 
 	anthropicsdk "github.com/anthropics/anthropic-sdk-go"
@@ -9,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/parley-dev/parley/internal/testserver"
+	"github.com/parley-dev/parley/internal/textimage"
 )
 
 // rawOutput is a JSON tool output whose key order, spacing and number spelling jsonb
@@ -164,5 +168,122 @@ func TestImportedJSONOutputKept(t *testing.T) {
 				t.Errorf("%s: tool output %q, want %q", tc.format, got, rawOutput)
 			}
 		})
+	}
+}
+
+// TestToolResultImagesStayInside imports Anthropic tool results with images among their
+// text and keeps them there: stored as IMAGE parts of the result (no image message),
+// exported inside the tool_result for Anthropic in order, and for OpenAI, whose tool
+// messages take only text, as one user message after the run of tool messages.
+func TestToolResultImagesStayInside(t *testing.T) {
+	t.Parallel()
+	png := base64.StdEncoding.EncodeToString(textimage.PNG("chart"))
+	image := `{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + png + `"}}`
+	history := `{"messages":[{"role":"user","content":"Plot both."},
+		{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"plot","input":{}},{"type":"tool_use","id":"toolu_2","name":"plot","input":{}}]},
+		{"role":"user","content":[
+			{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"before"},` + image + `,{"type":"text","text":"after"}]},
+			{"type":"tool_result","tool_use_id":"toolu_2","content":[{"type":"image","source":{"type":"url","url":"https://example.com/b.png"}}]}]},
+		{"role":"assistant","content":"Done."}]}`
+	srv := testserver.New(t)
+	rep := importData(t, srv, "ANTHROPIC_MESSAGES", history, "", "")
+	if v := rep.variants(); v["ImageMessage"] != 0 || v["ToolResultMessage"] != 2 {
+		t.Fatalf("added %v, want 2 tool results and no image message", v)
+	}
+	conv := rep.Conversation.ID
+
+	var out struct {
+		Conversation struct {
+			Messages struct {
+				Edges []struct {
+					Node struct {
+						ToolCallID string
+						Text       string
+						Parts      []struct{ Kind string }
+					}
+				}
+			}
+		}
+	}
+	srv.MustDo(t, `query($id: ID!) { conversation(id: $id) { messages(first: 10) { edges { node {
+		... on ToolResultMessage { toolCallId text parts { kind } } } } } } }`, map[string]any{"id": conv}, &out)
+	kinds := make(map[string]string)
+	for _, e := range out.Conversation.Messages.Edges {
+		if e.Node.ToolCallID == "" {
+			continue
+		}
+		var ks []string
+		for _, p := range e.Node.Parts {
+			ks = append(ks, p.Kind)
+		}
+		kinds[e.Node.ToolCallID] = strings.Join(ks, ",")
+		if e.Node.ToolCallID == "toolu_1" && e.Node.Text != "before\n\nafter" {
+			t.Errorf("toolu_1 text %q, want %q", e.Node.Text, "before\n\nafter")
+		}
+	}
+	if got, want := kinds["toolu_1"], "TEXT,IMAGE,TEXT"; got != want {
+		t.Errorf("toolu_1 parts %s, want %s", got, want)
+	}
+	if got, want := kinds["toolu_2"], "IMAGE"; got != want {
+		t.Errorf("toolu_2 parts %s, want %s", got, want)
+	}
+
+	msgs, _ := transcript(t, srv, conv, "ANTHROPIC_MESSAGES", transcriptOpts{})
+	var body struct{ Messages []anthropicsdk.MessageParam }
+	if err := json.Unmarshal(msgs, &body); err != nil {
+		t.Fatalf("the SDK cannot read the messages export: %v", err)
+	}
+	var got []string
+	for _, m := range body.Messages {
+		for _, b := range m.Content {
+			if r := b.OfToolResult; r != nil {
+				for _, c := range r.Content {
+					switch {
+					case c.OfText != nil:
+						got = append(got, r.ToolUseID+":"+c.OfText.Text)
+					case c.OfImage != nil && c.OfImage.Source.OfBase64 != nil:
+						got = append(got, r.ToolUseID+":base64 "+string(c.OfImage.Source.OfBase64.MediaType)+" "+strconv.FormatBool(c.OfImage.Source.OfBase64.Data == png))
+					case c.OfImage != nil && c.OfImage.Source.OfURL != nil:
+						got = append(got, r.ToolUseID+":url "+c.OfImage.Source.OfURL.URL)
+					}
+				}
+			}
+		}
+	}
+	want := []string{"toolu_1:before", "toolu_1:base64 image/png true", "toolu_1:after", "toolu_2:url https://example.com/b.png"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("tool_result content %q, want %q", got, want)
+	}
+
+	chat, rep2 := transcript(t, srv, conv, "OPENAI_CHAT", transcriptOpts{})
+	var chatMsgs []openaisdk.ChatCompletionMessageParamUnion
+	if err := json.Unmarshal(chat, &chatMsgs); err != nil {
+		t.Fatalf("the SDK cannot read the chat export: %v", err)
+	}
+	var shape []string
+	for _, m := range chatMsgs {
+		switch {
+		case m.OfTool != nil:
+			shape = append(shape, "tool")
+		case m.OfUser != nil && len(m.OfUser.Content.OfArrayOfContentParts) > 0:
+			var urls []string
+			for _, p := range m.OfUser.Content.OfArrayOfContentParts {
+				if p.OfImageURL != nil {
+					urls = append(urls, p.OfImageURL.ImageURL.URL)
+				}
+			}
+			shape = append(shape, "user images "+strings.Join(urls, " "))
+		case m.OfUser != nil:
+			shape = append(shape, "user")
+		case m.OfAssistant != nil:
+			shape = append(shape, "assistant")
+		}
+	}
+	wantShape := []string{"user", "assistant", "tool", "tool", "user images data:image/png;base64," + png + " https://example.com/b.png", "assistant"}
+	if strings.Join(shape, "|") != strings.Join(wantShape, "|") {
+		t.Errorf("chat export %q, want %q", shape, wantShape)
+	}
+	if !containsPrefix(rep2.Notes, "images in tool results") {
+		t.Errorf("notes %q, want one saying where the tool results' images went", rep2.Notes)
 	}
 }

@@ -111,6 +111,25 @@ func (b *builder) toolUse(c *parley.ToolCall) sdk.ContentBlockParamUnion {
 	return sdk.NewToolUseBlock(c.ID, args, c.Name)
 }
 
+// resultContent is a tool result's text and images, in the order the tool gave them.
+func resultContent(body parley.Body) []sdk.ToolResultBlockParamContentUnion {
+	var out []sdk.ToolResultBlockParamContentUnion
+	for _, p := range body.Parts {
+		switch p.Kind {
+		case parley.PartText:
+			if strings.TrimSpace(p.Text) != "" {
+				out = append(out, sdk.ToolResultBlockParamContentUnion{OfText: &sdk.TextBlockParam{Text: p.Text}})
+			}
+		case parley.PartImage:
+			var c sdk.ToolResultBlockParamContentUnion
+			if json.Unmarshal(p.Raw, &c) == nil && c.OfImage != nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
 // inOrder adds a tool request whose calls came between its parts as the model produced
 // it: each part its own block and each call where it was ([text, tool_use, text,
 // tool_use]), thinking that opens the message first in the turn.
@@ -230,7 +249,9 @@ func ExportWith(msgs []parley.Message, opts Options) (parley.JSON, []string, err
 			}
 		case *parley.ToolResultMessage:
 			r := sdk.ToolResultBlockParam{ToolUseID: m.ToolCallID}
-			if text := m.ResultText(); strings.TrimSpace(text) != "" {
+			if parley.HasImages(m.Body) {
+				r.Content = resultContent(m.Body)
+			} else if text := m.ResultText(); strings.TrimSpace(text) != "" {
 				r.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: text}}}
 			}
 			if m.Status == parley.ToolError {

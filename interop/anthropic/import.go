@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/parley-dev/parley"
@@ -208,29 +209,30 @@ func (p *parser) user(where string, raw json.RawMessage, blocks []block) error {
 		if err != nil {
 			return err
 		}
-		var images []parley.Message
+		// Images stay inside the result, in order among its text.
+		var parts []parley.Part
 		if !isString {
-			var texts []string
 			for j, ib := range inner {
 				switch ib.Type {
 				case "text":
-					texts = append(texts, ib.Text)
+					parts = append(parts, parley.Part{Kind: parley.PartText, Text: ib.Text})
 				case "image":
 					img, err := p.image(fmt.Sprintf("%s.content[%d]", field, j), ib, parley.RoleUser)
 					if err != nil {
 						return err
 					}
-					images = append(images, img)
+					parts = append(parts, contentblock.ImagePart(img.Source))
 				default:
 					p.drop(fmt.Sprintf("%s.content[%d]", field, j), ib.Type)
 				}
 			}
-			text = strings.Join(texts, "\n\n")
+			text = parley.Body{Parts: parts}.Text()
 		}
-		o.Add(contentblock.ToolResult(parley.MessageMeta{Role: parley.RoleResult}, b, text))
-		for _, img := range images {
-			o.Add(img)
+		res := contentblock.ToolResult(parley.MessageMeta{Role: parley.RoleResult}, b, text)
+		if slices.ContainsFunc(parts, func(p parley.Part) bool { return p.Kind == parley.PartImage }) {
+			res.Body = parley.Body{Parts: parts}
 		}
+		o.Add(res)
 	}
 	var parts []parley.Part
 	flush := func() {

@@ -24,7 +24,36 @@ const (
 	noteThinking    = "thinking left out: the API takes no reasoning text back"
 	noteImageAsText = "image sent as its recognized text"
 	noteNoOutput    = "empty tool result sent as \"(no output)\""
+	noteToolImages  = "images in tool results sent as a user message after the results: a tool message takes only text"
 )
+
+// resultImages returns the image URLs (data: URLs for inline images) of a tool result's
+// IMAGE parts.
+func resultImages(body parley.Body) []string {
+	var urls []string
+	for _, p := range body.Parts {
+		if p.Kind != parley.PartImage {
+			continue
+		}
+		var b struct {
+			Source struct {
+				Type      string `json:"type"`
+				MediaType string `json:"media_type"`
+				Data      string `json:"data"`
+				URL       string `json:"url"`
+			} `json:"source"`
+		}
+		if json.Unmarshal(p.Raw, &b) != nil {
+			continue
+		}
+		if b.Source.Type == "base64" {
+			urls = append(urls, "data:"+b.Source.MediaType+";base64,"+b.Source.Data)
+		} else if b.Source.URL != "" {
+			urls = append(urls, b.Source.URL)
+		}
+	}
+	return urls
+}
 
 // ExportChat writes msgs as a Chat Completions messages array, system first.
 func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, error) {
@@ -33,7 +62,23 @@ func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, er
 	if strings.TrimSpace(system) != "" {
 		out = append(out, sdk.SystemMessage(system))
 	}
+	// A tool result's images follow the run of tool messages they came in, so that the
+	// calls' results stay together after the assistant message, as the API requires.
+	var images []string
+	flushImages := func() {
+		if len(images) == 0 {
+			return
+		}
+		parts := make([]sdk.ChatCompletionContentPartUnionParam, len(images))
+		for i, u := range images {
+			parts[i] = sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: u})
+		}
+		out, images = append(out, sdk.UserMessage(parts)), nil
+	}
 	for _, m := range msgs {
+		if _, ok := m.(*parley.ToolResultMessage); !ok {
+			flushImages()
+		}
 		switch m := m.(type) {
 		case *parley.TextMessage:
 			if m.Thinking() != "" {
@@ -88,6 +133,10 @@ func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, er
 				text = "(no output)"
 			}
 			out = append(out, sdk.ToolMessage(text, m.ToolCallID))
+			if urls := resultImages(m.Body); len(urls) > 0 {
+				n.Add(noteToolImages)
+				images = append(images, urls...)
+			}
 		case *parley.CompactionMessage:
 			// Only a client's summary reaches Chat Completions (the planner sees to it).
 			out = append(out, sdk.UserMessage(m.Text()))
@@ -95,6 +144,7 @@ func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, er
 			return nil, nil, fmt.Errorf("openai: cannot export a %T", m)
 		}
 	}
+	flushImages()
 	b, err := json.Marshal(out)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode chat messages: %w", err)
@@ -117,7 +167,25 @@ func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []strin
 	if strings.TrimSpace(system) != "" {
 		message(system, responses.EasyInputMessageRoleDeveloper)
 	}
+	var images []string // as for chat: after the results they came in
+	flushImages := func() {
+		if len(images) == 0 {
+			return
+		}
+		content := make(responses.ResponseInputMessageContentListParam, len(images))
+		for i, u := range images {
+			content[i] = responses.ResponseInputContentUnionParam{OfInputImage: &responses.ResponseInputImageParam{
+				ImageURL: param.NewOpt(u), Detail: responses.ResponseInputImageDetailAuto,
+			}}
+		}
+		item := responses.ResponseInputItemParamOfMessage(content, responses.EasyInputMessageRoleUser)
+		item.OfMessage.Type = responses.EasyInputMessageTypeMessage
+		out, images = append(out, item), nil
+	}
 	for _, m := range msgs {
+		if _, ok := m.(*parley.ToolResultMessage); !ok {
+			flushImages()
+		}
 		switch m := m.(type) {
 		case *parley.TextMessage:
 			if unsent(m.Parts) {
@@ -191,6 +259,10 @@ func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []strin
 				text = "(no output)"
 			}
 			out = append(out, responses.ResponseInputItemParamOfFunctionCallOutput(m.ToolCallID, text))
+			if urls := resultImages(m.Body); len(urls) > 0 {
+				n.Add(noteToolImages)
+				images = append(images, urls...)
+			}
 		case *parley.CompactionMessage:
 			if m.Provider == parley.CompactionOpenAI {
 				// The API's own item, sent back as it came.
@@ -202,6 +274,7 @@ func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []strin
 			return nil, nil, fmt.Errorf("openai: cannot export a %T", m)
 		}
 	}
+	flushImages()
 	b, err := json.Marshal(out)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode response input items: %w", err)

@@ -167,3 +167,23 @@ func ToolResult(meta parley.MessageMeta, b Block, text string) *parley.ToolResul
 	}
 	return res
 }
+
+// ImagePart is an image inside a tool_result as an IMAGE part: its block as the API
+// takes it back, from the source Image read (its media type checked).
+func ImagePart(src parley.ImageSource) parley.Part {
+	type source struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type,omitempty"`
+		Data      string `json:"data,omitempty"`
+		URL       string `json:"url,omitempty"`
+	}
+	s := source{Type: "url", URL: src.URL}
+	if src.Data != "" {
+		s = source{Type: "base64", MediaType: src.MediaType, Data: src.Data}
+	}
+	raw, _ := json.Marshal(struct {
+		Type   string `json:"type"`
+		Source source `json:"source"`
+	}{"image", s})
+	return parley.Part{Kind: parley.PartImage, Raw: parley.JSON(raw)}
+}
