@@ -257,6 +257,10 @@ type ToolCall struct {
 	// ItemID is the provider's id of the item that made the call (OpenAI Responses'
 	// fc_…), beside the call id (ID); "" when there is none.
 	ItemID string
+	// ThoughtSignature is Gemini's thought signature for the call, as its
+	// OpenAI-compatible API gives it (extra_content.google.thought_signature): sent back
+	// in the same place, and only to Google, which refuses the next turn without it.
+	ThoughtSignature string
 	// PartIndex is where the call came among its message's parts: after the first
 	// PartIndex of them ([text, tool_use, text, tool_use] is calls at 1 and 2). Nil:
 	// after all of them, as most replies have it.

@@ -408,6 +408,9 @@ func (m *ToolRequestMessage) prepare(lim Limits) error {
 		if err := checkItemID(f+".itemId", c.ItemID); err != nil {
 			return err
 		}
+		if err := checkThoughtSignature(f+".thoughtSignature", c.ThoughtSignature); err != nil {
+			return err
+		}
 		if c.ApprovalStatus == "" {
 			c.ApprovalStatus = ApprovalPending
 		} else if !slices.Contains(ApprovalStatuses, c.ApprovalStatus) {
@@ -670,6 +673,14 @@ func (c *ToolCall) prepareArguments(f string, lim Limits) error {
 		return nil
 	}
 	c.Arguments, c.ArgumentsInvalid = JSON("{}"), true
+	return nil
+}
+
+// checkThoughtSignature refuses a thought signature that is not plain text.
+func checkThoughtSignature(field, sig string) error {
+	if !utf8.ValidString(sig) || strings.IndexByte(sig, 0) >= 0 {
+		return Errorf(EINVALID, "%s: not valid UTF-8 text", field)
+	}
 	return nil
 }
 

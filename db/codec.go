@@ -123,6 +123,7 @@ type (
 		ArgumentsInvalid bool                  `json:"argumentsInvalid,omitempty"`
 		PartIndex        *int                  `json:"partIndex,omitempty"`
 		ItemID           string                `json:"itemId,omitempty"`
+		ThoughtSignature string                `json:"thoughtSignature,omitempty"`
 		ApprovalStatus   parley.ApprovalStatus `json:"approvalStatus"`
 		Decision         *decisionJSON         `json:"decision,omitempty"`
 		Imported         bool                  `json:"imported,omitempty"`
@@ -191,7 +192,7 @@ func encodeToolCalls(calls []parley.ToolCall) []toolCallJSON {
 	out := make([]toolCallJSON, len(calls))
 	for i, c := range calls {
 		out[i] = toolCallJSON{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ArgumentsRaw: c.ArgumentsRaw,
-			ArgumentsInvalid: c.ArgumentsInvalid, ItemID: c.ItemID, PartIndex: c.PartIndex, ApprovalStatus: c.ApprovalStatus, Imported: c.Imported}
+			ArgumentsInvalid: c.ArgumentsInvalid, ItemID: c.ItemID, ThoughtSignature: c.ThoughtSignature, PartIndex: c.PartIndex, ApprovalStatus: c.ApprovalStatus, Imported: c.Imported}
 		if d := c.Decision; d != nil {
 			out[i].Decision = &decisionJSON{Status: d.Status, DecidedBy: d.DecidedBy, Reason: d.Reason, DecidedAt: d.DecidedAt}
 		}
@@ -203,7 +204,7 @@ func decodeToolCalls(calls []toolCallJSON) []parley.ToolCall {
 	out := make([]parley.ToolCall, len(calls))
 	for i, c := range calls {
 		out[i] = parley.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ArgumentsRaw: c.ArgumentsRaw,
-			ArgumentsInvalid: c.ArgumentsInvalid, ItemID: c.ItemID, PartIndex: c.PartIndex, ApprovalStatus: c.ApprovalStatus, Imported: c.Imported}
+			ArgumentsInvalid: c.ArgumentsInvalid, ItemID: c.ItemID, ThoughtSignature: c.ThoughtSignature, PartIndex: c.PartIndex, ApprovalStatus: c.ApprovalStatus, Imported: c.Imported}
 		if c.ArgumentsRaw != nil && !c.ArgumentsInvalid {
 			out[i].Arguments = parley.JSON(*c.ArgumentsRaw) // as produced, not as jsonb reordered it
 		}

@@ -101,7 +101,7 @@ func toolRequestFromInput(in *model.ToolRequestInput) (parley.Message, error) {
 	body, err := bodyFromInput("toolRequest", in.Content, in.Parts)
 	m := &parley.ToolRequestMessage{Body: body, ToolCalls: make([]parley.ToolCall, len(in.ToolCalls))}
 	for i, c := range in.ToolCalls {
-		m.ToolCalls[i] = parley.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ArgumentsRaw: c.ArgumentsRaw, PartIndex: c.PartIndex, ItemID: deref(c.ItemID)}
+		m.ToolCalls[i] = parley.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ArgumentsRaw: c.ArgumentsRaw, PartIndex: c.PartIndex, ItemID: deref(c.ItemID), ThoughtSignature: deref(c.ThoughtSignature)}
 	}
 	return m, err
 }

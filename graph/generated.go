@@ -429,17 +429,18 @@ type ComplexityRoot struct {
 	}
 
 	ToolCall struct {
-		ApprovalStatus func(childComplexity int) int
-		Arguments      func(childComplexity int) int
-		ArgumentsRaw   func(childComplexity int) int
-		ArgumentsValid func(childComplexity int) int
-		CallID         func(childComplexity int) int
-		Decision       func(childComplexity int) int
-		ID             func(childComplexity int) int
-		Imported       func(childComplexity int) int
-		ItemID         func(childComplexity int) int
-		Name           func(childComplexity int) int
-		PartIndex      func(childComplexity int) int
+		ApprovalStatus   func(childComplexity int) int
+		Arguments        func(childComplexity int) int
+		ArgumentsRaw     func(childComplexity int) int
+		ArgumentsValid   func(childComplexity int) int
+		CallID           func(childComplexity int) int
+		Decision         func(childComplexity int) int
+		ID               func(childComplexity int) int
+		Imported         func(childComplexity int) int
+		ItemID           func(childComplexity int) int
+		Name             func(childComplexity int) int
+		PartIndex        func(childComplexity int) int
+		ThoughtSignature func(childComplexity int) int
 	}
 
 	ToolError struct {
@@ -2635,6 +2636,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolCall.PartIndex(childComplexity), true
+	case "ToolCall.thoughtSignature":
+		if e.ComplexityRoot.ToolCall.ThoughtSignature == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolCall.ThoughtSignature(childComplexity), true
 
 	case "ToolError.message":
 		if e.ComplexityRoot.ToolError.Message == nil {
@@ -3635,6 +3642,8 @@ type ToolCall {
   partIndex: Int
   "The provider's id of the item that made the call (OpenAI Responses' ` + "`" + `fc_…` + "`" + `), beside ` + "`" + `callId` + "`" + `."
   itemId: String
+  "Gemini's thought signature for the call (OpenAI-compatible ` + "`" + `extra_content.google.thought_signature` + "`" + `), sent back only to Google."
+  thoughtSignature: String
   approvalStatus: ApprovalStatus!
   "Null while the call is pending."
   decision: ApprovalDecision
@@ -3891,6 +3900,8 @@ input ToolCallInput {
   partIndex: Int
   "The provider's id of the item that made the call (OpenAI Responses' ` + "`" + `fc_…` + "`" + `)."
   itemId: String
+  "Gemini's thought signature for the call, as its OpenAI-compatible API gives it."
+  thoughtSignature: String
 }
 
 input ToolRequestInput {
@@ -4513,6 +4524,8 @@ func (ec *executionContext) childFields_ToolCall(ctx context.Context, field grap
 		return ec.fieldContext_ToolCall_partIndex(ctx, field)
 	case "itemId":
 		return ec.fieldContext_ToolCall_itemId(ctx, field)
+	case "thoughtSignature":
+		return ec.fieldContext_ToolCall_thoughtSignature(ctx, field)
 	case "approvalStatus":
 		return ec.fieldContext_ToolCall_approvalStatus(ctx, field)
 	case "decision":
@@ -13621,6 +13634,29 @@ func (ec *executionContext) fieldContext_ToolCall_itemId(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _ToolCall_thoughtSignature(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolCall_thoughtSignature(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ThoughtSignature(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolCall_thoughtSignature(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolCall", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _ToolCall_approvalStatus(ctx context.Context, field graphql.CollectedField, obj *model.ToolCall) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -17868,7 +17904,7 @@ func (ec *executionContext) unmarshalInputToolCallInput(ctx context.Context, obj
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"id", "name", "arguments", "argumentsRaw", "partIndex", "itemId"}
+	fieldsInOrder := [...]string{"id", "name", "arguments", "argumentsRaw", "partIndex", "itemId", "thoughtSignature"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17917,6 +17953,13 @@ func (ec *executionContext) unmarshalInputToolCallInput(ctx context.Context, obj
 				return it, err
 			}
 			it.ItemID = data
+		case "thoughtSignature":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("thoughtSignature"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ThoughtSignature = data
 		}
 	}
 	return it, nil
@@ -21911,6 +21954,11 @@ func (ec *executionContext) _ToolCall(ctx context.Context, sel ast.SelectionSet,
 			}
 		case "itemId":
 			out.Values[i] = ec._ToolCall_itemId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "thoughtSignature":
+			out.Values[i] = ec._ToolCall_thoughtSignature(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}

@@ -16,6 +16,7 @@ const (
 	artifactReasoningItem    = "reasoning item"
 	artifactItemID           = "item id"
 	artifactServerTool       = "server tool block"
+	artifactThoughtSignature = "thought signature"
 	actionDropped            = "dropped"
 	actionAsText             = "sent as text"
 )
@@ -149,29 +150,50 @@ func replayParts(m parley.Message, body parley.Body, format parley.TranscriptFor
 }
 
 // replayCalls returns req's calls without the item ids another provider issued, when
-// the format sends item ids (Responses), or nil when none changes.
+// the format sends item ids (Responses), and without Gemini's thought signatures unless
+// Google issued them, when the format sends those (Chat Completions, which Gemini's
+// OpenAI-compatible API speaks); nil when none changes.
 func replayCalls(req *parley.ToolRequestMessage, format parley.TranscriptFormat, rep *parley.TranscriptReport) []parley.ToolCall {
-	if format != parley.TranscriptOpenAIResponses {
-		return nil // the other formats have no place for item ids
-	}
 	var out []parley.ToolCall
-	for i, c := range req.ToolCalls {
-		if c.ItemID == "" {
-			continue
-		}
-		provider, model := issuer(req.Provenance(), openai.Provider)
-		if provider == openai.Provider {
-			continue
-		}
+	drop := func(i int, artifact, reason string) {
 		if out == nil {
 			out = append([]parley.ToolCall(nil), req.ToolCalls...)
 		}
-		out[i].ItemID = ""
+		switch artifact {
+		case artifactItemID:
+			out[i].ItemID = ""
+		case artifactThoughtSignature:
+			out[i].ThoughtSignature = ""
+		}
 		rep.Artifacts = append(rep.Artifacts, parley.TranscriptArtifact{MessageID: req.ID, Position: req.Position,
-			Artifact: artifactItemID, Action: actionDropped,
-			Reason: fmt.Sprintf("the item id of call %q was issued by %s; the API knows only its own", c.ID, by(provider, model))})
+			Artifact: artifact, Action: actionDropped, Reason: reason})
+	}
+	for i, c := range req.ToolCalls {
+		switch {
+		case format == parley.TranscriptOpenAIResponses && c.ItemID != "":
+			provider, model := issuer(req.Provenance(), openai.Provider)
+			if provider != openai.Provider {
+				drop(i, artifactItemID, fmt.Sprintf("the item id of call %q was issued by %s; the API knows only its own", c.ID, by(provider, model)))
+			}
+		case format == parley.TranscriptOpenAIChat && c.ThoughtSignature != "":
+			// Without provenance (an OPENAI_CHAT import) it came from Gemini's API, the
+			// only one that gives it.
+			provider, model := issuer(req.Provenance(), providerGoogle)
+			if !googleProvider(provider) {
+				drop(i, artifactThoughtSignature, fmt.Sprintf("the thought signature of call %q was issued by %s; only Google verifies it", c.ID, by(provider, model)))
+			}
+		}
 	}
 	return out
+}
+
+// providerGoogle is Google's provider name, as provenance gives it.
+const providerGoogle = "google"
+
+// googleProvider reports whether provenance's provider name is Google's (Gemini's).
+func googleProvider(provider string) bool {
+	p := strings.ToLower(provider)
+	return p == providerGoogle || p == "gemini"
 }
 
 func by(provider, model string) string {

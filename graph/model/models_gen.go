@@ -264,6 +264,8 @@ type ToolCallInput struct {
 	PartIndex *int `json:"partIndex,omitempty"`
 	// The provider's id of the item that made the call (OpenAI Responses' `fc_…`).
 	ItemID *string `json:"itemId,omitempty"`
+	// Gemini's thought signature for the call, as its OpenAI-compatible API gives it.
+	ThoughtSignature *string `json:"thoughtSignature,omitempty"`
 }
 
 type ToolErrorInput struct {

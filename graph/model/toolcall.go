@@ -49,6 +49,14 @@ func (c *ToolCall) ItemID() *string {
 	return &c.Call.ItemID
 }
 
+// ThoughtSignature is Gemini's thought signature for the call, nil when none.
+func (c *ToolCall) ThoughtSignature() *string {
+	if c.Call.ThoughtSignature == "" {
+		return nil
+	}
+	return &c.Call.ThoughtSignature
+}
+
 // ApprovalStatus is where the call stands.
 func (c *ToolCall) ApprovalStatus() parley.ApprovalStatus { return c.Call.ApprovalStatus }
 

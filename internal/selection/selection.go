@@ -26,7 +26,7 @@ const MessageFields = `
 	}
 	... on ToolRequestMessage {
 		parts { kind content text html signature itemId raw citations } content text html thinking
-		toolCalls { id callId name arguments argumentsRaw argumentsValid partIndex itemId approvalStatus decision { status decidedBy reason decidedAt } imported }
+		toolCalls { id callId name arguments argumentsRaw argumentsValid partIndex itemId thoughtSignature approvalStatus decision { status decidedBy reason decidedAt } imported }
 	}
 	... on ToolResultMessage {
 		toolCallId toolName status output outputRaw parts { kind content text html signature itemId raw citations } content text html

@@ -118,12 +118,16 @@ func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, er
 				a.Content.OfString = param.NewOpt(t)
 			}
 			for _, c := range m.ToolCalls {
-				a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
-						ID:       c.ID,
-						Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.ArgumentsText()},
-					},
-				})
+				call := &sdk.ChatCompletionMessageFunctionToolCallParam{
+					ID:       c.ID,
+					Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.ArgumentsText()},
+				}
+				if c.ThoughtSignature != "" {
+					// Where Gemini's OpenAI-compatible API gave it (replay sends it only there).
+					call.SetExtraFields(map[string]any{"extra_content": map[string]any{
+						"google": map[string]any{"thought_signature": c.ThoughtSignature}}})
+				}
+				a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{OfFunction: call})
 			}
 			out = append(out, sdk.ChatCompletionMessageParamUnion{OfAssistant: &a})
 		case *parley.ToolResultMessage:

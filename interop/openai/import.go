@@ -40,6 +40,12 @@ type chatToolCall struct {
 		Name      string `json:"name"`
 		Arguments string `json:"arguments"`
 	} `json:"function"`
+	// ExtraContent is where Gemini's OpenAI-compatible API puts a call's thought signature.
+	ExtraContent struct {
+		Google struct {
+			ThoughtSignature string `json:"thought_signature"`
+		} `json:"google"`
+	} `json:"extra_content"`
 }
 
 type contentPart struct {
@@ -254,7 +260,8 @@ func (p *chatParser) assistant(where string, raw json.RawMessage, m *chatMessage
 		// short by finish_reason "length", "", an array) are stored flagged invalid.
 		raw := c.Function.Arguments
 		p.calls[c.ID] = field
-		calls = append(calls, parley.ToolCall{ID: c.ID, Name: c.Function.Name, ArgumentsRaw: &raw})
+		calls = append(calls, parley.ToolCall{ID: c.ID, Name: c.Function.Name, ArgumentsRaw: &raw,
+			ThoughtSignature: c.ExtraContent.Google.ThoughtSignature})
 	}
 	o := p.chain.Start(p.imp, where, raw)
 	switch {

@@ -102,11 +102,13 @@ type toolCall struct {
 	Name      string      `json:"name"`
 	Arguments parley.JSON `json:"arguments"`
 	// ArgumentsRaw is the arguments as the provider produced them, when known.
-	ArgumentsRaw   *string               `json:"argumentsRaw,omitempty"`
-	PartIndex      *int                  `json:"partIndex,omitempty"`
-	ItemID         string                `json:"itemId,omitempty"`
-	ApprovalStatus parley.ApprovalStatus `json:"approvalStatus"`
-	Decision       *decision             `json:"decision,omitempty"`
+	ArgumentsRaw *string `json:"argumentsRaw,omitempty"`
+	PartIndex    *int    `json:"partIndex,omitempty"`
+	ItemID       string  `json:"itemId,omitempty"`
+	// ThoughtSignature is Gemini's thought signature for the call, when it has one.
+	ThoughtSignature string                `json:"thoughtSignature,omitempty"`
+	ApprovalStatus   parley.ApprovalStatus `json:"approvalStatus"`
+	Decision         *decision             `json:"decision,omitempty"`
 }
 
 type toolError struct {
@@ -236,7 +238,7 @@ func encode(m parley.Message) (json.RawMessage, error) {
 		out.Parts = encodeParts(m.Body)
 		out.ToolCalls = make([]toolCall, len(m.ToolCalls))
 		for i, c := range m.ToolCalls {
-			out.ToolCalls[i] = toolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ArgumentsRaw: c.ArgumentsRaw, PartIndex: c.PartIndex, ItemID: c.ItemID, ApprovalStatus: c.ApprovalStatus}
+			out.ToolCalls[i] = toolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ArgumentsRaw: c.ArgumentsRaw, PartIndex: c.PartIndex, ItemID: c.ItemID, ThoughtSignature: c.ThoughtSignature, ApprovalStatus: c.ApprovalStatus}
 			if d := c.Decision; d != nil {
 				out.ToolCalls[i].Decision = &decision{Status: d.Status, DecidedBy: d.DecidedBy, Reason: d.Reason, DecidedAt: d.DecidedAt}
 			}
@@ -426,7 +428,7 @@ func decode(where string, raw json.RawMessage, imp *parley.Import) (parley.Messa
 	case parley.KindToolRequest:
 		m := &parley.ToolRequestMessage{MessageMeta: meta, Body: body, ToolCalls: make([]parley.ToolCall, len(in.ToolCalls))}
 		for i, c := range in.ToolCalls {
-			m.ToolCalls[i] = parley.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, PartIndex: c.PartIndex, ItemID: c.ItemID, ApprovalStatus: c.ApprovalStatus}
+			m.ToolCalls[i] = parley.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, PartIndex: c.PartIndex, ItemID: c.ItemID, ThoughtSignature: c.ThoughtSignature, ApprovalStatus: c.ApprovalStatus}
 			if c.ArgumentsRaw != nil {
 				// The raw form is the record; Prepare derives the parsed one from it.
 				m.ToolCalls[i].ArgumentsRaw, m.ToolCalls[i].Arguments = c.ArgumentsRaw, nil
