@@ -36,7 +36,7 @@ func TestV1RowsReadAsVariants(t *testing.T) {
 		{"__typename": "TextMessage", "role": "USER", "label": "User", "text": "What is in <b>main.go</b>?", "content": "What is in &lt;b&gt;main.go&lt;/b&gt;?"},
 		{"__typename": "ToolRequestMessage", "role": "INVOCATION", "label": "Tool Call", "text": "Let me read it.",
 			"toolCalls": []any{node{"callId": "call_1", "name": "read_file", "arguments": node{"path": "main.go"}, "approvalStatus": "PENDING", "decision": nil, "imported": false,
-				"argumentsRaw": nil, "argumentsValid": true, "itemId": nil, "partIndex": nil}}},
+				"argumentsRaw": nil, "argumentsValid": true, "itemId": nil, "partIndex": nil, "thoughtSignature": nil}}},
 		{"__typename": "ToolResultMessage", "role": "RESULT", "toolCallId": "call_1", "status": "SUCCESS", "output": node{"lines": 1}, "text": "package main"},
 		{"__typename": "ToolResultMessage", "role": "RESULT", "toolCallId": "call_2", "status": "ERROR",
 			"error": node{"message": "permission denied", "stackTrace": nil, "recoverable": false}},

@@ -177,9 +177,9 @@ func TestVariantsRoundTrip(t *testing.T) {
 				"__typename": "ToolRequestMessage", "role": "INVOCATION", "label": "Tool Call", "text": "Reading it.",
 				"toolCalls": []any{
 					node{"callId": "call_a", "name": "read_file", "arguments": node{"lines": []any{1, 2}, "path": "/etc/hosts"}, "approvalStatus": "PENDING", "decision": nil, "imported": false,
-						"argumentsRaw": nil, "argumentsValid": true, "itemId": nil, "partIndex": nil},
+						"argumentsRaw": nil, "argumentsValid": true, "itemId": nil, "partIndex": nil, "thoughtSignature": nil},
 					node{"callId": "call_b", "name": "mcp.search", "arguments": node{}, "approvalStatus": "PENDING", "decision": nil, "imported": false,
-						"argumentsRaw": nil, "argumentsValid": true, "itemId": nil, "partIndex": nil},
+						"argumentsRaw": nil, "argumentsValid": true, "itemId": nil, "partIndex": nil, "thoughtSignature": nil},
 				},
 			},
 		},
