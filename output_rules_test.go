@@ -1,6 +1,7 @@
 package parley_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/parley-dev/parley"
@@ -44,5 +45,36 @@ func TestToolOutputRaw(t *testing.T) {
 				t.Errorf("outputRaw: got %v, want %v", m.OutputRaw, tc.wantRaw)
 			}
 		})
+	}
+}
+
+func TestToolResultImagePart(t *testing.T) {
+	t.Parallel()
+	img := func(data string) parley.Part {
+		return parley.Part{Kind: parley.PartImage, Raw: parley.JSON(`{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + data + `"}}`)}
+	}
+	for _, tc := range []struct {
+		name string
+		part parley.Part
+		ok   bool
+	}{
+		{"an image block", img("AAAA"), true},
+		{"over the image limit", img(strings.Repeat("A", 4000)), false},
+		{"not an image block", parley.Part{Kind: parley.PartImage, Raw: parley.JSON(`{"type":"text","text":"x"}`)}, false},
+		{"with text", parley.Part{Kind: parley.PartImage, Text: "x", Raw: img("AAAA").Raw}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := &parley.ToolResultMessage{ToolCallID: "c", Status: parley.ToolSuccess, Body: parley.Body{Parts: []parley.Part{tc.part}}}
+			err := parley.Prepare(m, parley.Limits{MaxImageBytes: 1000})
+			if (err == nil) != tc.ok {
+				t.Errorf("got error %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+	// Only a tool result holds images as parts.
+	m := &parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser}, Body: parley.Body{Parts: []parley.Part{img("AAAA")}}}
+	if err := parley.Prepare(m, parley.DefaultLimits); parley.ErrorCode(err) != parley.EINVALID {
+		t.Errorf("IMAGE part in a text message: got %v, want EINVALID", err)
 	}
 }

@@ -434,6 +434,13 @@ func (m *ToolResultMessage) prepare(lim Limits) error {
 	if err := m.prepareOutput(); err != nil {
 		return err
 	}
+	for i, p := range m.Parts {
+		// An image inside a result is bounded as an image message is: its base64 data
+		// is 4/3 of the bytes, and the block around it a few dozen more.
+		if p.Kind == PartImage && len(p.Raw) > lim.MaxImageBytes/3*4+1024 {
+			return Errorf(EINVALID, "toolResult.parts[%d].raw: the image is more than the %d bytes allowed", i, lim.MaxImageBytes)
+		}
+	}
 	switch {
 	case m.Status == ToolError && (m.Error == nil || strings.TrimSpace(m.Error.Message) == ""):
 		return Errorf(EINVALID, "toolResult.error: a result with status ERROR needs error.message")
