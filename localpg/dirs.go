@@ -124,18 +124,30 @@ func (c *Cluster) prepareDirs() error {
 			return fmt.Errorf("data directory: %w", err)
 		}
 	}
+	// A postgres still shutting down (a previous process killed with -9 left it behind)
+	// may remove files such as postmaster.pid while the walk runs: a file gone needs no
+	// owner, so a vanished entry is skipped rather than failing the start.
 	return filepath.WalkDir(c.dataDir, func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && path != c.dataDir {
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("data directory: %w", err)
 		}
 		info, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("data directory: %w", err)
 		}
 		if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) == c.runAs.uid && int(st.Gid) == c.runAs.gid {
 			return nil
 		}
-		return c.runAs.chown(path)
+		if err := c.runAs.chown(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
 	})
 }
 
