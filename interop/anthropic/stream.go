@@ -47,6 +47,10 @@ type streamBlock struct {
 	// args says that the arguments have started: until then the SDK holds the start's
 	// placeholder {}, which the first input_json_delta replaces.
 	args bool
+	// input is the arguments as streamed, the text of the block's deltas. Not the SDK's
+	// Input: at content_block_stop the SDK re-encodes the block, and arguments that are
+	// not JSON (cut short, or a lone ",") come back as {}, which the deltas do not say.
+	input []byte
 }
 
 // NewMessageStream returns a stream that has seen no event yet.
@@ -189,7 +193,9 @@ func (s *MessageStream) add(ev sdk.MessageStreamEventUnion, shape *eventShape) (
 		deltas = s.start(shape.ContentBlock.Type)
 	case "content_block_delta":
 		if len(deltas) > 0 && deltas[0].Kind == parley.DeltaToolArguments {
-			s.blocks[len(s.blocks)-1].args = true
+			b := &s.blocks[len(s.blocks)-1]
+			b.args = true
+			b.input = append(b.input, deltas[0].Text...)
 		}
 	case "content_block_stop":
 		b := &s.blocks[len(s.blocks)-1]
@@ -197,7 +203,8 @@ func (s *MessageStream) add(ev sdk.MessageStreamEventUnion, shape *eventShape) (
 		if b.kind == "tool_use" && !b.args {
 			// No input_json_delta came: the input is the start's {}, complete.
 			b.args = true
-			deltas = []parley.Delta{{Kind: parley.DeltaToolArguments, Index: b.index, Text: string(s.acc.Content[len(s.acc.Content)-1].Input)}}
+			b.input = bytes.Clone(s.acc.Content[len(s.acc.Content)-1].Input)
+			deltas = []parley.Delta{{Kind: parley.DeltaToolArguments, Index: b.index, Text: string(b.input)}}
 		}
 	}
 	return deltas, nil
@@ -341,7 +348,7 @@ func (s *MessageStream) Message() parley.Message {
 		case "tool_use":
 			c := parley.ToolCall{ID: cb.ID, Name: cb.Name}
 			if b.args {
-				c.Arguments = parley.JSON(bytes.Clone(cb.Input))
+				c.Arguments = parley.JSON(bytes.Clone(b.input))
 			}
 			dr.ToolCalls = append(dr.ToolCalls, c)
 		}
