@@ -11,18 +11,16 @@
 // Needs Debian's chromium at /usr/bin/chromium (scripts/ensure-e2e.sh installs it).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { createHmac } from 'node:crypto';
 import { createServer } from 'node:http';
-import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { hs256, startParley } from './own-parley.mjs';
 
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const BIN = fileURLToPath(new URL('../bin/parley', import.meta.url));
-const READY_MS = Number(process.env.PARLEY_E2E_READY_TIMEOUT || 90) * 1000;
 const WAIT = 30_000; // how long anything that should happen promptly may take
 const JWT_SECRET = 'e2e-cors-secret-of-at-least-32-bytes!!';
 
@@ -37,45 +35,8 @@ async function staticOrigin(t) {
   return `http://127.0.0.1:${server.address().port}`;
 }
 
-// startParley starts bin/parley serve with args on a free port and its own data
-// directory, and returns its base URL once /readyz answers; it is stopped with SIGTERM
-// when t ends.
-async function startParley(t, args) {
-  const dir = await mkdtemp(join(tmpdir(), 'parley-e2e-cors-'));
-  await chmod(dir, 0o755); // Postgres runs as postgres when we are root
-  const env = { ...process.env };
-  delete env.DATABASE_URL;
-  const child = spawn(BIN, ['serve', '--addr', '127.0.0.1:0', '--data-dir', join(dir, 'data'), ...args],
-    { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let log = '';
-  child.stdout.on('data', (b) => { log += b; });
-  child.stderr.on('data', (b) => { log += b; });
-  const exited = new Promise((resolve) => child.on('exit', resolve));
-  t.after(async () => {
-    child.kill('SIGTERM');
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 40_000))]);
-    if (child.exitCode === null) child.kill('SIGKILL');
-    await rm(dir, { recursive: true, force: true });
-  });
-  const deadline = Date.now() + READY_MS;
-  for (;;) {
-    assert.equal(child.exitCode, null, `parley exited before it was ready:\n${log}`);
-    const m = log.match(/serving GraphQL at (http:\/\/127\.0\.0\.1:\d+)\/graphql/);
-    if (m) {
-      const ok = await fetch(m[1] + '/readyz', { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false);
-      if (ok) return m[1];
-    }
-    assert.ok(Date.now() < deadline, `parley was not ready within ${READY_MS} ms:\n${log}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-// jwt signs an HS256 JWT for owner.
-function jwt(owner) {
-  const b64 = (o) => Buffer.from(JSON.stringify(o)).toString('base64url');
-  const body = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64({ sub: owner, exp: Math.floor(Date.now() / 1000) + 3600 })}`;
-  return `${body}.${createHmac('sha256', JWT_SECRET).update(body).digest('base64url')}`;
-}
+// jwt signs an HS256 JWT for owner that the test's server verifies.
+const jwt = (owner) => hs256(owner, JWT_SECRET);
 
 // inPage runs what a browser app does, in the page: everything crosses origins.
 async function inPage({ api, token }) {
@@ -185,8 +146,8 @@ test('a page on a trusted origin queries, mutates and subscribes, in local mode 
   const app = await staticOrigin(t);
   const stranger = await staticOrigin(t);
   const [local, authed] = await Promise.all([
-    startParley(t, ['--trusted-origin', app]),
-    startParley(t, ['--trusted-origin', app, '--jwt-secret', JWT_SECRET]),
+    startParley(t, ['--trusted-origin', app], 'parley-e2e-cors-'),
+    startParley(t, ['--trusted-origin', app, '--jwt-secret', JWT_SECRET], 'parley-e2e-cors-'),
   ]);
   const context = await browser(t);
   const page = await context.newPage();

@@ -2,7 +2,6 @@ package graph
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -11,34 +10,12 @@ import (
 	"github.com/parley-dev/parley/graph/model"
 )
 
-// forwardList runs a conversationsChanged subscription: one goroutine owns the channel
-// gqlgen reads, takes each change from the stream at the client's pace and sends it,
-// never blocking past ctx.
+// forwardList runs a conversationsChanged subscription (see pump).
 func (r *Resolver) forwardList(ctx context.Context, s parley.ConversationStream) <-chan *model.ConversationListEvent {
-	ch := make(chan *model.ConversationListEvent)
-	go func() {
-		defer close(ch)
-		defer func() {
-			if v := recover(); v != nil {
-				r.endSubscription(ctx, fmt.Errorf("panic in subscription: %v", v))
-			}
-		}()
-		for {
-			c, err := s.Next(ctx)
-			if err != nil {
-				r.endSubscription(ctx, err)
-				return
-			}
-			ev := &model.ConversationListEvent{Cursor: parley.ConversationListCursor(c.Seq), Kind: c.Kind,
-				ConversationID: c.ConversationID, Conversation: c.Conversation}
-			select {
-			case <-ctx.Done():
-				return
-			case ch <- ev:
-			}
-		}
-	}()
-	return ch
+	return pump(r, ctx, s.Next, func(c parley.ConversationChange) *model.ConversationListEvent {
+		return &model.ConversationListEvent{Cursor: parley.ConversationListCursor(c.Seq), Kind: c.Kind,
+			ConversationID: c.ConversationID, Conversation: c.Conversation}
+	})
 }
 
 // changesCursor returns the list's conversationsChanged cursor when the connection being

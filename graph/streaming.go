@@ -2,7 +2,6 @@ package graph
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/parley-dev/parley"
@@ -116,28 +115,7 @@ func (r *Resolver) forwardStream(ctx context.Context, s parley.StreamSubscriptio
 		s.OnWake(wake)
 		return ch
 	}
-	ch := make(chan *model.MessageStreamEvent)
-	go func() {
-		defer close(ch)
-		defer func() {
-			if v := recover(); v != nil {
-				r.endSubscription(ctx, fmt.Errorf("panic in subscription: %v", v))
-			}
-		}()
-		for {
-			ev, err := s.Next(ctx)
-			if err != nil {
-				r.endSubscription(ctx, err)
-				return
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case ch <- streamEventModel(ev):
-			}
-		}
-	}()
-	return ch
+	return pump(r, ctx, s.Next, streamEventModel)
 }
 
 func streamEventModel(ev parley.StreamEvent) *model.MessageStreamEvent {

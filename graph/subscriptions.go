@@ -41,7 +41,14 @@ func (r *Resolver) forward(ctx context.Context, s parley.MessageStream) <-chan *
 		s.OnWake(wake)
 		return ch
 	}
-	ch := make(chan *model.MessageEdge)
+	return pump(r, ctx, s.Next, messageEdge)
+}
+
+// pump runs a subscription in a goroutine of its own that owns the channel gqlgen reads:
+// it takes each event from next at the client's pace and sends it as convert makes it,
+// never blocking past ctx; an error or a panic ends the subscription (endSubscription).
+func pump[E, M any](r *Resolver, ctx context.Context, next func(context.Context) (E, error), convert func(E) M) <-chan M {
+	ch := make(chan M)
 	go func() {
 		defer close(ch)
 		defer func() {
@@ -50,7 +57,7 @@ func (r *Resolver) forward(ctx context.Context, s parley.MessageStream) <-chan *
 			}
 		}()
 		for {
-			m, err := s.Next(ctx)
+			ev, err := next(ctx)
 			if err != nil {
 				r.endSubscription(ctx, err)
 				return
@@ -58,7 +65,7 @@ func (r *Resolver) forward(ctx context.Context, s parley.MessageStream) <-chan *
 			select {
 			case <-ctx.Done():
 				return
-			case ch <- messageEdge(m):
+			case ch <- convert(ev):
 			}
 		}
 	}()

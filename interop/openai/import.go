@@ -299,9 +299,16 @@ func (p *chatParser) tool(where string, raw json.RawMessage, m *chatMessage) err
 	return nil
 }
 
-// decodeParts reads a content that is a string (one text part), an array of parts, or
-// null (no parts).
+// decodeParts reads a Chat Completions content that is a string (one text part), an
+// array of parts, or null (no parts).
 func decodeParts(where string, raw json.RawMessage) ([]contentPart, error) {
+	return decodeContent(where, raw, func(s string) contentPart { return contentPart{Type: "text", Text: s} },
+		func(p *contentPart) string { return p.Type })
+}
+
+// decodeContent reads a content in either API's shape: a string (the one part text
+// makes), an array of part objects, each with a type (typ reads it), or null (no parts).
+func decodeContent[P any](where string, raw json.RawMessage, text func(string) P, typ func(*P) string) ([]P, error) {
 	t := bytes.TrimSpace(raw)
 	switch {
 	case len(t) == 0 || string(t) == "null":
@@ -311,7 +318,7 @@ func decodeParts(where string, raw json.RawMessage) ([]contentPart, error) {
 		if err := json.Unmarshal(t, &s); err != nil {
 			return nil, invalid(where, ".content: not valid JSON")
 		}
-		return []contentPart{{Type: "text", Text: s}}, nil
+		return []P{text(s)}, nil
 	case t[0] != '[':
 		return nil, invalid(where, ".content: want a string or an array of content parts, got %s", jsonerr.Kind(t))
 	}
@@ -319,7 +326,7 @@ func decodeParts(where string, raw json.RawMessage) ([]contentPart, error) {
 	if err := json.Unmarshal(t, &elems); err != nil {
 		return nil, invalid(where, ".content: not valid JSON")
 	}
-	parts := make([]contentPart, len(elems))
+	parts := make([]P, len(elems))
 	for j, e := range elems {
 		field := fmt.Sprintf("%s.content[%d]", where, j)
 		if et := bytes.TrimSpace(e); len(et) == 0 || et[0] != '{' {
@@ -328,7 +335,7 @@ func decodeParts(where string, raw json.RawMessage) ([]contentPart, error) {
 		if err := json.Unmarshal(e, &parts[j]); err != nil {
 			return nil, invalid(field, "%s", jsonerr.FieldProblem(err, "an object"))
 		}
-		if parts[j].Type == "" {
+		if typ(&parts[j]) == "" {
 			return nil, invalid(field, ".type: a content part needs a type")
 		}
 	}

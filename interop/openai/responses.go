@@ -354,38 +354,9 @@ func (p *responsesParser) functionOutput(where string, raw json.RawMessage, it *
 	return nil
 }
 
-// responseParts reads a message's content: a string (one text part) or an array of
-// parts.
+// responseParts reads a Responses message's content: a string (one input_text part) or
+// an array of parts.
 func responseParts(where string, raw json.RawMessage) ([]responseContent, error) {
-	t := bytes.TrimSpace(raw)
-	switch {
-	case len(t) == 0 || string(t) == "null":
-		return nil, nil
-	case t[0] == '"':
-		var s string
-		if err := json.Unmarshal(t, &s); err != nil {
-			return nil, invalid(where, ".content: not valid JSON")
-		}
-		return []responseContent{{Type: "input_text", Text: s}}, nil
-	case t[0] != '[':
-		return nil, invalid(where, ".content: want a string or an array of content parts, got %s", jsonerr.Kind(t))
-	}
-	var elems []json.RawMessage
-	if err := json.Unmarshal(t, &elems); err != nil {
-		return nil, invalid(where, ".content: not valid JSON")
-	}
-	parts := make([]responseContent, len(elems))
-	for j, e := range elems {
-		field := fmt.Sprintf("%s.content[%d]", where, j)
-		if et := bytes.TrimSpace(e); len(et) == 0 || et[0] != '{' {
-			return nil, invalid(field, ": want a content part object, got %s", jsonerr.Kind(e))
-		}
-		if err := json.Unmarshal(e, &parts[j]); err != nil {
-			return nil, invalid(field, "%s", jsonerr.FieldProblem(err, "an object"))
-		}
-		if parts[j].Type == "" {
-			return nil, invalid(field, ".type: a content part needs a type")
-		}
-	}
-	return parts, nil
+	return decodeContent(where, raw, func(s string) responseContent { return responseContent{Type: "input_text", Text: s} },
+		func(p *responseContent) string { return p.Type })
 }
