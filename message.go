@@ -100,6 +100,33 @@ func HasImages(b Body) bool {
 	return false
 }
 
+// ImageSource returns an IMAGE part's image: base64 data with its media type, or a URL
+// (Anthropic's image block, as the part holds it). ok is false for any other part, or
+// a block with neither.
+func (p Part) ImageSource() (src ImageSource, ok bool) {
+	if p.Kind != PartImage {
+		return ImageSource{}, false
+	}
+	var b struct {
+		Source struct {
+			Type      string `json:"type"`
+			MediaType string `json:"media_type"`
+			Data      string `json:"data"`
+			URL       string `json:"url"`
+		} `json:"source"`
+	}
+	if json.Unmarshal(p.Raw, &b) != nil {
+		return ImageSource{}, false
+	}
+	switch s := b.Source; {
+	case s.Type == "base64" && s.Data != "":
+		return ImageSource{Kind: ImageBase64, Data: s.Data, MediaType: s.MediaType}, true
+	case s.URL != "":
+		return ImageSource{Kind: ImageURL, URL: s.URL}, true
+	}
+	return ImageSource{}, false
+}
+
 // Content is the part's text as stored: HTML-escaped, safe for innerHTML.
 func (p Part) Content() string { return EscapeHTML(p.Text) }
 

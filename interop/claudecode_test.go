@@ -1,10 +1,12 @@
 package interop_test
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 
 	"github.com/parley-dev/parley/internal/testserver"
+	"github.com/parley-dev/parley/internal/textimage"
 )
 
 const session = "claudecode/testdata/session.jsonl"
@@ -19,12 +21,12 @@ func TestClaudeCodeSession(t *testing.T) {
 	if !rep.Created || rep.Conversation.Title != "Fix the flaky login test" {
 		t.Errorf("got created %v, title %q; want a new conversation titled by the summary", rep.Created, rep.Conversation.Title)
 	}
-	wantVariants := map[string]int{"TextMessage": 4, "ImageMessage": 2, "ToolRequestMessage": 4, "ToolResultMessage": 4, "CompactionMessage": 1}
+	wantVariants := map[string]int{"TextMessage": 4, "ImageMessage": 1, "ToolRequestMessage": 4, "ToolResultMessage": 4, "CompactionMessage": 1}
 	if got := rep.variants(); !equalCounts(got, wantVariants) {
 		t.Errorf("added per variant: got %v, want %v", got, wantVariants)
 	}
-	if rep.Added != 15 || rep.Conversation.MessageCount != 15 || rep.AlreadyPresent != 0 {
-		t.Errorf("got added %d, messageCount %d, alreadyPresent %d; want 15, 15, 0", rep.Added, rep.Conversation.MessageCount, rep.AlreadyPresent)
+	if rep.Added != 14 || rep.Conversation.MessageCount != 14 || rep.AlreadyPresent != 0 {
+		t.Errorf("got added %d, messageCount %d, alreadyPresent %d; want 14, 14, 0", rep.Added, rep.Conversation.MessageCount, rep.AlreadyPresent)
 	}
 	for reason, want := range map[string]int{
 		"sidechain (sub-agent) record":                                           3,
@@ -68,18 +70,18 @@ func TestClaudeCodeSession(t *testing.T) {
 		!strings.HasPrefix(failed["text"].(string), "--- FAIL: TestLogin") {
 		t.Errorf("the failed run: got %v", failed)
 	}
-	// Text beside a tool_result stays on the result; its image follows it.
+	// Text beside a tool_result stays on the result, as does the image inside it.
 	shot := msgs[7]
-	if shot["text"] != "Screenshot taken\n\n(the page is still loading)" || msgs[8]["__typename"] != "ImageMessage" || msgs[8]["role"] != "USER" {
-		t.Errorf("the screenshot result and its image: got %v then %v", shot, msgs[8])
+	if shot["text"] != "Screenshot taken\n\n(the page is still loading)" || msgs[8]["__typename"] != "CompactionMessage" {
+		t.Errorf("the screenshot result and what follows it: got %v then %v", shot, msgs[8])
 	}
 	// The compaction summary (line 25) is a compaction covering the turns before it.
-	if c := msgs[9]; c["__typename"] != "CompactionMessage" || c["sourceId"] != "u-0013" || c["coversThrough"] != float64(10) ||
+	if c := msgs[8]; c["__typename"] != "CompactionMessage" || c["sourceId"] != "u-0013" || c["coversThrough"] != float64(9) ||
 		!strings.HasPrefix(c["text"].(string), "This session is being continued") {
 		t.Errorf("the compaction summary: got %v", c)
 	}
 	// The session ends with a call that never got a result: it stays pending.
-	last := msgs[13]
+	last := msgs[12]
 	calls := last["toolCalls"].([]any)
 	if last["__typename"] != "ToolRequestMessage" || calls[0].(map[string]any)["approvalStatus"] != "PENDING" {
 		t.Errorf("the last, unanswered call: got %v", last)
@@ -92,8 +94,8 @@ func TestClaudeCodeSession(t *testing.T) {
 
 	// Importing it again adds nothing.
 	again := importData(t, srv, "CLAUDE_CODE_JSONL", readFile(t, session), rep.Conversation.ID, "")
-	if again.Added != 0 || again.AlreadyPresent != 15 || again.Created || again.Conversation.MessageCount != 15 {
-		t.Errorf("re-import: got added %d, alreadyPresent %d, created %v, messageCount %d; want 0, 15, false, 15",
+	if again.Added != 0 || again.AlreadyPresent != 14 || again.Created || again.Conversation.MessageCount != 14 {
+		t.Errorf("re-import: got added %d, alreadyPresent %d, created %v, messageCount %d; want 0, 14, false, 14",
 			again.Added, again.AlreadyPresent, again.Created, again.Conversation.MessageCount)
 	}
 }
@@ -106,12 +108,12 @@ func TestClaudeCodeLongerCopy(t *testing.T) {
 	lines := strings.SplitAfter(readFile(t, session), "\n")
 	short := strings.Join(lines[:20], "") // up to the tool result with the screenshot
 	first := importData(t, srv, "CLAUDE_CODE_JSONL", short, "", "a session in progress")
-	if first.Added != 10 || first.Conversation.Title != "a session in progress" {
-		t.Fatalf("the short copy: got added %d, title %q; want 10 and the given title", first.Added, first.Conversation.Title)
+	if first.Added != 9 || first.Conversation.Title != "a session in progress" {
+		t.Fatalf("the short copy: got added %d, title %q; want 9 and the given title", first.Added, first.Conversation.Title)
 	}
 	full := importData(t, srv, "CLAUDE_CODE_JSONL", readFile(t, session), first.Conversation.ID, "")
-	if full.Added != 5 || full.AlreadyPresent != 10 || full.Conversation.MessageCount != 15 {
-		t.Errorf("the longer copy: got added %d, alreadyPresent %d, messageCount %d; want 5, 10, 15",
+	if full.Added != 5 || full.AlreadyPresent != 9 || full.Conversation.MessageCount != 14 {
+		t.Errorf("the longer copy: got added %d, alreadyPresent %d, messageCount %d; want 5, 9, 14",
 			full.Added, full.AlreadyPresent, full.Conversation.MessageCount)
 	}
 	msgs := fetchMessages(t, srv, first.Conversation.ID)
@@ -120,8 +122,8 @@ func TestClaudeCodeLongerCopy(t *testing.T) {
 			t.Errorf("message %d has position %v", i, m["position"])
 		}
 	}
-	if msgs[10]["sourceId"] != "u-0013" || msgs[11]["sourceId"] != "u-0014" {
-		t.Errorf("the first new turns: got %v and %v, want the compaction summary of line 25 and the prompt of line 26", msgs[10], msgs[11])
+	if msgs[9]["sourceId"] != "u-0013" || msgs[10]["sourceId"] != "u-0014" {
+		t.Errorf("the first new turns: got %v and %v, want the compaction summary of line 25 and the prompt of line 26", msgs[9], msgs[10])
 	}
 }
 
@@ -148,8 +150,8 @@ func TestClaudeCodeReplyCutShort(t *testing.T) {
 				t.Fatalf("the cut reply: got %v, want %s", got, tc.firstType)
 			}
 			full := importData(t, srv, "CLAUDE_CODE_JSONL", readFile(t, session), first.Conversation.ID, "")
-			if full.Conversation.MessageCount != 15 || full.Added+full.AlreadyPresent != 15 {
-				t.Errorf("got messageCount %d, added %d + alreadyPresent %d; want 15 in all", full.Conversation.MessageCount, full.Added, full.AlreadyPresent)
+			if full.Conversation.MessageCount != 14 || full.Added+full.AlreadyPresent != 14 {
+				t.Errorf("got messageCount %d, added %d + alreadyPresent %d; want 14 in all", full.Conversation.MessageCount, full.Added, full.AlreadyPresent)
 			}
 			if !strings.Contains(strings.Join(full.Warnings, "\n"), "the reply msg_A was imported before it was complete") {
 				t.Errorf("warnings: got %q, want one about msg_A", full.Warnings)
@@ -179,8 +181,8 @@ func TestClaudeCodeResumedInNewFile(t *testing.T) {
 			"message": obj{"id": "msg_E", "role": "assistant", "model": "m", "content": []obj{{"type": "text", "text": "It did not finish; running it again."}}}},
 	)
 	again := importData(t, srv, "CLAUDE_CODE_JSONL", resumed, rep.Conversation.ID, "")
-	if again.Added != 2 || again.AlreadyPresent != 15 || again.Conversation.MessageCount != 17 {
-		t.Errorf("got added %d, alreadyPresent %d, messageCount %d; want 2, 15, 17", again.Added, again.AlreadyPresent, again.Conversation.MessageCount)
+	if again.Added != 2 || again.AlreadyPresent != 14 || again.Conversation.MessageCount != 16 {
+		t.Errorf("got added %d, alreadyPresent %d, messageCount %d; want 2, 14, 16", again.Added, again.AlreadyPresent, again.Conversation.MessageCount)
 	}
 }
 
@@ -236,5 +238,78 @@ func fetchMessages(t *testing.T, srv *testserver.Server, conv string) []map[stri
 			return all
 		}
 		vars["after"] = out.Conversation.Messages.PageInfo.EndCursor
+	}
+}
+
+// TestClaudeCodeToolResultImagesStayInside imports a session whose tool results hold
+// images among their text (a screenshot tool's, as Claude Code writes them): the images
+// stay IMAGE parts of their result, in order, as the Anthropic importer keeps them, and
+// go back inside the tool_result for Anthropic. An image beside the results (not inside
+// one) is still an image message.
+func TestClaudeCodeToolResultImagesStayInside(t *testing.T) {
+	t.Parallel()
+	png := base64.StdEncoding.EncodeToString(textimage.PNG("login page"))
+	image := obj{"type": "image", "source": obj{"type": "base64", "media_type": "image/png", "data": png}}
+	data := jsonl(t,
+		obj{"type": "user", "uuid": "u-1", "timestamp": "2026-02-10T10:00:00Z", "message": obj{"role": "user", "content": "Look at the login page."}},
+		obj{"type": "assistant", "uuid": "a-1", "timestamp": "2026-02-10T10:00:01Z", "message": obj{"id": "msg_1", "role": "assistant", "model": "claude-sonnet-4-5",
+			"content": []obj{{"type": "tool_use", "id": "toolu_shot", "name": "screenshot", "input": obj{}}}}},
+		obj{"type": "assistant", "uuid": "a-2", "timestamp": "2026-02-10T10:00:01Z", "message": obj{"id": "msg_1", "role": "assistant", "model": "claude-sonnet-4-5",
+			"content": []obj{{"type": "tool_use", "id": "toolu_url", "name": "fetch_image", "input": obj{"u": 1}}}}},
+		obj{"type": "user", "uuid": "u-2", "timestamp": "2026-02-10T10:00:02Z", "message": obj{"role": "user", "content": []obj{
+			{"type": "tool_result", "tool_use_id": "toolu_shot", "content": []any{obj{"type": "text", "text": "before"}, image, obj{"type": "text", "text": "after"}}}}}},
+		obj{"type": "user", "uuid": "u-3", "timestamp": "2026-02-10T10:00:03Z", "message": obj{"role": "user", "content": []obj{
+			{"type": "tool_result", "tool_use_id": "toolu_url", "content": []any{obj{"type": "image", "source": obj{"type": "url", "url": "https://example.com/b.png"}}}},
+			image}}},
+		obj{"type": "assistant", "uuid": "a-3", "timestamp": "2026-02-10T10:00:04Z", "message": obj{"id": "msg_2", "role": "assistant", "model": "claude-sonnet-4-5",
+			"content": []obj{{"type": "text", "text": "The page is blank."}}}},
+	)
+	srv := testserver.New(t)
+	rep := importData(t, srv, "CLAUDE_CODE_JSONL", data, "", "")
+	if v := rep.variants(); v["ToolResultMessage"] != 2 || v["ImageMessage"] != 1 {
+		t.Fatalf("added %v, want 2 tool results and 1 image message (the one beside the results)", v)
+	}
+	var out struct {
+		Conversation struct {
+			Messages struct {
+				Edges []struct {
+					Node struct {
+						Typename   string `json:"__typename"`
+						ToolCallID string
+						Text       string
+						Parts      []struct{ Kind string }
+					}
+				}
+			}
+		}
+	}
+	srv.MustDo(t, `query($id: ID!) { conversation(id: $id) { messages(first: 10) { edges { node {
+		__typename ... on ToolResultMessage { toolCallId text parts { kind } } } } } } }`, map[string]any{"id": rep.Conversation.ID}, &out)
+	var shape []string
+	for _, e := range out.Conversation.Messages.Edges {
+		n := e.Node
+		if n.Typename != "ToolResultMessage" {
+			shape = append(shape, n.Typename)
+			continue
+		}
+		var ks []string
+		for _, p := range n.Parts {
+			ks = append(ks, p.Kind)
+		}
+		shape = append(shape, n.ToolCallID+" "+strings.Join(ks, ","))
+		if n.ToolCallID == "toolu_shot" && n.Text != "before\n\nafter" {
+			t.Errorf("toolu_shot text %q, want %q", n.Text, "before\n\nafter")
+		}
+	}
+	wantShape := []string{"TextMessage", "ToolRequestMessage", "toolu_shot TEXT,IMAGE,TEXT", "toolu_url IMAGE", "ImageMessage", "TextMessage"}
+	if strings.Join(shape, "|") != strings.Join(wantShape, "|") {
+		t.Errorf("messages %q, want %q", shape, wantShape)
+	}
+
+	msgs, _ := transcript(t, srv, rep.Conversation.ID, "ANTHROPIC_MESSAGES", transcriptOpts{})
+	got := anthropicResultContent(t, msgs, png)
+	want := []string{"toolu_shot:before", "toolu_shot:base64 image/png true", "toolu_shot:after", "toolu_url:url https://example.com/b.png"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("tool_result content %q, want %q", got, want)
 	}
 }

@@ -229,27 +229,7 @@ func TestToolResultImagesStayInside(t *testing.T) {
 	}
 
 	msgs, _ := transcript(t, srv, conv, "ANTHROPIC_MESSAGES", transcriptOpts{})
-	var body struct{ Messages []anthropicsdk.MessageParam }
-	if err := json.Unmarshal(msgs, &body); err != nil {
-		t.Fatalf("the SDK cannot read the messages export: %v", err)
-	}
-	var got []string
-	for _, m := range body.Messages {
-		for _, b := range m.Content {
-			if r := b.OfToolResult; r != nil {
-				for _, c := range r.Content {
-					switch {
-					case c.OfText != nil:
-						got = append(got, r.ToolUseID+":"+c.OfText.Text)
-					case c.OfImage != nil && c.OfImage.Source.OfBase64 != nil:
-						got = append(got, r.ToolUseID+":base64 "+string(c.OfImage.Source.OfBase64.MediaType)+" "+strconv.FormatBool(c.OfImage.Source.OfBase64.Data == png))
-					case c.OfImage != nil && c.OfImage.Source.OfURL != nil:
-						got = append(got, r.ToolUseID+":url "+c.OfImage.Source.OfURL.URL)
-					}
-				}
-			}
-		}
-	}
+	got := anthropicResultContent(t, msgs, png)
 	want := []string{"toolu_1:before", "toolu_1:base64 image/png true", "toolu_1:after", "toolu_2:url https://example.com/b.png"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("tool_result content %q, want %q", got, want)
@@ -286,4 +266,33 @@ func TestToolResultImagesStayInside(t *testing.T) {
 	if !containsPrefix(rep2.Notes, "images in tool results") {
 		t.Errorf("notes %q, want one saying where the tool results' images went", rep2.Notes)
 	}
+}
+
+// anthropicResultContent reads an ANTHROPIC_MESSAGES export with the SDK and returns
+// what each tool_result holds, in order: "id:text", "id:base64 MEDIA_TYPE IS_PNG" (is
+// its data png) or "id:url URL".
+func anthropicResultContent(t *testing.T, export json.RawMessage, png string) []string {
+	t.Helper()
+	var body struct{ Messages []anthropicsdk.MessageParam }
+	if err := json.Unmarshal(export, &body); err != nil {
+		t.Fatalf("the SDK cannot read the messages export: %v", err)
+	}
+	var got []string
+	for _, m := range body.Messages {
+		for _, b := range m.Content {
+			if r := b.OfToolResult; r != nil {
+				for _, c := range r.Content {
+					switch {
+					case c.OfText != nil:
+						got = append(got, r.ToolUseID+":"+c.OfText.Text)
+					case c.OfImage != nil && c.OfImage.Source.OfBase64 != nil:
+						got = append(got, r.ToolUseID+":base64 "+string(c.OfImage.Source.OfBase64.MediaType)+" "+strconv.FormatBool(c.OfImage.Source.OfBase64.Data == png))
+					case c.OfImage != nil && c.OfImage.Source.OfURL != nil:
+						got = append(got, r.ToolUseID+":url "+c.OfImage.Source.OfURL.URL)
+					}
+				}
+			}
+		}
+	}
+	return got
 }

@@ -96,11 +96,11 @@ func TestImportAPI(t *testing.T) {
 	if err := json.Unmarshal(body, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if !rep.Created || rep.Added != 15 || rep.Conversation.Owner != "alice" || rep.Conversation.Title != "Session" || rep.Conversation.MessageCount != 15 {
-		t.Errorf("import report: got %+v, want a new conversation of alice titled Session with 15 messages", rep)
+	if !rep.Created || rep.Added != 14 || rep.Conversation.Owner != "alice" || rep.Conversation.Title != "Session" || rep.Conversation.MessageCount != 14 {
+		t.Errorf("import report: got %+v, want a new conversation of alice titled Session with 14 messages", rep)
 	}
 	r := srv.As(alice).Do(t, `query($c: ID!) { conversation(id: $c) { messageCount } }`, map[string]any{"c": rep.Conversation.ID})
-	if !strings.Contains(string(r.Data), `"messageCount":15`) {
+	if !strings.Contains(string(r.Data), `"messageCount":14`) {
 		t.Errorf("alice reads the imported conversation: got %s %+v", r.Data, r.Errors)
 	}
 	if n := conversationCount(t, srv, bob); n != 0 {
@@ -113,8 +113,8 @@ func TestImportAPI(t *testing.T) {
 	}
 	// Without Content-Length (chunked), the same.
 	status, _, body = apiRequest(t, http.MethodPost, srv.URL+"/api/import?format=CLAUDE_CODE_JSONL&conversationId="+rep.Conversation.ID, alice, io.MultiReader(bytes.NewReader(session)))
-	if status != http.StatusOK || !strings.Contains(string(body), `"alreadyPresent":15`) {
-		t.Errorf("importing the same session again, chunked: got %d %s, want 200 with alreadyPresent 15", status, body)
+	if status != http.StatusOK || !strings.Contains(string(body), `"alreadyPresent":14`) {
+		t.Errorf("importing the same session again, chunked: got %d %s, want 200 with alreadyPresent 14", status, body)
 	}
 
 	status, _, body = apiRequest(t, http.MethodGet, srv.URL+"/api/whoami", alice, nil)

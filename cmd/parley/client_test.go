@@ -68,8 +68,8 @@ func TestClientMode(t *testing.T) {
 		Added        int
 		Conversation struct{ ID, Owner string }
 	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || !rep.Created || rep.Added != 15 || rep.Conversation.Owner != "alice" {
-		t.Fatalf("import --server --json: got %+v (%v), want a new conversation of alice with 15 messages, from\n%s", rep, err, out)
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || !rep.Created || rep.Added != 14 || rep.Conversation.Owner != "alice" {
+		t.Fatalf("import --server --json: got %+v (%v), want a new conversation of alice with 14 messages, from\n%s", rep, err, out)
 	}
 	// The report in text, as a local import prints it; again the same history adds nothing.
 	out, errOut, err = cliRun("import", "--server", p.url, "--token", alice, "--format", "CLAUDE_CODE_JSONL",
@@ -77,7 +77,7 @@ func TestClientMode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("import --server again: %v\n%s", err, errOut)
 	}
-	if !strings.HasPrefix(out, rep.Conversation.ID+"\n") || !strings.Contains(out, "Added 0 messages") || !strings.Contains(out, "Already present from an earlier import: 15") {
+	if !strings.HasPrefix(out, rep.Conversation.ID+"\n") || !strings.Contains(out, "Added 0 messages") || !strings.Contains(out, "Already present from an earlier import: 14") {
 		t.Errorf("import --server into the conversation again: got\n%s", out)
 	}
 
@@ -92,8 +92,8 @@ func TestClientMode(t *testing.T) {
 		ID, Title, Owner string
 		MessageCount     int
 	}
-	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 1 || list[0].ID != rep.Conversation.ID || list[0].Owner != "alice" || list[0].MessageCount != 15 {
-		t.Fatalf("conversations --json from the server: got %+v (%v), want alice's one conversation of 15 messages", list, err)
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 1 || list[0].ID != rep.Conversation.ID || list[0].Owner != "alice" || list[0].MessageCount != 14 {
+		t.Fatalf("conversations --json from the server: got %+v (%v), want alice's one conversation of 14 messages", list, err)
 	}
 	out, _, err = cliProcess(env, "list", "--limit", "1")
 	if err != nil || !strings.Contains(out, rep.Conversation.ID) || !strings.Contains(out, "alice") {

@@ -48,7 +48,7 @@ func TestJSONOutputAndList(t *testing.T) {
 	if got, want := keys(conv), []string{"createdAt", "id", "messageCount", "owner", "title", "updatedAt"}; !slices.Equal(got, want) {
 		t.Errorf("conversation keys: got %v, want %v", got, want)
 	}
-	if conv["owner"] != "local" || conv["messageCount"] != float64(15) || rep["added"] != float64(15) {
+	if conv["owner"] != "local" || conv["messageCount"] != float64(14) || rep["added"] != float64(14) {
 		t.Errorf("import --json: got %v", rep)
 	}
 	if _, err := parley("import", "--database-url", dsn, "--owner", "ann", "--format", "claude-code-jsonl", "--title", "Ann's", session); err != nil {
@@ -71,7 +71,7 @@ func TestJSONOutputAndList(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], "ID") || !strings.Contains(lines[1], "Ann's") || !strings.Contains(lines[1], " ann ") || !strings.Contains(lines[1], " 15 ") {
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "ID") || !strings.Contains(lines[1], "Ann's") || !strings.Contains(lines[1], " ann ") || !strings.Contains(lines[1], " 14 ") {
 		t.Errorf("list --owner ann: got\n%s", out)
 	}
 	out, err = parley("conversations", "--database-url", dsn, "--owner", "nobody", "--json")

@@ -5,8 +5,9 @@
 // conversation turns become messages; role attribution follows seed 004:
 //
 //   - a user record carrying tool_result blocks is a tool result (one message per
-//     block, linked by tool_use_id, is_error giving status ERROR); other text in it
-//     stays on the result, images in it follow it as image messages;
+//     block, linked by tool_use_id, is_error giving status ERROR); images inside a
+//     tool_result stay inside it as IMAGE parts, in order among its text; other text
+//     in the record stays on the result, other images follow it as image messages;
 //   - an assistant reply carrying tool_use blocks is a tool request, keeping its text
 //     and thinking; without them it is assistant text;
 //   - plain user text is user text; images are image messages.
@@ -532,14 +533,12 @@ func (p *parser) toolResults(n int, out *emitter, blocks []block) error {
 				continue
 			}
 			p.answered[b.ToolUseID] = answer{line: n, fingerprint: fp}
-			text, imgs, err := p.resultContent(n, field, b.Content)
+			res, err := p.result(n, field, b)
 			if err != nil {
 				return err
 			}
-			res := contentblock.ToolResult(parley.MessageMeta{}, b, text)
 			out.emit(res)
 			last = res
-			images = append(images, imgs...)
 		case "text":
 			if strings.TrimSpace(b.Text) != "" {
 				extra = append(extra, parley.Part{Kind: parley.PartText, Text: b.Text})
@@ -566,32 +565,39 @@ func (p *parser) toolResults(n int, out *emitter, blocks []block) error {
 	return nil
 }
 
-// resultContent reads a tool_result's content: a string, or text and image blocks.
-func (p *parser) resultContent(n int, field string, raw json.RawMessage) (string, []parley.Message, error) {
-	blocks, text, isString, err := decodeContent(raw)
+// result reads a tool_result block into its result: its content is a string, or text
+// and image blocks, the images kept inside the result as IMAGE parts, in order among
+// its text (as the anthropic importer keeps them, and as they go back to the API).
+func (p *parser) result(n int, field string, b block) (*parley.ToolResultMessage, error) {
+	blocks, text, isString, err := decodeContent(b.Content)
 	if err != nil {
-		return "", nil, invalid(n, "%s.%s", field, err)
+		return nil, invalid(n, "%s.%s", field, err)
 	}
 	if isString {
-		return text, nil, nil
+		return contentblock.ToolResult(parley.MessageMeta{}, b, text), nil
 	}
-	var texts []string
-	var images []parley.Message
-	for i, b := range blocks {
-		switch b.Type {
+	var parts []parley.Part
+	images := false
+	for i, ib := range blocks {
+		switch ib.Type {
 		case "text":
-			texts = append(texts, b.Text)
+			parts = append(parts, parley.Part{Kind: parley.PartText, Text: ib.Text})
 		case "image":
-			img, err := p.image(n, fmt.Sprintf("%s.content[%d]", field, i), b.Source, parley.RoleUser)
+			img, err := p.image(n, fmt.Sprintf("%s.content[%d]", field, i), ib.Source, parley.RoleUser)
 			if err != nil {
-				return "", nil, err
+				return nil, err
 			}
-			images = append(images, img)
+			parts = append(parts, contentblock.ImagePart(img.Source))
+			images = true
 		default:
-			p.dropBlock(n, b.Type, "tool_result")
+			p.dropBlock(n, ib.Type, "tool_result")
 		}
 	}
-	return strings.Join(texts, "\n\n"), images, nil
+	res := contentblock.ToolResult(parley.MessageMeta{}, b, parley.Body{Parts: parts}.Text())
+	if images {
+		res.Body = parley.Body{Parts: parts}
+	}
+	return res, nil
 }
 
 func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Time, blocks []block, text string, isString bool) error {

@@ -101,6 +101,11 @@ func section(b *strings.Builder, m parley.Message, names map[string]string) {
 		case !m.Output.IsNull():
 			fence(b, "json", pretty(m.Output))
 		}
+		for _, p := range m.Parts {
+			if src, ok := p.ImageSource(); ok {
+				image(b, &parley.ImageMessage{Source: src})
+			}
+		}
 		if m.Truncated {
 			b.WriteString("_(output truncated when it was saved)_\n")
 		}

@@ -32,24 +32,8 @@ const (
 func resultImages(body parley.Body) []string {
 	var urls []string
 	for _, p := range body.Parts {
-		if p.Kind != parley.PartImage {
-			continue
-		}
-		var b struct {
-			Source struct {
-				Type      string `json:"type"`
-				MediaType string `json:"media_type"`
-				Data      string `json:"data"`
-				URL       string `json:"url"`
-			} `json:"source"`
-		}
-		if json.Unmarshal(p.Raw, &b) != nil {
-			continue
-		}
-		if b.Source.Type == "base64" {
-			urls = append(urls, "data:"+b.Source.MediaType+";base64,"+b.Source.Data)
-		} else if b.Source.URL != "" {
-			urls = append(urls, b.Source.URL)
+		if src, ok := p.ImageSource(); ok {
+			urls = append(urls, src.DataURL())
 		}
 	}
 	return urls
