@@ -266,6 +266,66 @@ func TestToolResultImagesStayInside(t *testing.T) {
 	if !containsPrefix(rep2.Notes, "images in tool results") {
 		t.Errorf("notes %q, want one saying where the tool results' images went", rep2.Notes)
 	}
+
+	// The Responses API takes images in a function_call_output (an array of input_text
+	// and input_image items): they go there, in order, and nowhere else.
+	resp, rep3 := transcript(t, srv, conv, "OPENAI_RESPONSES", transcriptOpts{})
+	outputs := responsesOutputs(t, resp)
+	wantOutputs := []string{"toolu_1:text before", "toolu_1:image data:image/png;base64," + png, "toolu_1:text after", "toolu_2:image https://example.com/b.png"}
+	if strings.Join(outputs, "|") != strings.Join(wantOutputs, "|") {
+		t.Errorf("function_call_output content %q, want %q", outputs, wantOutputs)
+	}
+	if strings.Count(string(resp), png) != 1 || containsPrefix(rep3.Notes, "images in tool results") {
+		t.Errorf("the image is sent %d times (notes %q); want once, inside the output, and no note", strings.Count(string(resp), png), rep3.Notes)
+	}
+
+	// A Responses history with such outputs imports them as IMAGE parts, and exports
+	// them back as they came.
+	other := testserver.New(t)
+	back := importData(t, other, "OPENAI_RESPONSES", string(resp), "", "")
+	if v := back.variants(); v["ImageMessage"] != 0 || v["ToolResultMessage"] != 2 || len(back.Warnings) != 0 {
+		t.Fatalf("re-import added %v, warnings %q; want 2 tool results, no image message, no warning", v, back.Warnings)
+	}
+	again, _ := transcript(t, other, back.Conversation.ID, "OPENAI_RESPONSES", transcriptOpts{})
+	if got := responsesOutputs(t, again); strings.Join(got, "|") != strings.Join(wantOutputs, "|") {
+		t.Errorf("after a re-import: function_call_output content %q, want %q", got, wantOutputs)
+	}
+	if msgs, _ := transcript(t, other, back.Conversation.ID, "ANTHROPIC_MESSAGES", transcriptOpts{}); strings.Join(anthropicResultContent(t, msgs, png), "|") != strings.Join(want, "|") {
+		t.Errorf("after a re-import: tool_result content %q, want %q", anthropicResultContent(t, msgs, png), want)
+	}
+}
+
+// responsesOutputs reads an OPENAI_RESPONSES export with the SDK's types and returns
+// each function_call_output's items in order: "call:text T" or "call:image URL" ("call:T"
+// for a string output).
+func responsesOutputs(t *testing.T, export json.RawMessage) []string {
+	t.Helper()
+	var items []responses.ResponseInputItemUnionParam
+	if err := json.Unmarshal(export, &items); err != nil {
+		t.Fatalf("the SDK cannot read the responses export: %v", err)
+	}
+	var got []string
+	for _, it := range items {
+		o := it.OfFunctionCallOutput
+		if o == nil {
+			continue
+		}
+		if o.Output.OfString.Valid() {
+			got = append(got, o.CallID+":"+o.Output.OfString.Value)
+			continue
+		}
+		for _, c := range o.Output.OfResponseFunctionCallOutputItemArray {
+			switch {
+			case c.OfInputText != nil:
+				got = append(got, o.CallID+":text "+c.OfInputText.Text)
+			case c.OfInputImage != nil:
+				got = append(got, o.CallID+":image "+c.OfInputImage.ImageURL.Value)
+			default:
+				got = append(got, o.CallID+":unexpected")
+			}
+		}
+	}
+	return got
 }
 
 // anthropicResultContent reads an ANTHROPIC_MESSAGES export with the SDK and returns

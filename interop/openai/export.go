@@ -39,6 +39,22 @@ func resultImages(body parley.Body) []string {
 	return urls
 }
 
+// outputItems is a tool result's text and images as function_call_output items, in the
+// order the tool gave them.
+func outputItems(body parley.Body) responses.ResponseFunctionCallOutputItemListParam {
+	var items responses.ResponseFunctionCallOutputItemListParam
+	for _, p := range body.Parts {
+		if src, ok := p.ImageSource(); ok {
+			items = append(items, responses.ResponseFunctionCallOutputItemUnionParam{OfInputImage: &responses.ResponseInputImageContentParam{
+				ImageURL: param.NewOpt(src.DataURL()), Detail: responses.ResponseInputImageContentDetailAuto,
+			}})
+		} else if p.Kind == parley.PartText && strings.TrimSpace(p.Text) != "" {
+			items = append(items, responses.ResponseFunctionCallOutputItemUnionParam{OfInputText: &responses.ResponseInputTextContentParam{Text: p.Text}})
+		}
+	}
+	return items
+}
+
 // ExportChat writes msgs as a Chat Completions messages array, system first.
 func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, error) {
 	var n notes.Notes
@@ -142,7 +158,8 @@ func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, er
 
 // ExportResponses writes msgs as Responses API input items: messages (the system
 // prompt and SUPERVISOR text as developer messages), function_call and
-// function_call_output items.
+// function_call_output items, a result's images inside its output (an array of
+// input_text and input_image items, in the tool's order).
 func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []string, error) {
 	var n notes.Notes
 	out := make([]responses.ResponseInputItemUnionParam, 0, len(msgs)+1)
@@ -155,25 +172,7 @@ func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []strin
 	if strings.TrimSpace(system) != "" {
 		message(system, responses.EasyInputMessageRoleDeveloper)
 	}
-	var images []string // as for chat: after the results they came in
-	flushImages := func() {
-		if len(images) == 0 {
-			return
-		}
-		content := make(responses.ResponseInputMessageContentListParam, len(images))
-		for i, u := range images {
-			content[i] = responses.ResponseInputContentUnionParam{OfInputImage: &responses.ResponseInputImageParam{
-				ImageURL: param.NewOpt(u), Detail: responses.ResponseInputImageDetailAuto,
-			}}
-		}
-		item := responses.ResponseInputItemParamOfMessage(content, responses.EasyInputMessageRoleUser)
-		item.OfMessage.Type = responses.EasyInputMessageTypeMessage
-		out, images = append(out, item), nil
-	}
 	for _, m := range msgs {
-		if _, ok := m.(*parley.ToolResultMessage); !ok {
-			flushImages()
-		}
 		switch m := m.(type) {
 		case *parley.TextMessage:
 			if unsent(m.Parts) {
@@ -241,16 +240,20 @@ func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []strin
 				out = append(out, functionCall(&m.ToolCalls[i]))
 			}
 		case *parley.ToolResultMessage:
+			if parley.HasImages(m.Body) {
+				// The API takes a function_call_output's images in it, among its text.
+				out = append(out, responses.ResponseInputItemUnionParam{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{
+					CallID: m.ToolCallID,
+					Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfResponseFunctionCallOutputItemArray: outputItems(m.Body)},
+				}})
+				continue
+			}
 			text := m.ResultText()
 			if strings.TrimSpace(text) == "" {
 				n.Add(noteNoOutput)
 				text = "(no output)"
 			}
 			out = append(out, responses.ResponseInputItemParamOfFunctionCallOutput(m.ToolCallID, text))
-			if urls := resultImages(m.Body); len(urls) > 0 {
-				n.Add(noteToolImages)
-				images = append(images, urls...)
-			}
 		case *parley.CompactionMessage:
 			if m.Provider == parley.CompactionOpenAI {
 				// The API's own item, sent back as it came.
@@ -262,7 +265,6 @@ func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []strin
 			return nil, nil, fmt.Errorf("openai: cannot export a %T", m)
 		}
 	}
-	flushImages()
 	b, err := json.Marshal(out)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode response input items: %w", err)

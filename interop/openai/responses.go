@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/interop/internal/contentblock"
 	"github.com/parley-dev/parley/interop/internal/input"
 	"github.com/parley-dev/parley/interop/internal/jsonerr"
 	"github.com/parley-dev/parley/interop/internal/sourceid"
@@ -325,32 +326,46 @@ func (p *responsesParser) functionOutput(where string, raw json.RawMessage, it *
 		return invalid(where, ".call_id: call %q was already answered in %s", jsonerr.Truncate(it.CallID), prev)
 	}
 	p.answered[it.CallID] = where
-	var text string
+	var body parley.Body
+	images := false
 	out := bytes.TrimSpace(it.Output)
 	switch {
 	case len(out) == 0 || string(out) == "null":
 	case out[0] == '"':
+		var text string
 		if err := json.Unmarshal(out, &text); err != nil {
 			return invalid(where, ".output: not valid JSON")
 		}
+		body = parley.TextBody(text)
 	default:
 		parts, err := responseParts(where+".output", out)
 		if err != nil {
 			return err
 		}
-		var texts []string
+		// Images stay inside the result, as IMAGE parts in order among its text.
 		for j, c := range parts {
-			if c.Type != "input_text" && c.Type != "output_text" && c.Type != "text" {
-				p.imp.Warn("%s.output[%d]: %q output parts are not kept", where, j, jsonerr.Truncate(c.Type))
-				continue
+			field := fmt.Sprintf("%s.output[%d]", where, j)
+			switch {
+			case c.Type == "input_text" || c.Type == "output_text" || c.Type == "text":
+				body.Parts = append(body.Parts, parley.Part{Kind: parley.PartText, Text: c.Text})
+			case c.Type == "input_image" && c.ImageURL != "":
+				src, err := imageSource(field+".image_url", c.ImageURL)
+				if err != nil {
+					return err
+				}
+				body.Parts = append(body.Parts, contentblock.ImagePart(src))
+				images = true
+			default:
+				p.imp.Warn("%s: %q output parts are not kept", field, jsonerr.Truncate(c.Type))
 			}
-			texts = append(texts, c.Text)
 		}
-		text = strings.Join(texts, "\n\n")
 	}
-	o := p.chain.Start(p.imp, where, raw)
-	o.Add(&parley.ToolResultMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleResult},
-		ToolCallID: it.CallID, Status: parley.ToolSuccess, Body: parley.TextBody(text)})
+	res := &parley.ToolResultMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleResult},
+		ToolCallID: it.CallID, Status: parley.ToolSuccess, Body: parley.TextBody(body.Text())}
+	if images {
+		res.Body = body
+	}
+	p.chain.Start(p.imp, where, raw).Add(res)
 	return nil
 }
 
