@@ -470,6 +470,20 @@ func TestReplayAcrossProviders(t *testing.T) {
 		}
 	})
 
+	t.Run("the signing model by another name", func(t *testing.T) {
+		// A snapshot's date, Bedrock's and Vertex's spellings name the same model.
+		for _, model := range []string{"claude-opus-4-6-20260205", "us.anthropic.claude-opus-4-6-v1:0", "claude-opus-4-6@20260205", "CLAUDE-OPUS-4-6"} {
+			raw, arts := replayExport(t, srv, conv, "ANTHROPIC_MESSAGES", model, "")
+			thinking, redacted, _ := anthropicBlocks(raw)
+			if strings.Join(thinking, ",") != "sig-opus" || strings.Join(redacted, ",") != "ENCRYPTED-opus" {
+				t.Errorf("model %q: thinking %v, redacted %v; want Opus's signed and redacted thinking sent back", model, thinking, redacted)
+			}
+			if got := summarize(arts); got != "4 signed thinking dropped" {
+				t.Errorf("model %q: artifacts %q, want only Gemini's signed thinking dropped", model, got)
+			}
+		}
+	})
+
 	t.Run("another Anthropic model", func(t *testing.T) {
 		raw, arts := replayExport(t, srv, conv, "ANTHROPIC_MESSAGES", "claude-sonnet-4-5", "")
 		thinking, redacted, _ := anthropicBlocks(raw)

@@ -2,6 +2,7 @@ package interop_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	openaisdk "github.com/openai/openai-go/v3"
@@ -125,5 +126,48 @@ func TestGeminiThoughtSignatureReplay(t *testing.T) {
 				t.Errorf("artifacts %q, want a dropped thought signature reported: %v", summarize(arts), !tc.kept)
 			}
 		})
+	}
+}
+
+// TestThoughtSignatureModel sends a call's thought signature back only to the model
+// that issued it, when the transcript names its model: the same model under another of
+// its names (Gemini's "models/" prefix) keeps it, another Gemini model does not, and the
+// report says which model issued what was dropped.
+func TestThoughtSignatureModel(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	conv := createConversation(t, srv)
+	srv.MustDo(t, `mutation($c: ID!, $in: MessageInput!) { addMessage(conversationId: $c, input: $in) { cursor } }`,
+		map[string]any{"c": conv, "in": map[string]any{"text": map[string]any{"role": "USER", "content": "Go."}}}, nil)
+	srv.MustDo(t, `mutation($c: ID!, $in: MessageInput!, $p: ProvenanceInput) {
+		addMessage(conversationId: $c, input: $in, provenance: $p) { cursor } }`, map[string]any{"c": conv,
+		"in": map[string]any{"toolRequest": map[string]any{"toolCalls": []any{
+			map[string]any{"id": "call_1", "name": "t", "argumentsRaw": "{}", "thoughtSignature": "sig-1"}}}},
+		"p": map[string]any{"provider": "google", "model": "gemini-2.5-pro"}}, nil)
+	srv.MustDo(t, `mutation($c: ID!, $in: MessageInput!) { addMessage(conversationId: $c, input: $in) { cursor } }`,
+		map[string]any{"c": conv, "in": map[string]any{"toolResult": map[string]any{"toolCallId": "call_1", "status": "SUCCESS", "content": "ok"}}}, nil)
+	for _, tc := range []struct {
+		model string
+		kept  bool
+	}{
+		{"", true},
+		{"gemini-2.5-pro", true},
+		{"models/gemini-2.5-pro", true},
+		{"Gemini-2.5-Pro", true},
+		{"gemini-3-pro-preview", false},
+		{"gemini-2.5-flash", false},
+	} {
+		chat, arts := replayExport(t, srv, conv, "OPENAI_CHAT", tc.model, "")
+		_, sent := exportedSignatures(t, chat)["call_1"]
+		if sent != tc.kept {
+			t.Errorf("model %q: thought signature sent %v, want %v", tc.model, sent, tc.kept)
+		}
+		switch {
+		case tc.kept && len(arts) != 0:
+			t.Errorf("model %q: artifacts %q, want none", tc.model, summarize(arts))
+		case !tc.kept && (summarize(arts) != "2 thought signature dropped" ||
+			!strings.Contains(arts[0].Reason, "gemini-2.5-pro") || !strings.Contains(arts[0].Reason, tc.model)):
+			t.Errorf("model %q: artifacts %+v, want the thought signature dropped, the reason naming both models", tc.model, arts)
+		}
 	}
 }

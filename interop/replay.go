@@ -2,6 +2,7 @@ package interop
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/parley-dev/parley"
@@ -59,7 +60,7 @@ func replay(msgs []parley.Message, format parley.TranscriptFormat, opts parley.T
 		req, isReq := m.(*parley.ToolRequestMessage)
 		var calls []parley.ToolCall
 		if isReq {
-			calls = replayCalls(req, format, rep)
+			calls = replayCalls(req, format, opts.Model, rep)
 			changed = changed || calls != nil
 		}
 		if !changed {
@@ -151,9 +152,9 @@ func replayParts(m parley.Message, body parley.Body, format parley.TranscriptFor
 
 // replayCalls returns req's calls without the item ids another provider issued, when
 // the format sends item ids (Responses), and without Gemini's thought signatures unless
-// Google issued them, when the format sends those (Chat Completions, which Gemini's
-// OpenAI-compatible API speaks); nil when none changes.
-func replayCalls(req *parley.ToolRequestMessage, format parley.TranscriptFormat, rep *parley.TranscriptReport) []parley.ToolCall {
+// Google issued them for model (see sameModel), when the format sends those (Chat
+// Completions, which Gemini's OpenAI-compatible API speaks); nil when none changes.
+func replayCalls(req *parley.ToolRequestMessage, format parley.TranscriptFormat, model string, rep *parley.TranscriptReport) []parley.ToolCall {
 	var out []parley.ToolCall
 	drop := func(i int, artifact, reason string) {
 		if out == nil {
@@ -178,9 +179,13 @@ func replayCalls(req *parley.ToolRequestMessage, format parley.TranscriptFormat,
 		case format == parley.TranscriptOpenAIChat && c.ThoughtSignature != "":
 			// Without provenance (an OPENAI_CHAT import) it came from Gemini's API, the
 			// only one that gives it.
-			provider, model := issuer(req.Provenance(), providerGoogle)
-			if !googleProvider(provider) {
-				drop(i, artifactThoughtSignature, fmt.Sprintf("the thought signature of call %q was issued by %s; only Google verifies it", c.ID, by(provider, model)))
+			provider, issued := issuer(req.Provenance(), providerGoogle)
+			switch {
+			case !googleProvider(provider):
+				drop(i, artifactThoughtSignature, fmt.Sprintf("the thought signature of call %q was issued by %s; only Google verifies it", c.ID, by(provider, issued)))
+			case !sameModel(issued, model):
+				drop(i, artifactThoughtSignature, fmt.Sprintf("the thought signature of call %q was issued by %s; it is only valid for the model that issued it, not %s",
+					c.ID, by(provider, issued), model))
 			}
 		}
 	}
@@ -219,8 +224,55 @@ func foreignReason(prov *parley.Provenance, kind string, format parley.Transcrip
 		return fmt.Sprintf("issued by %s; %s cannot verify it and takes no such reasoning back", who, target)
 	case format == parley.TranscriptOpenAIChat:
 		return fmt.Sprintf("issued by %s; Chat Completions takes no reasoning items back (OPENAI_RESPONSES does)", who)
-	case model != "" && issued != "" && issued != model:
+	case !sameModel(issued, model):
 		return fmt.Sprintf("issued by %s; it is only valid for the model that issued it, not %s", who, model)
 	}
 	return ""
+}
+
+// Model names, as sameModel reads them: what names the platform a model is served on
+// rather than the model, and a snapshot's date.
+var (
+	// Gemini's resource name (models/gemini-2.5-pro); Bedrock's ids
+	// (anthropic.claude-..., us.anthropic.claude-... across regions).
+	modelPlatform = regexp.MustCompile(`^(?:models/|(?:[a-z]{2,4}\.)?anthropic\.)`)
+	// Bedrock's version (-v1:0).
+	modelVersion = regexp.MustCompile(`-v\d+:\d+$`)
+	// A snapshot's date: Anthropic's -20250929, Vertex's @20250929, OpenAI's -2025-08-07.
+	modelDate = regexp.MustCompile(`(?:[-@])(\d{4})-?(\d{2})-?(\d{2})$`)
+)
+
+// sameModel reports whether a provider-bound artifact issued by model issued may go to
+// model target: yes when either is unknown (""), else when both name the same model.
+// Signatures and encrypted reasoning verify only with the model that made them (Claude
+// Code drops thinking when the model changes; Gemini 3 refuses another model's thought
+// signatures), so the rule is the same model, not the same family; but a model has
+// several names: its alias and the snapshot the API reports (claude-sonnet-4-5 and
+// claude-sonnet-4-5-20250929, gpt-5 and gpt-5-2025-08-07), Bedrock's and Vertex's ids
+// (us.anthropic.claude-sonnet-4-5-20250929-v1:0, claude-sonnet-4-5@20250929: Anthropic
+// signatures are valid across these platforms) and Gemini's resource name
+// (models/gemini-2.5-pro). Case aside, names that differ once those are read are
+// different models, and so are two snapshots of one alias with different dates
+// (claude-3-5-sonnet-20240620 and -20241022). An alias that moves (…-latest) is not a
+// snapshot's name: its artifacts go only to the same alias.
+func sameModel(issued, target string) bool {
+	if issued == "" || target == "" {
+		return true
+	}
+	a, aDate := modelName(issued)
+	b, bDate := modelName(target)
+	return a == b && (aDate == "" || bDate == "" || aDate == bDate)
+}
+
+// modelName reads a model's name into the model and its snapshot's date (YYYYMMDD, ""
+// when it names none).
+func modelName(s string) (model, date string) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	s = modelPlatform.ReplaceAllString(s, "")
+	s = modelVersion.ReplaceAllString(s, "")
+	if m := modelDate.FindStringSubmatchIndex(s); m != nil {
+		date = s[m[2]:m[3]] + s[m[4]:m[5]] + s[m[6]:m[7]]
+		s = s[:m[0]]
+	}
+	return s, date
 }
