@@ -1,5 +1,10 @@
 package parley
 
+import (
+	"bytes"
+	"encoding/json"
+)
+
 // The rules here say how a message that is still being written grows: by deltas, each
 // extending one part or one tool call. The provider adapters (interop/openai,
 // interop/anthropic) report deltas in these terms, and a store appends them by the same
@@ -20,7 +25,19 @@ const (
 	// DeltaToolArguments appends to the arguments of a tool call, as the provider sends
 	// them: JSON only once the call is complete.
 	DeltaToolArguments DeltaKind = "TOOL_ARGUMENTS"
+	// DeltaRedactedThinking appends to the encrypted data of a REDACTED_THINKING part
+	// (its Signature). Anthropic sends it whole, in one delta.
+	DeltaRedactedThinking DeltaKind = "REDACTED_THINKING"
+	// DeltaServerTool appends to the block of a SERVER_TOOL part (its Raw), the
+	// provider's JSON: an object once complete. Adapters send it whole, once the block
+	// has ended.
+	DeltaServerTool DeltaKind = "SERVER_TOOL"
+	// DeltaCitation adds one citation, a JSON object, to a TEXT part's citations.
+	DeltaCitation DeltaKind = "CITATION"
 )
+
+// DeltaKinds lists every delta kind.
+var DeltaKinds = []DeltaKind{DeltaText, DeltaThinking, DeltaSignature, DeltaToolArguments, DeltaRedactedThinking, DeltaServerTool, DeltaCitation}
 
 // Delta is one piece of a message being written. Index is the position of the part
 // (Body.Parts) or, for DeltaToolArguments, of the tool call (ToolCalls) it extends; a
@@ -82,10 +99,47 @@ func (dr *Draft) Apply(d Delta) error {
 		}
 		dr.Parts[d.Index].Signature += d.Text
 		dr.textBytes += len(d.Text)
+	case DeltaRedactedThinking, DeltaServerTool:
+		kind := PartRedactedThinking
+		if d.Kind == DeltaServerTool {
+			kind = PartServerTool
+		}
+		switch {
+		case d.Index == len(dr.Parts):
+			dr.Parts = append(dr.Parts, Part{Kind: kind})
+		case d.Index < 0 || d.Index > len(dr.Parts):
+			return dr.noPart(d)
+		case dr.Parts[d.Index].Kind != kind:
+			return Errorf(EINVALID, "delta: a %s delta for part %d, a %s part", d.Kind, d.Index, dr.Parts[d.Index].Kind)
+		}
+		p := &dr.Parts[d.Index]
+		if kind == PartServerTool {
+			p.Raw = append(p.Raw, d.Text...)
+		} else {
+			p.Signature += d.Text
+		}
+		dr.textBytes += len(d.Text)
+	case DeltaCitation:
+		if d.Index < 0 || d.Index >= len(dr.Parts) {
+			return Errorf(EINVALID, "delta: a CITATION delta for part %d, but the message has %d parts", d.Index, len(dr.Parts))
+		}
+		p := &dr.Parts[d.Index]
+		if p.Kind != PartText {
+			return Errorf(EINVALID, "delta: a CITATION delta for part %d, a %s part; only TEXT parts cite", d.Index, p.Kind)
+		}
+		if !JSON(d.Text).IsObject() || !json.Valid([]byte(d.Text)) {
+			return Errorf(EINVALID, "delta.text: a CITATION delta's text is one citation, a JSON object")
+		}
+		if len(p.Citations) == 0 {
+			p.Citations = JSON("[" + d.Text + "]")
+		} else {
+			p.Citations = append(append(p.Citations[:len(p.Citations)-1:len(p.Citations)-1], ","+d.Text...), ']')
+		}
+		dr.textBytes += len(d.Text)
 	case DeltaToolArguments:
 		return dr.applyToolArguments(d)
 	default:
-		return Errorf(EINVALID, "delta.kind: %q is not TEXT, THINKING, SIGNATURE or TOOL_ARGUMENTS", d.Kind)
+		return Errorf(EINVALID, "delta.kind: %q is not TEXT, THINKING, SIGNATURE, TOOL_ARGUMENTS, REDACTED_THINKING, SERVER_TOOL or CITATION", d.Kind)
 	}
 	return nil
 }
@@ -159,6 +213,10 @@ func (dr *Draft) CheckLimits(lim Limits) error {
 // tool calls, else a TextMessage. The message shares nothing with the draft.
 func (dr *Draft) Message() Message {
 	body := Body{Parts: append([]Part(nil), dr.Parts...)}
+	for i := range body.Parts {
+		p := &body.Parts[i]
+		p.Raw, p.Citations = bytes.Clone(p.Raw), bytes.Clone(p.Citations)
+	}
 	if len(dr.ToolCalls) == 0 {
 		return &TextMessage{MessageMeta: MessageMeta{Role: RoleAssistant}, Body: body}
 	}

@@ -30,6 +30,14 @@ func TestDraftApply(t *testing.T) {
 			[]Delta{text(0, "ok"), args(0, "a", "f", ""), args(1, "b", "g", `{"x"`), args(0, "", "", `{}`), args(1, "b", "", `:1}`)},
 			&ToolRequestMessage{MessageMeta: MessageMeta{Role: RoleAssistant}, Body: TextBody("ok"), ToolCalls: []ToolCall{
 				{ID: "a", Name: "f", Arguments: JSON(`{}`)}, {ID: "b", Name: "g", Arguments: JSON(`{"x":1}`)}}}},
+		{"redacted thinking, a server tool's block, cited text",
+			[]Delta{{Kind: DeltaRedactedThinking, Index: 0, Text: "Em"}, {Kind: DeltaRedactedThinking, Index: 0, Text: "wK"},
+				{Kind: DeltaServerTool, Index: 1, Text: `{"type":"server_tool_use",`}, {Kind: DeltaServerTool, Index: 1, Text: `"id":"s1"}`},
+				text(2, "Sunny."), {Kind: DeltaCitation, Index: 2, Text: `{"n":1}`}, {Kind: DeltaCitation, Index: 2, Text: `{"n":2}`}},
+			&TextMessage{MessageMeta: MessageMeta{Role: RoleAssistant}, Body: Body{Parts: []Part{
+				{Kind: PartRedactedThinking, Signature: "EmwK"},
+				{Kind: PartServerTool, Raw: JSON(`{"type":"server_tool_use","id":"s1"}`)},
+				{Kind: PartText, Text: "Sunny.", Citations: JSON(`[{"n":1},{"n":2}]`)}}}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,7 +77,13 @@ func TestDraftApplyRefuses(t *testing.T) {
 		{"a call without id", Delta{Kind: DeltaToolArguments, Index: 1, ToolName: "f"}, "tool call 1 opens without an id"},
 		{"a call without name", Delta{Kind: DeltaToolArguments, Index: 1, ToolCallID: "c2"}, "tool call 1 (c2) opens without a name"},
 		{"a call changing id", Delta{Kind: DeltaToolArguments, Index: 0, ToolCallID: "c9", Text: "{"}, `tool call 0 has id "c1", not "c9"`},
-		{"an unknown kind", Delta{Kind: "IMAGE"}, `delta.kind: "IMAGE" is not TEXT, THINKING, SIGNATURE or TOOL_ARGUMENTS`},
+		{"an unknown kind", Delta{Kind: "IMAGE"}, `delta.kind: "IMAGE" is not TEXT, THINKING, SIGNATURE, TOOL_ARGUMENTS, REDACTED_THINKING, SERVER_TOOL or CITATION`},
+		{"redacted thinking into text", Delta{Kind: DeltaRedactedThinking, Index: 1, Text: "x"}, "a REDACTED_THINKING delta for part 1, a TEXT part"},
+		{"a server tool's block into thinking", Delta{Kind: DeltaServerTool, Index: 0, Text: "{}"}, "a SERVER_TOOL delta for part 0, a THINKING part"},
+		{"a server tool's block skipping a part", Delta{Kind: DeltaServerTool, Index: 5, Text: "{}"}, "a SERVER_TOOL delta for part 5, but the message has 2 parts"},
+		{"a citation on thinking", Delta{Kind: DeltaCitation, Index: 0, Text: "{}"}, "a CITATION delta for part 0, a THINKING part; only TEXT parts cite"},
+		{"a citation that is not an object", Delta{Kind: DeltaCitation, Index: 1, Text: `{"a":`}, "a CITATION delta's text is one citation, a JSON object"},
+		{"a citation opening a part", Delta{Kind: DeltaCitation, Index: 2, Text: "{}"}, "a CITATION delta for part 2, but the message has 2 parts"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

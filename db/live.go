@@ -808,6 +808,16 @@ func (db *DB) indexable(ctx context.Context, tx *txn, convKey, messageID string,
 // keepPartial makes a message cut short storable: tool call arguments that are not
 // (yet) JSON are kept as a JSON string of what arrived.
 func keepPartial(m parley.Message) {
+	// A server tool's block cut short is not a block: the provider would refuse it back.
+	whole := func(b *parley.Body) {
+		b.Parts = slices.DeleteFunc(b.Parts, func(p parley.Part) bool { return p.Kind == parley.PartServerTool && !json.Valid(p.Raw) })
+	}
+	switch m := m.(type) {
+	case *parley.TextMessage:
+		whole(&m.Body)
+	case *parley.ToolRequestMessage:
+		whole(&m.Body)
+	}
 	req, ok := m.(*parley.ToolRequestMessage)
 	if !ok {
 		return

@@ -23732,16 +23732,22 @@ func (ec *executionContext) marshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparl
 
 var (
 	unmarshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐDeltaKind = map[string]parley.DeltaKind{
-		"TEXT":           parley.DeltaText,
-		"THINKING":       parley.DeltaThinking,
-		"SIGNATURE":      parley.DeltaSignature,
-		"TOOL_ARGUMENTS": parley.DeltaToolArguments,
+		"TEXT":              parley.DeltaText,
+		"THINKING":          parley.DeltaThinking,
+		"SIGNATURE":         parley.DeltaSignature,
+		"TOOL_ARGUMENTS":    parley.DeltaToolArguments,
+		"REDACTED_THINKING": parley.DeltaRedactedThinking,
+		"SERVER_TOOL":       parley.DeltaServerTool,
+		"CITATION":          parley.DeltaCitation,
 	}
 	marshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐDeltaKind = map[parley.DeltaKind]string{
-		parley.DeltaText:          "TEXT",
-		parley.DeltaThinking:      "THINKING",
-		parley.DeltaSignature:     "SIGNATURE",
-		parley.DeltaToolArguments: "TOOL_ARGUMENTS",
+		parley.DeltaText:             "TEXT",
+		parley.DeltaThinking:         "THINKING",
+		parley.DeltaSignature:        "SIGNATURE",
+		parley.DeltaToolArguments:    "TOOL_ARGUMENTS",
+		parley.DeltaRedactedThinking: "REDACTED_THINKING",
+		parley.DeltaServerTool:       "SERVER_TOOL",
+		parley.DeltaCitation:         "CITATION",
 	}
 )
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	anthropicsdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/goccy/go-yaml"
 
 	"github.com/parley-dev/parley"
@@ -640,5 +641,110 @@ func TestResponsesEventsThroughTheAPI(t *testing.T) {
 		!strings.HasPrefix(p.ResponseID, "resp_68c1f0a2") ||
 		p.Usage != (parley.Usage{InputTokens: 182, OutputTokens: 87, CachedInputTokens: 128, ReasoningTokens: 64}) {
 		t.Errorf("provenance: got %+v", p)
+	}
+}
+
+// TestAnthropicServerToolsThroughTheAPI: a stream with redacted thinking, a web search
+// (server_tool_use and its web_search_tool_result) and cited text, appended through
+// appendProviderEvents and completed, is stored as the same history imported as a
+// finished reply is (REDACTED_THINKING, SERVER_TOOL parts with their blocks, citations),
+// and goes back to Anthropic with every block.
+func TestAnthropicServerToolsThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("..", "interop", "anthropic", "testdata", "stream", "redacted-and-server-tools.sse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batch []json.RawMessage
+	var acc anthropicsdk.Message
+	for _, ev := range sseData(string(data)) {
+		batch = append(batch, json.RawMessage(ev))
+		var e anthropicsdk.MessageStreamEventUnion
+		if err := json.Unmarshal([]byte(ev), &e); err != nil {
+			t.Fatal(err)
+		}
+		if err := acc.Accumulate(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := testserver.New(t)
+	streamed := srv.CreateConversation(t, "streamed")
+	srv.MustDo(t, `mutation($c: ID!) { addMessage(conversationId: $c, input: {text: {role: USER, content: "Weather in Paris?"}}) { cursor } }`,
+		map[string]any{"c": streamed}, nil)
+	m := startMessage(t, srv, streamed, nil)
+	srv.MustDo(t, `mutation($m: ID!, $e: [JSON!]!) { appendProviderEvents(messageId: $m, format: ANTHROPIC_MESSAGES, seq: 1, events: $e) { seq } }`,
+		map[string]any{"m": m.ID, "e": batch}, nil)
+	endMessage(t, srv, `mutation($m: ID!) { completeMessage(messageId: $m) { `+liveFields+` } }`, map[string]any{"m": m.ID})
+
+	// The same reply, finished, as the SDK assembled it from the events, imported.
+	var reply struct{ Content json.RawMessage }
+	if err := json.Unmarshal([]byte(acc.RawJSON()), &reply); err != nil {
+		t.Fatal(err)
+	}
+	history := `{"messages":[{"role":"user","content":"Weather in Paris?"},{"role":"assistant","content":` + string(reply.Content) + `}]}`
+	var imp struct {
+		ImportConversation struct{ Conversation struct{ ID string } }
+	}
+	srv.MustDo(t, `mutation($d: String!) { importConversation(format: ANTHROPIC_MESSAGES, data: $d) { conversation { id } } }`,
+		map[string]any{"d": history}, &imp)
+	imported := imp.ImportConversation.Conversation.ID
+
+	parts := func(conv string) string {
+		var out struct {
+			Conversation struct {
+				Messages struct {
+					Edges []struct {
+						Node struct {
+							Parts []struct {
+								Kind, Text string
+								Signature  *string
+								Raw        json.RawMessage
+								Citations  json.RawMessage
+							}
+						}
+					}
+				}
+			}
+		}
+		srv.MustDo(t, `query($c: ID!) { conversation(id: $c) { messages(first: 5) { edges { node {
+			... on TextMessage { parts { kind text signature raw citations } } } } } } }`, map[string]any{"c": conv}, &out)
+		b, _ := json.Marshal(out.Conversation.Messages.Edges[1].Node.Parts)
+		return string(b)
+	}
+	got, want := parts(streamed), parts(imported)
+	if got != want {
+		t.Errorf("streamed parts\n%s\nimported\n%s", got, want)
+	}
+	for _, s := range []string{`"REDACTED_THINKING"`, `"server_tool_use"`, `"web_search_tool_result"`, `"web_search_result_location"`} {
+		if !strings.Contains(got, s) {
+			t.Errorf("streamed parts lack %s: %s", s, got)
+		}
+	}
+
+	var out struct {
+		Conversation struct{ Transcript json.RawMessage }
+	}
+	srv.MustDo(t, `query($c: ID!) { conversation(id: $c) { transcript(format: ANTHROPIC_MESSAGES) } }`, map[string]any{"c": streamed}, &out)
+	var body struct{ Messages []anthropicsdk.MessageParam }
+	if err := json.Unmarshal(out.Conversation.Transcript, &body); err != nil {
+		t.Fatalf("the SDK cannot read the export: %v", err)
+	}
+	var blocks []string
+	for _, b := range body.Messages[len(body.Messages)-1].Content {
+		switch {
+		case b.OfRedactedThinking != nil:
+			blocks = append(blocks, "redacted_thinking")
+		case b.OfServerToolUse != nil:
+			blocks = append(blocks, "server_tool_use "+string(b.OfServerToolUse.Name))
+		case b.OfWebSearchToolResult != nil:
+			blocks = append(blocks, "web_search_tool_result")
+		case b.OfText != nil:
+			blocks = append(blocks, fmt.Sprintf("text %d citations", len(b.OfText.Citations)))
+		default:
+			blocks = append(blocks, "other")
+		}
+	}
+	if w := "redacted_thinking|server_tool_use web_search|web_search_tool_result|text 1 citations"; strings.Join(blocks, "|") != w {
+		t.Errorf("exported blocks %q, want %q", strings.Join(blocks, "|"), w)
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/interop/internal/contentblock"
 	"github.com/parley-dev/parley/interop/internal/jsonerr"
 )
 
@@ -21,10 +23,13 @@ const Provider = "anthropic"
 // that is still streaming; applied in order to an empty parley.Draft, the deltas so far
 // give Message() at every point.
 //
-// A text block becomes a TEXT part, a thinking block a THINKING part with its signature
-// (kept even when the thinking is empty), a tool_use block a tool call with its input
-// exactly as sent. Other blocks (redacted_thinking, server tools and their results)
-// have no place in a Parley message and are left out.
+// Blocks become what the importer (Parse) makes of the same blocks in a finished reply,
+// so that a streamed message equals the imported one: a text block a TEXT part with its
+// citations, a thinking block a THINKING part with its signature (kept even when the
+// thinking is empty), a redacted_thinking block a REDACTED_THINKING part, a tool_use
+// block a tool call with its input exactly as sent, and the blocks of tools the
+// provider runs itself (server_tool_use, web_search_tool_result and kin) a SERVER_TOOL
+// part holding the block as the SDK assembles it, opened once the block has ended.
 //
 // An event that is refused changes nothing; the stream can go on with the next one. A
 // MessageStream is not safe for concurrent use.
@@ -41,7 +46,7 @@ type MessageStream struct {
 // streamBlock is what the stream knows of one content block: which part or tool call
 // it is, and whether it has ended.
 type streamBlock struct {
-	kind  string // "text", "thinking", "tool_use", or another block type, left out
+	kind  string // the block's type
 	index int    // the part or tool call
 	done  bool
 	// args says that the arguments have started: until then the SDK holds the start's
@@ -200,6 +205,11 @@ func (s *MessageStream) add(ev sdk.MessageStreamEventUnion, shape *eventShape) (
 	case "content_block_stop":
 		b := &s.blocks[len(s.blocks)-1]
 		b.done = true
+		if contentblock.ServerTool(b.kind) {
+			// The block whole, as the SDK assembled it (its input in place).
+			b.index, s.parts = s.parts, s.parts+1
+			deltas = []parley.Delta{{Kind: parley.DeltaServerTool, Index: b.index, Text: s.serverTool(len(s.blocks) - 1)}}
+		}
 		if b.kind == "tool_use" && !b.args {
 			// No input_json_delta came: the input is the start's {}, complete.
 			b.args = true
@@ -248,6 +258,10 @@ func (s *MessageStream) check(ev sdk.MessageStreamEventUnion, shape *eventShape)
 		case cb.Type == "tool_use" && cb.Name == "":
 			return nil, s.invalid(typ, "content_block.name: tool_use %s needs a name", jsonerr.Truncate(cb.ID))
 		}
+		if n := len(s.blocks); n > 0 && contentblock.ServerTool(s.blocks[n-1].kind) && !s.blocks[n-1].done {
+			// Its part opens when it ends, before the parts of the blocks after it.
+			return nil, s.invalid(typ, "index: %d, but block %d (%s) has not ended (content_block_stop)", idx, n-1, jsonerr.Truncate(s.blocks[n-1].kind))
+		}
 		return nil, nil
 	}
 	last := len(s.blocks) - 1
@@ -272,13 +286,21 @@ func (s *MessageStream) check(ev sdk.MessageStreamEventUnion, shape *eventShape)
 	case "text_delta":
 		fits, delta = "text", parley.Delta{Kind: parley.DeltaText, Text: d.Text}
 	case "citations_delta":
-		fits = "text" // a citation has no place in a Parley message
+		fits = "text"
+		if c := compact(d.Citation.RawJSON()); c != "" {
+			delta = parley.Delta{Kind: parley.DeltaCitation, Text: c}
+		}
 	case "thinking_delta":
 		fits, delta = "thinking", parley.Delta{Kind: parley.DeltaThinking, Text: d.Thinking}
 	case "signature_delta":
 		fits, delta = "thinking", parley.Delta{Kind: parley.DeltaSignature, Text: d.Signature}
 	case "input_json_delta":
 		fits, delta = "tool_use", parley.Delta{Kind: parley.DeltaToolArguments, Text: d.PartialJSON}
+		if contentblock.ServerTool(b.kind) {
+			// A server tool's input: the SDK assembles it into the block, which the
+			// SERVER_TOOL part holds once the block ends.
+			fits, delta = b.kind, parley.Delta{}
+		}
 	default:
 		return nil, s.invalid(typ, "delta.type: %q is not a content block delta", jsonerr.Truncate(shape.Delta.Type))
 	}
@@ -301,7 +323,23 @@ func (s *MessageStream) check(ev sdk.MessageStreamEventUnion, shape *eventShape)
 	return []parley.Delta{delta}, nil
 }
 
-func kept(kind string) bool { return kind == "text" || kind == "thinking" || kind == "tool_use" }
+// kept reports whether blocks of type kind become part of the message.
+func kept(kind string) bool {
+	switch kind {
+	case "text", "thinking", "redacted_thinking", "tool_use":
+		return true
+	}
+	return contentblock.ServerTool(kind)
+}
+
+// compact is raw without insignificant whitespace, "" when it is not JSON.
+func compact(raw string) string {
+	var b bytes.Buffer
+	if json.Compact(&b, []byte(raw)) != nil {
+		return ""
+	}
+	return b.String()
+}
 
 // start records the block that the accumulator has just opened, and returns the deltas
 // that open its part or tool call with what the start carries.
@@ -319,6 +357,9 @@ func (s *MessageStream) start(kind string) []parley.Delta {
 		if cb.Signature != "" {
 			deltas = append(deltas, parley.Delta{Kind: parley.DeltaSignature, Index: b.index, Text: cb.Signature})
 		}
+	case "redacted_thinking":
+		b.index, s.parts = s.parts, s.parts+1
+		deltas = []parley.Delta{{Kind: parley.DeltaRedactedThinking, Index: b.index, Text: cb.Data}}
 	case "tool_use":
 		b.index, s.calls = s.calls, s.calls+1
 		d := parley.Delta{Kind: parley.DeltaToolArguments, Index: b.index, ToolCallID: cb.ID, ToolName: cb.Name}
@@ -342,18 +383,40 @@ func (s *MessageStream) Message() parley.Message {
 		cb := s.acc.Content[i]
 		switch b.kind {
 		case "text":
-			dr.Parts = append(dr.Parts, parley.Part{Kind: parley.PartText, Text: cb.Text})
+			p := parley.Part{Kind: parley.PartText, Text: cb.Text}
+			var cs []string
+			for _, c := range cb.Citations {
+				if t := compact(c.RawJSON()); t != "" {
+					cs = append(cs, t)
+				}
+			}
+			if len(cs) > 0 {
+				p.Citations = parley.JSON("[" + strings.Join(cs, ",") + "]")
+			}
+			dr.Parts = append(dr.Parts, p)
 		case "thinking":
 			dr.Parts = append(dr.Parts, parley.Part{Kind: parley.PartThinking, Text: cb.Thinking, Signature: cb.Signature})
+		case "redacted_thinking":
+			dr.Parts = append(dr.Parts, parley.Part{Kind: parley.PartRedactedThinking, Signature: cb.Data})
 		case "tool_use":
 			c := parley.ToolCall{ID: cb.ID, Name: cb.Name}
 			if b.args {
 				c.Arguments = parley.JSON(bytes.Clone(b.input))
 			}
 			dr.ToolCalls = append(dr.ToolCalls, c)
+		default:
+			if contentblock.ServerTool(b.kind) && b.done {
+				dr.Parts = append(dr.Parts, parley.Part{Kind: parley.PartServerTool, Raw: parley.JSON(s.serverTool(i))})
+			}
 		}
 	}
 	return dr.Message()
+}
+
+// serverTool is the i'th block, a server tool's that has ended, as its SERVER_TOOL part
+// holds it: the block the SDK assembled, compacted as the importer compacts it.
+func (s *MessageStream) serverTool(i int) string {
+	return string(contentblock.ServerToolPart(contentblock.Block{Raw: json.RawMessage(s.acc.Content[i].RawJSON())}).Raw)
 }
 
 // Provenance returns who produced the reply and what it cost, as far as the events so

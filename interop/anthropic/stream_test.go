@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -86,8 +87,10 @@ func feed(t *testing.T, events [][]byte) (*anthropic.MessageStream, []parley.Del
 
 // compareWithSDK checks the stream's message and provenance against what the SDK's
 // accumulator assembled from the same events, field by field. Until a tool_use's input
-// starts, the SDK holds a placeholder {} where the stream has no arguments yet.
-func compareWithSDK(t *testing.T, s *anthropic.MessageStream, acc sdk.Message) {
+// starts, the SDK holds a placeholder {} where the stream has no arguments yet; a server
+// tool's block is a part once it has stopped (stopped holds the indexes of the blocks
+// that have).
+func compareWithSDK(t *testing.T, s *anthropic.MessageStream, acc sdk.Message, stopped map[int]bool) {
 	t.Helper()
 	p := s.Provenance()
 	if p.Provider != "anthropic" || p.Model != string(acc.Model) || p.ResponseID != acc.ID || p.FinishReason != string(acc.StopReason) {
@@ -114,14 +117,33 @@ func compareWithSDK(t *testing.T, s *anthropic.MessageStream, acc sdk.Message) {
 	}
 	var parts []parley.Part
 	var wantCalls []parley.ToolCall
-	for _, b := range acc.Content {
+	for i, b := range acc.Content {
 		switch b.Type {
 		case "text":
-			parts = append(parts, parley.Part{Kind: parley.PartText, Text: b.Text})
+			p := parley.Part{Kind: parley.PartText, Text: b.Text}
+			if len(b.Citations) > 0 {
+				var cs []json.RawMessage
+				for _, c := range b.Citations {
+					cs = append(cs, json.RawMessage(c.RawJSON()))
+				}
+				raw, _ := json.Marshal(cs) // compact, as the stream keeps them
+				p.Citations = parley.JSON(raw)
+			}
+			parts = append(parts, p)
 		case "thinking":
 			parts = append(parts, parley.Part{Kind: parley.PartThinking, Text: b.Thinking, Signature: b.Signature})
+		case "redacted_thinking":
+			parts = append(parts, parley.Part{Kind: parley.PartRedactedThinking, Signature: b.Data})
 		case "tool_use":
 			wantCalls = append(wantCalls, parley.ToolCall{ID: b.ID, Name: b.Name, Arguments: parley.JSON(b.Input)})
+		case "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result", "mcp_tool_use", "mcp_tool_result":
+			if stopped[i] {
+				var raw bytes.Buffer
+				if err := json.Compact(&raw, []byte(b.RawJSON())); err != nil {
+					t.Fatal(err)
+				}
+				parts = append(parts, parley.Part{Kind: parley.PartServerTool, Raw: parley.JSON(raw.Bytes())})
+			}
 		}
 	}
 	if !reflect.DeepEqual(body.Parts, parts) {
@@ -184,6 +206,7 @@ func checkAgainstSDK(t *testing.T, body string) (*anthropic.MessageStream, []par
 	raw := sseEvents(t, body)
 	s, deltas := feed(t, raw)
 	var acc sdk.Message
+	stopped := make(map[int]bool)
 	prefix := anthropic.NewMessageStream()
 	for k, data := range raw {
 		if _, err := prefix.AddJSON(data); err != nil {
@@ -199,7 +222,10 @@ func checkAgainstSDK(t *testing.T, body string) (*anthropic.MessageStream, []par
 		if err := acc.Accumulate(ev); err != nil {
 			t.Fatalf("event %d: the SDK refused it: %v", k+1, err)
 		}
-		compareWithSDK(t, prefix, acc)
+		if ev.Type == "content_block_stop" {
+			stopped[int(ev.Index)] = true
+		}
+		compareWithSDK(t, prefix, acc, stopped)
 	}
 	typed := anthropic.NewMessageStream()
 	var typedDeltas []parley.Delta
@@ -331,6 +357,38 @@ func TestMessageStreamRefuses(t *testing.T) {
 		{"a block without type", `{"type":"content_block_start","index":2,"content_block":{"text":""}}`,
 			"event 6 (content_block_start): content_block.type: missing"},
 	}
+	// A server tool's block opens its part when it ends: nothing may start before.
+	serverTool := append(append([]string(nil), start...), `{"type":"content_block_stop","index":1}`,
+		`{"type":"content_block_start","index":2,"content_block":{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}}`)
+	redacted := append(append([]string(nil), start...), `{"type":"content_block_stop","index":1}`,
+		`{"type":"content_block_start","index":2,"content_block":{"type":"redacted_thinking","data":"Em"}}`)
+	for _, tc := range []struct {
+		name   string
+		events []string
+		event  string
+		want   string
+	}{
+		{"a block starting inside a server tool's", serverTool, `{"type":"content_block_start","index":3,"content_block":{"type":"text","text":""}}`,
+			"event 8 (content_block_start): index: 3, but block 2 (server_tool_use) has not ended (content_block_stop)"},
+		{"text into a server tool's block", serverTool, `{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"x"}}`,
+			"event 8 (content_block_delta): delta.type: a text_delta does not fit block 2, a server_tool_use block"},
+		{"thinking into redacted thinking", redacted, `{"type":"content_block_delta","index":2,"delta":{"type":"thinking_delta","thinking":"x"}}`,
+			"event 8 (content_block_delta): delta.type: a thinking_delta does not fit block 2, a redacted_thinking block"},
+	} {
+		s := anthropic.NewMessageStream()
+		for _, e := range tc.events {
+			if _, err := s.AddJSON([]byte(e)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		msg := s.Message()
+		if _, err := s.AddJSON([]byte(tc.event)); parley.ErrorCode(err) != parley.EINVALID || !strings.Contains(parley.ErrorMessage(err), tc.want) {
+			t.Errorf("%s: got %v, want EINVALID containing %q", tc.name, err, tc.want)
+		}
+		if !reflect.DeepEqual(s.Message(), msg) {
+			t.Errorf("%s: got %#v after a refused event, want it unchanged", tc.name, s.Message())
+		}
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -454,5 +512,105 @@ func TestMessageStreamAddNeedsJSON(t *testing.T) {
 	_, err := s.Add(sdk.MessageStreamEventUnion{Type: "message_start"})
 	if want := "event 1: empty; want an event's JSON"; parley.ErrorCode(err) != parley.EINVALID || parley.ErrorMessage(err) != want {
 		t.Fatalf("got %v, want EINVALID %q", err, want)
+	}
+}
+
+// TestMessageStreamEqualsImport assembles each complete stream (the handcrafted ones
+// and the recorded one) and imports the reply the SDK assembled from the same events,
+// as a finished Messages API reply: the message stored from the deltas is the imported
+// one, part for part, call for call (redacted thinking, server tool blocks and citations
+// included).
+func TestMessageStreamEqualsImport(t *testing.T) {
+	t.Parallel()
+	bodies := map[string]string{}
+	files, _ := filepath.Glob(filepath.Join("testdata", "stream", "*.sse"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies[filepath.Base(f)] = string(data)
+	}
+	if data, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "fixtures", "streams", "anthropic-thinking.cassette.yaml")); err == nil {
+		var c cassette
+		if err := yaml.Unmarshal(data, &c); err != nil {
+			t.Fatal(err)
+		}
+		for i, in := range c.Interactions {
+			bodies["recorded "+strconv.Itoa(i)] = in.Response.Body.String
+		}
+	}
+	compared := 0
+	for name, body := range bodies {
+		var acc sdk.Message
+		var dr parley.Draft
+		s := anthropic.NewMessageStream()
+		for _, raw := range sseEvents(t, body) {
+			deltas, err := s.AddJSON(raw)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if err := dr.ApplyAll(deltas); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			var ev sdk.MessageStreamEventUnion
+			if err := json.Unmarshal(raw, &ev); err != nil {
+				t.Fatal(err)
+			}
+			if err := acc.Accumulate(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if acc.StopReason == "" {
+			continue // cut short: no finished reply to import
+		}
+		compared++
+		content := json.RawMessage(acc.RawJSON())
+		var reply struct{ Content json.RawMessage }
+		if err := json.Unmarshal(content, &reply); err != nil {
+			t.Fatal(err)
+		}
+		history := `{"messages":[{"role":"user","content":"Go."},{"role":"assistant","content":` + string(reply.Content) + `}]}`
+		imp, err := anthropic.Parse(strings.NewReader(history))
+		if err != nil {
+			t.Fatalf("%s: import the assembled reply: %v", name, err)
+		}
+		if len(imp.Messages) != 2 {
+			t.Fatalf("%s: imported %d messages, want the prompt and the reply", name, len(imp.Messages))
+		}
+		got, want := dr.Final(), imp.Messages[1].Message
+		if got.Kind() != want.Kind() {
+			t.Errorf("%s: streamed a %s, imported a %s", name, got.Kind(), want.Kind())
+			continue
+		}
+		var gotBody, wantBody parley.Body
+		var gotCalls, wantCalls []parley.ToolCall
+		switch m := got.(type) {
+		case *parley.TextMessage:
+			gotBody = m.Body
+		case *parley.ToolRequestMessage:
+			gotBody, gotCalls = m.Body, m.ToolCalls
+		}
+		switch m := want.(type) {
+		case *parley.TextMessage:
+			wantBody = m.Body
+		case *parley.ToolRequestMessage:
+			wantBody, wantCalls = m.Body, m.ToolCalls
+		}
+		if !reflect.DeepEqual(gotBody.Parts, wantBody.Parts) {
+			t.Errorf("%s: streamed parts\n%q\nimported\n%q", name, gotBody.Parts, wantBody.Parts)
+		}
+		if len(gotCalls) != len(wantCalls) {
+			t.Fatalf("%s: streamed %d calls, imported %d", name, len(gotCalls), len(wantCalls))
+		}
+		for i, w := range wantCalls {
+			g := gotCalls[i]
+			if g.ID != w.ID || g.Name != w.Name || *g.ArgumentsRaw != *w.ArgumentsRaw {
+				t.Errorf("%s: call %d streamed %s %s %s, imported %s %s %s", name, i, g.ID, g.Name, *g.ArgumentsRaw, w.ID, w.Name, *w.ArgumentsRaw)
+			}
+		}
+	}
+	if compared < 3 {
+		t.Errorf("compared %d streams, want the complete ones of testdata/stream", compared)
 	}
 }
