@@ -36,5 +36,8 @@ type Resolver struct {
 	// ConversationEventService serves conversationsChanged and changesCursor; without it
 	// they answer SERVICE_UNAVAILABLE.
 	ConversationEventService parley.ConversationEventService
-	Logger                   *slog.Logger
+	// SearchService serves search and searchConversations; without it they answer
+	// SERVICE_UNAVAILABLE.
+	SearchService parley.SearchService
+	Logger        *slog.Logger
 }

@@ -43,6 +43,8 @@ type Config struct {
 	Live parley.LiveMessageService
 	// Tree reads and switches conversations' branches; nil turns those fields off.
 	Tree parley.TreeService
+	// Search finds messages and conversations; nil turns search off.
+	Search parley.SearchService
 	// Ready reports whether the server can serve requests (the database answers).
 	Ready  func(ctx context.Context) error
 	Logger *slog.Logger
@@ -96,6 +98,7 @@ func New(cfg Config) http.Handler {
 		Renderer:                 cfg.Renderer,
 		LiveMessageService:       cfg.Live,
 		TreeService:              cfg.Tree,
+		SearchService:            cfg.Search,
 		Logger:                   cfg.Logger,
 	}
 	rev := newRevocations(cfg.Auth, cfg.Logger) // nil without API tokens

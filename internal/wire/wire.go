@@ -113,6 +113,15 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.Store, err = db.Open(ctx, cfg.DSN, dbc); err != nil {
 		return nil, err
 	}
+	if sc := cfg.Config.Search.Config; sc != "" {
+		changed, err := s.Store.SetSearchConfig(ctx, sc)
+		if err != nil {
+			return nil, err
+		}
+		if changed {
+			log.Info("search configuration changed: every message's search vector was rebuilt", "config", sc)
+		}
+	}
 	cfg.Metrics.RegisterDB(s.Store.SQL().DB)
 	authn, err := authenticator(cfg, s.Store)
 	if err != nil {
@@ -158,6 +167,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}),
 		Live:    s.Store,
 		Tree:    s.Store,
+		Search:  s.Store,
 		Metrics: cfg.Metrics, ServeMetrics: cfg.ServeMetrics, TracerProvider: cfg.TracerProvider,
 		GraphQL:   gql,
 		Renderer:  render.New(render.Config{ImageHosts: cfg.Config.Render.ImageHosts}),
