@@ -42,9 +42,10 @@ func leafDepthOf(c string) string {
 	return `(CASE WHEN ` + c + `.segments = 0 THEN ` + c + `.last_position ELSE ` + c + `.active_depth END)`
 }
 
-// headlineOptions cut a snippet of about 35 words around the matches, marked by
-// parley.SnippetStart and SnippetStop.
-const headlineOptions = "StartSel=\x02, StopSel=\x03, MaxWords=35, MinWords=15, ShortWord=2, MaxFragments=2, FragmentDelimiter=\" … \""
+// headlineOptions cut a snippet of 15 to 35 words around the matches, marked by
+// parley.SnippetStart and SnippetStop. One piece, not fragments: Postgres ends a
+// fragment at its last match, which cuts a path found by a part in the middle.
+const headlineOptions = "StartSel=\x02, StopSel=\x03, MaxWords=35, MinWords=15, ShortWord=2"
 
 // searchQuery parses req's query with the stored configuration: the configuration's
 // name and the tsquery as text. ESEARCHQUERYEMPTY when nothing in it can be searched for.
