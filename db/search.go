@@ -430,4 +430,3 @@ func (db *DB) SetSearchConfig(ctx context.Context, cfg string) (changed bool, er
 	}
 	return changed, nil
 }
-

@@ -419,7 +419,9 @@ func TestSearchOwnerIsolation(t *testing.T) {
 	}
 	var convs struct {
 		SearchConversations struct {
-			Edges []struct{ Node struct{ Conversation struct{ ID string } } }
+			Edges []struct {
+				Node struct{ Conversation struct{ ID string } }
+			}
 		} `json:"searchConversations"`
 	}
 	alice.MustDo(t, `{ searchConversations(query: "secret") { edges { node { conversation { id } } } } }`, nil, &convs)
