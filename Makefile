@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/parley
 
-.PHONY: run build test test-go test-fuzz test-e2e deps deps-e2e generate vet fmt bench bench-go bench-realtime bench-streaming clean release-snapshot release-reproducible
+.PHONY: run build test test-go test-fuzz test-e2e deps deps-e2e generate vet fmt bench bench-go bench-realtime bench-streaming bench-search clean release-snapshot release-reproducible
 
 run: deps build
 	./$(BIN) serve $(ARGS)
@@ -75,6 +75,14 @@ bench-realtime: deps build
 # STREAMING_ARGS="-duration 3s".
 bench-streaming: deps build
 	$(GO) run ./bench/streaming -parley $(BIN) $(STREAMING_ARGS)
+
+# bench-search: search over 1,000,000 generated messages in 10,000 conversations: first-page
+# latency of selective, common-word, filtered and prefix queries, the save with and
+# without search, the index's size, each beside its target (a Markdown section on stdout
+# and in bench/search-report.md; about 15 minutes on 2 busy cores). SEARCH_ARGS passes
+# flags, e.g. SEARCH_ARGS="-messages 20000 -conversations 200" for a quick look.
+bench-search: deps
+	$(GO) run ./bench/search $(SEARCH_ARGS)
 
 # GoReleaser builds the release archives (.goreleaser.yaml). It is installed from the Go
 # module proxy at a pinned version: v2.16.0, because v2.18 needs Go 1.27 and v2.17's

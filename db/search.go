@@ -23,11 +23,10 @@ var _ parley.SearchService = (*DB)(nil)
 // conversation c: the one place search knows how branches are stored (segments, db/tree.go).
 // A conversation without segments is one line; a message of the active leaf's segment
 // up to the leaf is on it; any other is on it when its segment is on the chain of
-// segments from the active leaf to the root (branch_chain).
+// segments from the active leaf to the root (message_on_branch, migration 000014).
 const onActiveBranch = `(c.segments = 0
 	OR (m.segment = c.active_segment AND m.depth <= c.active_depth)
-	OR EXISTS (SELECT 1 FROM branch_chain(c.id, c.active_segment, c.active_depth) b
-		WHERE b.seg = m.segment AND b.hi >= m.depth))`
+	OR message_on_branch(c.id, c.active_segment, c.active_depth, m.segment, m.depth))`
 
 // branchLeafOf is the id of the leaf of the branch a hit m of conversation c is on
 // (onActive says whether it is the active branch): the active leaf, or the last message
@@ -199,17 +198,22 @@ func (db *DB) Search(ctx context.Context, req parley.SearchRequest) (*parley.Sea
 	}
 	limit := a.add(req.First + 1)
 	cfgP := a.add(cfg)
+	// The page's rows are found first; their snippets, branch and leaf are made for them only.
 	stmt := `SELECT h.*, ts_headline(` + cfgP + `::regconfig, message_search_document(h.kind, h.content, h.payload, h.tool_calls,
-			h.tool_results, ` + a.add(req.Filter.IncludeThinking) + `), ` + qp + `, '` + headlineOptions + `') AS headline
+			h.tool_results, ` + a.add(req.Filter.IncludeThinking) + `), ` + qp + `, '` + headlineOptions + `') AS headline,
+			onactive, ` + branchLeafOf + ` AS leaf
 		FROM (SELECT m.` + strings.ReplaceAll(messageColumns, ", ", ", m.") + `, ` + rank + ` AS rank,
-			(extract(epoch FROM m.created_at) * 1e6)::bigint AS micros, onactive, ` + branchLeafOf + ` AS leaf
-			FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1,
-			LATERAL (SELECT ` + onActiveBranch + ` AS onactive) ob
+			(extract(epoch FROM m.created_at) * 1e6)::bigint AS micros
+			FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1
 			WHERE ` + match + `
 				AND m.deleted_at IS NULL
 				AND ` + filters + `
 				` + cursorCond + `
-			ORDER BY ` + order + ` LIMIT ` + limit + `) h`
+			ORDER BY ` + order + ` LIMIT ` + limit + `) h
+		JOIN conversations c ON c.id = h.conversation_id,
+		LATERAL (SELECT h.segment, h.depth) m,
+		LATERAL (SELECT ` + activeOf(req.Filter.AllBranches) + ` AS onactive) ob
+		ORDER BY ` + strings.NewReplacer("m.", "h.").Replace(order)
 	rows, err := db.db.QueryxContext(ctx, stmt, a...)
 	if err != nil {
 		return nil, classify(fmt.Errorf("search: %w", err))
@@ -267,6 +271,15 @@ func (db *DB) Search(ctx context.Context, req parley.SearchRequest) (*parley.Sea
 		}
 	}
 	return page, nil
+}
+
+// activeOf is whether a hit m of conversation c is on its active branch: it is when
+// the search was of active branches only.
+func activeOf(allBranches bool) string {
+	if allBranches {
+		return onActiveBranch
+	}
+	return "true"
 }
 
 // fillConversations reads the conversations keyed in convs.

@@ -1,4 +1,4 @@
-DROP FUNCTION branch_chain(uuid, integer, integer);
+DROP FUNCTION message_on_branch(uuid, integer, integer, integer, integer);
 DROP INDEX messages_search_idx;
 DROP TRIGGER messages_search_vector ON messages;
 DROP FUNCTION messages_search_vector();

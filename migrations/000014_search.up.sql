@@ -37,55 +37,71 @@ CREATE FUNCTION search_split(t text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
     RETURN regexp_replace(left(t, 100000), '([/.:\\])', E'\\1\x01', 'g');
 
--- message_search_parts: what is searched in a message, by weight, in stored (escaped) form.
+-- message_search_parts: what is searched in a message, by weight, in stored (escaped)
+-- form. PL/pgSQL rather than SQL, here and below: Postgres (before 18) plans a SQL
+-- function that it cannot inline on every call, which cost a save about a millisecond;
+-- PL/pgSQL keeps its plans for the session.
 CREATE FUNCTION message_search_parts(kind text, content text, payload jsonb, tool_calls jsonb, tool_results jsonb,
     OUT names text, OUT body text, OUT detail text, OUT thinking text)
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
-SELECT
+BEGIN
     CASE kind
-        WHEN 'tool_request' THEN (SELECT string_agg(search_escape(c->>'name'), ' ')
-            FROM jsonb_array_elements(CASE WHEN jsonb_typeof(tool_calls) = 'array' THEN tool_calls END) c)
-        WHEN 'tool_result' THEN search_escape(tool_results->0->>'toolName')
-        WHEN 'file_reference' THEN search_escape(payload->>'path')
-        WHEN 'mcp_resource' THEN search_escape(concat_ws(' ', payload->>'serverName', payload->>'resourceUri'))
-    END,
-    CASE kind
-        WHEN 'tool_result' THEN concat_ws(' ', content, search_escape(tool_results->0->'error'->>'message'))
-        WHEN 'system_control' THEN NULL
-        ELSE content
-    END,
-    CASE kind
-        WHEN 'tool_request' THEN (SELECT string_agg(search_escape(coalesce(c->>'argumentsRaw', c->>'arguments')), ' ')
-            FROM jsonb_array_elements(CASE WHEN jsonb_typeof(tool_calls) = 'array' THEN tool_calls END) c)
-        WHEN 'tool_result' THEN search_escape(coalesce(tool_results->0->>'outputRaw', tool_results->0->>'output'))
-        WHEN 'file_reference' THEN search_escape(payload->'resolution'->>'Content')
-        WHEN 'image' THEN search_escape(concat_ws(' ', payload->'recognition'->>'RecognizedText',
-            payload->'recognition'->>'VisionAnalysis'))
-    END,
-    (SELECT string_agg(p->>'content', ' ')
-        FROM jsonb_array_elements(CASE WHEN jsonb_typeof(payload->'parts') = 'array' THEN payload->'parts' END) p
-        WHERE p->>'kind' = 'THINKING')
-$$;
+    WHEN 'tool_request' THEN
+        IF jsonb_typeof(tool_calls) = 'array' THEN
+            SELECT string_agg(search_escape(c->>'name'), ' '),
+                string_agg(search_escape(coalesce(c->>'argumentsRaw', c->>'arguments')), ' ')
+            INTO names, detail FROM jsonb_array_elements(tool_calls) c;
+        END IF;
+        body := content;
+    WHEN 'tool_result' THEN
+        names := search_escape(tool_results->0->>'toolName');
+        body := concat_ws(' ', content, search_escape(tool_results->0->'error'->>'message'));
+        detail := search_escape(coalesce(tool_results->0->>'outputRaw', tool_results->0->>'output'));
+    WHEN 'file_reference' THEN
+        names := search_escape(payload->>'path');
+        detail := search_escape(payload->'resolution'->>'Content');
+    WHEN 'mcp_resource' THEN
+        names := search_escape(concat_ws(' ', payload->>'serverName', payload->>'resourceUri'));
+        body := content;
+    WHEN 'image' THEN
+        detail := search_escape(concat_ws(' ', payload->'recognition'->>'RecognizedText',
+            payload->'recognition'->>'VisionAnalysis'));
+    WHEN 'system_control' THEN
+        NULL;
+    ELSE
+        body := content;
+    END CASE;
+    IF jsonb_typeof(payload->'parts') = 'array' THEN
+        SELECT string_agg(p->>'content', ' ') INTO thinking
+        FROM jsonb_array_elements(payload->'parts') p WHERE p->>'kind' = 'THINKING';
+    END IF;
+END $$;
 
 -- message_search_vector: the weighted vector of a message's parts.
 CREATE FUNCTION message_search_vector(cfg regconfig, kind text, content text, payload jsonb, tool_calls jsonb, tool_results jsonb)
-    RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURNS tsvector LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
-SELECT setweight(to_tsvector(cfg, search_split(coalesce(p.names, ''))), 'A')
-    || setweight(to_tsvector(cfg, search_split(coalesce(p.body, ''))), 'B')
-    || setweight(to_tsvector(cfg, search_split(coalesce(p.detail, ''))), 'C')
-    || setweight(to_tsvector(cfg, search_split(coalesce(p.thinking, ''))), 'D')
-FROM message_search_parts(kind, content, payload, tool_calls, tool_results) p
-$$;
+DECLARE
+    p record;
+BEGIN
+    p := message_search_parts(kind, content, payload, tool_calls, tool_results);
+    RETURN setweight(to_tsvector(cfg, search_split(coalesce(p.names, ''))), 'A')
+        || setweight(to_tsvector(cfg, search_split(coalesce(p.body, ''))), 'B')
+        || setweight(to_tsvector(cfg, search_split(coalesce(p.detail, ''))), 'C')
+        || setweight(to_tsvector(cfg, search_split(coalesce(p.thinking, ''))), 'D');
+END $$;
 
 -- message_search_document: the text a snippet is cut from, split as the vector's was.
 CREATE FUNCTION message_search_document(kind text, content text, payload jsonb, tool_calls jsonb, tool_results jsonb, with_thinking boolean)
-    RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURNS text LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
-SELECT search_split(concat_ws(E'\n', p.names, p.body, p.detail, CASE WHEN with_thinking THEN p.thinking END))
-FROM message_search_parts(kind, content, payload, tool_calls, tool_results) p
-$$;
+DECLARE
+    p record;
+BEGIN
+    p := message_search_parts(kind, content, payload, tool_calls, tool_results);
+    RETURN search_split(concat_ws(E'\n', p.names, p.body, p.detail, CASE WHEN with_thinking THEN p.thinking END));
+END $$;
 
 ALTER TABLE messages ADD COLUMN search_vector tsvector;
 
@@ -107,19 +123,23 @@ UPDATE messages SET search_vector = message_search_vector((SELECT config FROM se
     payload, tool_calls, tool_results)
 WHERE status <> 'streaming' AND deleted_at IS NULL;
 
-CREATE INDEX messages_search_idx ON messages USING gin (search_vector);
+-- Partial: messages without a vector (streaming, deleted) cost the index nothing.
+CREATE INDEX messages_search_idx ON messages USING gin (search_vector) WHERE search_vector IS NOT NULL;
 
--- The chain of segments of the branch ending at (leaf_segment, leaf_depth) of a
--- conversation: each segment with the depth its part of the branch ends at (db/tree.go's
--- chainSQL, as a function that a query can join).
-CREATE FUNCTION branch_chain(conv uuid, leaf_segment integer, leaf_depth integer)
-    RETURNS TABLE (seg integer, hi integer) LANGUAGE sql STABLE PARALLEL SAFE
+-- message_on_branch: whether the message at (seg, depth) of a conversation is on the branch
+-- ending at (leaf_segment, leaf_depth): its segment is on the chain of segments from the
+-- leaf to the root (db/tree.go's chainSQL), at or before where the branch leaves it.
+-- PL/pgSQL, so that a search's plan treats it as one call, not a recursive CTE inlined.
+CREATE FUNCTION message_on_branch(conv uuid, leaf_segment integer, leaf_depth integer, seg integer, depth integer)
+    RETURNS boolean LANGUAGE plpgsql STABLE PARALLEL SAFE
 AS $$
-WITH RECURSIVE chain(seg, hi) AS (
-    SELECT leaf_segment, leaf_depth
-    UNION ALL
-    SELECT s.parent_segment, s.fork_depth FROM chain
-    JOIN message_segments s ON s.conversation_id = conv AND s.segment = chain.seg
-    WHERE s.parent_segment IS NOT NULL)
-SELECT seg, hi FROM chain
-$$;
+BEGIN
+    RETURN EXISTS (
+        WITH RECURSIVE chain(seg, hi) AS (
+            SELECT leaf_segment, leaf_depth
+            UNION ALL
+            SELECT s.parent_segment, s.fork_depth FROM chain
+            JOIN message_segments s ON s.conversation_id = conv AND s.segment = chain.seg
+            WHERE s.parent_segment IS NOT NULL)
+        SELECT 1 FROM chain WHERE chain.seg = message_on_branch.seg AND chain.hi >= message_on_branch.depth);
+END $$;
