@@ -418,12 +418,20 @@ func (db *DB) SearchConversations(ctx context.Context, req parley.SearchRequest)
 // every search, rebuilding the vectors when it changes (every message is rewritten:
 // minutes for millions). EINVALID when Postgres has no such configuration.
 func (db *DB) SetSearchConfig(ctx context.Context, cfg string) (changed bool, err error) {
-	var exists bool
-	if err := db.db.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = $1)`, cfg); err != nil {
+	var state struct {
+		Exists bool `db:"known"`
+		Same   bool `db:"same"`
+	}
+	// Read first, outside a transaction: a server starts with the configuration it had.
+	if err := db.db.GetContext(ctx, &state, `SELECT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = $1) AS known,
+		EXISTS (SELECT 1 FROM search_config WHERE config::text = $1) AS same`, cfg); err != nil {
 		return false, classify(fmt.Errorf("check search configuration: %w", err))
 	}
-	if !exists {
+	if !state.Exists {
 		return false, parley.Errorf(parley.EINVALID, "search configuration %q: Postgres has no such text search configuration", cfg)
+	}
+	if state.Same {
+		return false, nil
 	}
 	err = db.transact(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE search_config SET config = $1::regconfig WHERE config <> $1::regconfig`, cfg)

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/net/html/atom"
 
 	"github.com/parley-dev/parley/auth"
+	"github.com/parley-dev/parley/config"
 	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/testserver"
 )
@@ -574,5 +575,35 @@ func TestSearchConversations(t *testing.T) {
 	}
 	if len(got) != 2 || got[byTitle] == "" || got[byMessage] == "" {
 		t.Errorf("got conversations %v, want %s and %s", got, byTitle, byMessage)
+	}
+}
+
+// TestSearchConfigSetting: with search.config english, words are found by their stems
+// and English stop words are not searched for; the simple default finds neither.
+func TestSearchConfigSetting(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		config string
+		want   bool
+	}{{"english", true}, {"simple", false}} {
+		t.Run(tt.config, func(t *testing.T) {
+			t.Parallel()
+			cfg := config.Default()
+			cfg.Search.Config = tt.config
+			srv := testserver.NewWith(t, testserver.Options{Config: &cfg})
+			conv := srv.CreateConversation(t, "c")
+			m := srv.AddMessage(t, conv, testserver.Text("USER", "the migrations were running slowly")).ID
+			got := hitIDs(search(t, srv, "migration runs", nil))
+			if found := slices.Equal(got, []string{m}); found != tt.want {
+				t.Errorf("%s: search \"migration runs\" got %v, want found %v", tt.config, got, tt.want)
+			}
+			if tt.config == "english" {
+				if code := srv.Do(t, searchQuery, map[string]any{"q": "the"}).ErrorCode(t); code != "SEARCH_QUERY_EMPTY" {
+					t.Errorf("english: a stop word alone: got %s, want SEARCH_QUERY_EMPTY", code)
+				}
+			} else if got := hitIDs(search(t, srv, "the", nil)); !slices.Equal(got, []string{m}) {
+				t.Errorf("simple: \"the\" got %v, want %s", got, m)
+			}
+		})
 	}
 }
