@@ -24,6 +24,7 @@ import (
 	"github.com/parley-dev/parley/playground"
 	"github.com/parley-dev/parley/render"
 	"github.com/parley-dev/parley/tracing"
+	"github.com/parley-dev/parley/viewer"
 )
 
 // Config is what the server serves.
@@ -73,7 +74,8 @@ type Config struct {
 	ImportAPI ImportAPI
 }
 
-// New returns the server's handler: the playground at /, GraphQL at /graphql, and
+// New returns the server's handler: the playground at /, the history viewer at
+// /viewer/, GraphQL at /graphql, and
 // /healthz (the process is up) and /readyz (it can serve: the database answers).
 func New(cfg Config) http.Handler {
 	if cfg.Logger == nil {
@@ -130,6 +132,9 @@ func New(cfg Config) http.Handler {
 		withCompression(withCORS(cfg.TrustedOrigins, endpoint)))))
 	mux.Handle("/api/", apiHandler(cfg, rev, requests, writes))
 	mux.Handle("/", withCompression(playground.Handler("Parley", "/graphql", "/playground/assets/")))
+	pages := withCompression(viewer.Handler("/graphql"))
+	mux.Handle("/viewer", pages)
+	mux.Handle(viewer.Prefix, pages)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
