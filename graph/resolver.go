@@ -36,5 +36,8 @@ type Resolver struct {
 	// ConversationEventService serves conversationsChanged and changesCursor; without it
 	// they answer SERVICE_UNAVAILABLE.
 	ConversationEventService parley.ConversationEventService
-	Logger                   *slog.Logger
+	// ShareLinkService makes, lists and revokes share links; without it those fields
+	// answer SERVICE_UNAVAILABLE.
+	ShareLinkService parley.ShareLinkService
+	Logger           *slog.Logger
 }
