@@ -84,6 +84,19 @@ if (!BASE) {
       assert.ok((await call.locator('.tool-name').first().textContent()).length > 0, 'a call shows its tool name');
       JSON.parse(await call.locator('.args code').textContent()); // arguments are pretty JSON
       assert.match(await call.locator('.approval').first().textContent(), /approved by import/);
+      // Exports download: Markdown with seed 004's labels, the provider formats as JSON.
+      const exported = async (format) => {
+        const [dl] = await Promise.all([page.waitForEvent('download', { timeout: WAIT }), page.locator(`.exports button[data-format="${format}"]`).click()]);
+        const chunks = [];
+        for await (const c of await dl.createReadStream()) chunks.push(c);
+        return { name: dl.suggestedFilename(), body: Buffer.concat(chunks).toString('utf8') };
+      };
+      const md = await exported('MARKDOWN');
+      assert.match(md.name, /\.md$/);
+      for (const label of new Set(api.map((m) => SEED_004[m.role]))) assert.ok(md.body.includes(`[${label}]`), `${file}: the Markdown export has [${label}]`);
+      const chat = await exported('OPENAI_CHAT');
+      assert.match(chat.name, /\.openai_chat\.json$/);
+      assert.ok(JSON.parse(chat.body).some((m) => m.role === 'tool'), `${file}: the Chat export has tool messages`);
       assert.deepEqual(page.problems, [], `${file}: no page errors`);
       await page.close();
     }

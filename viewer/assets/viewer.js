@@ -355,7 +355,7 @@
     'message { ...M } delta { messageId position seq deltas { kind index text toolCallId toolName } } } } ' + MESSAGE;
   var UPDATED = 'subscription Updated($id: ID!) { messageUpdated(conversationId: $id) { node { ...M } } } ' + MESSAGE;
   var SWITCH = 'mutation Switch($c: ID!, $m: ID!) { switchBranch(conversationId: $c, messageId: $m) { conversation { id } } }';
-  var EXPORT = 'query Export($id: ID!, $format: TranscriptFormat!, $branch: ID) { conversation(id: $id) { title transcript(format: $format, branch: $branch, repair: true) } }';
+  var EXPORT = 'query Export($id: ID!, $format: TranscriptFormat!, $branch: ID, $repair: Boolean) { conversation(id: $id) { title transcript(format: $format, branch: $branch, repair: $repair) } }';
   var SHARE = 'mutation Share($c: ID!, $branch: ID, $expiresIn: Int!) { createShareLink(conversationId: $c, branch: $branch, expiresInSeconds: $expiresIn) { secret link { id expiresAt } } }';
 
   var state = {
@@ -416,7 +416,7 @@
     var text = call.approvalStatus.toLowerCase();
     if (d && d.decidedBy) text += ' by ' + d.decidedBy;
     if (d && d.reason) text += ': ' + d.reason;
-    if (call.imported) text += ' (imported)';
+    if (call.imported && !(d && d.reason)) text += ' (imported)';
     return el('span', { class: 'approval approval-' + call.approvalStatus.toLowerCase(), 'data-call-approval': call.callId, text: text });
   }
 
@@ -607,7 +607,10 @@
   }
 
   function exportAs(format) {
-    gql(EXPORT, { id: conversationId, format: format, branch: state.branch }).then(function (d) {
+    // The LLM formats close calls left unanswered (a session cut short) rather than
+    // refusing them; Markdown and Parley JSON keep the history as it is.
+    var repair = /^(OPENAI_|ANTHROPIC_)/.test(format) ? true : null;
+    gql(EXPORT, { id: conversationId, format: format, branch: state.branch, repair: repair }).then(function (d) {
       var t = d.conversation.transcript;
       var base = (d.conversation.title || 'conversation').replace(/[^\w.-]+/g, '-').slice(0, 60) || 'conversation';
       if (format === 'MARKDOWN') download(base + '.md', 'text/markdown', t);
