@@ -1,11 +1,13 @@
 package server_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/internal/testserver"
 )
 
@@ -145,4 +147,58 @@ func TestShareLinkBadInput(t *testing.T) {
 	if len(list.ShareLinks) != 0 {
 		t.Errorf("after refusals: got %d share links, want 0", len(list.ShareLinks))
 	}
+}
+
+// TestShareLinkWebsocket: over graphql-transport-ws in local mode, a share link
+// subscribes to its conversation's events, is refused every other subscription, and its
+// socket closes within seconds of its revocation.
+func TestShareLinkWebsocket(t *testing.T) {
+	t.Parallel()
+	srv := testserver.NewWired(t, "")
+	shared := srv.CreateConversation(t, "shared")
+	other := srv.CreateConversation(t, "other")
+	var c shareCreation
+	srv.MustDo(t, createShare, map[string]any{"c": shared, "e": 600}, &c)
+
+	conn, typ, code, reason := wsDial(t, srv.URL, map[string]any{"Authorization": "Bearer " + c.CreateShareLink.Secret})
+	if typ != "connection_ack" {
+		t.Fatalf("got %q (close %d %q), want connection_ack", typ, code, reason)
+	}
+	refused := []struct{ name, query string }{
+		{"another conversation's stream", `subscription { messageStream(conversationId: "` + other + `") { cursor } }`},
+		{"the list", `subscription { conversationsChanged { cursor } }`},
+	}
+	for i, r := range refused {
+		id := "r" + string(rune('0'+i))
+		wsSubscribe(t, conn, id, r.query, nil)
+		// Refused before it runs: its errors (gqlgen sends them as a next without data),
+		// then complete.
+		m, code, reason := wsNext(t, conn, 30*time.Second)
+		if m == nil || m["id"] != id || !strings.Contains(fmtJSON(m), "FORBIDDEN") || strings.Contains(fmtJSON(m), `"data":{`) {
+			t.Errorf("%s: got %v (close %d %q), want FORBIDDEN and no data", r.name, m, code, reason)
+		}
+		if m, code, reason := wsNext(t, conn, 30*time.Second); m == nil || m["id"] != id || m["type"] != "complete" {
+			t.Errorf("%s: got %v (close %d %q), want complete", r.name, m, code, reason)
+		}
+	}
+	// From the start, so that the message reaches it however late it registers.
+	wsSubscribe(t, conn, "live", `subscription($c: ID!, $a: String) { messageStream(conversationId: $c, after: $a) { cursor message { ... on TextMessage { text } } } }`,
+		map[string]any{"c": shared, "a": parley.MessageCursor(0)})
+	srv.AddMessage(t, shared, testserver.Text("USER", "live to the share"))
+	if m, code, reason := wsNext(t, conn, 30*time.Second); m == nil || m["type"] != "next" || !strings.Contains(fmtJSON(m), "live to the share") {
+		t.Fatalf("through the share link's subscription: got %v (close %d %q), want the message", m, code, reason)
+	}
+	revokedAt := time.Now()
+	srv.MustDo(t, `mutation($id: ID!) { revokeShareLink(id: $id) { id } }`, map[string]any{"id": c.CreateShareLink.Link.ID}, nil)
+	if m, code, reason := wsNext(t, conn, 30*time.Second); m != nil || code != 4403 || !strings.Contains(reason, "revoked") {
+		t.Errorf("after revoking: got %v (close %d %q), want close 4403, revoked", m, code, reason)
+	}
+	if took := time.Since(revokedAt); took > 15*time.Second {
+		t.Errorf("the socket closed %s after revoking, want within seconds", took)
+	}
+}
+
+func fmtJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
