@@ -144,6 +144,35 @@ if (!BASE) {
     assert.deepEqual(page.problems, []);
   });
 
+  test('a lost connection resumes from its cursor: nothing missed, nothing twice', { timeout: 4 * WAIT }, async (t) => {
+    const b = await browser(t);
+    const id = await create(BASE, 'viewer resume');
+    await add(BASE, id, text('USER', 'before the outage'));
+    const page = await b.newPage();
+    // Keep the page's websockets within reach, to cut them as a network would.
+    await page.addInitScript(() => {
+      const Native = window.WebSocket;
+      window.__sockets = [];
+      window.WebSocket = class extends Native {
+        constructor(...args) { super(...args); window.__sockets.push(this); }
+      };
+    });
+    await page.goto(BASE + '/viewer/c/' + id);
+    await page.locator('body.live').waitFor({ timeout: WAIT });
+    await add(BASE, id, text('ASSISTANT', 'seen live'));
+    await page.locator('article', { hasText: 'seen live' }).waitFor({ timeout: WAIT });
+    await page.evaluate(() => window.__sockets.forEach((s) => s.close(3000, 'test: connection lost')));
+    await page.locator('body:not(.live)').waitFor({ timeout: WAIT });
+    for (const n of [1, 2, 3]) await add(BASE, id, text('ASSISTANT', `while away ${n}`));
+    await page.locator('body.live').waitFor({ timeout: WAIT });
+    for (const n of [1, 2, 3]) await page.locator('article', { hasText: `while away ${n}` }).waitFor({ timeout: WAIT });
+    await add(BASE, id, text('ASSISTANT', 'after the outage'));
+    await page.locator('article', { hasText: 'after the outage' }).waitFor({ timeout: WAIT });
+    const positions = await page.$$eval('article.msg .pos', (ps) => ps.map((p) => p.textContent));
+    assert.deepEqual(positions, ['#1', '#2', '#3', '#4', '#5', '#6'], 'every message once, in order');
+    assert.ok(await page.evaluate(() => window.__sockets.length) >= 2, 'the page reconnected');
+  });
+
   test('branches: the sibling switcher views a branch without switching it; switching is explicit', { timeout: 4 * WAIT }, async (t) => {
     const b = await browser(t);
     const id = await create(BASE, 'viewer branches');
