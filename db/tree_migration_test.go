@@ -40,7 +40,9 @@ func TestTreeMigrationKeepsLinearConversations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Steps(-1); err != nil {
+	// Down to the version before the tree (000013), whatever came after it.
+	const beforeTree = 12
+	if err := m.Migrate(beforeTree); err != nil {
 		t.Fatalf("migrate down to before the tree: %v", err)
 	}
 	// History as the previous version stored it: 30 messages.
@@ -99,7 +101,7 @@ func TestTreeMigrationKeepsLinearConversations(t *testing.T) {
 		Place: parley.Placement{SiblingOf: added.Meta().ID}}, Body: parley.TextBody("again")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Steps(-1); err == nil {
+	if err := m.Migrate(beforeTree); err == nil {
 		t.Fatal("migrating down with branches: got no error")
 	}
 	n := 31
