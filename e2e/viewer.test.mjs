@@ -110,8 +110,10 @@ if (!BASE) {
     await page.locator('body.live').waitFor({ timeout: WAIT });
     await page.evaluate(() => { window.__loaded = true; });
 
-    await add(BASE, id, text('ASSISTANT', 'a **live** reply'));
+    await add(BASE, id, text('ASSISTANT', 'a **live** reply:\n\n```go\nfunc main() { return }\n```'));
     await page.locator('article[data-role="ASSISTANT"] .md strong', { hasText: 'live' }).waitFor({ timeout: WAIT });
+    // Code is highlighted by its language, in the page.
+    await page.locator('article[data-role="ASSISTANT"] pre code.language-go.hljs .hljs-keyword', { hasText: 'func' }).waitFor({ timeout: WAIT });
 
     const started = await gql(BASE, 'mutation($c: ID!) { startMessage(conversationId: $c) { node { ... on MessageBase { id } } } }', { c: id });
     const mid = started.startMessage.node.id;
