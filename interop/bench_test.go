@@ -101,12 +101,15 @@ func BenchmarkImportClaudeCode(b *testing.B) {
 		}
 		for _, f := range []parley.TranscriptFormat{parley.TranscriptOpenAIChat, parley.TranscriptAnthropicMessages, parley.TranscriptMarkdown} {
 			b.Run(string(f), func(b *testing.B) {
+				cpu0, pg0 := selfCPU(), postgresCPU(b)
 				for b.Loop() {
 					if _, err := svc.Transcript(ctx, rep.Conversation.ID, f, parley.TranscriptOptions{}); err != nil {
 						b.Fatal(err)
 					}
 				}
 				b.ReportMetric(float64(5000*b.N)/b.Elapsed().Seconds(), "msgs/s")
+				b.ReportMetric(float64((selfCPU()-cpu0).Milliseconds())/float64(b.N), "go-cpu-ms/op")
+				b.ReportMetric(float64((postgresCPU(b)-pg0).Milliseconds())/float64(b.N), "pg-cpu-ms/op")
 			})
 		}
 	})
@@ -196,5 +199,31 @@ func BenchmarkParseLarge(b *testing.B) {
 				break
 			}
 		}
+	}
+}
+
+// BenchmarkBuildTranscript measures making the transcript of 5,000 messages held in
+// memory: choosing, pairing and encoding, without the read.
+//
+//	go test -run '^$' -bench BuildTranscript -count 5 ./interop/
+func BenchmarkBuildTranscript(b *testing.B) {
+	imp, err := claudecode.Parse(bytes.NewReader(genSession(1000)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs := make([]parley.Message, len(imp.Messages))
+	for i, im := range imp.Messages {
+		msgs[i] = im.Message
+		msgs[i].Meta().Position = i + 1
+	}
+	conv := &parley.Conversation{ID: "conv_bench", Title: "bench"}
+	for _, f := range []parley.TranscriptFormat{parley.TranscriptOpenAIChat, parley.TranscriptAnthropicMessages} {
+		b.Run(string(f), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := interop.Build(conv, msgs, f, parley.TranscriptOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
