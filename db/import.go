@@ -76,8 +76,8 @@ type readBatch struct {
 
 // readBatches starts reading src: each message checked by check (nil: the messages
 // were prepared whole, parley.PrepareImport) and marked imported. The caller calls
-// stop when it is done, whether or not it read to the end; src's Import is complete
-// once next has returned an empty batch.
+// stop when it is done, whether or not it read to the end; src's Import is complete,
+// and the goroutine done with src, once next has returned an empty batch.
 func readBatches(ctx context.Context, src parley.ImportSource, check *parley.ImportChecker) *batchReader {
 	ctx, cancel := context.WithCancel(ctx)
 	r := &batchReader{batches: make(chan readBatch), ctx: ctx, cancel: cancel, done: make(chan struct{})}
@@ -128,10 +128,15 @@ func (r *batchReader) next() ([]parley.ImportedMessage, error) {
 	return b.msgs, b.err
 }
 
-// stop ends the reading and waits for the goroutine, so that nothing reads src after.
-func (r *batchReader) stop() {
+// stop ends the reading. With wait it also waits for the goroutine to return, so that
+// nothing touches src's messages after (an import run again resets them); without, an
+// import refused mid-way answers at once rather than when the source's current read
+// returns (a client uploading slowly), and the goroutine ends at that read.
+func (r *batchReader) stop(wait bool) {
 	r.cancel()
-	<-r.done
+	if wait {
+		<-r.done
+	}
 }
 
 // messageBytes is about how much of memory a message read for an import takes: its
@@ -200,7 +205,7 @@ func (db *DB) importFrom(ctx context.Context, target parley.ImportTarget, attemp
 		userTurnsRead := report.Created // a new conversation has nothing
 		counts := make(parley.VariantCounter)
 		batches := readBatches(ctx, src, check)
-		defer batches.stop()
+		defer batches.stop(attempts > 1) // a streamed source is read once: no run after this one
 		for {
 			batch, err := batches.next()
 			if err != nil {
