@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/parley
 
-.PHONY: run build test test-go test-fuzz test-e2e deps deps-e2e generate vet fmt bench bench-go bench-realtime bench-streaming bench-search clean release-snapshot release-reproducible
+.PHONY: run build test test-go test-fuzz test-e2e screenshots deps deps-e2e generate vet fmt bench bench-go bench-realtime bench-streaming bench-search clean release-snapshot release-reproducible
 
 run: deps build
 	./$(BIN) serve $(ARGS)
@@ -48,6 +48,11 @@ test-fuzz:
 
 test-e2e: build
 	@bash scripts/e2e.sh
+
+# screenshots: the history viewer's pictures in docs/ (viewer-*.png), taken in headless
+# Chromium from a bin/parley of its own (e2e/screenshots.mjs).
+screenshots: deps-e2e build
+	cd e2e && node screenshots.mjs
 
 generate:
 	$(GO) generate ./...

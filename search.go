@@ -158,7 +158,7 @@ type SearchQuery struct {
 }
 
 // searchSeparators are what split paths and dotted names into parts, in the query as in the
-// stored vectors (migration 000014's search_split): a \x01 after each of these.
+// stored vectors (migration 000016's search_split): a \x01 after each of these.
 const searchSeparators = `/.:\`
 
 func splitSearchText(s string) string {

@@ -13,7 +13,7 @@ import (
 
 var _ parley.SearchService = (*DB)(nil)
 
-// Search (migration 000014): every message has a weighted tsvector, search_vector,
+// Search (migration 000016): every message has a weighted tsvector, search_vector,
 // filled by a trigger from what it stores, and a GIN index on it. A search is two
 // statements: the query is parsed once with the stored configuration (which also tells
 // an empty query), then one statement finds, filters, orders and cuts the page, and
@@ -23,7 +23,7 @@ var _ parley.SearchService = (*DB)(nil)
 // conversation c: the one place search knows how branches are stored (segments, db/tree.go).
 // A conversation without segments is one line; a message of the active leaf's segment
 // up to the leaf is on it; any other is on it when its segment is on the chain of
-// segments from the active leaf to the root (message_on_branch, migration 000014).
+// segments from the active leaf to the root (message_on_branch, migration 000016).
 const onActiveBranch = `(c.segments = 0
 	OR (m.segment = c.active_segment AND m.depth <= c.active_depth)
 	OR message_on_branch(c.id, c.active_segment, c.active_depth, m.segment, m.depth))`

@@ -39,5 +39,8 @@ type Resolver struct {
 	// SearchService serves search and searchConversations; without it they answer
 	// SERVICE_UNAVAILABLE.
 	SearchService parley.SearchService
-	Logger        *slog.Logger
+	// ShareLinkService makes, lists and revokes share links; without it those fields
+	// answer SERVICE_UNAVAILABLE.
+	ShareLinkService parley.ShareLinkService
+	Logger           *slog.Logger
 }

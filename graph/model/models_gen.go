@@ -252,6 +252,32 @@ type SearchHitEdge struct {
 	Node   *parley.SearchHit `json:"node"`
 }
 
+// A read-only credential scoped to one conversation: whoever holds its secret can read
+// that conversation (messages, branches, exports, live events) and nothing else, until it
+// expires or is revoked. It is an API token (listed by `parley token list`) that cannot
+// write, list conversations or reach any other.
+type ShareLink struct {
+	// The token's id (`tok_…`), what `revokeShareLink` and `parley token revoke` take.
+	ID             string `json:"id"`
+	ConversationID string `json:"conversationId"`
+	// The message whose branch the link opens on; null for the active branch.
+	Branch     *string    `json:"branch,omitempty"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	ExpiresAt  time.Time  `json:"expiresAt"`
+	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+	// When it was revoked; null while it holds.
+	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+}
+
+// A new share link and its secret, shown this once.
+type ShareLinkCreation struct {
+	Link *ShareLink `json:"link"`
+	// The bearer credential (`prl_share_…`): it is not stored and cannot be shown again.
+	Secret string `json:"secret"`
+	// The viewer's path for it, with the secret in the fragment (which browsers never send): `/viewer/c/{id}?branch=…#share=…`.
+	Path string `json:"path"`
+}
+
 // A message's siblings: the children of its parent (the roots, for a root), itself among them, oldest first. Enough for a ‹ 2 / 3 › control.
 type Siblings struct {
 	// How many there are, the message included: 1 when it has none.

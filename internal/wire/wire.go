@@ -165,10 +165,11 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Interop: interop.New(s.Store, s.Store, s.Store).WithMaxBytes(l.MaxTranscriptBytes).WithVisionModels(func(model string) (bool, bool) {
 			return recognize.SupportsVision(cfg.Config.Vision.Models, model)
 		}),
-		Live:    s.Store,
-		Tree:    s.Store,
-		Search:  s.Store,
-		Metrics: cfg.Metrics, ServeMetrics: cfg.ServeMetrics, TracerProvider: cfg.TracerProvider,
+		Live:       s.Store,
+		Tree:       s.Store,
+		Search:     s.Store,
+		ShareLinks: s.Store,
+		Metrics:    cfg.Metrics, ServeMetrics: cfg.ServeMetrics, TracerProvider: cfg.TracerProvider,
 		GraphQL:   gql,
 		Renderer:  render.New(render.Config{ImageHosts: cfg.Config.Render.ImageHosts}),
 		ImportAPI: server.ImportAPI{MaxBytes: l.MaxImportBytes, Timeout: time.Duration(l.ImportTimeout)},
