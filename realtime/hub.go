@@ -60,6 +60,8 @@ type Hub struct {
 
 	mu     sync.RWMutex
 	topics map[string]*topic // by conversation id
+
+	storeReads, tailReads atomic.Int64 // Stats
 }
 
 var (
@@ -84,6 +86,8 @@ type topic struct {
 
 	mu    sync.Mutex
 	reads map[readKey]*sharedRead // the latest read of each kind, owner and start
+
+	tail tail // the appends this process committed lately (live subscribers)
 }
 
 // maxSharedReads bounds the reads a topic keeps for sharing: subscribers at the tail
@@ -122,6 +126,10 @@ type watcher struct {
 	// started is set once the subscription has read where it starts; Stats counts only
 	// these, so that a test can tell when a subscription is live.
 	started atomic.Bool
+	// dirty says the database holds something this live subscriber has not read: set
+	// (before the wake-up) by every event but the appends this process committed
+	// itself, which a live subscriber may take from its topic's tail instead.
+	dirty atomic.Bool
 }
 
 func (w *watcher) wake() {
@@ -168,6 +176,9 @@ func (f *Hub) Publish(ev parley.MessageEvent) {
 	if t := f.topics[ev.ConversationID]; t != nil {
 		t.publish(ev.Kind)
 	}
+	if ev.Kind == parley.MessageDelta {
+		return // no watcher of an owner's conversations wakes for appends
+	}
 	if ev.Owner != "" {
 		if t := f.topics[ownerTopic(ev.Owner)]; t != nil {
 			t.publish(ev.Kind)
@@ -187,7 +198,10 @@ func (f *Hub) Publish(ev parley.MessageEvent) {
 func (t *topic) publish(kind parley.MessageEventKind) {
 	t.epoch.Add(1)
 	for w, k := range t.watchers {
-		if k == kind || kind == parley.ConversationDeleted || (k == liveKind && kind != parley.ToolCallClaimed) || (k == "" && kind != parley.MessageDelta) ||
+		if k == liveKind && kind != parley.ToolCallClaimed {
+			w.dirty.Store(true)
+			w.wake()
+		} else if k == kind || kind == parley.ConversationDeleted || (k == "" && kind != parley.MessageDelta) ||
 			(k == listKind && kind != parley.MessageDelta && kind != parley.ToolCallClaimed) {
 			w.wake()
 		}
@@ -202,6 +216,7 @@ func (f *Hub) Resync() {
 	for _, t := range f.topics {
 		t.epoch.Add(1)
 		for w := range t.watchers {
+			w.dirty.Store(true)
 			w.wake()
 		}
 	}
@@ -215,13 +230,18 @@ type Stats struct {
 	Subscribers int
 	// Watchers counts the registrations of Watch (tool work subscriptions, say).
 	Watchers int
+	// StreamStoreReads counts the reads of the database made for live subscribers
+	// (messageStream) since the Hub started, each shared by those at one cursor;
+	// StreamTailReads the reads they took from the appends this process committed
+	// instead (see tail).
+	StreamStoreReads, StreamTailReads int64
 }
 
 // Stats returns how many subscribers there are now.
 func (f *Hub) Stats() Stats {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	s := Stats{Conversations: len(f.topics)}
+	s := Stats{Conversations: len(f.topics), StreamStoreReads: f.storeReads.Load(), StreamTailReads: f.tailReads.Load()}
 	for key, t := range f.topics {
 		if isOwnerTopic(key) {
 			s.Conversations--

@@ -100,9 +100,12 @@ func checkStream(t *testing.T, name string, evs []streamEvent) string {
 }
 
 // TestStreamAcrossReplicas: a 500-append stream written through one replica reaches
-// subscribers of another exactly once and in order, and the stored text is the deltas
-// concatenated; a subscriber that resumes from the cursor of its 200th delta gets the
-// rest, and nothing twice.
+// subscribers of another, and of the writer's own, exactly once and in order, and the
+// stored text is the deltas concatenated; a subscriber that resumes from the cursor of
+// its 200th delta gets the rest, and nothing twice. The other replica's subscribers read
+// the database after each append's notification; the writer's take the appends from
+// its hub's tail, reading the database only for the message's start and end (and
+// whenever they fall behind the tail).
 func TestStreamAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	const appends = 500
@@ -110,11 +113,17 @@ func TestStreamAcrossReplicas(t *testing.T) {
 	b := newReplica(t, a.DSN, replicaOptions{})
 	conv := a.CreateConversation(t, "live")
 	c := dial(t, b.URL, transportWS)
+	local := dial(t, a.URL, transportWS)
 	subs := []*sub{
 		c.subscribe(t, streamQuery, map[string]any{"c": conv}),
 		c.subscribe(t, streamQuery, map[string]any{"c": conv}),
+		local.subscribe(t, streamQuery, map[string]any{"c": conv}),
+		local.subscribe(t, streamQuery, map[string]any{"c": conv}),
 	}
-	pollUntil(t, "the subscribers to start", func() bool { return b.Hub.Stats().Subscribers == len(subs) })
+	pollUntil(t, "the subscribers to start", func() bool {
+		return b.Hub.Stats().Subscribers == 2 && a.Hub.Stats().Subscribers == 2
+	})
+	before := a.Hub.Stats()
 
 	data, err := post(a.URL, `mutation($c: ID!) { startMessage(conversationId: $c) { node { ... on MessageBase { id } } } }`, map[string]any{"c": conv})
 	if err != nil {
@@ -152,6 +161,16 @@ func TestStreamAcrossReplicas(t *testing.T) {
 		if got := checkStream(t, fmt.Sprintf("subscriber %d", i), evs); got != want.String() {
 			t.Errorf("subscriber %d: got %d bytes of text, want %d", i, len(got), want.Len())
 		}
+	}
+	// Two subscribers at one cursor share each read: one read per append at most.
+	if st := b.Hub.Stats(); st.StreamStoreReads < appends/2 || st.StreamTailReads != 0 {
+		t.Errorf("the other replica read the database %d times and its tail %d times for %d appends; want about one read each, all of the database",
+			st.StreamStoreReads, st.StreamTailReads, appends)
+	}
+	st := a.Hub.Stats()
+	if reads := st.StreamStoreReads - before.StreamStoreReads; reads > appends/10 || st.StreamTailReads < appends/2 {
+		t.Errorf("the writer's replica read the database %d times and its tail %d times for %d appends; want the appends from the tail",
+			reads, st.StreamTailReads-before.StreamTailReads, appends)
 	}
 	evs := waitStream(t, resumed, done)
 	if len(evs) == 0 || evs[0].Delta == nil || evs[0].Delta.Seq != 201 {
