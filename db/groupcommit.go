@@ -47,17 +47,17 @@ const groupTimeout = 30 * time.Second
 
 // pendingAppend is one fast-path append waiting to be written with others.
 type pendingAppend struct {
-	key     string // the message
-	seq     int
-	deltas  string
-	events  sql.NullString
-	prov    sql.NullString
-	format  sql.NullString
-	owner   string
+	key    string // the message
+	seq    int
+	deltas string
+	events sql.NullString
+	prov   sql.NullString
+	format sql.NullString
+	owner  string
 	// conv and batch are what the process's subscribers are given once it is
 	// committed (DB.OnAppended).
-	conv     string
-	batch    parley.DeltaBatch
+	conv  string
+	batch parley.DeltaBatch
 
 	done  chan struct{} // closed when the fields below are set
 	lease time.Time

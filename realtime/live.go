@@ -15,7 +15,7 @@ type LiveStore interface {
 	StreamStart(ctx context.Context, conversationID string) (int, error)
 	// StreamAfter reads what a subscriber at c has not had (parley.StreamRead); more
 	// says another read may find more. Returns ENOTFOUND when the conversation is gone.
-	StreamAfter(ctx context.Context, conversationID string, c parley.StreamCursor, limit int) (parley.StreamRead, bool, error)
+	StreamAfter(ctx context.Context, conversationID string, c parley.StreamCursor, limit, maxBytes int) (parley.StreamRead, bool, error)
 }
 
 var _ parley.LiveEventService = (*Hub)(nil)
@@ -127,10 +127,10 @@ func (s *liveStream) Poll(ctx context.Context) (parley.StreamEvent, any, bool, e
 		if !s.db && s.fromTail() {
 			continue
 		}
-		cur, conv, size := s.cur, s.conv, s.f.cfg.PageSize
+		cur, conv, size, budget := s.cur, s.conv, s.f.cfg.PageSize, s.f.cfg.PageBytes
 		res, err := s.f.read(ctx, s.w.t, "s"+openKey(cur), s.owner, conv, int64(cur.Position), func(ctx context.Context) (any, error) {
 			s.f.storeReads.Add(1)
-			r, more, err := s.store.StreamAfter(ctx, conv, cur, size)
+			r, more, err := s.store.StreamAfter(ctx, conv, cur, size, budget)
 			return &liveRead{r, more}, err
 		})
 		if err != nil {

@@ -22,9 +22,9 @@ import (
 
 // Bounds of a topic's tail: subscribers further behind read the database.
 const (
-	tailBatches  = 64       // appends kept per message
+	tailBatches  = 64        // appends kept per message
 	tailBytes    = 256 << 10 // text kept per message (the newest append is kept whatever its size)
-	tailMessages = 8        // messages with appends kept per conversation
+	tailMessages = 8         // messages with appends kept per conversation
 )
 
 // tail is a topic's recent appends, by message position.

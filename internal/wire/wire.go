@@ -132,6 +132,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	rc := cfg.Realtime
 	rc.Logger = log
+	if rc.PageBytes == 0 {
+		rc.PageBytes = cfg.Config.Limits.MaxReplayBytes
+	}
 	s.Hub = realtime.NewHub(s.Store, rc)
 	// The appends this process commits reach its subscribers from memory (the hub's
 	// tail); its listener skips their notifications, meant for the other replicas.
