@@ -126,6 +126,9 @@ func (f *Hub) PublishAppend(conversationID string, b *parley.DeltaBatch) {
 	if t == nil {
 		return
 	}
+	// A new epoch, so that a subscriber sent to the database after this append (one
+	// behind the tail) does not share a read begun before it was committed.
+	t.epoch.Add(1)
 	if b != nil {
 		t.mu.Lock()
 		t.tail.add(*b)
