@@ -561,7 +561,7 @@ func (db *DB) appendFast(ctx context.Context, key, messageID string, seq int, fo
 			p.prov = sql.NullString{String: prov, Valid: true}
 		}
 	}
-	p.conv, p.batch = e.conv, parley.DeltaBatch{MessageID: messageID, Position: e.position, Seq: seq, Deltas: deltas}
+	p.conv, p.batch = e.conv, parley.DeltaBatch{MessageID: parley.MessageID(key), Position: e.position, Seq: seq, Deltas: deltas}
 	if err := db.group.write(ctx, p); err != nil {
 		return ack, false, err
 	}
