@@ -56,7 +56,9 @@ func TestImportedReplyProvenance(t *testing.T) {
 				ImportConversation struct {
 					Conversation struct {
 						Messages struct {
-							Edges []struct{ Node struct{ Provenance *importedProvenance } }
+							Edges []struct {
+								Node struct{ Provenance *importedProvenance }
+							}
 						}
 					}
 				}
