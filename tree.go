@@ -119,6 +119,8 @@ func Erase(m Message) {
 		m.From, m.To, m.Params = "", "", nil
 	case *MCPResourceMessage:
 		m.Body = Body{}
+	case *CompactionMessage:
+		m.Body, m.Data = Body{}, nil
 	case *UnknownMessage:
 		m.Raw = JSON(`{}`)
 	}

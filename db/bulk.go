@@ -81,7 +81,8 @@ const (
 )
 
 var messageCopyColumns = []string{"id", "conversation_id", "position", "schema_version", "kind", "role", "content",
-	"tool_calls", "tool_results", "payload", "source_id", "created_at", "updated_at", "provenance", "segment", "depth"}
+	"tool_calls", "tool_results", "payload", "source_id", "created_at", "updated_at", "provenance", "segment", "depth",
+	"hidden", "deleted_at"}
 
 // newBulkWriter starts writing after the conversation's last message, continuing its
 // active branch. The conversation's row must be the transaction's.
@@ -224,6 +225,11 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message, at spot
 		}
 	}
 	meta := m.Meta()
+	var deletedAt time.Time
+	if meta.DeletedAt != nil {
+		deletedAt = meta.DeletedAt.Round(time.Microsecond)
+		meta.DeletedAt = &deletedAt
+	}
 	created := w.now
 	if !meta.CreatedAt.IsZero() {
 		created = meta.CreatedAt.Round(time.Microsecond) // what Postgres keeps
@@ -244,7 +250,7 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message, at spot
 		// Encoded when sent (encodeRequests); counted by its text and arguments.
 		w.requests = append(w.requests, queuedRequest{row: len(w.rows), m: req})
 		w.rows = append(w.rows, []any{key, w.convKey, w.last, nil, nil, nil, nil, nil, nil, nil, nil, created, w.now, encodeProvenance(meta.Live.Provenance),
-			at.Segment, at.Depth})
+			at.Segment, at.Depth, meta.Hidden, nullTime(deletedAt)})
 		w.rowBytes += 2 * len(req.Text())
 		for _, c := range req.ToolCalls {
 			w.rowBytes += len(c.Arguments)
@@ -256,7 +262,7 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message, at spot
 		}
 		w.rows = append(w.rows, []any{key, w.convKey, w.last, row.SchemaVersion, row.Kind, row.Role, row.Content,
 			nullJSON(row.ToolCalls), nullJSON(row.ToolResults), string(row.Payload), row.SourceID, created, w.now, encodeProvenance(meta.Live.Provenance),
-			at.Segment, at.Depth})
+			at.Segment, at.Depth, meta.Hidden, nullTime(deletedAt)})
 		w.rowBytes += len(row.Content) + len(row.ToolCalls) + len(row.ToolResults) + len(row.Payload)
 	}
 	if len(w.rows) >= flushRows || w.rowBytes >= flushBytes {

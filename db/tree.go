@@ -663,3 +663,69 @@ func (db *DB) ForkConversation(ctx context.Context, messageID, title string) (*p
 	}
 	return out, nil
 }
+
+// FindTreeMessages implements parley.MessageService: the conversation's messages in the
+// order of their store numbers (position), which every parent precedes, read through
+// the (conversation_id, position) key, and their parents in one statement more.
+func (db *DB) FindTreeMessages(ctx context.Context, conv *parley.Conversation, afterSeq, first, maxBytes int) (*parley.TreePage, error) {
+	key, ok := parley.ParseConversationID(conv.ID)
+	if !ok {
+		return nil, conversationNotFound(conv.ID)
+	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if first <= 0 || first > parley.MaxPageSize {
+		return nil, parley.Errorf(parley.EINVALID, "first: %d is not between 1 and %d", first, parley.MaxPageSize)
+	}
+	out := &parley.TreePage{}
+	var head struct {
+		Leaf sql.NullString `db:"leaf"`
+	}
+	err = db.db.GetContext(ctx, &head, `SELECT (SELECT m.id::text FROM messages m WHERE m.conversation_id = own.id
+			AND m.segment = own.active_segment AND m.depth = `+leafDepth+`) AS leaf
+		FROM conversations own WHERE own.id = $1 AND own.owner = $2`, key, owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, conversationNotFound(conv.ID)
+	} else if err != nil {
+		return nil, classify(fmt.Errorf("read the tree of %s: %w", conv.ID, err))
+	}
+	if head.Leaf.Valid {
+		out.ActiveLeafID = parley.MessageID(head.Leaf.String)
+	}
+	result, err := db.db.QueryContext(ctx, `SELECT `+pageColumns+` FROM messages
+		WHERE conversation_id = $1 AND position > $2 ORDER BY position LIMIT $3`, key, afterSeq, first+1)
+	rows, cut, err := scanPage(result, err, first+1, maxBytes)
+	if err != nil {
+		return nil, classify(fmt.Errorf("read the tree of %s: %w", conv.ID, err))
+	}
+	out.HasNextPage = len(rows) > first || cut[key]
+	if len(rows) > first {
+		rows = rows[:first]
+	}
+	keys := make([]string, len(rows))
+	for i := range rows {
+		m, err := decodeMessage(&rows[i], db.log)
+		if err != nil {
+			return nil, err
+		}
+		out.Messages = append(out.Messages, m)
+		out.Bytes += rowBytes(&rows[i])
+		keys[i] = rows[i].ID
+	}
+	info, err := findTree(ctx, db.db, keys)
+	if err != nil {
+		return nil, err
+	}
+	for i, m := range out.Messages {
+		m.Meta().Tree = info[keys[i]]
+		if m.Meta().Tree == nil {
+			m.Meta().Tree = &parley.TreeInfo{}
+		}
+	}
+	if err := db.foldLive(ctx, db.db, out.Messages); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
