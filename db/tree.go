@@ -729,3 +729,42 @@ func (db *DB) FindTreeMessages(ctx context.Context, conv *parley.Conversation, a
 	}
 	return out, nil
 }
+
+// BranchContains implements parley.TreeService: the branch's end, then one walk of its
+// chain of segments (chainSQL).
+func (db *DB) BranchContains(ctx context.Context, conversationID, branch, messageID string) (bool, error) {
+	key, ok := parley.ParseConversationID(conversationID)
+	if !ok {
+		return false, conversationNotFound(conversationID)
+	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return false, err
+	}
+	var end spot
+	if branch != "" {
+		if end, err = db.branchEnd(ctx, key, branch); err != nil {
+			return false, err
+		}
+	} else {
+		err := db.db.GetContext(ctx, &end, `SELECT active_segment AS segment, `+leafDepth+` AS depth FROM conversations
+			WHERE id = $1 AND owner = $2`, key, owner)
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, conversationNotFound(conversationID)
+		} else if err != nil {
+			return false, classify(fmt.Errorf("read the active branch of %s: %w", conversationID, err))
+		}
+	}
+	mkey, ok := parley.ParseMessageID(messageID)
+	if !ok {
+		return false, nil
+	}
+	var on bool
+	err = db.db.GetContext(ctx, &on, chainSQL("$1", "$2", "$3")+`
+		SELECT EXISTS (SELECT 1 FROM messages m JOIN chain ON chain.seg = m.segment AND m.depth <= chain.hi
+			WHERE m.id = $4 AND m.conversation_id = $1)`, key, end.Segment, end.Depth, mkey)
+	if err != nil {
+		return false, classify(fmt.Errorf("find message %s on a branch: %w", messageID, err))
+	}
+	return on, nil
+}
