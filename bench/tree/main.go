@@ -186,7 +186,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fmt.Fprintln(&b, "|---|---:|---:|---:|")
 	forkRuns := max(3, cfg.runs/40)
 	var base time.Duration
-	for _, n := range []int{100, total, cfg.forkMax} {
+	lengths := []int{100, total}
+	if cfg.forkMax > total {
+		lengths = append(lengths, cfg.forkMax)
+	}
+	for _, n := range lengths {
 		conv := line
 		if n != total {
 			if conv, err = importLine(ctx, store, n); err != nil {
