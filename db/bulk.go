@@ -166,7 +166,14 @@ func (w *bulkWriter) noteStoredCalls(requestKey string, at spot, calls []parley.
 // placer chose, checks its calls or the call it answers (on its branch), fills in its
 // meta and queues its row; it flushes a full batch.
 func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message, at spot) error {
-	key := uuid.NewString()
+	// Time-ordered ids (UUIDv7): each batch's ids go to the right edge of the primary
+	// key's index instead of a random leaf each, which cost an import of 100,000
+	// messages as many scattered index pages.
+	id, err := uuid.NewV7()
+	if err != nil {
+		return err
+	}
+	key := id.String()
 	switch m := m.(type) {
 	case *parley.ToolRequestMessage:
 		var taken []string

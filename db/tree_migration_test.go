@@ -16,6 +16,10 @@ import (
 	"github.com/parley-dev/parley/migrations"
 )
 
+// treeMigration is the number of the conversation tree's migration
+// (000013_conversation_tree); later ones are migrated down before it.
+const treeMigration = 13
+
 // The tree's migration turns the linear conversations stored before it into
 // single-branch trees in place: the same pages, each message's parent the one before
 // it, and new messages continue them. Migrating down again is refused once a
@@ -40,7 +44,7 @@ func TestTreeMigrationKeepsLinearConversations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Steps(-1); err != nil {
+	if err := m.Migrate(treeMigration - 1); err != nil {
 		t.Fatalf("migrate down to before the tree: %v", err)
 	}
 	// History as the previous version stored it: 30 messages.
@@ -99,7 +103,7 @@ func TestTreeMigrationKeepsLinearConversations(t *testing.T) {
 		Place: parley.Placement{SiblingOf: added.Meta().ID}}, Body: parley.TextBody("again")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Steps(-1); err == nil {
+	if err := m.Migrate(treeMigration - 1); err == nil {
 		t.Fatal("migrating down with branches: got no error")
 	}
 	n := 31
