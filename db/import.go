@@ -218,6 +218,9 @@ func (db *DB) importFrom(ctx context.Context, target parley.ImportTarget, attemp
 			if err != nil {
 				return err
 			}
+			if err := w.place.resolve(ctx, tx, batch); err != nil {
+				return err
+			}
 			if !report.Created {
 				if err := findCopies(ctx, tx, convKey, batch, stored, !userTurnsRead); err != nil {
 					return err
@@ -232,8 +235,10 @@ func (db *DB) importFrom(ctx context.Context, target parley.ImportTarget, attemp
 					report.AlreadyPresent++
 					continue
 				}
-				if id := im.Message.Meta().SourceID; id != "" && present[id] {
-					grew, err := db.growReply(ctx, tx, convKey, id, im.Message, w)
+				if at, ok := present[im.Message.Meta().SourceID]; ok {
+					id := im.Message.Meta().SourceID
+					w.place.found(id, at)
+					grew, err := db.growReply(ctx, tx, convKey, id, at, im.Message, w)
 					if err != nil {
 						return parley.WithOrigin(im.Origin, err)
 					}
@@ -244,13 +249,18 @@ func (db *DB) importFrom(ctx context.Context, target parley.ImportTarget, attemp
 					report.AlreadyPresent++
 					continue
 				}
-				if err := w.add(ctx, tx, im.Message); err != nil {
+				// Where it goes in the tree is decided apart from how it is written.
+				at, err := w.place.place(ctx, tx, im)
+				if err != nil {
+					return err
+				}
+				if err := w.add(ctx, tx, im.Message, at); err != nil {
 					return parley.WithOrigin(im.Origin, err)
 				}
 				counts.Add(im.Message)
 			}
 		}
-		if err := w.finish(ctx, db, tx); err != nil {
+		if err := w.finish(ctx, db, tx, src.Import().Leaf); err != nil {
 			return err
 		}
 		imp := src.Import()
@@ -356,7 +366,7 @@ func findCopies(ctx context.Context, tx *txn, convKey string, msgs []parley.Impo
 // growReply reads the message imported before under sourceID and, when parley.GrowReply
 // says the incoming one m is a longer copy of it, writes the longer one over it, keeping
 // its id, position, time and the decisions on its calls. It reports whether it did.
-func (db *DB) growReply(ctx context.Context, tx *txn, convKey, sourceID string, m parley.Message, w *bulkWriter) (bool, error) {
+func (db *DB) growReply(ctx context.Context, tx *txn, convKey, sourceID string, at spot, m parley.Message, w *bulkWriter) (bool, error) {
 	switch m := m.(type) {
 	case *parley.ToolRequestMessage:
 	case *parley.TextMessage:
@@ -387,24 +397,28 @@ func (db *DB) growReply(ctx context.Context, tx *txn, convKey, sourceID string, 
 		if err := recordToolCalls(ctx, tx, convKey, row.ID, added); err != nil {
 			return false, err
 		}
-		w.noteStoredCalls(row.ID, added)
+		w.noteStoredCalls(row.ID, at, added)
 	}
 	return true, nil
 }
 
-// presentSourceIDs returns which of ids the conversation's messages already have.
-func presentSourceIDs(ctx context.Context, tx *txn, convKey string, ids []string) (map[string]bool, error) {
-	present := make(map[string]bool)
+// presentSourceIDs returns which of ids the conversation's messages already have, and
+// where they are in its tree.
+func presentSourceIDs(ctx context.Context, tx *txn, convKey string, ids []string) (map[string]spot, error) {
+	present := make(map[string]spot)
 	if len(ids) == 0 {
 		return present, nil
 	}
-	var found []string
-	if err := tx.SelectContext(ctx, &found, `SELECT source_id FROM messages
+	var found []struct {
+		SourceID string `db:"source_id"`
+		spot
+	}
+	if err := tx.SelectContext(ctx, &found, `SELECT source_id, segment, depth FROM messages
 		WHERE conversation_id = $1 AND source_id = ANY($2)`, convKey, pq.Array(ids)); err != nil {
 		return nil, fmt.Errorf("find imported source ids: %w", err)
 	}
-	for _, id := range found {
-		present[id] = true
+	for _, f := range found {
+		present[f.SourceID] = f.spot
 	}
 	return present, nil
 }

@@ -440,8 +440,8 @@ type ComplexityRoot struct {
 	Subscription struct {
 		ConversationsChanged   func(childComplexity int, after *string) int
 		MessageAdded           func(childComplexity int, conversationID string, after *string, branch *string) int
-		MessageStream          func(childComplexity int, conversationID string, after *string) int
-		MessageUpdated         func(childComplexity int, conversationID string) int
+		MessageStream          func(childComplexity int, conversationID string, after *string, branch *string) int
+		MessageUpdated         func(childComplexity int, conversationID string, branch *string) int
 		ToolCallAwaitingResult func(childComplexity int, conversationID *string, names []string) int
 	}
 
@@ -718,10 +718,10 @@ type QueryResolver interface {
 }
 type SubscriptionResolver interface {
 	MessageAdded(ctx context.Context, conversationID string, after *string, branch *string) (<-chan *model.MessageEdge, error)
-	MessageUpdated(ctx context.Context, conversationID string) (<-chan *model.MessageEdge, error)
+	MessageUpdated(ctx context.Context, conversationID string, branch *string) (<-chan *model.MessageEdge, error)
 	ConversationsChanged(ctx context.Context, after *string) (<-chan *model.ConversationListEvent, error)
 	ToolCallAwaitingResult(ctx context.Context, conversationID *string, names []string) (<-chan *parley.AwaitingToolCall, error)
-	MessageStream(ctx context.Context, conversationID string, after *string) (<-chan *model.MessageStreamEvent, error)
+	MessageStream(ctx context.Context, conversationID string, after *string, branch *string) (<-chan *model.MessageStreamEvent, error)
 }
 type SystemControlMessageResolver interface {
 	ParentID(ctx context.Context, obj *parley.SystemControlMessage) (*string, error)
@@ -2623,7 +2623,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.MessageStream(childComplexity, args["conversationId"].(string), args["after"].(*string)), true
+		return e.ComplexityRoot.Subscription.MessageStream(childComplexity, args["conversationId"].(string), args["after"].(*string), args["branch"].(*string)), true
 	case "Subscription.messageUpdated":
 		if e.ComplexityRoot.Subscription.MessageUpdated == nil {
 			break
@@ -2634,7 +2634,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.MessageUpdated(childComplexity, args["conversationId"].(string)), true
+		return e.ComplexityRoot.Subscription.MessageUpdated(childComplexity, args["conversationId"].(string), args["branch"].(*string)), true
 	case "Subscription.toolCallAwaitingResult":
 		if e.ComplexityRoot.Subscription.ToolCallAwaitingResult == nil {
 			break
@@ -6453,6 +6453,14 @@ func (ec *executionContext) field_Subscription_messageStream_args(ctx context.Co
 		return nil, err
 	}
 	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "branch",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["branch"] = arg2
 	return args, nil
 }
 
@@ -6467,6 +6475,14 @@ func (ec *executionContext) field_Subscription_messageUpdated_args(ctx context.C
 		return nil, err
 	}
 	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "branch",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["branch"] = arg1
 	return args, nil
 }
 
@@ -13955,7 +13971,7 @@ func (ec *executionContext) _Subscription_messageUpdated(ctx context.Context, fi
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().MessageUpdated(ctx, fc.Args["conversationId"].(string))
+			return ec.Resolvers.Subscription().MessageUpdated(ctx, fc.Args["conversationId"].(string), fc.Args["branch"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.MessageEdge) graphql.Marshaler {
@@ -14087,7 +14103,7 @@ func (ec *executionContext) _Subscription_messageStream(ctx context.Context, fie
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().MessageStream(ctx, fc.Args["conversationId"].(string), fc.Args["after"].(*string))
+			return ec.Resolvers.Subscription().MessageStream(ctx, fc.Args["conversationId"].(string), fc.Args["after"].(*string), fc.Args["branch"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.MessageStreamEvent) graphql.Marshaler {

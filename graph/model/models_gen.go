@@ -137,10 +137,11 @@ type MessageDelta struct {
 
 // One acknowledged append of a streaming message.
 type MessageDeltaEvent struct {
-	MessageID string          `json:"messageId"`
-	Position  int             `json:"position"`
-	Seq       int             `json:"seq"`
-	Deltas    []*MessageDelta `json:"deltas"`
+	MessageID string `json:"messageId"`
+	// The message's position: its depth along its branch, as MessageBase.position.
+	Position int             `json:"position"`
+	Seq      int             `json:"seq"`
+	Deltas   []*MessageDelta `json:"deltas"`
 }
 
 // One piece of a streaming message. `index` is the part's (or, for TOOL_ARGUMENTS, the tool call's) number from 0; one past the last opens a new one.
