@@ -181,11 +181,12 @@ func CheckDeltas(deltas []Delta) error {
 	}
 	n := 0
 	for i, d := range deltas {
-		n += len(d.Text) + len(d.ToolCallID) + len(d.ToolName)
+		n += len(d.Text) + len(d.ToolCallID) + len(d.ToolName) + len(d.ItemID)
 		if n > MaxAppendBytes {
 			return Errorf(EINVALID, "deltas[%d]: the append's text exceeds %d bytes", i, MaxAppendBytes)
 		}
-		if strings.ContainsRune(d.Text, 0) || strings.ContainsRune(d.ToolName, 0) || strings.ContainsRune(d.ToolCallID, 0) {
+		if strings.ContainsRune(d.Text, 0) || strings.ContainsRune(d.ToolName, 0) || strings.ContainsRune(d.ToolCallID, 0) ||
+			strings.ContainsRune(d.ItemID, 0) {
 			return Errorf(EINVALID, "deltas[%d]: contains a NUL character", i)
 		}
 	}
@@ -193,15 +194,15 @@ func CheckDeltas(deltas []Delta) error {
 }
 
 // Shape returns the draft with its text dropped: what Apply needs to check further
-// deltas (the parts' kinds, the calls' ids), at a size that does not grow with the
+// deltas (the parts' kinds and item ids, the calls' ids, item ids and places), at a size that does not grow with the
 // message.
 func (dr *Draft) Shape() Draft {
 	out := Draft{Body: Body{Parts: make([]Part, len(dr.Parts))}, ToolCalls: make([]ToolCall, len(dr.ToolCalls))}
 	for i, p := range dr.Parts {
-		out.Parts[i] = Part{Kind: p.Kind}
+		out.Parts[i] = Part{Kind: p.Kind, ItemID: p.ItemID}
 	}
 	for i, c := range dr.ToolCalls {
-		out.ToolCalls[i] = ToolCall{ID: c.ID}
+		out.ToolCalls[i] = ToolCall{ID: c.ID, ItemID: c.ItemID, PartIndex: c.PartIndex}
 	}
 	out.textBytes, out.argBytes = dr.textBytes, append([]int(nil), dr.argBytes...)
 	return out

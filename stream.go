@@ -3,6 +3,7 @@ package parley
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 )
 
 // The rules here say how a message that is still being written grows: by deltas, each
@@ -54,6 +55,15 @@ type Delta struct {
 	// ToolName is appended to the call's name; the delta that opens a call needs one.
 	// Providers send the name whole on the opening delta.
 	ToolName string
+	// PartIndex, on the delta that opens a tool call, is how many of the message's
+	// parts came before the call (ToolCall.PartIndex): at most the parts opened so far,
+	// and not before the call ahead of it. Nil: the call comes after all the parts, as
+	// in a format that cannot interleave them (OpenAI Chat). Given later, the same.
+	PartIndex *int
+	// ItemID, on the delta that opens a part or a tool call, is the provider's id of
+	// the item it is (OpenAI Responses' rs_… or fc_…: Part.ItemID, ToolCall.ItemID).
+	// Given later, the same.
+	ItemID string
 }
 
 // Draft is the content of an assistant message while it is written: its parts and tool
@@ -69,9 +79,18 @@ type Draft struct {
 }
 
 // Apply extends the draft by d. It returns EINVALID, naming what is wrong, for a delta
-// that skips a part or call, does not fit the kind of the part it extends, or opens a
-// tool call without an id or name, or changes its id; the draft is then unchanged.
+// that skips a part or call, does not fit the kind of the part it extends, opens a tool
+// call without an id or name or out of order among the parts, or changes the id of a
+// call or the item id of a part or call; the draft is then unchanged.
 func (dr *Draft) Apply(d Delta) error {
+	if d.ItemID != "" {
+		if err := checkItemID("delta.itemId", d.ItemID); err != nil {
+			return err
+		}
+	}
+	if d.PartIndex != nil && d.Kind != DeltaToolArguments {
+		return Errorf(EINVALID, "delta.partIndex: a %s delta has none; partIndex places a tool call (TOOL_ARGUMENTS) among the parts", d.Kind)
+	}
 	switch d.Kind {
 	case DeltaText, DeltaThinking:
 		kind := PartText
@@ -80,13 +99,16 @@ func (dr *Draft) Apply(d Delta) error {
 		}
 		switch {
 		case d.Index == len(dr.Parts):
-			dr.Parts = append(dr.Parts, Part{Kind: kind, Text: d.Text})
+			dr.Parts = append(dr.Parts, Part{Kind: kind, Text: d.Text, ItemID: d.ItemID})
 			dr.textBytes += len(d.Text)
 			return nil
 		case d.Index < 0 || d.Index > len(dr.Parts):
 			return dr.noPart(d)
 		case dr.Parts[d.Index].Kind != kind:
 			return Errorf(EINVALID, "delta: a %s delta for part %d, a %s part", d.Kind, d.Index, dr.Parts[d.Index].Kind)
+		}
+		if err := dr.samePartItem(d); err != nil {
+			return err
 		}
 		dr.Parts[d.Index].Text += d.Text
 		dr.textBytes += len(d.Text)
@@ -97,6 +119,9 @@ func (dr *Draft) Apply(d Delta) error {
 		if k := dr.Parts[d.Index].Kind; k != PartThinking {
 			return Errorf(EINVALID, "delta: a SIGNATURE delta for part %d, a %s part; only THINKING parts are signed", d.Index, k)
 		}
+		if err := dr.samePartItem(d); err != nil {
+			return err
+		}
 		dr.Parts[d.Index].Signature += d.Text
 		dr.textBytes += len(d.Text)
 	case DeltaRedactedThinking, DeltaServerTool:
@@ -106,11 +131,15 @@ func (dr *Draft) Apply(d Delta) error {
 		}
 		switch {
 		case d.Index == len(dr.Parts):
-			dr.Parts = append(dr.Parts, Part{Kind: kind})
+			dr.Parts = append(dr.Parts, Part{Kind: kind, ItemID: d.ItemID})
 		case d.Index < 0 || d.Index > len(dr.Parts):
 			return dr.noPart(d)
 		case dr.Parts[d.Index].Kind != kind:
 			return Errorf(EINVALID, "delta: a %s delta for part %d, a %s part", d.Kind, d.Index, dr.Parts[d.Index].Kind)
+		default:
+			if err := dr.samePartItem(d); err != nil {
+				return err
+			}
 		}
 		p := &dr.Parts[d.Index]
 		if kind == PartServerTool {
@@ -130,6 +159,9 @@ func (dr *Draft) Apply(d Delta) error {
 		if !JSON(d.Text).IsObject() || !json.Valid([]byte(d.Text)) {
 			return Errorf(EINVALID, "delta.text: a CITATION delta's text is one citation, a JSON object")
 		}
+		if err := dr.samePartItem(d); err != nil {
+			return err
+		}
 		if len(p.Citations) == 0 {
 			p.Citations = JSON("[" + d.Text + "]")
 		} else {
@@ -140,6 +172,17 @@ func (dr *Draft) Apply(d Delta) error {
 		return dr.applyToolArguments(d)
 	default:
 		return Errorf(EINVALID, "delta.kind: %q is not TEXT, THINKING, SIGNATURE, TOOL_ARGUMENTS, REDACTED_THINKING, SERVER_TOOL or CITATION", d.Kind)
+	}
+	return nil
+}
+
+// samePartItem refuses a delta for part d.Index that names another item than the part's.
+func (dr *Draft) samePartItem(d Delta) error {
+	if have := dr.Parts[d.Index].ItemID; d.ItemID != "" && d.ItemID != have {
+		if have == "" {
+			return Errorf(EINVALID, "delta.itemId: part %d opened without an item id; give it on the delta that opens the part", d.Index)
+		}
+		return Errorf(EINVALID, "delta.itemId: part %d is item %q, not %q", d.Index, have, truncateForError(d.ItemID))
 	}
 	return nil
 }
@@ -167,7 +210,15 @@ func (dr *Draft) applyToolArguments(d Delta) error {
 				return Errorf(EINVALID, "delta: tool call %d opens with id %q, already the id of tool call %d", d.Index, d.ToolCallID, i)
 			}
 		}
-		dr.ToolCalls = append(dr.ToolCalls, ToolCall{ID: d.ToolCallID, Name: d.ToolName, Arguments: JSON(d.Text)})
+		var at *int
+		if d.PartIndex != nil {
+			if err := dr.checkPartIndex(d.Index, *d.PartIndex); err != nil {
+				return err
+			}
+			at = new(int)
+			*at = *d.PartIndex
+		}
+		dr.ToolCalls = append(dr.ToolCalls, ToolCall{ID: d.ToolCallID, Name: d.ToolName, Arguments: JSON(d.Text), ItemID: d.ItemID, PartIndex: at})
 		dr.argBytes = append(dr.argBytes, len(d.Text))
 		return nil
 	case d.Index < 0 || d.Index > n:
@@ -178,10 +229,45 @@ func (dr *Draft) applyToolArguments(d Delta) error {
 	if d.ToolCallID != "" && d.ToolCallID != c.ID {
 		return Errorf(EINVALID, "delta: tool call %d has id %q, not %q", d.Index, c.ID, d.ToolCallID)
 	}
+	if d.ItemID != "" && d.ItemID != c.ItemID {
+		if c.ItemID == "" {
+			return Errorf(EINVALID, "delta.itemId: tool call %d opened without an item id; give it on the delta that opens the call", d.Index)
+		}
+		return Errorf(EINVALID, "delta.itemId: tool call %d is item %q, not %q", d.Index, c.ItemID, truncateForError(d.ItemID))
+	}
+	if d.PartIndex != nil && (c.PartIndex == nil || *c.PartIndex != *d.PartIndex) {
+		return Errorf(EINVALID, "delta.partIndex: tool call %d opened %s, not at part %d; a call's place is given when it opens",
+			d.Index, placeOf(c.PartIndex), *d.PartIndex)
+	}
 	c.Name += d.ToolName
 	c.Arguments = append(c.Arguments, d.Text...)
 	dr.argBytes[d.Index] += len(d.Text)
 	return nil
+}
+
+// checkPartIndex checks the place of call i, opening now after the first at parts: no
+// further than the parts so far, and not before the call ahead of it.
+func (dr *Draft) checkPartIndex(i, at int) error {
+	if at < 0 || at > len(dr.Parts) {
+		return Errorf(EINVALID, "delta.partIndex: %d, but the message has %d parts so far; tool call %d opens after 0 to %d of them",
+			at, len(dr.Parts), i, len(dr.Parts))
+	}
+	if i > 0 {
+		prev := dr.ToolCalls[i-1].PartIndex
+		if prev == nil || *prev > at {
+			return Errorf(EINVALID, "delta.partIndex: tool call %d at part %d, but tool call %d ahead of it came %s; calls keep their order",
+				i, at, i-1, placeOf(prev))
+		}
+	}
+	return nil
+}
+
+// placeOf says where a call came among the parts, for errors.
+func placeOf(at *int) string {
+	if at == nil {
+		return "after all the parts (no partIndex)"
+	}
+	return "at part " + strconv.Itoa(*at)
 }
 
 // CheckLimits refuses a draft over the limits of a finished message (lim, zero fields:
@@ -210,7 +296,9 @@ func (dr *Draft) CheckLimits(lim Limits) error {
 }
 
 // Message returns the draft as an assistant message: a ToolRequestMessage when it has
-// tool calls, else a TextMessage. The message shares nothing with the draft.
+// tool calls, else a TextMessage. The message shares nothing with the draft. Its calls
+// have a PartIndex only when one came before some of the parts (AnchorCalls), as an
+// import of the same reply has them.
 func (dr *Draft) Message() Message {
 	body := Body{Parts: append([]Part(nil), dr.Parts...)}
 	for i := range body.Parts {
@@ -221,10 +309,18 @@ func (dr *Draft) Message() Message {
 		return &TextMessage{MessageMeta: MessageMeta{Role: RoleAssistant}, Body: body}
 	}
 	calls := make([]ToolCall, len(dr.ToolCalls))
+	at := make([]int, len(dr.ToolCalls))
 	for i, c := range dr.ToolCalls {
 		c.Arguments = append(JSON(nil), c.Arguments...)
+		at[i] = len(body.Parts)
+		if c.PartIndex != nil {
+			at[i] = *c.PartIndex
+		}
+		c.PartIndex = nil
 		calls[i] = c
 	}
+	// As an import places them: every call anchored once one came before a part.
+	AnchorCalls(calls, at, len(body.Parts))
 	return &ToolRequestMessage{MessageMeta: MessageMeta{Role: RoleAssistant}, Body: body, ToolCalls: calls}
 }
 

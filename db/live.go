@@ -71,12 +71,14 @@ type deltaJSON struct {
 	Text   string           `json:"t,omitempty"`
 	CallID string           `json:"c,omitempty"`
 	Name   string           `json:"n,omitempty"`
+	At     *int             `json:"p,omitempty"`
+	Item   string           `json:"m,omitempty"`
 }
 
 func encodeDeltas(ds []parley.Delta) string {
 	out := make([]deltaJSON, len(ds))
 	for i, d := range ds {
-		out[i] = deltaJSON{d.Kind, d.Index, d.Text, d.ToolCallID, d.ToolName}
+		out[i] = deltaJSON{d.Kind, d.Index, d.Text, d.ToolCallID, d.ToolName, d.PartIndex, d.ItemID}
 	}
 	b, _ := json.Marshal(out) // strings and numbers: cannot fail
 	return string(b)
@@ -89,7 +91,7 @@ func decodeDeltas(raw []byte) ([]parley.Delta, error) {
 	}
 	out := make([]parley.Delta, len(in))
 	for i, d := range in {
-		out[i] = parley.Delta{Kind: d.Kind, Index: d.Index, Text: d.Text, ToolCallID: d.CallID, ToolName: d.Name}
+		out[i] = parley.Delta{Kind: d.Kind, Index: d.Index, Text: d.Text, ToolCallID: d.CallID, ToolName: d.Name, PartIndex: d.At, ItemID: d.Item}
 	}
 	return out, nil
 }
@@ -801,23 +803,39 @@ func (db *DB) indexable(ctx context.Context, tx *txn, convKey, messageID string,
 	return out, nil
 }
 
-// keepPartial makes a message cut short storable: tool call arguments that are not
-// (yet) JSON are kept as a JSON string of what arrived.
+// keepPartial makes a message cut short storable: a server tool's block that is not
+// (yet) JSON is dropped, the calls keeping their places among the other parts, and tool
+// call arguments that are not (yet) JSON are kept as a JSON string of what arrived.
 func keepPartial(m parley.Message) {
 	// A server tool's block cut short is not a block: the provider would refuse it back.
-	whole := func(b *parley.Body) {
-		b.Parts = slices.DeleteFunc(b.Parts, func(p parley.Part) bool { return p.Kind == parley.PartServerTool && !json.Valid(p.Raw) })
-	}
+	cut := func(p parley.Part) bool { return p.Kind == parley.PartServerTool && !json.Valid(p.Raw) }
 	switch m := m.(type) {
 	case *parley.TextMessage:
-		whole(&m.Body)
-	case *parley.ToolRequestMessage:
-		whole(&m.Body)
+		m.Parts = slices.DeleteFunc(m.Parts, cut)
 	}
 	req, ok := m.(*parley.ToolRequestMessage)
 	if !ok {
 		return
 	}
+	// The calls keep their places among the parts that stay.
+	kept := make([]int, len(req.Parts)+1) // parts kept before each part
+	for i, p := range req.Parts {
+		kept[i+1] = kept[i]
+		if !cut(p) {
+			kept[i+1]++
+		}
+	}
+	req.Parts = slices.DeleteFunc(req.Parts, cut)
+	at := make([]int, len(req.ToolCalls))
+	for i := range req.ToolCalls {
+		c := &req.ToolCalls[i]
+		at[i] = len(req.Parts)
+		if c.PartIndex != nil {
+			at[i] = kept[*c.PartIndex]
+		}
+		c.PartIndex = nil
+	}
+	parley.AnchorCalls(req.ToolCalls, at, len(req.Parts))
 	for i, c := range req.ToolCalls {
 		if c.ArgumentsRaw == nil && !json.Valid(c.Arguments) {
 			req.ToolCalls[i].Arguments = parley.JSON(strconv.Quote(string(c.Arguments)))

@@ -287,7 +287,9 @@ type ComplexityRoot struct {
 
 	MessageDelta struct {
 		Index      func(childComplexity int) int
+		ItemID     func(childComplexity int) int
 		Kind       func(childComplexity int) int
+		PartIndex  func(childComplexity int) int
 		Text       func(childComplexity int) int
 		ToolCallID func(childComplexity int) int
 		ToolName   func(childComplexity int) int
@@ -1825,12 +1827,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MessageDelta.Index(childComplexity), true
+	case "MessageDelta.itemId":
+		if e.ComplexityRoot.MessageDelta.ItemID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageDelta.ItemID(childComplexity), true
 	case "MessageDelta.kind":
 		if e.ComplexityRoot.MessageDelta.Kind == nil {
 			break
 		}
 
 		return e.ComplexityRoot.MessageDelta.Kind(childComplexity), true
+	case "MessageDelta.partIndex":
+		if e.ComplexityRoot.MessageDelta.PartIndex == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessageDelta.PartIndex(childComplexity), true
 	case "MessageDelta.text":
 		if e.ComplexityRoot.MessageDelta.Text == nil {
 			break
@@ -4692,6 +4706,10 @@ func (ec *executionContext) childFields_MessageDelta(ctx context.Context, field 
 		return ec.fieldContext_MessageDelta_toolCallId(ctx, field)
 	case "toolName":
 		return ec.fieldContext_MessageDelta_toolName(ctx, field)
+	case "partIndex":
+		return ec.fieldContext_MessageDelta_partIndex(ctx, field)
+	case "itemId":
+		return ec.fieldContext_MessageDelta_itemId(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type MessageDelta", field.Name)
 }
@@ -10916,6 +10934,52 @@ func (ec *executionContext) _MessageDelta_toolName(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_MessageDelta_toolName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageDelta", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _MessageDelta_partIndex(ctx context.Context, field graphql.CollectedField, obj *model.MessageDelta) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageDelta_partIndex(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PartIndex, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MessageDelta_partIndex(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessageDelta", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _MessageDelta_itemId(ctx context.Context, field graphql.CollectedField, obj *model.MessageDelta) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessageDelta_itemId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ItemID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MessageDelta_itemId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("MessageDelta", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
@@ -19138,7 +19202,7 @@ func (ec *executionContext) unmarshalInputMessageDeltaInput(ctx context.Context,
 		asMap["text"] = ""
 	}
 
-	fieldsInOrder := [...]string{"kind", "index", "text", "toolCallId", "toolName"}
+	fieldsInOrder := [...]string{"kind", "index", "text", "toolCallId", "toolName", "partIndex", "itemId"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -19180,6 +19244,20 @@ func (ec *executionContext) unmarshalInputMessageDeltaInput(ctx context.Context,
 				return it, err
 			}
 			it.ToolName = data
+		case "partIndex":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("partIndex"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PartIndex = data
+		case "itemId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("itemId"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ItemID = data
 		}
 	}
 	return it, nil
@@ -22413,6 +22491,16 @@ func (ec *executionContext) _MessageDelta(ctx context.Context, sel ast.Selection
 			}
 		case "toolName":
 			out.Values[i] = ec._MessageDelta_toolName(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "partIndex":
+			out.Values[i] = ec._MessageDelta_partIndex(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "itemId":
+			out.Values[i] = ec._MessageDelta_itemId(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}

@@ -35,7 +35,7 @@ func deltasFromInput(in []*model.MessageDeltaInput) []parley.Delta {
 	out := make([]parley.Delta, len(in))
 	for i, d := range in {
 		out[i] = parley.Delta{Kind: d.Kind, Index: d.Index, Text: d.Text,
-			ToolCallID: deref(d.ToolCallID), ToolName: deref(d.ToolName)}
+			ToolCallID: deref(d.ToolCallID), ToolName: deref(d.ToolName), PartIndex: d.PartIndex, ItemID: deref(d.ItemID)}
 	}
 	return out
 }
@@ -44,7 +44,7 @@ func deltasToModel(in []parley.Delta) []*model.MessageDelta {
 	out := make([]*model.MessageDelta, len(in))
 	for i, d := range in {
 		out[i] = &model.MessageDelta{Kind: d.Kind, Index: d.Index, Text: d.Text,
-			ToolCallID: optional(d.ToolCallID), ToolName: optional(d.ToolName)}
+			ToolCallID: optional(d.ToolCallID), ToolName: optional(d.ToolName), PartIndex: d.PartIndex, ItemID: optional(d.ItemID)}
 	}
 	return out
 }

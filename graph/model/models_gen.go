@@ -133,6 +133,10 @@ type MessageDelta struct {
 	Text       string           `json:"text"`
 	ToolCallID *string          `json:"toolCallId,omitempty"`
 	ToolName   *string          `json:"toolName,omitempty"`
+	// Where the call this delta opens came among the parts (see MessageDeltaInput.partIndex).
+	PartIndex *int `json:"partIndex,omitempty"`
+	// The provider's id of the item the part or call this delta opens is.
+	ItemID *string `json:"itemId,omitempty"`
 }
 
 // One acknowledged append of a streaming message.
@@ -151,6 +155,12 @@ type MessageDeltaInput struct {
 	Text       string           `json:"text"`
 	ToolCallID *string          `json:"toolCallId,omitempty"`
 	ToolName   *string          `json:"toolName,omitempty"`
+	// On the TOOL_ARGUMENTS delta that opens a call: how many of the message's parts came
+	// before it (the call's partIndex), at most the parts so far and not before the call
+	// ahead of it. Leave it out for a call after all the parts.
+	PartIndex *int `json:"partIndex,omitempty"`
+	// On the delta that opens a part or a call: the provider's id of the item it is (OpenAI Responses' rs_… or fc_…).
+	ItemID *string `json:"itemId,omitempty"`
 }
 
 type MessageEdge struct {
