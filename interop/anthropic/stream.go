@@ -27,9 +27,11 @@ const Provider = "anthropic"
 // so that a streamed message equals the imported one: a text block a TEXT part with its
 // citations, a thinking block a THINKING part with its signature (kept even when the
 // thinking is empty), a redacted_thinking block a REDACTED_THINKING part, a tool_use
-// block a tool call with its input exactly as sent, and the blocks of tools the
-// provider runs itself (server_tool_use, web_search_tool_result and kin) a SERVER_TOOL
-// part holding the block as the SDK assembles it, opened once the block has ended.
+// block a tool call with its input exactly as sent, placed among the parts where it
+// came (the delta that opens it says how many parts came before), and the blocks of
+// tools the provider runs itself (server_tool_use, web_search_tool_result and kin) a
+// SERVER_TOOL part holding the block as the SDK assembles it, opened once the block has
+// ended.
 //
 // An event that is refused changes nothing; the stream can go on with the next one. A
 // MessageStream is not safe for concurrent use.
@@ -362,7 +364,8 @@ func (s *MessageStream) start(kind string) []parley.Delta {
 		deltas = []parley.Delta{{Kind: parley.DeltaRedactedThinking, Index: b.index, Text: cb.Data}}
 	case "tool_use":
 		b.index, s.calls = s.calls, s.calls+1
-		d := parley.Delta{Kind: parley.DeltaToolArguments, Index: b.index, ToolCallID: cb.ID, ToolName: cb.Name}
+		at := s.parts // the parts before it: where it goes back among them
+		d := parley.Delta{Kind: parley.DeltaToolArguments, Index: b.index, ToolCallID: cb.ID, ToolName: cb.Name, PartIndex: &at}
 		if in := string(cb.Input); in != "{}" {
 			// Not the placeholder: the SDK appends to it, so it is the arguments' start.
 			d.Text, b.args = in, true
@@ -399,7 +402,8 @@ func (s *MessageStream) Message() parley.Message {
 		case "redacted_thinking":
 			dr.Parts = append(dr.Parts, parley.Part{Kind: parley.PartRedactedThinking, Signature: cb.Data})
 		case "tool_use":
-			c := parley.ToolCall{ID: cb.ID, Name: cb.Name}
+			at := len(dr.Parts)
+			c := parley.ToolCall{ID: cb.ID, Name: cb.Name, PartIndex: &at}
 			if b.args {
 				c.Arguments = parley.JSON(bytes.Clone(b.input))
 			}

@@ -117,6 +117,7 @@ func compareWithSDK(t *testing.T, s *anthropic.MessageStream, acc sdk.Message, s
 	}
 	var parts []parley.Part
 	var wantCalls []parley.ToolCall
+	var at []int // the parts before each call
 	for i, b := range acc.Content {
 		switch b.Type {
 		case "text":
@@ -136,6 +137,7 @@ func compareWithSDK(t *testing.T, s *anthropic.MessageStream, acc sdk.Message, s
 			parts = append(parts, parley.Part{Kind: parley.PartRedactedThinking, Signature: b.Data})
 		case "tool_use":
 			wantCalls = append(wantCalls, parley.ToolCall{ID: b.ID, Name: b.Name, Arguments: parley.JSON(b.Input)})
+			at = append(at, len(parts))
 		case "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result", "mcp_tool_use", "mcp_tool_result":
 			if stopped[i] {
 				var raw bytes.Buffer
@@ -152,13 +154,25 @@ func compareWithSDK(t *testing.T, s *anthropic.MessageStream, acc sdk.Message, s
 	if len(calls) != len(wantCalls) {
 		t.Fatalf("got %d tool calls, want %d", len(calls), len(wantCalls))
 	}
+	parley.AnchorCalls(wantCalls, at, len(parts))
 	for i, w := range wantCalls {
 		g := calls[i]
 		placeholder := len(g.Arguments) == 0 && string(w.Arguments) == "{}" && s.Provenance().FinishReason == ""
 		if g.ID != w.ID || g.Name != w.Name || string(g.Arguments) != string(w.Arguments) && !placeholder {
 			t.Errorf("tool call %d: got %s %s %s, want %s %s %s", i, g.ID, g.Name, g.Arguments, w.ID, w.Name, w.Arguments)
 		}
+		if place(g.PartIndex) != place(w.PartIndex) {
+			t.Errorf("tool call %d: got partIndex %s, want %s (the blocks' order)", i, place(g.PartIndex), place(w.PartIndex))
+		}
 	}
+}
+
+// place shows a call's partIndex.
+func place(at *int) string {
+	if at == nil {
+		return "none"
+	}
+	return strconv.Itoa(*at)
 }
 
 type cassette struct {
@@ -250,20 +264,35 @@ type golden struct {
 	Parts      []parley.Part `json:",omitempty"`
 	ToolCalls  []goldenCall  `json:",omitempty"`
 	Provenance parley.Provenance
-	Deltas     []parley.Delta
+	Deltas     []goldenDelta
 }
 
-type goldenCall struct{ ID, Name, Arguments string }
+// goldenDelta is a parley.Delta, without the fields that few deltas have when empty.
+type goldenDelta struct {
+	Kind                       parley.DeltaKind
+	Index                      int
+	Text, ToolCallID, ToolName string
+	PartIndex                  *int   `json:",omitempty"`
+	ItemID                     string `json:",omitempty"`
+}
+
+type goldenCall struct {
+	ID, Name, Arguments string
+	PartIndex           *int `json:",omitempty"`
+}
 
 func view(s *anthropic.MessageStream, deltas []parley.Delta) golden {
-	g := golden{Kind: s.Message().Kind(), Provenance: s.Provenance(), Deltas: deltas}
+	g := golden{Kind: s.Message().Kind(), Provenance: s.Provenance()}
+	for _, d := range deltas {
+		g.Deltas = append(g.Deltas, goldenDelta{d.Kind, d.Index, d.Text, d.ToolCallID, d.ToolName, d.PartIndex, d.ItemID})
+	}
 	switch m := s.Message().(type) {
 	case *parley.TextMessage:
 		g.Parts = m.Parts
 	case *parley.ToolRequestMessage:
 		g.Parts = m.Parts
 		for _, c := range m.ToolCalls {
-			g.ToolCalls = append(g.ToolCalls, goldenCall{c.ID, c.Name, string(c.Arguments)})
+			g.ToolCalls = append(g.ToolCalls, goldenCall{c.ID, c.Name, string(c.Arguments), c.PartIndex})
 		}
 	}
 	return g
@@ -518,8 +547,9 @@ func TestMessageStreamAddNeedsJSON(t *testing.T) {
 // TestMessageStreamEqualsImport assembles each complete stream (the handcrafted ones
 // and the recorded one) and imports the reply the SDK assembled from the same events,
 // as a finished Messages API reply: the message stored from the deltas is the imported
-// one, part for part, call for call (redacted thinking, server tool blocks and citations
-// included).
+// one, part for part, call for call (redacted thinking, server tool blocks, citations
+// and where each call came among the parts included). A stream cut short between two
+// blocks is compared too, with the reply as far as it went: what an abort keeps.
 func TestMessageStreamEqualsImport(t *testing.T) {
 	t.Parallel()
 	bodies := map[string]string{}
@@ -540,11 +570,12 @@ func TestMessageStreamEqualsImport(t *testing.T) {
 			bodies["recorded "+strconv.Itoa(i)] = in.Response.Body.String
 		}
 	}
-	compared := 0
+	compared, anchored := 0, 0
 	for name, body := range bodies {
 		var acc sdk.Message
 		var dr parley.Draft
 		s := anthropic.NewMessageStream()
+		open := map[int64]bool{} // blocks that have not ended
 		for _, raw := range sseEvents(t, body) {
 			deltas, err := s.AddJSON(raw)
 			if err != nil {
@@ -560,12 +591,27 @@ func TestMessageStreamEqualsImport(t *testing.T) {
 			if err := acc.Accumulate(ev); err != nil {
 				t.Fatal(err)
 			}
+			switch {
+			case ev.Type == "content_block_start":
+				open[ev.Index] = true
+			case ev.Type == "content_block_stop":
+				delete(open, ev.Index)
+			}
 		}
-		if acc.StopReason == "" {
-			continue // cut short: no finished reply to import
+		if acc.StopReason == "" && len(open) > 0 {
+			continue // cut short inside a block: the SDK has not written it whole
 		}
 		compared++
 		content := json.RawMessage(acc.RawJSON())
+		if acc.StopReason == "" {
+			// The SDK writes the blocks into its JSON at message_stop only: what it
+			// holds so far, as it would send it back.
+			b, err := json.Marshal(acc.ToParam())
+			if err != nil {
+				t.Fatal(err)
+			}
+			content = b
+		}
 		var reply struct{ Content json.RawMessage }
 		if err := json.Unmarshal(content, &reply); err != nil {
 			t.Fatal(err)
@@ -608,9 +654,77 @@ func TestMessageStreamEqualsImport(t *testing.T) {
 			if g.ID != w.ID || g.Name != w.Name || *g.ArgumentsRaw != *w.ArgumentsRaw {
 				t.Errorf("%s: call %d streamed %s %s %s, imported %s %s %s", name, i, g.ID, g.Name, *g.ArgumentsRaw, w.ID, w.Name, *w.ArgumentsRaw)
 			}
+			if place(g.PartIndex) != place(w.PartIndex) {
+				t.Errorf("%s: call %d streamed at partIndex %s, imported at %s", name, i, place(g.PartIndex), place(w.PartIndex))
+			}
+			if w.PartIndex != nil && *w.PartIndex < len(wantBody.Parts) {
+				anchored++
+			}
+		}
+		if err := parley.Prepare(got, parley.DefaultLimits); err != nil {
+			t.Errorf("%s: the streamed message does not prepare: %v", name, err)
 		}
 	}
-	if compared < 3 {
-		t.Errorf("compared %d streams, want the complete ones of testdata/stream", compared)
+	if compared < 5 {
+		t.Errorf("compared %d streams, want the complete ones of testdata/stream and the interleaved one cut short", compared)
+	}
+	if anchored < 2 {
+		t.Errorf("%d calls came before a part, want those of interleaved.sse and interleaved-stopped.sse", anchored)
+	}
+}
+
+// TestMessageStreamKeepsPartOrder: a reply of text, tool_use, text, tool_use, streamed,
+// keeps each call where it came, complete or cut short after the second text, and the
+// delta that opens each call says so.
+func TestMessageStreamKeepsPartOrder(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		file   string
+		places string // each call's partIndex
+		opens  string // the partIndex of each delta opening a call
+	}{
+		{"interleaved.sse", "2 3", "2 3"},
+		{"interleaved-stopped.sse", "2", "2"},
+	} {
+		data, err := os.ReadFile(filepath.Join("testdata", "stream", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, deltas := feed(t, sseEvents(t, string(data)))
+		var opens []string
+		for _, d := range deltas {
+			if d.Kind == parley.DeltaToolArguments && d.ToolCallID != "" {
+				opens = append(opens, place(d.PartIndex))
+			}
+		}
+		req, ok := s.Message().(*parley.ToolRequestMessage)
+		if !ok {
+			t.Fatalf("%s: got a %T, want a tool request", tc.file, s.Message())
+		}
+		var places []string
+		for _, c := range req.ToolCalls {
+			places = append(places, place(c.PartIndex))
+		}
+		if got := strings.Join(places, " "); got != tc.places {
+			t.Errorf("%s: calls at %s, want %s", tc.file, got, tc.places)
+		}
+		if got := strings.Join(opens, " "); got != tc.opens {
+			t.Errorf("%s: deltas opening calls at %s, want %s", tc.file, got, tc.opens)
+		}
+		var order []string
+		req.InOrder(func(p *parley.Part, c *parley.ToolCall) {
+			if c != nil {
+				order = append(order, "tool_use")
+			} else {
+				order = append(order, strings.ToLower(string(p.Kind)))
+			}
+		})
+		want := "thinking text tool_use text tool_use"
+		if tc.file == "interleaved-stopped.sse" {
+			want = "thinking text tool_use text"
+		}
+		if got := strings.Join(order, " "); got != want {
+			t.Errorf("%s: in order %s, want %s", tc.file, got, want)
+		}
 	}
 }
