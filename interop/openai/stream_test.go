@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -229,13 +230,25 @@ type golden struct {
 	Parts      []parley.Part `json:",omitempty"`
 	ToolCalls  []goldenCall  `json:",omitempty"`
 	Provenance parley.Provenance
-	Deltas     []parley.Delta
+	Deltas     []goldenDelta
+}
+
+// goldenDelta is a parley.Delta, without the fields that few deltas have when empty.
+type goldenDelta struct {
+	Kind                       parley.DeltaKind
+	Index                      int
+	Text, ToolCallID, ToolName string
+	PartIndex                  *int   `json:",omitempty"`
+	ItemID                     string `json:",omitempty"`
 }
 
 type goldenCall struct{ ID, Name, Arguments string }
 
 func view(s *popenai.ChatStream, deltas []parley.Delta) golden {
-	g := golden{Kind: s.Message().Kind(), Provenance: s.Provenance(), Deltas: deltas}
+	g := golden{Kind: s.Message().Kind(), Provenance: s.Provenance()}
+	for _, d := range deltas {
+		g.Deltas = append(g.Deltas, goldenDelta{d.Kind, d.Index, d.Text, d.ToolCallID, d.ToolName, d.PartIndex, d.ItemID})
+	}
 	switch m := s.Message().(type) {
 	case *parley.TextMessage:
 		g.Parts = m.Parts
@@ -432,4 +445,110 @@ func FuzzChatStream(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestChatStreamEqualsImport assembles each complete stream (the handcrafted ones and
+// the recorded ones) and imports the reply the SDK's accumulator assembled from the same
+// chunks, as the SDK sends it back (ToParam), as an OPENAI_CHAT history: the message
+// stored from the deltas is the imported one. A Chat message cannot interleave text and
+// calls (its content is one string, its tool_calls one list), so content that streams
+// between two calls (text-between-calls.sse) joins the one TEXT part, and no call has a
+// partIndex, streamed or imported.
+func TestChatStreamEqualsImport(t *testing.T) {
+	t.Parallel()
+	bodies := map[string]string{}
+	files, _ := filepath.Glob(filepath.Join("testdata", "stream", "*.sse"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies[filepath.Base(f)] = string(data)
+	}
+	if data, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "fixtures", "streams", "openai-chat-tool-calls.cassette.yaml")); err == nil {
+		var c cassette
+		if err := yaml.Unmarshal(data, &c); err != nil {
+			t.Fatal(err)
+		}
+		for i, in := range c.Interactions {
+			bodies["recorded "+strconv.Itoa(i)] = in.Response.Body.String
+		}
+	}
+	compared := 0
+	for name, body := range bodies {
+		s := popenai.NewChatStream()
+		var dr parley.Draft
+		for _, raw := range sseEvents(t, body) {
+			deltas, err := s.AddJSON(raw)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if err := dr.ApplyAll(deltas); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		var acc openai.ChatCompletionAccumulator
+		for _, chunk := range sdkChunks(t, body) {
+			acc.AddChunk(chunk)
+		}
+		if len(acc.Choices) == 0 || acc.Choices[0].FinishReason == "" {
+			continue // cut short: no finished reply to import
+		}
+		reply, err := json.Marshal(acc.Choices[0].Message.ToParam())
+		if err != nil {
+			t.Fatal(err)
+		}
+		imp, err := popenai.ParseChat(strings.NewReader(`[{"role":"user","content":"Go."},` + string(reply) + `]`))
+		if err != nil {
+			t.Fatalf("%s: import %s: %v", name, reply, err)
+		}
+		if len(imp.Messages) != 2 {
+			t.Fatalf("%s: imported %d messages from %s, want the prompt and the reply", name, len(imp.Messages), reply)
+		}
+		compared++
+		got, want := dr.Final(), imp.Messages[1].Message
+		if got.Kind() != want.Kind() {
+			t.Errorf("%s: streamed a %s, imported a %s", name, got.Kind(), want.Kind())
+			continue
+		}
+		if g, w := partsOf(got), partsOf(want); !reflect.DeepEqual(g, w) {
+			t.Errorf("%s: streamed parts\n%q\nimported\n%q", name, g, w)
+		}
+		gotCalls, wantCalls := callsOf(got), callsOf(want)
+		if len(gotCalls) != len(wantCalls) {
+			t.Fatalf("%s: streamed %d calls, imported %d", name, len(gotCalls), len(wantCalls))
+		}
+		for i, w := range wantCalls {
+			g := gotCalls[i]
+			if g.ID != w.ID || g.Name != w.Name || *g.ArgumentsRaw != *w.ArgumentsRaw || g.PartIndex != nil || w.PartIndex != nil {
+				t.Errorf("%s: call %d streamed %s %s %s at %v, imported %s %s %s at %v", name, i,
+					g.ID, g.Name, *g.ArgumentsRaw, g.PartIndex, w.ID, w.Name, *w.ArgumentsRaw, w.PartIndex)
+			}
+		}
+		if name == "text-between-calls.sse" {
+			if p := partsOf(got); len(p) != 1 || p[0].Text != "First the config: Then the entry point." || len(gotCalls) != 2 {
+				t.Errorf("%s: got parts %q and %d calls, want the content whole in one part and two calls", name, p, len(gotCalls))
+			}
+		}
+	}
+	if compared < 5 {
+		t.Errorf("compared %d streams, want the complete ones of testdata/stream", compared)
+	}
+}
+
+func partsOf(m parley.Message) []parley.Part {
+	switch m := m.(type) {
+	case *parley.TextMessage:
+		return m.Parts
+	case *parley.ToolRequestMessage:
+		return m.Parts
+	}
+	return nil
+}
+
+func callsOf(m parley.Message) []parley.ToolCall {
+	if r, ok := m.(*parley.ToolRequestMessage); ok {
+		return r.ToolCalls
+	}
+	return nil
 }
