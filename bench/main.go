@@ -131,6 +131,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
+		if len(cfg.sections) > 0 { // sections given again replace the run's
+			res.Sections = readSections(cfg.sections)
+		}
 		return writeReport(cfg, res, logf)
 	}
 	began := time.Now()
