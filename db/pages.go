@@ -127,14 +127,15 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 // A conversation without segments is one line (leafDepth); its forward pages are not
 // bounded by its last position, as before the tree.
 //
-// The byte budget ($8, 0 for none) is applied in the statement, per conversation: along
-// a branch depth alone orders the page's rows, so a running sum of body_bytes (what each
-// row takes as read, kept by Postgres: migration 000014) in the page's order says where
-// the page passes the budget, and the rows after are neither detoasted nor sent. The
-// first row of each page always comes (parley.FitsBudget). scanPage then applies the
-// budget exactly, shared by all the pages read; Postgres sends at most the budget, plus
-// one row, per conversation. Sorting by (page, depth) for the running sum sorts at most
-// the page's rows (an incremental sort: the chain comes in page order).
+// The byte budget ($8, 0 for none) is applied in the statement: a running sum of
+// body_bytes (what each row takes as read, kept by Postgres: migration 000014) over each
+// segment's range, in the index's order (no sort), says where the range passes the
+// budget, and the rows after it are neither detoasted nor sent; the first row of each
+// range always comes (parley.FitsBudget). scanPage then applies the budget exactly,
+// shared by all the pages read. Postgres sends at most the budget plus one row per
+// segment of a page (a page of a conversation without forks is one segment). A running
+// sum over the whole page would need its rows sorted by (page, depth), which cost more
+// Postgres time than the page's index scan itself.
 var pageSQL = map[bool]string{false: pageQuery(false), true: pageQuery(true)}
 
 // noBound stands for "no upper bound" in the forward page's range: larger than any
@@ -158,15 +159,15 @@ func pageQuery(backward bool) string {
 			SELECT ch.ord, ch.conv, s.parent_segment, s.fork_depth, ch.leaf, ch.lvl + 1 FROM chain ch
 			JOIN message_segments s ON s.conversation_id = ch.conv AND s.segment = ch.seg
 			WHERE s.parent_segment IS NOT NULL)
+		SELECT m.* FROM (SELECT * FROM chain ORDER BY ord, lvl %s) ch
+		CROSS JOIN LATERAL (
 		SELECT %s FROM (
-			SELECT m.*, row_number() OVER w AS page_row, sum(m.body_bytes) OVER w AS page_bytes
-			FROM (SELECT * FROM chain ORDER BY ord, lvl %s) ch
-			CROSS JOIN LATERAL (
-			SELECT %s, body_bytes FROM messages WHERE conversation_id = ch.conv AND segment = ch.seg AND %s
-			ORDER BY depth %s LIMIT $4) m
-			WINDOW w AS (PARTITION BY ch.ord ORDER BY m.depth %s ROWS UNBOUNDED PRECEDING)) p
-		WHERE $8 = 0 OR p.page_row = 1 OR p.page_bytes <= $8`,
-		noBound, leafDepth, strings.ReplaceAll(messageColumns, "\n", " "), chainOrder, pageColumns, rng, order, order)
+			SELECT %s, body_bytes, sum(body_bytes) OVER w AS page_bytes
+			FROM messages WHERE conversation_id = ch.conv AND segment = ch.seg AND %s
+			WINDOW w AS (ORDER BY depth %s ROWS UNBOUNDED PRECEDING)
+			ORDER BY depth %s LIMIT $4) s
+		WHERE $8 = 0 OR s.page_bytes <= $8 OR s.page_bytes = s.body_bytes) m`,
+		noBound, leafDepth, chainOrder, strings.ReplaceAll(messageColumns, "\n", " "), pageColumns, rng, order, order)
 }
 
 // pageColumns are messageColumns with the ids as text: lib/pq reads a uuid in binary
