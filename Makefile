@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/parley
 
-.PHONY: run build test test-go test-fuzz test-e2e deps deps-e2e generate vet fmt bench bench-go bench-realtime bench-streaming clean release-snapshot release-reproducible
+.PHONY: run build test test-go test-fuzz test-e2e screenshots deps deps-e2e generate vet fmt bench bench-go bench-realtime bench-streaming bench-search bench-tree clean release-snapshot release-reproducible
 
 run: deps build
 	./$(BIN) serve $(ARGS)
@@ -49,6 +49,11 @@ test-fuzz:
 test-e2e: build
 	@bash scripts/e2e.sh
 
+# screenshots: the history viewer's pictures in docs/ (viewer-*.png), taken in headless
+# Chromium from a bin/parley of its own (e2e/screenshots.mjs).
+screenshots: deps-e2e build
+	cd e2e && node screenshots.mjs
+
 generate:
 	$(GO) generate ./...
 
@@ -76,6 +81,21 @@ bench-realtime: deps build
 # STREAMING_ARGS="-duration 3s".
 bench-streaming: deps build
 	$(GO) run ./bench/streaming -parley $(BIN) $(STREAMING_ARGS)
+
+# bench-search: search over 1,000,000 generated messages in 10,000 conversations: first-page
+# latency of selective, common-word, filtered and prefix queries, the save with and
+# without search, the index's size, each beside its target (a Markdown section on stdout
+# and in bench/search-report.md; about 15 minutes on 2 busy cores). SEARCH_ARGS passes
+# flags, e.g. SEARCH_ARGS="-messages 20000 -conversations 200" for a quick look.
+bench-search: deps
+	$(GO) run ./bench/search $(SEARCH_ARGS)
+
+# bench-tree: the conversation tree beside a linear conversation in the same run: a page
+# along a deep branch, adding a message to a branch, forking histories of 100, 10,000 and
+# 100,000 messages (a few minutes). Writes bench/tree-report.md; TREE_ARGS passes flags,
+# e.g. TREE_ARGS="-runs 20 -fork-history 10000" for a quick look.
+bench-tree: deps
+	$(GO) run ./bench/tree -out bench/tree-report.md $(TREE_ARGS)
 
 # GoReleaser builds the release archives (.goreleaser.yaml). It is installed from the Go
 # module proxy at a pinned version: v2.16.0, because v2.18 needs Go 1.27 and v2.17's

@@ -91,6 +91,15 @@ type ImportedMessage struct {
 	// Origin says where in the input the message comes from ("line 12",
 	// "messages[3]"), so that an error about it can point there.
 	Origin string
+	// Parent and Root say where the message goes in the conversation's tree, for
+	// formats that record one (a Claude Code session's parentUuid links, PARLEY_JSON's
+	// parentId). Parent is the SourceID of the message it follows: an earlier message
+	// of the import, or one imported before into the same conversation. Root says it
+	// starts a tree of its own (an edited first prompt). With neither, the message
+	// follows the one the import added before it (the first one continues the
+	// conversation's active branch), as in formats that are one line.
+	Parent string
+	Root   bool
 }
 
 // SkippedRecords counts the records of an import that were left out for one reason.
@@ -115,6 +124,10 @@ type Import struct {
 	SystemPrompt string
 	Skipped      []SkippedRecords
 	Warnings     []string
+	// Leaf, when set, is the SourceID of the message whose branch the source had
+	// active (a PARLEY_JSON export's active leaf); without it the branch of the
+	// import's last message becomes active.
+	Leaf string
 }
 
 // Add appends a message read at origin.

@@ -340,9 +340,12 @@ type StreamAssembler interface {
 // DeltaBatch is one acknowledged append of a streaming message: its number and deltas.
 type DeltaBatch struct {
 	MessageID string
-	Position  int
-	Seq       int
-	Deltas    []Delta
+	// Position is the message's store number (its Seq), which stream cursors count;
+	// Depth its position along its branch, as the API shows it.
+	Position int
+	Depth    int
+	Seq      int
+	Deltas   []Delta
 }
 
 // Ack acknowledges an append (or a heartbeat): the number of the last append acknowledged

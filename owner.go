@@ -69,6 +69,11 @@ type Principal struct {
 	// grant reading only) may query and subscribe, never mutate: every mutation is
 	// refused with EFORBIDDEN, over every transport.
 	ReadOnly bool
+	// Conversation, for a share link, is the one conversation (its id) the credential
+	// may read; Branch is the message whose branch the link opens on. Empty for every
+	// other credential.
+	Conversation string
+	Branch       string
 }
 
 // Authenticator turns a bearer credential into the principal it stands for.
@@ -91,6 +96,10 @@ type APIToken struct {
 	RevokedAt  *time.Time
 	// ReadOnly tokens may read and subscribe, never write.
 	ReadOnly bool
+	// ConversationID is set on share links: the one conversation the token may read,
+	// and Branch the message whose branch the link opens on ("" for the active one).
+	ConversationID string
+	Branch         string
 }
 
 // TokenPrefix starts every API token, so that the server (and secret scanners) can tell

@@ -47,6 +47,22 @@ type MessageService interface {
 	// message or call, EINVALID for a status that is not a decision, ECONFLICT when the
 	// call was already decided.
 	SetToolCallApproval(ctx context.Context, messageID, toolCallID string, d ApprovalDecision) (*ToolRequestMessage, error)
+	// FindTreeMessages reads the messages of every branch of a conversation in the
+	// order they were stored, each after its parent: up to first of those stored after
+	// the number afterSeq (a message's Seq), within maxBytes of stored messages (0: no
+	// bound; the first message always fits). Each message's Tree has its ParentID.
+	// Returns ENOTFOUND for a missing conversation.
+	FindTreeMessages(ctx context.Context, conv *Conversation, afterSeq, first, maxBytes int) (*TreePage, error)
+}
+
+// TreePage is a page of the messages of every branch of a conversation.
+type TreePage struct {
+	Messages []Message
+	// Bytes is what the page's messages hold, as MessagePage counts it.
+	Bytes       int
+	HasNextPage bool
+	// ActiveLeafID is the conversation's active leaf, "" while it is empty.
+	ActiveLeafID string
 }
 
 // PageRequest selects a page of a connection, in Relay's terms. Cursors are opaque

@@ -90,6 +90,11 @@ type TreeService interface {
 	// (the source's title when ""), linked back to messageID. Returns ENOTFOUND for a
 	// missing message, ECONFLICT when a message on the path is still streaming.
 	ForkConversation(ctx context.Context, messageID, title string) (*Conversation, error)
+	// BranchContains reports whether messageID is on the branch through the message
+	// branch (continued along first children to its end, as it is now), or on the
+	// active branch for "". A message of no branch of the conversation is not.
+	// Returns ENOTFOUND for a missing conversation or branch message.
+	BranchContains(ctx context.Context, conversationID, branch, messageID string) (bool, error)
 	// FindBranches lists up to limit of a conversation's branches, those with the
 	// newest leaves first. Returns ENOTFOUND for a missing conversation.
 	FindBranches(ctx context.Context, conversationID string, limit int) ([]*Branch, error)
@@ -119,6 +124,8 @@ func Erase(m Message) {
 		m.From, m.To, m.Params = "", "", nil
 	case *MCPResourceMessage:
 		m.Body = Body{}
+	case *CompactionMessage:
+		m.Body, m.Data = Body{}, nil
 	case *UnknownMessage:
 		m.Raw = JSON(`{}`)
 	}

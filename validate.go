@@ -99,6 +99,9 @@ func CleanTitle(title string) (string, error) {
 // EMESSAGETOOLARGE, ETOOMANYTOOLCALLS, EARGUMENTSTOOLARGE.
 func Prepare(m Message, lim Limits) error {
 	lim = lim.orDefaults()
+	if m != nil && m.Meta().DeletedAt != nil {
+		return prepareTombstone(m, lim)
+	}
 	switch m := m.(type) {
 	case *TextMessage:
 		return m.prepare(lim)
@@ -122,6 +125,37 @@ func Prepare(m Message, lim Limits) error {
 		return Errorf(EINVALID, "input: no message given")
 	}
 	return Errorf(EINVALID, "input: unsupported message type %T", m)
+}
+
+// prepareTombstone checks a deleted message (an imported tombstone): its content is
+// erased (Erase), so only what places it is checked, its role and its tool call ids.
+func prepareTombstone(m Message, lim Limits) error {
+	Erase(m)
+	switch m := m.(type) {
+	case *TextMessage:
+		return requireRole("text.role", m.Role, RoleUser, RoleAssistant, RoleSupervisor)
+	case *ImageMessage:
+		if m.Role == "" {
+			m.Role = RoleUser
+		}
+		return requireRole("image.role", m.Role, RoleUser, RoleAssistant)
+	case *MCPResourceMessage:
+		m.Role = RoleDocument
+		return nil
+	case *CompactionMessage:
+		m.Role = RoleSupervisor
+		return nil
+	case *ToolResultMessage:
+		if m.Status == "" {
+			m.Status = ToolSuccess
+		}
+	}
+	// What stays of the others (calls and their ids, a result's call, a control's kind,
+	// a file's path) is checked as for any message.
+	at := m.Meta().DeletedAt
+	m.Meta().DeletedAt = nil
+	defer func() { m.Meta().DeletedAt = at }()
+	return Prepare(m, lim)
 }
 
 func requireRole(field string, got Role, allowed ...Role) error {

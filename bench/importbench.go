@@ -202,3 +202,74 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+
+// exportMessages is the length of the conversation the export rows read: the issue's
+// "an agent re-exports the whole history every turn" at 5,000 messages.
+const exportMessages = 5000
+
+// exportFormats are the transcript formats the export rows measure.
+var exportFormats = []string{"OPENAI_CHAT", "ANTHROPIC_MESSAGES"}
+
+const parleyTranscriptQuery = `query ($c: ID!, $f: TranscriptFormat!) { conversation(id: $c) { transcript(format: $f) } }`
+
+// seedExport imports a generated Claude Code session of exportMessages messages into the
+// served database with `parley import` and returns the conversation's id, for the export
+// rows (exportPlan).
+func (e *env) seedExport(ctx context.Context, cfg *config, logf func(string, ...any)) (string, error) {
+	path := filepath.Join(e.work, "export-session.jsonl")
+	if err := writeClaudeCodeSession(path, exportMessages); err != nil {
+		return "", fmt.Errorf("write the Claude Code session: %w", err)
+	}
+	logf("importing a %d-message Claude Code session for the export rows", exportMessages)
+	argv := []string{cfg.parleyBin, "import", "--format", "CLAUDE_CODE_JSONL", "--database-url", e.cluster.DSN("parley"),
+		"--json", "--title", "export", path}
+	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).Output()
+	if err != nil {
+		msg := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			msg = string(ee.Stderr)
+		}
+		return "", fmt.Errorf("parley import: %w: %.2000s", err, msg)
+	}
+	if got, err := importedMessages(out); err != nil {
+		return "", err
+	} else if got != exportMessages {
+		return "", fmt.Errorf("parley import made %d messages of the %d in the session", got, exportMessages)
+	}
+	var rep struct {
+		Conversation struct{ ID string }
+	}
+	s := string(out)
+	if i := strings.IndexByte(s, '{'); i >= 0 {
+		s = s[i:]
+	}
+	if err := json.Unmarshal([]byte(s), &rep); err != nil || rep.Conversation.ID == "" {
+		return "", fmt.Errorf("read the conversation's id from the import report: %v: %.500s", err, out)
+	}
+	return rep.Conversation.ID, nil
+}
+
+// exportPlan is the export rows: the whole transcript of a conversation of
+// exportMessages messages (seedExport) in each of exportFormats, through Parley's
+// GraphQL API, one client (issue 15's target: p50 under 50 ms). Keys are
+// export-<format>/1/parley.
+func (e *env) exportPlan(convID string) [][]measurement {
+	var plan [][]measurement
+	for _, f := range exportFormats {
+		key := keyOf("export-"+strings.ToLower(strings.ReplaceAll(f, "_", "-")), 1, "parley")
+		plan = append(plan, []measurement{{key: key, clients: 1, op: parleyTranscript(e.parleyClient, convID, f)}})
+	}
+	return plan
+}
+
+// parleyTranscript reads the conversation's transcript in format.
+func parleyTranscript(c *gqlClient, convID, format string) op {
+	body := request(parleyTranscriptQuery, map[string]any{"c": convID, "f": format})
+	return func(ctx context.Context, client int) error {
+		b, err := c.post(ctx, client, body)
+		if err == nil && len(b) < exportMessages*10 {
+			err = fmt.Errorf("a transcript of %d bytes for %d messages: %.300s", len(b), exportMessages, b)
+		}
+		return err
+	}
+}

@@ -36,6 +36,7 @@ type Config struct {
 	RateLimits RateLimits                               `yaml:"rate_limits"`
 	HTTP       HTTP                                     `yaml:"http"`
 	Render     Render                                   `yaml:"render"`
+	Search     Search                                   `yaml:"search"`
 	// Process is what only flags and the environment set: it is not in the file.
 	Process Process `yaml:"-"`
 }
@@ -105,6 +106,15 @@ type Render struct {
 	// are rendered as links. None by default: an image in model output that loads by
 	// itself can carry data out to whoever chose its URL.
 	ImageHosts []string `yaml:"image_hosts"`
+}
+
+// Search is how messages are searched.
+type Search struct {
+	// Config is the Postgres text search configuration of the stored vectors and of
+	// every query (DefaultSearchConfig): simple keeps every word as written, lowercased;
+	// english stems and drops stop words. Changing it rebuilds every message's vector
+	// when the server starts.
+	Config string `yaml:"config"`
 }
 
 // MCPServer is one MCP server: a command speaking stdio, or a streamable HTTP URL.
@@ -200,6 +210,7 @@ const (
 	DefaultOCRTimeout       = 60 * time.Second
 	DefaultFetchMaxBytes    = 20 << 20
 	DefaultFetchTimeout     = 30 * time.Second
+	DefaultSearchConfig     = "simple"
 )
 
 // Default returns the configuration without a file, flags or environment.
@@ -252,6 +263,9 @@ func Parse(b []byte) (Config, error) {
 func (c *Config) applyDefaults() {
 	if c.Process == (Process{}) {
 		c.Process = defaultProcess()
+	}
+	if c.Search.Config == "" {
+		c.Search.Config = DefaultSearchConfig
 	}
 	if c.Workspace.MaxFileBytes == 0 {
 		c.Workspace.MaxFileBytes = DefaultMaxFileBytes

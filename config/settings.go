@@ -149,6 +149,8 @@ var Settings = []Setting{
 		Field: func(c *Config) any { return &c.HTTP.TrustedOrigins }},
 	{Flag: "image-host", Env: "PARLEY_IMAGE_HOSTS", Key: "render.image_hosts", Usage: "a host images in messages may load from in html fields, e.g. images.example.com, *.example.com or * for all (others are rendered as links); repeatable", Scope: Serve,
 		Field: func(c *Config) any { return &c.Render.ImageHosts }},
+	{Flag: "search-config", Env: "PARLEY_SEARCH_CONFIG", Key: "search.config", Usage: "the Postgres text search configuration search uses (simple, english, or any the database has); a change rebuilds every message's search vector at start", Scope: Serve,
+		Field: func(c *Config) any { return &c.Search.Config }},
 
 	{Flag: "server", Env: "PARLEY_SERVER", Usage: "the URL of a running Parley (http://127.0.0.1:8080) to talk to over its HTTP API instead of opening the database", Scope: Client,
 		Field: func(c *Config) any { return &c.Process.Server }},

@@ -22,11 +22,11 @@ type bulkWriter struct {
 	convKey string
 	now     time.Time
 	last    int // the number (position column) of the last message numbered
-	// The active branch the import continues: its segment, and the depth of the last
-	// message added to it.
-	segment, depth int
-	calls          map[string]*bulkCall
-	dirty          []string // calls whose row is to be copied in or given its result at the next flush
+	// place decides where each message goes in the tree (importPlacer): the writer
+	// writes rows where it is told.
+	place *importPlacer
+	calls map[string]*bulkCall
+	dirty []string // calls whose row is to be copied in or given its result at the next flush
 
 	rows     [][]any // messages not yet sent
 	rowBytes int
@@ -44,6 +44,7 @@ type bulkWriter struct {
 type bulkCall struct {
 	name       string
 	requestKey string
+	requestAt  spot   // where the request is in the tree: a result goes on its branch
 	resultKey  string // the message answering it, "" while unanswered
 	// stored says its row is in tool_calls already (stored before the import, or added
 	// by a reply that grew); a result for it then updates the row, else the row is
@@ -80,7 +81,8 @@ const (
 )
 
 var messageCopyColumns = []string{"id", "conversation_id", "position", "schema_version", "kind", "role", "content",
-	"tool_calls", "tool_results", "payload", "source_id", "created_at", "updated_at", "provenance", "segment", "depth"}
+	"tool_calls", "tool_results", "payload", "source_id", "created_at", "updated_at", "provenance", "segment", "depth",
+	"hidden", "deleted_at"}
 
 // newBulkWriter starts writing after the conversation's last message, continuing its
 // active branch. The conversation's row must be the transaction's.
@@ -91,14 +93,17 @@ func newBulkWriter(ctx context.Context, tx *txn, convKey string) (*bulkWriter, e
 	}
 	w := &bulkWriter{convKey: convKey, now: now, calls: make(map[string]*bulkCall)}
 	var head struct {
-		Last    int `db:"last_position"`
-		Segment int `db:"active_segment"`
-		Depth   int `db:"active_depth"`
+		Last     int `db:"last_position"`
+		Segment  int `db:"active_segment"`
+		Depth    int `db:"active_depth"`
+		Segments int `db:"segments"`
 	}
-	if err := tx.GetContext(ctx, &head, `SELECT last_position, active_segment, `+leafDepth+` AS active_depth FROM conversations WHERE id = $1`, convKey); err != nil {
+	if err := tx.GetContext(ctx, &head, `SELECT last_position, active_segment, `+leafDepth+` AS active_depth, segments
+		FROM conversations WHERE id = $1`, convKey); err != nil {
 		return nil, err
 	}
-	w.last, w.segment, w.depth = head.Last, head.Segment, head.Depth
+	w.last = head.Last
+	w.place = newImportPlacer(convKey, spot{Segment: head.Segment, Depth: head.Depth}, head.Segments)
 	return w, nil
 }
 
@@ -119,6 +124,8 @@ func (w *bulkWriter) loadCalls(ctx context.Context, tx *txn, callIDs []string) e
 		CallID         string     `db:"call_id"`
 		Name           string     `db:"name"`
 		Request        string     `db:"request_id"`
+		Segment        int        `db:"segment"`
+		Depth          int        `db:"depth"`
 		ResultID       *string    `db:"result_id"`
 		ClaimedBy      *string    `db:"claimed_by"`
 		ClaimExpiresAt *time.Time `db:"claim_expires_at"`
@@ -126,15 +133,17 @@ func (w *bulkWriter) loadCalls(ctx context.Context, tx *txn, callIDs []string) e
 		Imported       bool       `db:"imported"`
 	}
 	if err := tx.SelectContext(ctx, &rows, `SELECT t.call_id, t.name, t.request_id, t.result_id, t.claimed_by, t.claim_expires_at,
-			t.approval_status, t.imported
+			t.approval_status, t.imported, m.segment, m.depth
 		FROM unnest($2::text[]) AS c(call_id)
 		CROSS JOIN LATERAL (SELECT call_id, name, request_id, result_id, claimed_by, claim_expires_at,
 			approval_status, imported FROM tool_calls
-			WHERE conversation_id = $1 AND call_id = c.call_id LIMIT 1) t`, w.convKey, pq.Array(unknown)); err != nil {
+			WHERE conversation_id = $1 AND call_id = c.call_id LIMIT 1) t
+		JOIN messages m ON m.id = t.request_id`, w.convKey, pq.Array(unknown)); err != nil {
 		return fmt.Errorf("find stored tool calls: %w", err)
 	}
 	for _, r := range rows {
-		c := &bulkCall{name: r.Name, requestKey: r.Request, stored: true, claimedBy: r.ClaimedBy, claimExpiresAt: r.ClaimExpiresAt,
+		c := &bulkCall{name: r.Name, requestKey: r.Request, requestAt: spot{Segment: r.Segment, Depth: r.Depth}, stored: true,
+			claimedBy: r.ClaimedBy, claimExpiresAt: r.ClaimExpiresAt,
 			pendingImported: r.Imported && r.Status == string(parley.ApprovalPending)}
 		if r.ResultID != nil {
 			c.resultKey = *r.ResultID
@@ -146,17 +155,25 @@ func (w *bulkWriter) loadCalls(ctx context.Context, tx *txn, callIDs []string) e
 
 // noteStoredCalls records calls whose rows a statement of the import wrote (a reply
 // that grew), so that results later in the import update them.
-func (w *bulkWriter) noteStoredCalls(requestKey string, calls []parley.ToolCall) {
+func (w *bulkWriter) noteStoredCalls(requestKey string, at spot, calls []parley.ToolCall) {
 	for _, c := range calls {
-		w.calls[c.ID] = &bulkCall{name: c.Name, requestKey: requestKey, stored: true,
+		w.calls[c.ID] = &bulkCall{name: c.Name, requestKey: requestKey, requestAt: at, stored: true,
 			pendingImported: c.Imported && c.ApprovalStatus == parley.ApprovalPending}
 	}
 }
 
-// add numbers m as the conversation's next message, checks its calls or the call it
-// answers, fills in its meta and queues its row; it flushes a full batch.
-func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message) error {
-	key := uuid.NewString()
+// add numbers m as the conversation's next message, at the place in the tree the
+// placer chose, checks its calls or the call it answers (on its branch), fills in its
+// meta and queues its row; it flushes a full batch.
+func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message, at spot) error {
+	// Time-ordered ids (UUIDv7): each batch's ids go to the right edge of the primary
+	// key's index instead of a random leaf each, which cost an import of 100,000
+	// messages as many scattered index pages.
+	id, err := uuid.NewV7()
+	if err != nil {
+		return err
+	}
+	key := id.String()
 	switch m := m.(type) {
 	case *parley.ToolRequestMessage:
 		var taken []string
@@ -169,7 +186,7 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message) error {
 			return err
 		}
 		for i, c := range m.ToolCalls {
-			w.calls[c.ID] = &bulkCall{name: c.Name, requestKey: key, call: &m.ToolCalls[i]}
+			w.calls[c.ID] = &bulkCall{name: c.Name, requestKey: key, requestAt: at, call: &m.ToolCalls[i]}
 			w.dirty = append(w.dirty, c.ID)
 		}
 	case *parley.ToolResultMessage:
@@ -184,21 +201,29 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message) error {
 		if err := parley.CheckResultClaim(m.ToolCallID, c.claimedBy, c.claimExpiresAt, m.Worker, w.now); err != nil {
 			return err
 		}
+		on, err := w.place.onPath(ctx, tx, c.requestAt, at)
+		if err != nil {
+			return err
+		}
+		if !on {
+			return parley.Errorf(parley.EINVALID,
+				"toolResult.toolCallId: the tool call %q is on another branch of the conversation; a result goes on its call's branch", m.ToolCallID)
+		}
 		if c.stored {
 			w.dirty = append(w.dirty, m.ToolCallID)
 		}
 		c.resultKey, c.resultNew = key, true
 		m.ToolName = c.name
 		// The call ran where it came from: an imported call is not left PENDING.
-		at := w.now
+		ranAt := w.now
 		if !m.CreatedAt.IsZero() {
-			at = m.CreatedAt.Round(time.Microsecond)
+			ranAt = m.CreatedAt.Round(time.Microsecond)
 		}
 		switch {
 		case c.call != nil: // its request's row is queued: encoded with the approval
-			parley.ApproveAnsweredImport(c.call, at)
+			parley.ApproveAnsweredImport(c.call, ranAt)
 		case c.pendingImported:
-			w.answeredStored = append(w.answeredStored, answeredCall{requestKey: c.requestKey, callID: m.ToolCallID, at: at})
+			w.answeredStored = append(w.answeredStored, answeredCall{requestKey: c.requestKey, callID: m.ToolCallID, at: ranAt})
 			c.pendingImported = false
 		}
 	case *parley.MCPResourceMessage:
@@ -207,17 +232,21 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message) error {
 		}
 	}
 	meta := m.Meta()
+	var deletedAt time.Time
+	if meta.DeletedAt != nil {
+		deletedAt = meta.DeletedAt.Round(time.Microsecond)
+		meta.DeletedAt = &deletedAt
+	}
 	created := w.now
 	if !meta.CreatedAt.IsZero() {
 		created = meta.CreatedAt.Round(time.Microsecond) // what Postgres keeps
 	}
 	w.last++
-	w.depth++
 	w.added++
 	w.lastKey = key
 	meta.ID = parley.MessageID(key)
 	meta.ConversationID = parley.ConversationID(w.convKey)
-	meta.Position, meta.Seq = w.depth, w.last
+	meta.Position, meta.Seq = at.Depth, w.last
 	meta.CreatedAt, meta.UpdatedAt = created, w.now
 	if c, ok := m.(*parley.CompactionMessage); ok {
 		if err := parley.CheckCompactionCovers(c); err != nil {
@@ -228,7 +257,7 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message) error {
 		// Encoded when sent (encodeRequests); counted by its text and arguments.
 		w.requests = append(w.requests, queuedRequest{row: len(w.rows), m: req})
 		w.rows = append(w.rows, []any{key, w.convKey, w.last, nil, nil, nil, nil, nil, nil, nil, nil, created, w.now, encodeProvenance(meta.Live.Provenance),
-			w.segment, w.depth})
+			at.Segment, at.Depth, meta.Hidden, nullTime(deletedAt)})
 		w.rowBytes += 2 * len(req.Text())
 		for _, c := range req.ToolCalls {
 			w.rowBytes += len(c.Arguments)
@@ -240,7 +269,7 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message) error {
 		}
 		w.rows = append(w.rows, []any{key, w.convKey, w.last, row.SchemaVersion, row.Kind, row.Role, row.Content,
 			nullJSON(row.ToolCalls), nullJSON(row.ToolResults), string(row.Payload), row.SourceID, created, w.now, encodeProvenance(meta.Live.Provenance),
-			w.segment, w.depth})
+			at.Segment, at.Depth, meta.Hidden, nullTime(deletedAt)})
 		w.rowBytes += len(row.Content) + len(row.ToolCalls) + len(row.ToolResults) + len(row.Payload)
 	}
 	if len(w.rows) >= flushRows || w.rowBytes >= flushBytes {
@@ -358,17 +387,30 @@ func (w *bulkWriter) approveStored(ctx context.Context, tx *txn) error {
 }
 
 // finish flushes what is queued and, when the import added messages, moves the
-// conversation's head past them and announces the last one: a subscriber woken by it
-// reads everything after what it has, so one notification serves them all.
-func (w *bulkWriter) finish(ctx context.Context, db *DB, tx *txn) error {
+// conversation's head past them, makes the branch of the import's last message (or of
+// leaf, when given: the source's active one) active, and announces the last one: a
+// subscriber woken by it reads everything after what it has, so one notification
+// serves them all.
+func (w *bulkWriter) finish(ctx context.Context, db *DB, tx *txn, leaf string) error {
 	if err := w.flush(ctx, tx); err != nil {
 		return err
 	}
 	if w.added == 0 {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET last_position = $2, active_depth = $4,
-		message_count = message_count + $3, updated_at = now() WHERE id = $1`, w.convKey, w.last, w.added, w.depth); err != nil {
+	if at, ok := w.place.bySource[leaf]; ok && leaf != "" {
+		w.place.last, w.place.lastSet = at, true
+	}
+	active, ok, err := w.place.finish(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("an import added %d messages and placed none", w.added)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET last_position = $2, active_segment = $4, active_depth = $5,
+		segments = $6, message_count = message_count + $3, updated_at = now() WHERE id = $1`,
+		w.convKey, w.last, w.added, active.Segment, active.Depth, w.place.segments); err != nil {
 		return fmt.Errorf("bump conversation: %w", err)
 	}
 	return db.notifyAdded(ctx, tx, w.convKey, w.lastKey, w.last)

@@ -219,7 +219,7 @@ func (db *DB) StreamAfter(ctx context.Context, conversationID string, c parley.S
 		}
 		full = full || len(pairs) == maxBatchesPerRead
 		for _, p := range pairs {
-			b := parley.DeltaBatch{MessageID: m.Meta().ID, Position: m.Meta().Seq}
+			b := parley.DeltaBatch{MessageID: m.Meta().ID, Position: m.Meta().Seq, Depth: m.Meta().Position}
 			if err := unmarshal(p[0], &b.Seq); err != nil {
 				return r, false, err
 			}

@@ -50,10 +50,112 @@ func (db *DB) ImportStream(ctx context.Context, target parley.ImportTarget, src 
 	})
 }
 
-// importBatch bounds how many messages an import reads before it stores them: one
-// batch's messages are in memory at a time (and the bulk writer's rows, flushed at
-// flushRows or flushBytes).
-const importBatch = flushRows
+// importBatch and importBatchBytes bound a batch of messages read before they are
+// stored (their text and tool arguments counted, as the bulk writer counts its rows):
+// while one batch is stored the next is read, so two batches' messages are in memory at
+// a time, and the bulk writer's rows (flushed at flushRows or flushBytes).
+const (
+	importBatch      = flushRows
+	importBatchBytes = flushBytes
+)
+
+// batchReader reads an import's source in batches on a goroutine of its own, so that
+// parsing the next batch (CPU in this process) overlaps storing the last one (a COPY
+// that Postgres works on): an import of a long session took the sum of the two before.
+type batchReader struct {
+	batches chan readBatch
+	ctx     context.Context
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+type readBatch struct {
+	msgs []parley.ImportedMessage
+	err  error
+}
+
+// readBatches starts reading src: each message checked by check (nil: the messages
+// were prepared whole, parley.PrepareImport) and marked imported. The caller calls
+// stop when it is done, whether or not it read to the end; src's Import is complete,
+// and the goroutine done with src, once next has returned an empty batch.
+func readBatches(ctx context.Context, src parley.ImportSource, check *parley.ImportChecker) *batchReader {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &batchReader{batches: make(chan readBatch), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		defer close(r.batches)
+		for {
+			b := readBatch{msgs: make([]parley.ImportedMessage, 0, importBatch)}
+			size := 0
+			for len(b.msgs) < importBatch && size < importBatchBytes {
+				im, err := src.Next()
+				if errors.Is(err, io.EOF) {
+					break
+				} else if err != nil {
+					b.err = err
+					break
+				}
+				if check != nil {
+					if err := check.Check(im); err != nil {
+						b.err = err
+						break
+					}
+				}
+				parley.MarkImported(im.Message) // history, not requests
+				b.msgs = append(b.msgs, im)
+				size += messageBytes(im.Message)
+			}
+			select {
+			case r.batches <- b:
+			case <-ctx.Done():
+				return
+			}
+			if b.err != nil || len(b.msgs) == 0 {
+				return
+			}
+		}
+	}()
+	return r
+}
+
+// next returns the next batch, an empty one after the last message, or the error that
+// ended the reading (the source's, the checker's, or ctx's).
+func (r *batchReader) next() ([]parley.ImportedMessage, error) {
+	b, ok := <-r.batches
+	if !ok {
+		return nil, r.ctx.Err() // the import's context ended the reading
+	}
+	return b.msgs, b.err
+}
+
+// stop ends the reading. With wait it also waits for the goroutine to return, so that
+// nothing touches src's messages after (an import run again resets them); without, an
+// import refused mid-way answers at once rather than when the source's current read
+// returns (a client uploading slowly), and the goroutine ends at that read.
+func (r *batchReader) stop(wait bool) {
+	r.cancel()
+	if wait {
+		<-r.done
+	}
+}
+
+// messageBytes is about how much of memory a message read for an import takes: its
+// text and its tool calls' arguments.
+func messageBytes(m parley.Message) int {
+	n := 0
+	if t, ok := m.(parley.TextBearing); ok {
+		n += len(t.Text())
+	}
+	switch m := m.(type) {
+	case *parley.ToolRequestMessage:
+		for _, c := range m.ToolCalls {
+			n += len(c.Arguments)
+		}
+	case *parley.ToolResultMessage:
+		n += len(m.ResultText())
+	}
+	return n
+}
 
 // importFrom stores the messages of the source open returns, in one transaction run up
 // to attempts times, reading and storing them a batch at a time; prepared says they
@@ -102,30 +204,21 @@ func (db *DB) importFrom(ctx context.Context, target parley.ImportTarget, attemp
 		stored := parley.NewStoredCopies()
 		userTurnsRead := report.Created // a new conversation has nothing
 		counts := make(parley.VariantCounter)
-		batch := make([]parley.ImportedMessage, 0, importBatch)
-		for done := false; !done; {
-			batch = batch[:0]
-			for len(batch) < importBatch {
-				im, err := src.Next()
-				if errors.Is(err, io.EOF) {
-					done = true
-					break
-				} else if err != nil {
-					return err
-				}
-				if check != nil {
-					if err := check.Check(im); err != nil {
-						return err
-					}
-				}
-				parley.MarkImported(im.Message) // history, not requests
-				batch = append(batch, im)
+		batches := readBatches(ctx, src, check)
+		defer batches.stop(attempts > 1) // a streamed source is read once: no run after this one
+		for {
+			batch, err := batches.next()
+			if err != nil {
+				return err
 			}
 			if len(batch) == 0 {
 				break
 			}
 			present, err := presentSourceIDs(ctx, tx, convKey, sourceIDs(batch))
 			if err != nil {
+				return err
+			}
+			if err := w.place.resolve(ctx, tx, batch); err != nil {
 				return err
 			}
 			if !report.Created {
@@ -142,8 +235,10 @@ func (db *DB) importFrom(ctx context.Context, target parley.ImportTarget, attemp
 					report.AlreadyPresent++
 					continue
 				}
-				if id := im.Message.Meta().SourceID; id != "" && present[id] {
-					grew, err := db.growReply(ctx, tx, convKey, id, im.Message, w)
+				if at, ok := present[im.Message.Meta().SourceID]; ok {
+					id := im.Message.Meta().SourceID
+					w.place.found(id, at)
+					grew, err := db.growReply(ctx, tx, convKey, id, at, im.Message, w)
 					if err != nil {
 						return parley.WithOrigin(im.Origin, err)
 					}
@@ -154,14 +249,18 @@ func (db *DB) importFrom(ctx context.Context, target parley.ImportTarget, attemp
 					report.AlreadyPresent++
 					continue
 				}
-				if err := w.add(ctx, tx, im.Message); err != nil {
+				// Where it goes in the tree is decided apart from how it is written.
+				at, err := w.place.place(ctx, tx, im)
+				if err != nil {
+					return err
+				}
+				if err := w.add(ctx, tx, im.Message, at); err != nil {
 					return parley.WithOrigin(im.Origin, err)
 				}
 				counts.Add(im.Message)
 			}
-			clear(batch) // let the stored messages go
 		}
-		if err := w.finish(ctx, db, tx); err != nil {
+		if err := w.finish(ctx, db, tx, src.Import().Leaf); err != nil {
 			return err
 		}
 		imp := src.Import()
@@ -267,7 +366,7 @@ func findCopies(ctx context.Context, tx *txn, convKey string, msgs []parley.Impo
 // growReply reads the message imported before under sourceID and, when parley.GrowReply
 // says the incoming one m is a longer copy of it, writes the longer one over it, keeping
 // its id, position, time and the decisions on its calls. It reports whether it did.
-func (db *DB) growReply(ctx context.Context, tx *txn, convKey, sourceID string, m parley.Message, w *bulkWriter) (bool, error) {
+func (db *DB) growReply(ctx context.Context, tx *txn, convKey, sourceID string, at spot, m parley.Message, w *bulkWriter) (bool, error) {
 	switch m := m.(type) {
 	case *parley.ToolRequestMessage:
 	case *parley.TextMessage:
@@ -298,24 +397,28 @@ func (db *DB) growReply(ctx context.Context, tx *txn, convKey, sourceID string, 
 		if err := recordToolCalls(ctx, tx, convKey, row.ID, added); err != nil {
 			return false, err
 		}
-		w.noteStoredCalls(row.ID, added)
+		w.noteStoredCalls(row.ID, at, added)
 	}
 	return true, nil
 }
 
-// presentSourceIDs returns which of ids the conversation's messages already have.
-func presentSourceIDs(ctx context.Context, tx *txn, convKey string, ids []string) (map[string]bool, error) {
-	present := make(map[string]bool)
+// presentSourceIDs returns which of ids the conversation's messages already have, and
+// where they are in its tree.
+func presentSourceIDs(ctx context.Context, tx *txn, convKey string, ids []string) (map[string]spot, error) {
+	present := make(map[string]spot)
 	if len(ids) == 0 {
 		return present, nil
 	}
-	var found []string
-	if err := tx.SelectContext(ctx, &found, `SELECT source_id FROM messages
+	var found []struct {
+		SourceID string `db:"source_id"`
+		spot
+	}
+	if err := tx.SelectContext(ctx, &found, `SELECT source_id, segment, depth FROM messages
 		WHERE conversation_id = $1 AND source_id = ANY($2)`, convKey, pq.Array(ids)); err != nil {
 		return nil, fmt.Errorf("find imported source ids: %w", err)
 	}
-	for _, id := range found {
-		present[id] = true
+	for _, f := range found {
+		present[f.SourceID] = f.spot
 	}
 	return present, nil
 }

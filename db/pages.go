@@ -128,7 +128,7 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 // bounded by its last position, as before the tree.
 //
 // The byte budget ($8, 0 for none) is applied in the statement: a running sum of
-// body_bytes (what each row takes as read, kept by Postgres: migration 000014) over each
+// body_bytes (what each row takes as read, kept by Postgres: migration 000017) over each
 // segment's range, in the index's order (no sort), says where the range passes the
 // budget, and the rows after it are neither detoasted nor sent; the first row of each
 // range always comes (parley.FitsBudget). scanPage then applies the budget exactly,

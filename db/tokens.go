@@ -40,9 +40,12 @@ type tokenRow struct {
 	ExpiresAt  sql.NullTime `db:"expires_at"`
 	RevokedAt  sql.NullTime `db:"revoked_at"`
 	ReadOnly   bool         `db:"read_only"`
+	// Share links: the conversation's key, and the branch's message id as given.
+	ConversationKey sql.NullString `db:"conversation_id"`
+	Branch          sql.NullString `db:"branch"`
 }
 
-const tokenColumns = `id, owner, name, created_at, last_used_at, expires_at, revoked_at, read_only`
+const tokenColumns = `id, owner, name, created_at, last_used_at, expires_at, revoked_at, read_only, conversation_id, branch`
 
 func nullTimePtr(t sql.NullTime) *time.Time {
 	if !t.Valid {
@@ -56,8 +59,15 @@ func (r *tokenRow) token() *parley.APIToken {
 	return &parley.APIToken{
 		ID: tokenID(r.ID), Owner: r.Owner, Name: r.Name, CreatedAt: r.CreatedAt,
 		LastUsedAt: nullTimePtr(r.LastUsedAt), ExpiresAt: nullTimePtr(r.ExpiresAt), RevokedAt: nullTimePtr(r.RevokedAt),
-		ReadOnly: r.ReadOnly,
+		ReadOnly: r.ReadOnly, ConversationID: r.conversationID(), Branch: r.Branch.String,
 	}
+}
+
+func (r *tokenRow) conversationID() string {
+	if !r.ConversationKey.Valid {
+		return ""
+	}
+	return parley.ConversationID(r.ConversationKey.String)
 }
 
 // CreateToken implements parley.TokenService.
@@ -218,7 +228,8 @@ func (db *DB) AuthenticateToken(ctx context.Context, secret string) (*parley.Pri
 		WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`, row.ID); err != nil {
 		db.log.WarnContext(ctx, "cannot record a token's use", "token", tokenID(row.ID), "err", err)
 	}
-	p := &parley.Principal{Owner: row.Owner, Method: "token", TokenID: tokenID(row.ID), ReadOnly: row.ReadOnly}
+	p := &parley.Principal{Owner: row.Owner, Method: "token", TokenID: tokenID(row.ID), ReadOnly: row.ReadOnly,
+		Conversation: row.conversationID(), Branch: row.Branch.String}
 	if row.ExpiresAt.Valid {
 		p.ExpiresAt = row.ExpiresAt.Time
 	}

@@ -16,6 +16,10 @@ import (
 	"github.com/parley-dev/parley/migrations"
 )
 
+// treeMigration is the number of the conversation tree's migration
+// (000013_conversation_tree); later ones are migrated down before it.
+const treeMigration = 13
+
 // The tree's migration turns the linear conversations stored before it into
 // single-branch trees in place: the same pages, each message's parent the one before
 // it, and new messages continue them. Migrating down again is refused once a
@@ -40,8 +44,7 @@ func TestTreeMigrationKeepsLinearConversations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const tree = 13 // 000013_conversation_tree; later migrations come down first
-	if err := m.Migrate(tree - 1); err != nil {
+	if err := m.Migrate(treeMigration - 1); err != nil {
 		t.Fatalf("migrate down to before the tree: %v", err)
 	}
 	// History as the previous version stored it: 30 messages.
@@ -100,18 +103,8 @@ func TestTreeMigrationKeepsLinearConversations(t *testing.T) {
 		Place: parley.Placement{SiblingOf: added.Meta().ID}}, Body: parley.TextBody("again")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Migrate(tree); err != nil {
-		t.Fatalf("migrate down to the tree: %v", err)
-	}
-	if err := m.Steps(-1); err == nil {
+	if err := m.Migrate(treeMigration - 1); err == nil {
 		t.Fatal("migrating down with branches: got no error")
-	}
-	// The refused step leaves the version marked dirty; up again to read with this code.
-	if err := m.Force(tree); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Up(); err != nil {
-		t.Fatalf("migrate up again: %v", err)
 	}
 	n := 31
 	if p, err := d.FindMessages(ctx, c, parley.PageRequest{First: &n}); err != nil || len(p.Messages) != 31 {

@@ -31,6 +31,8 @@ var extensionCodes = map[string]string{
 	parley.ETRANSCRIPTTOOLARGE: "TRANSCRIPT_TOO_LARGE",
 	parley.ENODESTOOLARGE:      "NODES_TOO_LARGE",
 	parley.ECLAIMED:            "TOOL_CALL_CLAIMED",
+	parley.ESEARCHQUERYEMPTY:   "SEARCH_QUERY_EMPTY",
+	parley.ESEARCHQUERYTOOLONG: "SEARCH_QUERY_TOO_LONG",
 }
 
 // ExtensionCode is the API's extensions.code of a domain error code: the one mapping,

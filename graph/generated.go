@@ -148,6 +148,24 @@ type ComplexityRoot struct {
 		Kind           func(childComplexity int) int
 	}
 
+	ConversationSearchHit struct {
+		Conversation func(childComplexity int) int
+		MessageHits  func(childComplexity int) int
+		Rank         func(childComplexity int) int
+		Title        func(childComplexity int) int
+		TitleMatched func(childComplexity int) int
+	}
+
+	ConversationSearchHitConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	ConversationSearchHitEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	FileReferenceMessage struct {
 		ClientMessageID func(childComplexity int) int
 		ConversationID  func(childComplexity int) int
@@ -302,6 +320,7 @@ type ComplexityRoot struct {
 		ClaimToolCall        func(childComplexity int, messageID string, toolCallID string, worker string, leaseSeconds *int) int
 		CompleteMessage      func(childComplexity int, messageID string, input *model.CompleteMessageInput) int
 		CreateConversation   func(childComplexity int, title *string) int
+		CreateShareLink      func(childComplexity int, conversationID string, branch *string, expiresInSeconds int) int
 		DeleteConversation   func(childComplexity int, id string) int
 		DeleteMessage        func(childComplexity int, messageID string) int
 		EditMessage          func(childComplexity int, messageID string, input model.MessageInput, clientMessageID *string, provenance *model.ProvenanceInput) int
@@ -313,6 +332,7 @@ type ComplexityRoot struct {
 		RecognizeImage       func(childComplexity int, messageID string, mode *parley.RecognitionMode, agent *parley.AgentRole) int
 		RenameConversation   func(childComplexity int, id string, title string) int
 		ResolveFileReference func(childComplexity int, messageID string, agent *parley.AgentRole) int
+		RevokeShareLink      func(childComplexity int, id string) int
 		SetMessageHidden     func(childComplexity int, messageID string, hidden bool) int
 		SetToolCallApproval  func(childComplexity int, messageID string, toolCallID string, status parley.ApprovalStatus, reason *string, decidedBy *string) int
 		StartMessage         func(childComplexity int, conversationID string, input *model.StartMessageInput) int
@@ -358,7 +378,46 @@ type ComplexityRoot struct {
 		Message                 func(childComplexity int, id string) int
 		Node                    func(childComplexity int, id string) int
 		Nodes                   func(childComplexity int, ids []string) int
+		Search                  func(childComplexity int, query string, filter *model.SearchFilter, order *parley.SearchOrder, prefix *bool, first *int, after *string) int
+		SearchConversations     func(childComplexity int, query string, order *parley.SearchOrder, prefix *bool, first *int, after *string) int
+		ShareLinks              func(childComplexity int, conversationID *string) int
 		ToolCallsAwaitingResult func(childComplexity int, conversationID *string, names []string, unclaimed *bool, first *int) int
+	}
+
+	SearchHit struct {
+		BranchLeafID   func(childComplexity int) int
+		Conversation   func(childComplexity int) int
+		Message        func(childComplexity int) int
+		MessageCursor  func(childComplexity int) int
+		OnActiveBranch func(childComplexity int) int
+		Rank           func(childComplexity int) int
+		Snippet        func(childComplexity int) int
+	}
+
+	SearchHitConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	SearchHitEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	ShareLink struct {
+		Branch         func(childComplexity int) int
+		ConversationID func(childComplexity int) int
+		CreatedAt      func(childComplexity int) int
+		ExpiresAt      func(childComplexity int) int
+		ID             func(childComplexity int) int
+		LastUsedAt     func(childComplexity int) int
+		RevokedAt      func(childComplexity int) int
+	}
+
+	ShareLinkCreation struct {
+		Link   func(childComplexity int) int
+		Path   func(childComplexity int) int
+		Secret func(childComplexity int) int
 	}
 
 	Siblings struct {
@@ -373,11 +432,16 @@ type ComplexityRoot struct {
 		Where  func(childComplexity int) int
 	}
 
+	Snippet struct {
+		HTML func(childComplexity int) int
+		Text func(childComplexity int) int
+	}
+
 	Subscription struct {
 		ConversationsChanged   func(childComplexity int, after *string) int
 		MessageAdded           func(childComplexity int, conversationID string, after *string, branch *string) int
-		MessageStream          func(childComplexity int, conversationID string, after *string) int
-		MessageUpdated         func(childComplexity int, conversationID string) int
+		MessageStream          func(childComplexity int, conversationID string, after *string, branch *string) int
+		MessageUpdated         func(childComplexity int, conversationID string, branch *string) int
 		ToolCallAwaitingResult func(childComplexity int, conversationID *string, names []string) int
 	}
 
@@ -623,6 +687,8 @@ type MutationResolver interface {
 	RecognizeImage(ctx context.Context, messageID string, mode *parley.RecognitionMode, agent *parley.AgentRole) (*parley.ImageMessage, error)
 	InjectMCPResource(ctx context.Context, conversationID string, server string, uri string, agent *parley.AgentRole) (*model.MessageEdge, error)
 	ClaimToolCall(ctx context.Context, messageID string, toolCallID string, worker string, leaseSeconds *int) (*parley.AwaitingToolCall, error)
+	CreateShareLink(ctx context.Context, conversationID string, branch *string, expiresInSeconds int) (*model.ShareLinkCreation, error)
+	RevokeShareLink(ctx context.Context, id string) (*model.ShareLink, error)
 	StartMessage(ctx context.Context, conversationID string, input *model.StartMessageInput) (*model.MessageEdge, error)
 	AppendMessageDeltas(ctx context.Context, messageID string, seq int, deltas []*model.MessageDeltaInput) (*model.AppendAck, error)
 	AppendProviderEvents(ctx context.Context, messageID string, format parley.StreamFormat, seq int, events []parley.JSON) (*model.AppendAck, error)
@@ -646,13 +712,16 @@ type QueryResolver interface {
 	Message(ctx context.Context, id string) (parley.Message, error)
 	Conversations(ctx context.Context, first *int, after *string, last *int, before *string) (*model.ConversationConnection, error)
 	ToolCallsAwaitingResult(ctx context.Context, conversationID *string, names []string, unclaimed *bool, first *int) ([]*parley.AwaitingToolCall, error)
+	Search(ctx context.Context, query string, filter *model.SearchFilter, order *parley.SearchOrder, prefix *bool, first *int, after *string) (*model.SearchHitConnection, error)
+	SearchConversations(ctx context.Context, query string, order *parley.SearchOrder, prefix *bool, first *int, after *string) (*model.ConversationSearchHitConnection, error)
+	ShareLinks(ctx context.Context, conversationID *string) ([]*model.ShareLink, error)
 }
 type SubscriptionResolver interface {
 	MessageAdded(ctx context.Context, conversationID string, after *string, branch *string) (<-chan *model.MessageEdge, error)
-	MessageUpdated(ctx context.Context, conversationID string) (<-chan *model.MessageEdge, error)
+	MessageUpdated(ctx context.Context, conversationID string, branch *string) (<-chan *model.MessageEdge, error)
 	ConversationsChanged(ctx context.Context, after *string) (<-chan *model.ConversationListEvent, error)
 	ToolCallAwaitingResult(ctx context.Context, conversationID *string, names []string) (<-chan *parley.AwaitingToolCall, error)
-	MessageStream(ctx context.Context, conversationID string, after *string) (<-chan *model.MessageStreamEvent, error)
+	MessageStream(ctx context.Context, conversationID string, after *string, branch *string) (<-chan *model.MessageStreamEvent, error)
 }
 type SystemControlMessageResolver interface {
 	ParentID(ctx context.Context, obj *parley.SystemControlMessage) (*string, error)
@@ -1114,6 +1183,63 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ConversationListEvent.Kind(childComplexity), true
+
+	case "ConversationSearchHit.conversation":
+		if e.ComplexityRoot.ConversationSearchHit.Conversation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationSearchHit.Conversation(childComplexity), true
+	case "ConversationSearchHit.messageHits":
+		if e.ComplexityRoot.ConversationSearchHit.MessageHits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationSearchHit.MessageHits(childComplexity), true
+	case "ConversationSearchHit.rank":
+		if e.ComplexityRoot.ConversationSearchHit.Rank == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationSearchHit.Rank(childComplexity), true
+	case "ConversationSearchHit.title":
+		if e.ComplexityRoot.ConversationSearchHit.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationSearchHit.Title(childComplexity), true
+	case "ConversationSearchHit.titleMatched":
+		if e.ComplexityRoot.ConversationSearchHit.TitleMatched == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationSearchHit.TitleMatched(childComplexity), true
+
+	case "ConversationSearchHitConnection.edges":
+		if e.ComplexityRoot.ConversationSearchHitConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationSearchHitConnection.Edges(childComplexity), true
+	case "ConversationSearchHitConnection.pageInfo":
+		if e.ComplexityRoot.ConversationSearchHitConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationSearchHitConnection.PageInfo(childComplexity), true
+
+	case "ConversationSearchHitEdge.cursor":
+		if e.ComplexityRoot.ConversationSearchHitEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationSearchHitEdge.Cursor(childComplexity), true
+	case "ConversationSearchHitEdge.node":
+		if e.ComplexityRoot.ConversationSearchHitEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ConversationSearchHitEdge.Node(childComplexity), true
 
 	case "FileReferenceMessage.clientMessageId":
 		if e.ComplexityRoot.FileReferenceMessage.ClientMessageID == nil {
@@ -1864,6 +1990,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateConversation(childComplexity, args["title"].(*string)), true
+	case "Mutation.createShareLink":
+		if e.ComplexityRoot.Mutation.CreateShareLink == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createShareLink_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateShareLink(childComplexity, args["conversationId"].(string), args["branch"].(*string), args["expiresInSeconds"].(int)), true
 	case "Mutation.deleteConversation":
 		if e.ComplexityRoot.Mutation.DeleteConversation == nil {
 			break
@@ -1985,6 +2122,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ResolveFileReference(childComplexity, args["messageId"].(string), args["agent"].(*parley.AgentRole)), true
+	case "Mutation.revokeShareLink":
+		if e.ComplexityRoot.Mutation.RevokeShareLink == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_revokeShareLink_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RevokeShareLink(childComplexity, args["id"].(string)), true
 	case "Mutation.setMessageHidden":
 		if e.ComplexityRoot.Mutation.SetMessageHidden == nil {
 			break
@@ -2216,6 +2364,39 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Nodes(childComplexity, args["ids"].([]string)), true
+	case "Query.search":
+		if e.ComplexityRoot.Query.Search == nil {
+			break
+		}
+
+		args, err := ec.field_Query_search_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Search(childComplexity, args["query"].(string), args["filter"].(*model.SearchFilter), args["order"].(*parley.SearchOrder), args["prefix"].(*bool), args["first"].(*int), args["after"].(*string)), true
+	case "Query.searchConversations":
+		if e.ComplexityRoot.Query.SearchConversations == nil {
+			break
+		}
+
+		args, err := ec.field_Query_searchConversations_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.SearchConversations(childComplexity, args["query"].(string), args["order"].(*parley.SearchOrder), args["prefix"].(*bool), args["first"].(*int), args["after"].(*string)), true
+	case "Query.shareLinks":
+		if e.ComplexityRoot.Query.ShareLinks == nil {
+			break
+		}
+
+		args, err := ec.field_Query_shareLinks_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ShareLinks(childComplexity, args["conversationId"].(*string)), true
 	case "Query.toolCallsAwaitingResult":
 		if e.ComplexityRoot.Query.ToolCallsAwaitingResult == nil {
 			break
@@ -2227,6 +2408,137 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.ToolCallsAwaitingResult(childComplexity, args["conversationId"].(*string), args["names"].([]string), args["unclaimed"].(*bool), args["first"].(*int)), true
+
+	case "SearchHit.branchLeafId":
+		if e.ComplexityRoot.SearchHit.BranchLeafID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchHit.BranchLeafID(childComplexity), true
+	case "SearchHit.conversation":
+		if e.ComplexityRoot.SearchHit.Conversation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchHit.Conversation(childComplexity), true
+	case "SearchHit.message":
+		if e.ComplexityRoot.SearchHit.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchHit.Message(childComplexity), true
+	case "SearchHit.messageCursor":
+		if e.ComplexityRoot.SearchHit.MessageCursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchHit.MessageCursor(childComplexity), true
+	case "SearchHit.onActiveBranch":
+		if e.ComplexityRoot.SearchHit.OnActiveBranch == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchHit.OnActiveBranch(childComplexity), true
+	case "SearchHit.rank":
+		if e.ComplexityRoot.SearchHit.Rank == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchHit.Rank(childComplexity), true
+	case "SearchHit.snippet":
+		if e.ComplexityRoot.SearchHit.Snippet == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchHit.Snippet(childComplexity), true
+
+	case "SearchHitConnection.edges":
+		if e.ComplexityRoot.SearchHitConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchHitConnection.Edges(childComplexity), true
+	case "SearchHitConnection.pageInfo":
+		if e.ComplexityRoot.SearchHitConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchHitConnection.PageInfo(childComplexity), true
+
+	case "SearchHitEdge.cursor":
+		if e.ComplexityRoot.SearchHitEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchHitEdge.Cursor(childComplexity), true
+	case "SearchHitEdge.node":
+		if e.ComplexityRoot.SearchHitEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchHitEdge.Node(childComplexity), true
+
+	case "ShareLink.branch":
+		if e.ComplexityRoot.ShareLink.Branch == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ShareLink.Branch(childComplexity), true
+	case "ShareLink.conversationId":
+		if e.ComplexityRoot.ShareLink.ConversationID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ShareLink.ConversationID(childComplexity), true
+	case "ShareLink.createdAt":
+		if e.ComplexityRoot.ShareLink.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ShareLink.CreatedAt(childComplexity), true
+	case "ShareLink.expiresAt":
+		if e.ComplexityRoot.ShareLink.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ShareLink.ExpiresAt(childComplexity), true
+	case "ShareLink.id":
+		if e.ComplexityRoot.ShareLink.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ShareLink.ID(childComplexity), true
+	case "ShareLink.lastUsedAt":
+		if e.ComplexityRoot.ShareLink.LastUsedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ShareLink.LastUsedAt(childComplexity), true
+	case "ShareLink.revokedAt":
+		if e.ComplexityRoot.ShareLink.RevokedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ShareLink.RevokedAt(childComplexity), true
+
+	case "ShareLinkCreation.link":
+		if e.ComplexityRoot.ShareLinkCreation.Link == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ShareLinkCreation.Link(childComplexity), true
+	case "ShareLinkCreation.path":
+		if e.ComplexityRoot.ShareLinkCreation.Path == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ShareLinkCreation.Path(childComplexity), true
+	case "ShareLinkCreation.secret":
+		if e.ComplexityRoot.ShareLinkCreation.Secret == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ShareLinkCreation.Secret(childComplexity), true
 
 	case "Siblings.count":
 		if e.ComplexityRoot.Siblings.Count == nil {
@@ -2266,6 +2578,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SkippedRecords.Where(childComplexity), true
 
+	case "Snippet.html":
+		if e.ComplexityRoot.Snippet.HTML == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Snippet.HTML(childComplexity), true
+	case "Snippet.text":
+		if e.ComplexityRoot.Snippet.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Snippet.Text(childComplexity), true
+
 	case "Subscription.conversationsChanged":
 		if e.ComplexityRoot.Subscription.ConversationsChanged == nil {
 			break
@@ -2298,7 +2623,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.MessageStream(childComplexity, args["conversationId"].(string), args["after"].(*string)), true
+		return e.ComplexityRoot.Subscription.MessageStream(childComplexity, args["conversationId"].(string), args["after"].(*string), args["branch"].(*string)), true
 	case "Subscription.messageUpdated":
 		if e.ComplexityRoot.Subscription.MessageUpdated == nil {
 			break
@@ -2309,7 +2634,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.MessageUpdated(childComplexity, args["conversationId"].(string)), true
+		return e.ComplexityRoot.Subscription.MessageUpdated(childComplexity, args["conversationId"].(string), args["branch"].(*string)), true
 	case "Subscription.toolCallAwaitingResult":
 		if e.ComplexityRoot.Subscription.ToolCallAwaitingResult == nil {
 			break
@@ -3263,6 +3588,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputMessageInput,
 		ec.unmarshalInputPartInput,
 		ec.unmarshalInputProvenanceInput,
+		ec.unmarshalInputSearchFilter,
 		ec.unmarshalInputStartMessageInput,
 		ec.unmarshalInputSystemControlInput,
 		ec.unmarshalInputTextInput,
@@ -3362,7 +3688,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "schema/compaction.graphqls" "schema/conversationlist.graphqls" "schema/errors.graphqls" "schema/interop.graphqls" "schema/processing.graphqls" "schema/realtime.graphqls" "schema/streaming.graphqls" "schema/tree.graphqls"
+//go:embed "schema/compaction.graphqls" "schema/conversationlist.graphqls" "schema/errors.graphqls" "schema/interop.graphqls" "schema/processing.graphqls" "schema/realtime.graphqls" "schema/search.graphqls" "schema/sharelinks.graphqls" "schema/streaming.graphqls" "schema/tree.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -3985,6 +4311,8 @@ type Mutation {
 	{Name: "schema/interop.graphqls", Input: sourceData("schema/interop.graphqls"), BuiltIn: false},
 	{Name: "schema/processing.graphqls", Input: sourceData("schema/processing.graphqls"), BuiltIn: false},
 	{Name: "schema/realtime.graphqls", Input: sourceData("schema/realtime.graphqls"), BuiltIn: false},
+	{Name: "schema/search.graphqls", Input: sourceData("schema/search.graphqls"), BuiltIn: false},
+	{Name: "schema/sharelinks.graphqls", Input: sourceData("schema/sharelinks.graphqls"), BuiltIn: false},
 	{Name: "schema/streaming.graphqls", Input: sourceData("schema/streaming.graphqls"), BuiltIn: false},
 	{Name: "schema/tree.graphqls", Input: sourceData("schema/tree.graphqls"), BuiltIn: false},
 }
@@ -4130,6 +4458,42 @@ func (ec *executionContext) childFields_ConversationListEvent(ctx context.Contex
 		return ec.fieldContext_ConversationListEvent_conversation(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ConversationListEvent", field.Name)
+}
+
+func (ec *executionContext) childFields_ConversationSearchHit(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "conversation":
+		return ec.fieldContext_ConversationSearchHit_conversation(ctx, field)
+	case "title":
+		return ec.fieldContext_ConversationSearchHit_title(ctx, field)
+	case "titleMatched":
+		return ec.fieldContext_ConversationSearchHit_titleMatched(ctx, field)
+	case "messageHits":
+		return ec.fieldContext_ConversationSearchHit_messageHits(ctx, field)
+	case "rank":
+		return ec.fieldContext_ConversationSearchHit_rank(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ConversationSearchHit", field.Name)
+}
+
+func (ec *executionContext) childFields_ConversationSearchHitConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_ConversationSearchHitConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_ConversationSearchHitConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ConversationSearchHitConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_ConversationSearchHitEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_ConversationSearchHitEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_ConversationSearchHitEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ConversationSearchHitEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_FileReferenceMessage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4436,6 +4800,78 @@ func (ec *executionContext) childFields_Provenance(ctx context.Context, field gr
 	return nil, fmt.Errorf("no field named %q was found under type Provenance", field.Name)
 }
 
+func (ec *executionContext) childFields_SearchHit(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "message":
+		return ec.fieldContext_SearchHit_message(ctx, field)
+	case "conversation":
+		return ec.fieldContext_SearchHit_conversation(ctx, field)
+	case "branchLeafId":
+		return ec.fieldContext_SearchHit_branchLeafId(ctx, field)
+	case "onActiveBranch":
+		return ec.fieldContext_SearchHit_onActiveBranch(ctx, field)
+	case "messageCursor":
+		return ec.fieldContext_SearchHit_messageCursor(ctx, field)
+	case "snippet":
+		return ec.fieldContext_SearchHit_snippet(ctx, field)
+	case "rank":
+		return ec.fieldContext_SearchHit_rank(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SearchHit", field.Name)
+}
+
+func (ec *executionContext) childFields_SearchHitConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_SearchHitConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_SearchHitConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SearchHitConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_SearchHitEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_SearchHitEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_SearchHitEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SearchHitEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_ShareLink(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_ShareLink_id(ctx, field)
+	case "conversationId":
+		return ec.fieldContext_ShareLink_conversationId(ctx, field)
+	case "branch":
+		return ec.fieldContext_ShareLink_branch(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_ShareLink_createdAt(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_ShareLink_expiresAt(ctx, field)
+	case "lastUsedAt":
+		return ec.fieldContext_ShareLink_lastUsedAt(ctx, field)
+	case "revokedAt":
+		return ec.fieldContext_ShareLink_revokedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ShareLink", field.Name)
+}
+
+func (ec *executionContext) childFields_ShareLinkCreation(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "link":
+		return ec.fieldContext_ShareLinkCreation_link(ctx, field)
+	case "secret":
+		return ec.fieldContext_ShareLinkCreation_secret(ctx, field)
+	case "path":
+		return ec.fieldContext_ShareLinkCreation_path(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ShareLinkCreation", field.Name)
+}
+
 func (ec *executionContext) childFields_Siblings(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "count":
@@ -4458,6 +4894,16 @@ func (ec *executionContext) childFields_SkippedRecords(ctx context.Context, fiel
 		return ec.fieldContext_SkippedRecords_where(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SkippedRecords", field.Name)
+}
+
+func (ec *executionContext) childFields_Snippet(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "html":
+		return ec.fieldContext_Snippet_html(ctx, field)
+	case "text":
+		return ec.fieldContext_Snippet_text(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Snippet", field.Name)
 }
 
 func (ec *executionContext) childFields_SystemControlMessage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5246,6 +5692,36 @@ func (ec *executionContext) field_Mutation_createConversation_args(ctx context.C
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createShareLink_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "branch",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["branch"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "expiresInSeconds",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNInt2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["expiresInSeconds"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_deleteConversation_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5520,6 +5996,20 @@ func (ec *executionContext) field_Mutation_resolveFileReference_args(ctx context
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_revokeShareLink_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_setMessageHidden_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5748,6 +6238,120 @@ func (ec *executionContext) field_Query_nodes_args(ctx context.Context, rawArgs 
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_searchConversations_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "query",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["query"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "order",
+		func(ctx context.Context, v any) (*parley.SearchOrder, error) {
+			return ec.unmarshalOSearchOrder2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐSearchOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["order"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "prefix",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["prefix"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg4
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_search_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "query",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["query"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*model.SearchFilter, error) {
+			return ec.unmarshalOSearchFilter2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐSearchFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "order",
+		func(ctx context.Context, v any) (*parley.SearchOrder, error) {
+			return ec.unmarshalOSearchOrder2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐSearchOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["order"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "prefix",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["prefix"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg5
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_shareLinks_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_toolCallsAwaitingResult_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5849,6 +6453,14 @@ func (ec *executionContext) field_Subscription_messageStream_args(ctx context.Co
 		return nil, err
 	}
 	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "branch",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["branch"] = arg2
 	return args, nil
 }
 
@@ -5863,6 +6475,14 @@ func (ec *executionContext) field_Subscription_messageUpdated_args(ctx context.C
 		return nil, err
 	}
 	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "branch",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["branch"] = arg1
 	return args, nil
 }
 
@@ -7598,6 +8218,258 @@ func (ec *executionContext) fieldContext_ConversationListEvent_conversation(_ co
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Conversation(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ConversationSearchHit_conversation(ctx context.Context, field graphql.CollectedField, obj *parley.ConversationSearchHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationSearchHit_conversation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Conversation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.Conversation) graphql.Marshaler {
+			return ec.marshalNConversation2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐConversation(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationSearchHit_conversation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ConversationSearchHit",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Conversation(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ConversationSearchHit_title(ctx context.Context, field graphql.CollectedField, obj *parley.ConversationSearchHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationSearchHit_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.Snippet) graphql.Marshaler {
+			return ec.marshalNSnippet2githubᚗcomᚋparleyᚑdevᚋparleyᚐSnippet(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationSearchHit_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ConversationSearchHit",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Snippet(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ConversationSearchHit_titleMatched(ctx context.Context, field graphql.CollectedField, obj *parley.ConversationSearchHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationSearchHit_titleMatched(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TitleMatched, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationSearchHit_titleMatched(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ConversationSearchHit", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _ConversationSearchHit_messageHits(ctx context.Context, field graphql.CollectedField, obj *parley.ConversationSearchHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationSearchHit_messageHits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageHits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationSearchHit_messageHits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ConversationSearchHit", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ConversationSearchHit_rank(ctx context.Context, field graphql.CollectedField, obj *parley.ConversationSearchHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationSearchHit_rank(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Rank, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationSearchHit_rank(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ConversationSearchHit", field, false, false, errors.New("field of type Float does not have child fields"))
+}
+
+func (ec *executionContext) _ConversationSearchHitConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.ConversationSearchHitConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationSearchHitConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.ConversationSearchHitEdge) graphql.Marshaler {
+			return ec.marshalNConversationSearchHitEdge2ᚕᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐConversationSearchHitEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationSearchHitConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ConversationSearchHitConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ConversationSearchHitEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ConversationSearchHitConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.ConversationSearchHitConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationSearchHitConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationSearchHitConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ConversationSearchHitConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ConversationSearchHitEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.ConversationSearchHitEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationSearchHitEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationSearchHitEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ConversationSearchHitEdge", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ConversationSearchHitEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.ConversationSearchHitEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ConversationSearchHitEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.ConversationSearchHit) graphql.Marshaler {
+			return ec.marshalNConversationSearchHit2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐConversationSearchHit(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ConversationSearchHitEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ConversationSearchHitEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ConversationSearchHit(ctx, field)
 		},
 	}
 	return fc, nil
@@ -10744,6 +11616,94 @@ func (ec *executionContext) fieldContext_Mutation_claimToolCall(ctx context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_createShareLink(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createShareLink(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateShareLink(ctx, fc.Args["conversationId"].(string), fc.Args["branch"].(*string), fc.Args["expiresInSeconds"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ShareLinkCreation) graphql.Marshaler {
+			return ec.marshalNShareLinkCreation2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐShareLinkCreation(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createShareLink(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ShareLinkCreation(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createShareLink_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_revokeShareLink(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_revokeShareLink(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RevokeShareLink(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ShareLink) graphql.Marshaler {
+			return ec.marshalNShareLink2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐShareLink(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_revokeShareLink(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ShareLink(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_revokeShareLink_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_startMessage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12028,6 +12988,138 @@ func (ec *executionContext) fieldContext_Query_toolCallsAwaitingResult(ctx conte
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_search(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_search(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Search(ctx, fc.Args["query"].(string), fc.Args["filter"].(*model.SearchFilter), fc.Args["order"].(*parley.SearchOrder), fc.Args["prefix"].(*bool), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SearchHitConnection) graphql.Marshaler {
+			return ec.marshalNSearchHitConnection2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐSearchHitConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_search(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SearchHitConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_search_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_searchConversations(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_searchConversations(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().SearchConversations(ctx, fc.Args["query"].(string), fc.Args["order"].(*parley.SearchOrder), fc.Args["prefix"].(*bool), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ConversationSearchHitConnection) graphql.Marshaler {
+			return ec.marshalNConversationSearchHitConnection2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐConversationSearchHitConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_searchConversations(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ConversationSearchHitConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_searchConversations_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_shareLinks(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_shareLinks(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().ShareLinks(ctx, fc.Args["conversationId"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.ShareLink) graphql.Marshaler {
+			return ec.marshalNShareLink2ᚕᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐShareLinkᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_shareLinks(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ShareLink(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_shareLinks_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12102,6 +13194,543 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _SearchHit_message(ctx context.Context, field graphql.CollectedField, obj *parley.SearchHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchHit_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.Message) graphql.Marshaler {
+			return ec.marshalNMessage2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchHit_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchHit", field, false, false, errors.New("field of type Message does not have child fields"))
+}
+
+func (ec *executionContext) _SearchHit_conversation(ctx context.Context, field graphql.CollectedField, obj *parley.SearchHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchHit_conversation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Conversation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.Conversation) graphql.Marshaler {
+			return ec.marshalNConversation2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐConversation(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchHit_conversation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SearchHit",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Conversation(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SearchHit_branchLeafId(ctx context.Context, field graphql.CollectedField, obj *parley.SearchHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchHit_branchLeafId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BranchLeafID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchHit_branchLeafId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchHit", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _SearchHit_onActiveBranch(ctx context.Context, field graphql.CollectedField, obj *parley.SearchHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchHit_onActiveBranch(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OnActiveBranch, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchHit_onActiveBranch(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchHit", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _SearchHit_messageCursor(ctx context.Context, field graphql.CollectedField, obj *parley.SearchHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchHit_messageCursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageCursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchHit_messageCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchHit", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SearchHit_snippet(ctx context.Context, field graphql.CollectedField, obj *parley.SearchHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchHit_snippet(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Snippet, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v parley.Snippet) graphql.Marshaler {
+			return ec.marshalNSnippet2githubᚗcomᚋparleyᚑdevᚋparleyᚐSnippet(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchHit_snippet(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SearchHit",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Snippet(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SearchHit_rank(ctx context.Context, field graphql.CollectedField, obj *parley.SearchHit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchHit_rank(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Rank, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchHit_rank(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchHit", field, false, false, errors.New("field of type Float does not have child fields"))
+}
+
+func (ec *executionContext) _SearchHitConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.SearchHitConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchHitConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.SearchHitEdge) graphql.Marshaler {
+			return ec.marshalNSearchHitEdge2ᚕᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐSearchHitEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchHitConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SearchHitConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SearchHitEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SearchHitConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.SearchHitConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchHitConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchHitConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SearchHitConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SearchHitEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.SearchHitEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchHitEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchHitEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchHitEdge", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SearchHitEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.SearchHitEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchHitEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *parley.SearchHit) graphql.Marshaler {
+			return ec.marshalNSearchHit2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐSearchHit(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchHitEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SearchHitEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SearchHit(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ShareLink_id(ctx context.Context, field graphql.CollectedField, obj *model.ShareLink) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ShareLink_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ShareLink_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ShareLink", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _ShareLink_conversationId(ctx context.Context, field graphql.CollectedField, obj *model.ShareLink) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ShareLink_conversationId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ConversationID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ShareLink_conversationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ShareLink", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _ShareLink_branch(ctx context.Context, field graphql.CollectedField, obj *model.ShareLink) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ShareLink_branch(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Branch, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ShareLink_branch(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ShareLink", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _ShareLink_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.ShareLink) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ShareLink_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ShareLink_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ShareLink", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _ShareLink_expiresAt(ctx context.Context, field graphql.CollectedField, obj *model.ShareLink) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ShareLink_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ShareLink_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ShareLink", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _ShareLink_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *model.ShareLink) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ShareLink_lastUsedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastUsedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ShareLink_lastUsedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ShareLink", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _ShareLink_revokedAt(ctx context.Context, field graphql.CollectedField, obj *model.ShareLink) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ShareLink_revokedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RevokedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ShareLink_revokedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ShareLink", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _ShareLinkCreation_link(ctx context.Context, field graphql.CollectedField, obj *model.ShareLinkCreation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ShareLinkCreation_link(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Link, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ShareLink) graphql.Marshaler {
+			return ec.marshalNShareLink2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐShareLink(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ShareLinkCreation_link(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ShareLinkCreation",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ShareLink(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ShareLinkCreation_secret(ctx context.Context, field graphql.CollectedField, obj *model.ShareLinkCreation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ShareLinkCreation_secret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Secret, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ShareLinkCreation_secret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ShareLinkCreation", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ShareLinkCreation_path(ctx context.Context, field graphql.CollectedField, obj *model.ShareLinkCreation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ShareLinkCreation_path(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Path, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ShareLinkCreation_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ShareLinkCreation", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Siblings_count(ctx context.Context, field graphql.CollectedField, obj *model.Siblings) (ret graphql.Marshaler) {
@@ -12242,6 +13871,52 @@ func (ec *executionContext) fieldContext_SkippedRecords_where(_ context.Context,
 	return graphql.NewScalarFieldContext("SkippedRecords", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _Snippet_html(ctx context.Context, field graphql.CollectedField, obj *parley.Snippet) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Snippet_html(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HTML, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Snippet_html(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Snippet", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Snippet_text(ctx context.Context, field graphql.CollectedField, obj *parley.Snippet) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Snippet_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Snippet_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Snippet", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _Subscription_messageAdded(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
 	return graphql.ResolveFieldStream(
 		ctx,
@@ -12296,7 +13971,7 @@ func (ec *executionContext) _Subscription_messageUpdated(ctx context.Context, fi
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().MessageUpdated(ctx, fc.Args["conversationId"].(string))
+			return ec.Resolvers.Subscription().MessageUpdated(ctx, fc.Args["conversationId"].(string), fc.Args["branch"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.MessageEdge) graphql.Marshaler {
@@ -12428,7 +14103,7 @@ func (ec *executionContext) _Subscription_messageStream(ctx context.Context, fie
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().MessageStream(ctx, fc.Args["conversationId"].(string), fc.Args["after"].(*string))
+			return ec.Resolvers.Subscription().MessageStream(ctx, fc.Args["conversationId"].(string), fc.Args["after"].(*string), fc.Args["branch"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.MessageStreamEvent) graphql.Marshaler {
@@ -17726,6 +19401,113 @@ func (ec *executionContext) unmarshalInputProvenanceInput(ctx context.Context, o
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputSearchFilter(ctx context.Context, obj any) (model.SearchFilter, error) {
+	var it model.SearchFilter
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"conversationIds", "kinds", "roles", "toolNames", "toolResultStatus", "approvalStatus", "models", "providers", "createdAfter", "createdBefore", "branches", "includeThinking"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "conversationIds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("conversationIds"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ConversationIds = data
+		case "kinds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("kinds"))
+			data, err := ec.unmarshalOMessageKind2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐMessageKindᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Kinds = data
+		case "roles":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("roles"))
+			data, err := ec.unmarshalORole2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐRoleᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Roles = data
+		case "toolNames":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("toolNames"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ToolNames = data
+		case "toolResultStatus":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("toolResultStatus"))
+			data, err := ec.unmarshalOToolResultStatus2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐToolResultStatus(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ToolResultStatus = data
+		case "approvalStatus":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("approvalStatus"))
+			data, err := ec.unmarshalOApprovalStatus2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐApprovalStatus(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ApprovalStatus = data
+		case "models":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("models"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Models = data
+		case "providers":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("providers"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Providers = data
+		case "createdAfter":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAfter"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAfter = data
+		case "createdBefore":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdBefore"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedBefore = data
+		case "branches":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("branches"))
+			data, err := ec.unmarshalOBranchScope2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐBranchScope(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Branches = data
+		case "includeThinking":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("includeThinking"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IncludeThinking = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputStartMessageInput(ctx context.Context, obj any) (model.StartMessageInput, error) {
 	var it model.StartMessageInput
 	if obj == nil {
@@ -19483,6 +21265,150 @@ func (ec *executionContext) _ConversationListEvent(ctx context.Context, sel ast.
 	return out
 }
 
+var conversationSearchHitImplementors = []string{"ConversationSearchHit"}
+
+func (ec *executionContext) _ConversationSearchHit(ctx context.Context, sel ast.SelectionSet, obj *parley.ConversationSearchHit) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, conversationSearchHitImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ConversationSearchHit")
+		case "conversation":
+			out.Values[i] = ec._ConversationSearchHit_conversation(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "title":
+			out.Values[i] = ec._ConversationSearchHit_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "titleMatched":
+			out.Values[i] = ec._ConversationSearchHit_titleMatched(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "messageHits":
+			out.Values[i] = ec._ConversationSearchHit_messageHits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rank":
+			out.Values[i] = ec._ConversationSearchHit_rank(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var conversationSearchHitConnectionImplementors = []string{"ConversationSearchHitConnection"}
+
+func (ec *executionContext) _ConversationSearchHitConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ConversationSearchHitConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, conversationSearchHitConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ConversationSearchHitConnection")
+		case "edges":
+			out.Values[i] = ec._ConversationSearchHitConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._ConversationSearchHitConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var conversationSearchHitEdgeImplementors = []string{"ConversationSearchHitEdge"}
+
+func (ec *executionContext) _ConversationSearchHitEdge(ctx context.Context, sel ast.SelectionSet, obj *model.ConversationSearchHitEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, conversationSearchHitEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ConversationSearchHitEdge")
+		case "cursor":
+			out.Values[i] = ec._ConversationSearchHitEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._ConversationSearchHitEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var fileReferenceMessageImplementors = []string{"FileReferenceMessage", "Message", "Node", "MessageBase"}
 
 func (ec *executionContext) _FileReferenceMessage(ctx context.Context, sel ast.SelectionSet, obj *parley.FileReferenceMessage) graphql.Marshaler {
@@ -20783,6 +22709,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "createShareLink":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createShareLink(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "revokeShareLink":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_revokeShareLink(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "startMessage":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_startMessage(ctx, field)
@@ -21310,6 +23250,72 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "search":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_search(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "searchConversations":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_searchConversations(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "shareLinks":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_shareLinks(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -21323,6 +23329,276 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			})
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var searchHitImplementors = []string{"SearchHit"}
+
+func (ec *executionContext) _SearchHit(ctx context.Context, sel ast.SelectionSet, obj *parley.SearchHit) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, searchHitImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SearchHit")
+		case "message":
+			out.Values[i] = ec._SearchHit_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "conversation":
+			out.Values[i] = ec._SearchHit_conversation(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "branchLeafId":
+			out.Values[i] = ec._SearchHit_branchLeafId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "onActiveBranch":
+			out.Values[i] = ec._SearchHit_onActiveBranch(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "messageCursor":
+			out.Values[i] = ec._SearchHit_messageCursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "snippet":
+			out.Values[i] = ec._SearchHit_snippet(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rank":
+			out.Values[i] = ec._SearchHit_rank(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var searchHitConnectionImplementors = []string{"SearchHitConnection"}
+
+func (ec *executionContext) _SearchHitConnection(ctx context.Context, sel ast.SelectionSet, obj *model.SearchHitConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, searchHitConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SearchHitConnection")
+		case "edges":
+			out.Values[i] = ec._SearchHitConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._SearchHitConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var searchHitEdgeImplementors = []string{"SearchHitEdge"}
+
+func (ec *executionContext) _SearchHitEdge(ctx context.Context, sel ast.SelectionSet, obj *model.SearchHitEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, searchHitEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SearchHitEdge")
+		case "cursor":
+			out.Values[i] = ec._SearchHitEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._SearchHitEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var shareLinkImplementors = []string{"ShareLink"}
+
+func (ec *executionContext) _ShareLink(ctx context.Context, sel ast.SelectionSet, obj *model.ShareLink) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, shareLinkImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ShareLink")
+		case "id":
+			out.Values[i] = ec._ShareLink_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "conversationId":
+			out.Values[i] = ec._ShareLink_conversationId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "branch":
+			out.Values[i] = ec._ShareLink_branch(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._ShareLink_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._ShareLink_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastUsedAt":
+			out.Values[i] = ec._ShareLink_lastUsedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "revokedAt":
+			out.Values[i] = ec._ShareLink_revokedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var shareLinkCreationImplementors = []string{"ShareLinkCreation"}
+
+func (ec *executionContext) _ShareLinkCreation(ctx context.Context, sel ast.SelectionSet, obj *model.ShareLinkCreation) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, shareLinkCreationImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ShareLinkCreation")
+		case "link":
+			out.Values[i] = ec._ShareLinkCreation_link(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "secret":
+			out.Values[i] = ec._ShareLinkCreation_secret(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "path":
+			out.Values[i] = ec._ShareLinkCreation_path(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -21417,6 +23693,49 @@ func (ec *executionContext) _SkippedRecords(ctx context.Context, sel ast.Selecti
 			}
 		case "where":
 			out.Values[i] = ec._SkippedRecords_where(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var snippetImplementors = []string{"Snippet"}
+
+func (ec *executionContext) _Snippet(ctx context.Context, sel ast.SelectionSet, obj *parley.Snippet) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, snippetImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Snippet")
+		case "html":
+			out.Values[i] = ec._Snippet_html(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._Snippet_text(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -23713,6 +26032,52 @@ func (ec *executionContext) marshalNConversationListEvent2ᚖgithubᚗcomᚋparl
 	return ec._ConversationListEvent(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNConversationSearchHit2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐConversationSearchHit(ctx context.Context, sel ast.SelectionSet, v *parley.ConversationSearchHit) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ConversationSearchHit(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNConversationSearchHitConnection2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐConversationSearchHitConnection(ctx context.Context, sel ast.SelectionSet, v *model.ConversationSearchHitConnection) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ConversationSearchHitConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNConversationSearchHitEdge2ᚕᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐConversationSearchHitEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ConversationSearchHitEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNConversationSearchHitEdge2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐConversationSearchHitEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNConversationSearchHitEdge2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐConversationSearchHitEdge(ctx context.Context, sel ast.SelectionSet, v *model.ConversationSearchHitEdge) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ConversationSearchHitEdge(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐDeltaKind(ctx context.Context, v any) (parley.DeltaKind, error) {
 	tmp, err := graphql.UnmarshalString(v)
 	res := unmarshalNDeltaKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐDeltaKind[tmp]
@@ -23759,6 +26124,22 @@ func (ec *executionContext) marshalNFileReferenceMessage2ᚖgithubᚗcomᚋparle
 		return graphql.Null
 	}
 	return ec._FileReferenceMessage(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNFloat2float64(ctx context.Context, v any) (float64, error) {
+	res, err := graphql.UnmarshalFloatContext(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.SelectionSet, v float64) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalFloatContext(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return graphql.WrapContextMarshaler(ctx, res)
 }
 
 func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {
@@ -24067,6 +26448,46 @@ func (ec *executionContext) unmarshalNMessageInput2githubᚗcomᚋparleyᚑdev�
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNMessageKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageKind(ctx context.Context, v any) (parley.MessageKind, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNMessageKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageKind[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNMessageKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageKind(ctx context.Context, sel ast.SelectionSet, v parley.MessageKind) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNMessageKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageKind[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+var (
+	unmarshalNMessageKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageKind = map[string]parley.MessageKind{
+		"TEXT":           parley.KindText,
+		"IMAGE":          parley.KindImage,
+		"FILE_REFERENCE": parley.KindFileReference,
+		"TOOL_REQUEST":   parley.KindToolRequest,
+		"TOOL_RESULT":    parley.KindToolResult,
+		"SYSTEM_CONTROL": parley.KindSystemControl,
+		"MCP_RESOURCE":   parley.KindMCPResource,
+		"COMPACTION":     parley.KindCompaction,
+	}
+	marshalNMessageKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageKind = map[parley.MessageKind]string{
+		parley.KindText:          "TEXT",
+		parley.KindImage:         "IMAGE",
+		parley.KindFileReference: "FILE_REFERENCE",
+		parley.KindToolRequest:   "TOOL_REQUEST",
+		parley.KindToolResult:    "TOOL_RESULT",
+		parley.KindSystemControl: "SYSTEM_CONTROL",
+		parley.KindMCPResource:   "MCP_RESOURCE",
+		parley.KindCompaction:    "COMPACTION",
+	}
+)
+
 func (ec *executionContext) unmarshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus(ctx context.Context, v any) (parley.MessageStatus, error) {
 	tmp, err := graphql.UnmarshalString(v)
 	res := unmarshalNMessageStatus2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageStatus[tmp]
@@ -24314,6 +26735,88 @@ var (
 	}
 )
 
+func (ec *executionContext) marshalNSearchHit2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐSearchHit(ctx context.Context, sel ast.SelectionSet, v *parley.SearchHit) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._SearchHit(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNSearchHitConnection2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐSearchHitConnection(ctx context.Context, sel ast.SelectionSet, v *model.SearchHitConnection) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._SearchHitConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNSearchHitEdge2ᚕᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐSearchHitEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.SearchHitEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSearchHitEdge2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐSearchHitEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNSearchHitEdge2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐSearchHitEdge(ctx context.Context, sel ast.SelectionSet, v *model.SearchHitEdge) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._SearchHitEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNShareLink2ᚕᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐShareLinkᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ShareLink) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNShareLink2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐShareLink(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNShareLink2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐShareLink(ctx context.Context, sel ast.SelectionSet, v *model.ShareLink) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ShareLink(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNShareLinkCreation2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐShareLinkCreation(ctx context.Context, sel ast.SelectionSet, v *model.ShareLinkCreation) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ShareLinkCreation(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNSiblings2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐSiblings(ctx context.Context, sel ast.SelectionSet, v *model.Siblings) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -24342,6 +26845,10 @@ func (ec *executionContext) marshalNSkippedRecords2ᚕgithubᚗcomᚋparleyᚑde
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalNSnippet2githubᚗcomᚋparleyᚑdevᚋparleyᚐSnippet(ctx context.Context, sel ast.SelectionSet, v parley.Snippet) graphql.Marshaler {
+	return ec._Snippet(ctx, sel, &v)
 }
 
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
@@ -24785,6 +27292,38 @@ func (ec *executionContext) marshalOApprovalDecision2ᚖgithubᚗcomᚋparleyᚑ
 	return ec._ApprovalDecision(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOApprovalStatus2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐApprovalStatus(ctx context.Context, v any) (*parley.ApprovalStatus, error) {
+	if v == nil {
+		return nil, nil
+	}
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalOApprovalStatus2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐApprovalStatus[tmp]
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOApprovalStatus2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐApprovalStatus(ctx context.Context, sel ast.SelectionSet, v *parley.ApprovalStatus) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(marshalOApprovalStatus2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐApprovalStatus[*v])
+	return res
+}
+
+var (
+	unmarshalOApprovalStatus2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐApprovalStatus = map[string]parley.ApprovalStatus{
+		"PENDING":  parley.ApprovalPending,
+		"APPROVED": parley.ApprovalApproved,
+		"DENIED":   parley.ApprovalDenied,
+	}
+	marshalOApprovalStatus2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐApprovalStatus = map[parley.ApprovalStatus]string{
+		parley.ApprovalPending:  "PENDING",
+		parley.ApprovalApproved: "APPROVED",
+		parley.ApprovalDenied:   "DENIED",
+	}
+)
+
 func (ec *executionContext) unmarshalOBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -24813,6 +27352,22 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	_ = ctx
 	res := graphql.MarshalBoolean(*v)
 	return res
+}
+
+func (ec *executionContext) unmarshalOBranchScope2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐBranchScope(ctx context.Context, v any) (*model.BranchScope, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.BranchScope)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOBranchScope2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐBranchScope(ctx context.Context, sel ast.SelectionSet, v *model.BranchScope) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
 }
 
 func (ec *executionContext) unmarshalOCompactionInput2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐCompactionInput(ctx context.Context, v any) (*model.CompactionInput, error) {
@@ -24899,6 +27454,41 @@ var (
 		parley.ForeignReasoningAsText: "AS_TEXT",
 	}
 )
+
+func (ec *executionContext) unmarshalOID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNID2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOID2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNID2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
 
 func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {
 	if v == nil {
@@ -24989,6 +27579,42 @@ func (ec *executionContext) marshalOMessageDeltaEvent2ᚖgithubᚗcomᚋparley�
 	return ec._MessageDeltaEvent(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOMessageKind2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐMessageKindᚄ(ctx context.Context, v any) ([]parley.MessageKind, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]parley.MessageKind, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNMessageKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageKind(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOMessageKind2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐMessageKindᚄ(ctx context.Context, sel ast.SelectionSet, v []parley.MessageKind) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMessageKind2githubᚗcomᚋparleyᚑdevᚋparleyᚐMessageKind(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalONode2githubᚗcomᚋparleyᚑdevᚋparleyᚐNode(ctx context.Context, sel ast.SelectionSet, v parley.Node) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -25067,6 +27693,42 @@ var (
 	}
 )
 
+func (ec *executionContext) unmarshalORole2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐRoleᚄ(ctx context.Context, v any) ([]parley.Role, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]parley.Role, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNRole2githubᚗcomᚋparleyᚑdevᚋparleyᚐRole(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalORole2ᚕgithubᚗcomᚋparleyᚑdevᚋparleyᚐRoleᚄ(ctx context.Context, sel ast.SelectionSet, v []parley.Role) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNRole2githubᚗcomᚋparleyᚑdevᚋparleyᚐRole(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalORole2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐRole(ctx context.Context, v any) (*parley.Role, error) {
 	if v == nil {
 		return nil, nil
@@ -25102,6 +27764,44 @@ var (
 		parley.RoleDocument:   "DOCUMENT",
 		parley.RoleInvocation: "INVOCATION",
 		parley.RoleResult:     "RESULT",
+	}
+)
+
+func (ec *executionContext) unmarshalOSearchFilter2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚋgraphᚋmodelᚐSearchFilter(ctx context.Context, v any) (*model.SearchFilter, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputSearchFilter(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOSearchOrder2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐSearchOrder(ctx context.Context, v any) (*parley.SearchOrder, error) {
+	if v == nil {
+		return nil, nil
+	}
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalOSearchOrder2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐSearchOrder[tmp]
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOSearchOrder2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐSearchOrder(ctx context.Context, sel ast.SelectionSet, v *parley.SearchOrder) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(marshalOSearchOrder2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐSearchOrder[*v])
+	return res
+}
+
+var (
+	unmarshalOSearchOrder2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐSearchOrder = map[string]parley.SearchOrder{
+		"RELEVANCE": parley.SearchByRelevance,
+		"NEWEST":    parley.SearchByNewest,
+	}
+	marshalOSearchOrder2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐSearchOrder = map[parley.SearchOrder]string{
+		parley.SearchByRelevance: "RELEVANCE",
+		parley.SearchByNewest:    "NEWEST",
 	}
 )
 
@@ -25236,6 +27936,36 @@ func (ec *executionContext) unmarshalOToolResultInput2ᚖgithubᚗcomᚋparley�
 	res, err := ec.unmarshalInputToolResultInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
+
+func (ec *executionContext) unmarshalOToolResultStatus2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐToolResultStatus(ctx context.Context, v any) (*parley.ToolResultStatus, error) {
+	if v == nil {
+		return nil, nil
+	}
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalOToolResultStatus2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐToolResultStatus[tmp]
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOToolResultStatus2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐToolResultStatus(ctx context.Context, sel ast.SelectionSet, v *parley.ToolResultStatus) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalString(marshalOToolResultStatus2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐToolResultStatus[*v])
+	return res
+}
+
+var (
+	unmarshalOToolResultStatus2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐToolResultStatus = map[string]parley.ToolResultStatus{
+		"SUCCESS": parley.ToolSuccess,
+		"ERROR":   parley.ToolError,
+	}
+	marshalOToolResultStatus2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐToolResultStatus = map[parley.ToolResultStatus]string{
+		parley.ToolSuccess: "SUCCESS",
+		parley.ToolError:   "ERROR",
+	}
+)
 
 func (ec *executionContext) unmarshalOTranscriptImages2ᚖgithubᚗcomᚋparleyᚑdevᚋparleyᚐImageExport(ctx context.Context, v any) (*parley.ImageExport, error) {
 	if v == nil {

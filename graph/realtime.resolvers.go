@@ -37,13 +37,23 @@ func (r *subscriptionResolver) MessageAdded(ctx context.Context, conversationID 
 	return r.forward(ctx, s), nil
 }
 
-func (r *subscriptionResolver) MessageUpdated(ctx context.Context, conversationID string) (<-chan *model.MessageEdge, error) {
+func (r *subscriptionResolver) MessageUpdated(ctx context.Context, conversationID string, branch *string) (<-chan *model.MessageEdge, error) {
 	if r.EventService == nil {
 		return nil, errNoEvents
+	}
+	var f *branchFilter
+	if r.TreeService != nil {
+		var err error
+		if f, err = r.newBranchFilter(ctx, conversationID, deref(branch)); err != nil {
+			return nil, err
+		}
 	}
 	s, err := r.EventService.SubscribeMessagesUpdated(ctx, conversationID)
 	if err != nil {
 		return nil, err
+	}
+	if f != nil {
+		s = &branchUpdates{inner: s, f: f}
 	}
 	return r.forward(ctx, s), nil
 }

@@ -36,5 +36,11 @@ type Resolver struct {
 	// ConversationEventService serves conversationsChanged and changesCursor; without it
 	// they answer SERVICE_UNAVAILABLE.
 	ConversationEventService parley.ConversationEventService
-	Logger                   *slog.Logger
+	// SearchService serves search and searchConversations; without it they answer
+	// SERVICE_UNAVAILABLE.
+	SearchService parley.SearchService
+	// ShareLinkService makes, lists and revokes share links; without it those fields
+	// answer SERVICE_UNAVAILABLE.
+	ShareLinkService parley.ShareLinkService
+	Logger           *slog.Logger
 }

@@ -121,7 +121,7 @@ func (r *Resolver) forwardStream(ctx context.Context, s parley.StreamSubscriptio
 func streamEventModel(ev parley.StreamEvent) *model.MessageStreamEvent {
 	out := &model.MessageStreamEvent{Cursor: ev.Cursor.String(), Message: ev.Message}
 	if d := ev.Delta; d != nil {
-		out.Delta = &model.MessageDeltaEvent{MessageID: d.MessageID, Position: d.Position, Seq: d.Seq, Deltas: deltasToModel(d.Deltas)}
+		out.Delta = &model.MessageDeltaEvent{MessageID: d.MessageID, Position: d.Depth, Seq: d.Seq, Deltas: deltasToModel(d.Deltas)}
 	}
 	return out
 }

@@ -93,7 +93,7 @@ func (r *mutationResolver) FailMessage(ctx context.Context, messageID string, er
 	return r.LiveMessageService.EndMessage(ctx, messageID, parley.End{Status: parley.StatusFailed, Reason: error})
 }
 
-func (r *subscriptionResolver) MessageStream(ctx context.Context, conversationID string, after *string) (<-chan *model.MessageStreamEvent, error) {
+func (r *subscriptionResolver) MessageStream(ctx context.Context, conversationID string, after *string, branch *string) (<-chan *model.MessageStreamEvent, error) {
 	var from *parley.StreamCursor
 	if after != nil {
 		c, err := parley.ParseStreamCursor("after", *after)
@@ -105,9 +105,19 @@ func (r *subscriptionResolver) MessageStream(ctx context.Context, conversationID
 	if r.LiveEventService == nil {
 		return nil, errNoEvents
 	}
+	var f *branchFilter
+	if r.TreeService != nil {
+		var err error
+		if f, err = r.newBranchFilter(ctx, conversationID, deref(branch)); err != nil {
+			return nil, err
+		}
+	}
 	s, err := r.LiveEventService.SubscribeStream(ctx, conversationID, from)
 	if err != nil {
 		return nil, err
+	}
+	if f != nil {
+		s = &branchStreamEvents{inner: s, f: f}
 	}
 	return r.forwardStream(ctx, s), nil
 }

@@ -206,3 +206,124 @@ func (r *Resolver) followBranch(ctx context.Context, conversationID string, afte
 	}
 	return s, nil
 }
+
+// branchFilter says which messages are on the branch a subscription follows: the branch
+// through the active leaf when it started (the active branch, whatever it is, while the
+// conversation was empty), or through the message named. What it decided is kept, so
+// a message's appends and changes cost no further read.
+type branchFilter struct {
+	tree         parley.TreeService
+	conv, branch string
+	known        map[string]bool
+}
+
+// maxKnown bounds what a filter remembers: past it, it forgets and reads again.
+const maxKnown = 4096
+
+func (r *Resolver) newBranchFilter(ctx context.Context, conversationID, branch string) (*branchFilter, error) {
+	if branch == "" {
+		_, leaf, err := r.TreeService.BranchHead(ctx, conversationID, "")
+		if err != nil {
+			return nil, err
+		}
+		if leaf != nil {
+			branch = leaf.Meta().ID
+		}
+	} else if _, _, err := r.TreeService.BranchHead(ctx, conversationID, branch); err != nil {
+		return nil, err // a branch of another conversation is NOT_FOUND now, not at the first event
+	}
+	return &branchFilter{tree: r.TreeService, conv: conversationID, branch: branch, known: make(map[string]bool)}, nil
+}
+
+func (f *branchFilter) on(ctx context.Context, id string) (bool, error) {
+	if on, ok := f.known[id]; ok {
+		return on, nil
+	}
+	on, err := f.tree.BranchContains(ctx, f.conv, f.branch, id)
+	if err != nil {
+		return false, err
+	}
+	if len(f.known) >= maxKnown {
+		clear(f.known)
+	}
+	f.known[id] = on
+	return on, nil
+}
+
+// branchUpdates is a MessageStream of the changed messages on one branch.
+type branchUpdates struct {
+	inner parley.MessageStream
+	f     *branchFilter
+}
+
+func (s *branchUpdates) Next(ctx context.Context) (parley.Message, error) {
+	for {
+		m, err := s.inner.Next(ctx)
+		if err != nil {
+			return m, err
+		}
+		if on, err := s.f.on(ctx, m.Meta().ID); err != nil || on {
+			return m, err
+		}
+	}
+}
+
+func (s *branchUpdates) Poll(ctx context.Context) (parley.Message, error) {
+	for {
+		m, err := s.inner.Poll(ctx)
+		if m == nil || err != nil {
+			return m, err
+		}
+		if on, err := s.f.on(ctx, m.Meta().ID); err != nil || on {
+			return m, err
+		}
+	}
+}
+
+func (s *branchUpdates) OnWake(f func()) { s.inner.OnWake(f) }
+
+// branchStreamEvents is a StreamSubscription of the messages, and their appends, on one
+// branch.
+type branchStreamEvents struct {
+	inner parley.StreamSubscription
+	f     *branchFilter
+}
+
+func (s *branchStreamEvents) keep(ctx context.Context, ev parley.StreamEvent) (bool, error) {
+	id := ""
+	switch {
+	case ev.Message != nil:
+		id = ev.Message.Meta().ID
+	case ev.Delta != nil:
+		id = ev.Delta.MessageID
+	default:
+		return true, nil
+	}
+	return s.f.on(ctx, id)
+}
+
+func (s *branchStreamEvents) Next(ctx context.Context) (parley.StreamEvent, error) {
+	for {
+		ev, err := s.inner.Next(ctx)
+		if err != nil {
+			return ev, err
+		}
+		if keep, err := s.keep(ctx, ev); err != nil || keep {
+			return ev, err
+		}
+	}
+}
+
+func (s *branchStreamEvents) Poll(ctx context.Context) (parley.StreamEvent, any, bool, error) {
+	for {
+		ev, id, ok, err := s.inner.Poll(ctx)
+		if !ok || err != nil {
+			return ev, id, ok, err
+		}
+		if keep, err := s.keep(ctx, ev); err != nil || keep {
+			return ev, id, err == nil, err
+		}
+	}
+}
+
+func (s *branchStreamEvents) OnWake(f func()) { s.inner.OnWake(f) }

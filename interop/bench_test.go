@@ -5,7 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,13 +101,129 @@ func BenchmarkImportClaudeCode(b *testing.B) {
 		}
 		for _, f := range []parley.TranscriptFormat{parley.TranscriptOpenAIChat, parley.TranscriptAnthropicMessages, parley.TranscriptMarkdown} {
 			b.Run(string(f), func(b *testing.B) {
+				cpu0, pg0 := selfCPU(), postgresCPU(b)
 				for b.Loop() {
 					if _, err := svc.Transcript(ctx, rep.Conversation.ID, f, parley.TranscriptOptions{}); err != nil {
 						b.Fatal(err)
 					}
 				}
 				b.ReportMetric(float64(5000*b.N)/b.Elapsed().Seconds(), "msgs/s")
+				b.ReportMetric(float64((selfCPU()-cpu0).Milliseconds())/float64(b.N), "go-cpu-ms/op")
+				b.ReportMetric(float64((postgresCPU(b)-pg0).Milliseconds())/float64(b.N), "pg-cpu-ms/op")
 			})
 		}
 	})
+}
+
+// BenchmarkImportLargeSession imports a session of 20,000 exchanges (100,000 messages)
+// into a new conversation: the whole path of `parley import` but the process's start
+// (streamed parse, dedupe, COPY, commit).
+//
+//	go test -run '^$' -bench ImportLargeSession -benchtime 1x -cpuprofile cpu.out ./interop/
+func BenchmarkImportLargeSession(b *testing.B) {
+	ctx := parley.WithOwner(context.Background(), parley.LocalOwner)
+	data := genSession(20000)
+	store, err := db.Open(ctx, pgtest.NewDatabase(b), db.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	svc := interop.New(store, store, store)
+	b.SetBytes(int64(len(data)))
+	cpu0, pg0 := selfCPU(), postgresCPU(b)
+	for b.Loop() {
+		rep, err := svc.ImportConversation(ctx, parley.ImportClaudeCode, bytes.NewReader(data), parley.ImportTarget{})
+		if err != nil || rep.Added != 100000 {
+			b.Fatalf("got %+v, %v", rep, err)
+		}
+	}
+	b.ReportMetric(float64(100000*b.N)/b.Elapsed().Seconds(), "msgs/s")
+	// CPU, which the machine's other load does not change as it does the time taken.
+	b.ReportMetric((selfCPU()-cpu0).Seconds()/float64(b.N), "go-cpu-s/op")
+	b.ReportMetric((postgresCPU(b)-pg0).Seconds()/float64(b.N), "pg-cpu-s/op")
+}
+
+// selfCPU is the CPU time this process has used.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// postgresCPU is the CPU time the test cluster's postmaster and its children (live and
+// exited) have used.
+func postgresCPU(b *testing.B) time.Duration {
+	pidFile, err := os.ReadFile(filepath.Join(pgtest.Cluster().DataDir(), "pgdata", "postmaster.pid"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	root, _ := strconv.Atoi(strings.SplitN(string(pidFile), "\n", 2)[0])
+	dirs, _ := os.ReadDir("/proc")
+	var ticks int64
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
+		ppid, _ := strconv.Atoi(f[1])
+		if pid != root && ppid != root {
+			continue
+		}
+		for _, i := range []int{11, 12} { // utime, stime
+			v, _ := strconv.ParseInt(f[i], 10, 64)
+			ticks += v
+		}
+		if pid == root {
+			for _, i := range []int{13, 14} { // cutime, cstime: exited backends
+				v, _ := strconv.ParseInt(f[i], 10, 64)
+				ticks += v
+			}
+		}
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond // USER_HZ is 100 on Linux
+}
+
+func BenchmarkParseLarge(b *testing.B) {
+	data := genSession(20000)
+	for b.Loop() {
+		s := claudecode.Stream(bytes.NewReader(data))
+		for {
+			if _, err := s.Next(); err != nil {
+				break
+			}
+		}
+	}
+}
+
+// BenchmarkBuildTranscript measures making the transcript of 5,000 messages held in
+// memory: choosing, pairing and encoding, without the read.
+//
+//	go test -run '^$' -bench BuildTranscript -count 5 ./interop/
+func BenchmarkBuildTranscript(b *testing.B) {
+	imp, err := claudecode.Parse(bytes.NewReader(genSession(1000)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs := make([]parley.Message, len(imp.Messages))
+	for i, im := range imp.Messages {
+		msgs[i] = im.Message
+		msgs[i].Meta().Position = i + 1
+	}
+	conv := &parley.Conversation{ID: "conv_bench", Title: "bench"}
+	for _, f := range []parley.TranscriptFormat{parley.TranscriptOpenAIChat, parley.TranscriptAnthropicMessages} {
+		b.Run(string(f), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := interop.Build(conv, msgs, f, parley.TranscriptOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

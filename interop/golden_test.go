@@ -72,10 +72,25 @@ func TestImportGolden(t *testing.T) {
 				if err := json.Unmarshal(tr.Body, &doc); err != nil {
 					t.Fatal(err)
 				}
-				out, err := json.Marshal(map[string]any{
+				record := map[string]any{
 					"title": imp.Title, "systemPrompt": imp.SystemPrompt, "skipped": imp.Skipped,
 					"warnings": imp.Warnings, "origins": origins, "messages": doc.Messages,
-				})
+				}
+				// Formats that record a tree: each message's parent ("ROOT" for a
+				// root, "" to follow the message before it).
+				parents := make([]string, len(imp.Messages))
+				tree := false
+				for i, im := range imp.Messages {
+					parents[i] = im.Parent
+					if im.Root {
+						parents[i] = "ROOT"
+					}
+					tree = tree || parents[i] != ""
+				}
+				if tree {
+					record["parents"] = parents
+				}
+				out, err := json.Marshal(record)
 				if err != nil {
 					t.Fatal(err)
 				}

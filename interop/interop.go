@@ -155,6 +155,9 @@ func (s *Service) Transcript(ctx context.Context, conversationID string, format 
 	if err != nil {
 		return nil, err
 	}
+	if format == parley.TranscriptParleyJSON && opts.Branch == "" {
+		return s.treeTranscript(ctx, conv)
+	}
 	msgs, err := s.readHistory(ctx, conv, opts.Branch)
 	if err != nil {
 		return nil, err
@@ -191,6 +194,37 @@ func (s *Service) readHistory(ctx context.Context, conv *parley.Conversation, br
 		page.After = &after
 	}
 	return msgs, nil
+}
+
+// treeTranscript is the PARLEY_JSON export of a whole conversation: every branch of its
+// tree, each message with its parent, and the active leaf, read page by page within the
+// same limit as readHistory.
+func (s *Service) treeTranscript(ctx context.Context, conv *parley.Conversation) (*parley.Transcript, error) {
+	var msgs []parley.Message
+	var leaf string
+	used, after := 0, 0
+	for {
+		p, err := s.messages.FindTreeMessages(ctx, conv, after, pageSize, max(s.maxBytes-used, 1))
+		if err != nil {
+			return nil, fmt.Errorf("read the tree of %s: %w", conv.ID, err)
+		}
+		if used += p.Bytes; used > s.maxBytes {
+			return nil, parley.Errorf(parley.ETRANSCRIPTTOOLARGE,
+				"transcript: the history holds more than %d bytes of stored messages (--max-transcript-bytes), the most one transcript may read; nothing was exported. Read it in pages with messages, or ask the operator for a larger limit",
+				s.maxBytes)
+		}
+		msgs, leaf = append(msgs, p.Messages...), p.ActiveLeafID
+		if !p.HasNextPage || len(p.Messages) == 0 {
+			break
+		}
+		after = p.Messages[len(p.Messages)-1].Meta().Seq
+	}
+	body, err := parleyjson.ExportTree(conv, msgs, leaf)
+	if err != nil {
+		return nil, err
+	}
+	return &parley.Transcript{Body: body, Report: parley.TranscriptReport{Format: parley.TranscriptParleyJSON,
+		TokenCounting: TokenCounting, EstimatedTokens: estimateAll(msgs)}}, nil
 }
 
 func checkOptions(format parley.TranscriptFormat, opts parley.TranscriptOptions) error {

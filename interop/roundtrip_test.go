@@ -90,7 +90,8 @@ func TestProviderRoundTrip(t *testing.T) {
 }
 
 // stripVolatile removes what differs between two copies of a conversation in two
-// databases: ids, update times, the conversation's own times.
+// databases: ids, update times, the conversation's own times. The tree's links, which
+// are ids, become the indexes of the messages they name.
 func stripVolatile(t *testing.T, raw []byte, alsoSourceIDs bool) any {
 	t.Helper()
 	v := normalize(t, raw).(map[string]any)
@@ -98,6 +99,17 @@ func stripVolatile(t *testing.T, raw []byte, alsoSourceIDs bool) any {
 	delete(conv, "id")
 	delete(conv, "createdAt")
 	delete(conv, "updatedAt")
+	index := map[any]int{}
+	for i, m := range v["messages"].([]any) {
+		m := m.(map[string]any)
+		index[m["id"]] = i
+		if p, ok := m["parentId"]; ok {
+			m["parentId"] = index[p]
+		}
+	}
+	if leaf, ok := conv["activeLeafId"]; ok {
+		conv["activeLeafId"] = index[leaf]
+	}
 	for _, m := range v["messages"].([]any) {
 		m := m.(map[string]any)
 		delete(m, "id")
@@ -122,8 +134,28 @@ func TestParleyJSONRoundTrip(t *testing.T) {
 	}
 	first, _ := transcript(t, srv, rep.Conversation.ID, "PARLEY_JSON", transcriptOpts{})
 	// Ids are the new database's, and each message without a source id takes its
-	// exported id as one; everything else is as it was.
-	if want, got := stripVolatile(t, []byte(in), true), stripVolatile(t, first, true); mustJSON(t, want) != mustJSON(t, got) {
+	// exported id as one; everything else is as it was. The input is one line (no
+	// tree): the export is the tree of that line, each message the child of the one
+	// before it, the last one the active leaf.
+	got := stripVolatile(t, first, true).(map[string]any)
+	if got["tree"] != true {
+		t.Errorf("export: got tree %v, want true", got["tree"])
+	}
+	delete(got, "tree")
+	msgs := got["messages"].([]any)
+	for i, m := range msgs {
+		m := m.(map[string]any)
+		if p, ok := m["parentId"]; (i == 0 && ok) || (i > 0 && p != i-1) {
+			t.Errorf("messages[%d].parentId: got %v, want the message before it", i, p)
+		}
+		delete(m, "parentId")
+	}
+	conv := got["conversation"].(map[string]any)
+	if leaf := conv["activeLeafId"]; leaf != len(msgs)-1 {
+		t.Errorf("activeLeafId: got %v, want the last message %d", leaf, len(msgs)-1)
+	}
+	delete(conv, "activeLeafId")
+	if want := stripVolatile(t, []byte(in), true); mustJSON(t, want) != mustJSON(t, got) {
 		t.Errorf("export after import differs from the input:\n%s", diff(mustJSON(t, want), mustJSON(t, got)))
 	}
 

@@ -170,3 +170,151 @@ func TestDeletionStreamedToSubscribers(t *testing.T) {
 		t.Errorf("the update: got %+v, want the tombstone of %s at position 1", n, m.ID)
 	}
 }
+
+// streamOn starts a streaming message as a child of parent, appends two deltas and
+// completes it, through baseURL; it returns the message's id. The subscriber s has the
+// message before the appends and the appends before it ends, so it gets them as appends
+// (a subscriber behind gets them folded into the message).
+func streamOn(t *testing.T, baseURL, conv, parent, text string, s *sub) string {
+	t.Helper()
+	data, err := post(baseURL, `mutation($c: ID!, $p: ID) { startMessage(conversationId: $c, input: {parentId: $p}) { node { ... on MessageBase { id } } } }`,
+		map[string]any{"c": conv, "p": parent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started struct {
+		StartMessage struct{ Node struct{ ID string } }
+	}
+	if err := json.Unmarshal(data, &started); err != nil {
+		t.Fatal(err)
+	}
+	id := started.StartMessage.Node.ID
+	waitStream(t, s, func(ev streamEvent) bool { return ev.Message != nil && ev.Message.ID == id })
+	for i, piece := range []string{text, " and more"} {
+		if _, err := post(baseURL, `mutation($m: ID!, $s: Int!, $d: [MessageDeltaInput!]!) { appendMessageDeltas(messageId: $m, seq: $s, deltas: $d) { seq } }`,
+			map[string]any{"m": id, "s": i + 1, "d": []map[string]any{{"kind": "TEXT", "index": 0, "text": piece}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitStream(t, s, func(ev streamEvent) bool { return ev.Delta != nil && ev.Delta.MessageID == id && ev.Delta.Seq == 2 })
+	if _, err := post(baseURL, `mutation($m: ID!) { completeMessage(messageId: $m) { __typename } }`, map[string]any{"m": id}); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// messageStream and messageUpdated follow one branch each, as messageAdded does: two
+// subscribers of each, one on the active branch and one on another, see the messages,
+// the appends and the changes of their own branch only; an append's position is the
+// message's depth on its branch, not its store number.
+func TestStreamAndUpdatesFollowOneBranch(t *testing.T) {
+	t.Parallel()
+	a := newReplica(t, "", replicaOptions{})
+	b := newReplica(t, a.DSN, replicaOptions{})
+	conv := b.CreateConversation(t, "branches")
+	must := func(id string, err error) string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	m1 := must(addOn(b.URL, conv, "m1", "", ""))
+	m2 := must(addOn(b.URL, conv, "m2", "", ""))
+	m3 := must(addOn(b.URL, conv, "m3", "", ""))
+	e3 := must(addOn(b.URL, conv, "m3, edited", "", m3)) // the active branch: m1 m2 e3
+
+	ws := dial(t, a.URL, transportWS)
+	const updated = `subscription($c: ID!, $b: ID) { messageUpdated(conversationId: $c, branch: $b) ` + edgeSelection + ` }`
+	const streamed = `subscription($c: ID!, $a: String, $b: ID) { messageStream(conversationId: $c, after: $a, branch: $b) {
+		cursor message { ... on MessageBase { id position messageStatus } ... on TextMessage { text } }
+		delta { messageId position seq deltas { kind index text } } } }`
+	streamActive := ws.subscribe(t, streamed, map[string]any{"c": conv, "a": parley.MessageCursor(0)})
+	streamOther := ws.subscribe(t, streamed, map[string]any{"c": conv, "a": parley.MessageCursor(0), "b": m3})
+	updActive := ws.subscribe(t, updated, map[string]any{"c": conv})
+	updOther := ws.subscribe(t, updated, map[string]any{"c": conv, "b": m3})
+
+	// The update subscriptions deliver changes from when they are registered: change a
+	// message both branches share until both have it.
+	pollUntil(t, "the update subscriptions to start", func() bool {
+		if _, err := post(b.URL, `mutation($m: ID!) { setMessageHidden(messageId: $m, hidden: true) { __typename } }`, map[string]any{"m": m2}); err != nil {
+			t.Fatal(err)
+		}
+		x, _, _ := updActive.snapshot()
+		y, _, _ := updOther.snapshot()
+		return len(x) > 0 && len(y) > 0
+	})
+
+	s1 := streamOn(t, b.URL, conv, e3, "on the active branch", streamActive) // depth 4, store number 5
+	s2 := streamOn(t, b.URL, conv, m3, "on the other branch", streamOther)   // depth 4, store number 6
+	for _, m := range []string{m3, e3, s1, s2, m1} {
+		if _, err := post(b.URL, `mutation($m: ID!) { setMessageHidden(messageId: $m, hidden: true) { __typename } }`, map[string]any{"m": m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	checkStreamed := func(name string, s *sub, want []string, streamedID string) {
+		t.Helper()
+		t.Cleanup(func() {
+			if t.Failed() {
+				raw, _, _ := s.snapshot()
+				t.Logf("%s: received %d events: %s", name, len(raw), s.raw)
+			}
+		})
+		evs := waitStream(t, s, func(ev streamEvent) bool {
+			return ev.Message != nil && ev.Message.ID == streamedID && ev.Message.MessageStatus == "COMPLETED"
+		})
+		var got []string
+		deltas := 0
+		for _, ev := range evs {
+			switch {
+			case ev.Message != nil && ev.Message.MessageStatus != "STREAMING":
+				if ev.Message.ID != streamedID || len(got) == 0 || got[len(got)-1] != ev.Message.ID {
+					got = append(got, ev.Message.ID)
+				}
+			case ev.Message != nil:
+				got = append(got, ev.Message.ID)
+			case ev.Delta != nil:
+				deltas++
+				if ev.Delta.MessageID != streamedID || ev.Delta.Position != 4 {
+					t.Errorf("%s: a delta of %s at position %d, want %s's at its depth 4", name, ev.Delta.MessageID, ev.Delta.Position, streamedID)
+				}
+			}
+		}
+		if deltas != 2 {
+			t.Errorf("%s: got %d deltas, want 2", name, deltas)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: got messages %v, want %v", name, got, want)
+		}
+	}
+	checkStreamed("messageStream, active branch", streamActive, []string{m1, m2, e3, s1}, s1)
+	checkStreamed("messageStream, the other branch", streamOther, []string{m1, m2, m3, s2}, s2)
+
+	checkUpdated := func(name string, s *sub, want []string) {
+		t.Helper()
+		var got []string
+		waitUntil(t, name, s.changed, func() bool {
+			evs, errs, _ := s.snapshot()
+			if len(errs) > 0 {
+				t.Fatalf("%s: %s", name, errs)
+			}
+			got = got[:0]
+			for _, e := range evs {
+				if e.Node.ID != m2 {
+					got = append(got, e.Node.ID)
+				}
+			}
+			return slices.Contains(got, m1)
+		})
+		// (A streamed message's end is a change too: the set of messages matters.)
+		slices.Sort(got)
+		got = slices.Compact(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: got changes of %v, want %v", name, got, want)
+		}
+	}
+	checkUpdated("messageUpdated, active branch", updActive, []string{e3, s1, m1})
+	checkUpdated("messageUpdated, the other branch", updOther, []string{m3, s2, m1})
+}

@@ -84,16 +84,19 @@ func unauthenticated(w http.ResponseWriter, r *http.Request, msg string) {
 // Authorization header goes through: it authenticates in connection_init.
 func withAuth(a parley.Authenticator, rev *revocations, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if a == nil {
+		cred, present := bearer(r.Header.Get("Authorization"))
+		if localMode(a) {
 			if !isLoopbackHost(hostOnly(r.Host)) {
 				transport.WriteError(w, r, http.StatusMisdirectedRequest, "LOCAL_MODE_HOST",
 					fmt.Sprintf("this server runs without authentication and answers only requests addressed to localhost or a loopback address, not %q", r.Host))
 				return
 			}
-			next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), localPrincipal)))
-			return
+			if a == nil || !isShareCredential(cred) {
+				next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), localPrincipal)))
+				return
+			}
+			// A share link holds to its scope in local mode too: authenticated below.
 		}
-		cred, present := bearer(r.Header.Get("Authorization"))
 		if !present {
 			if transport.KindOf(r.Context()) == transport.Websocket {
 				next.ServeHTTP(w, r)
@@ -140,9 +143,6 @@ func withAuth(a parley.Authenticator, rev *revocations, next http.Handler) http.
 // the Authorization header of the upgrade request, if it had one, holds.
 func websocketAuth(a parley.Authenticator, rev *revocations) transport.WebsocketAuthFunc {
 	return func(ctx context.Context, payload map[string]any) (context.Context, time.Time, error) {
-		if a == nil {
-			return withPrincipal(ctx, localPrincipal), time.Time{}, nil
-		}
 		cred, present := "", false
 		for k, v := range payload {
 			s, _ := v.(string)
@@ -153,6 +153,12 @@ func websocketAuth(a parley.Authenticator, rev *revocations) transport.Websocket
 			case k == "authToken":
 				cred, present = strings.TrimSpace(s), true
 			}
+		}
+		if localMode(a) && (a == nil || !isShareCredential(cred)) {
+			if p := principalFrom(ctx); !present && p != nil && p.Conversation != "" {
+				return rev.watch(ctx, p), p.ExpiresAt, nil // the upgrade's share link holds
+			}
+			return withPrincipal(ctx, localPrincipal), time.Time{}, nil
 		}
 		if !present {
 			if p := principalFrom(ctx); p != nil {

@@ -38,10 +38,16 @@ type tokenStreams struct {
 // token's streams end within about this long.
 const revocationInterval = 2 * time.Second
 
-func newRevocations(a parley.Authenticator, log *slog.Logger) *revocations {
-	check, ok := a.(parley.CredentialChecker)
-	if !ok {
-		return nil
+func newRevocations(a parley.Authenticator, shares parley.CredentialChecker, log *slog.Logger) *revocations {
+	// The store knows every API token, share links included; the authenticator knows
+	// them only when it accepts API tokens.
+	var check parley.CredentialChecker = shares
+	if check == nil {
+		c, ok := a.(parley.CredentialChecker)
+		if !ok {
+			return nil
+		}
+		check = c
 	}
 	return &revocations{check: check, interval: revocationInterval, log: log,
 		streams: map[string]*tokenStreams{}}

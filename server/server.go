@@ -24,6 +24,7 @@ import (
 	"github.com/parley-dev/parley/playground"
 	"github.com/parley-dev/parley/render"
 	"github.com/parley-dev/parley/tracing"
+	"github.com/parley-dev/parley/viewer"
 )
 
 // Config is what the server serves.
@@ -43,6 +44,11 @@ type Config struct {
 	Live parley.LiveMessageService
 	// Tree reads and switches conversations' branches; nil turns those fields off.
 	Tree parley.TreeService
+	// Search finds messages and conversations; nil turns search off.
+	Search parley.SearchService
+	// ShareLinks makes share links and authenticates them, in local mode too (see
+	// share.go); nil turns them off.
+	ShareLinks parley.ShareLinkService
 	// Ready reports whether the server can serve requests (the database answers).
 	Ready  func(ctx context.Context) error
 	Logger *slog.Logger
@@ -73,7 +79,8 @@ type Config struct {
 	ImportAPI ImportAPI
 }
 
-// New returns the server's handler: the playground at /, GraphQL at /graphql, and
+// New returns the server's handler: the playground at /, the history viewer at
+// /viewer/, GraphQL at /graphql, and
 // /healthz (the process is up) and /readyz (it can serve: the database answers).
 func New(cfg Config) http.Handler {
 	if cfg.Logger == nil {
@@ -96,14 +103,17 @@ func New(cfg Config) http.Handler {
 		Renderer:                 cfg.Renderer,
 		LiveMessageService:       cfg.Live,
 		TreeService:              cfg.Tree,
+		SearchService:            cfg.Search,
+		ShareLinkService:         cfg.ShareLinks,
 		Logger:                   cfg.Logger,
 	}
-	rev := newRevocations(cfg.Auth, cfg.Logger) // nil without API tokens
-	gqlCfg.WebsocketAuth = websocketAuth(cfg.Auth, rev)
+	authn := withShareLinks(cfg.Auth, cfg.ShareLinks)
+	rev := newRevocations(authn, cfg.ShareLinks, cfg.Logger) // nil without API tokens or share links
+	gqlCfg.WebsocketAuth = websocketAuth(authn, rev)
 	if rev != nil {
 		gqlCfg.WebsocketCheck = rev.checkOperation
 	}
-	gqlCfg.Extensions = append(gqlCfg.Extensions, operationInfo{}, readOnly{})
+	gqlCfg.Extensions = append(gqlCfg.Extensions, operationInfo{}, readOnly{}, shareScope{})
 	// One bucket per owner for each rate, whichever endpoint takes from it.
 	requests := newOwnerLimiter(cfg.RateLimits.Requests, cfg.RateLimits.RequestsBurst)
 	writes := newOwnerLimiter(cfg.RateLimits.Writes, cfg.RateLimits.WritesBurst)
@@ -119,7 +129,7 @@ func New(cfg Config) http.Handler {
 	// A page on a trusted origin may also open websockets: that origin may already do
 	// more with fetch.
 	gqlCfg.WebsocketOrigins = append(slices.Clip(gqlCfg.WebsocketOrigins), cfg.TrustedOrigins...)
-	endpoint := withOrigins(gqlCfg.WebsocketOrigins, withAuth(cfg.Auth, rev,
+	endpoint := withOrigins(gqlCfg.WebsocketOrigins, withAuth(authn, rev,
 		withRateLimit(requests, graph.NewHandler(resolver, gqlCfg))))
 	endpoint, err := withCSRF(cfg.TrustedOrigins, endpoint)
 	if err != nil {
@@ -128,8 +138,11 @@ func New(cfg Config) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", transport.Classify(withShutdown(gqlCfg.Shutdown,
 		withCompression(withCORS(cfg.TrustedOrigins, endpoint)))))
-	mux.Handle("/api/", apiHandler(cfg, rev, requests, writes))
+	mux.Handle("/api/", apiHandler(cfg, authn, rev, requests, writes))
 	mux.Handle("/", withCompression(playground.Handler("Parley", "/graphql", "/playground/assets/")))
+	pages := withCompression(viewer.Handler("/graphql"))
+	mux.Handle("/viewer", pages)
+	mux.Handle(viewer.Prefix, pages)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
@@ -155,7 +168,7 @@ func New(cfg Config) http.Handler {
 
 // apiHandler serves the HTTP API beside GraphQL (importapi.go), authenticated and
 // limited as /graphql is.
-func apiHandler(cfg Config, rev *revocations, requests, writes *ownerLimiter) http.Handler {
+func apiHandler(cfg Config, authn parley.Authenticator, rev *revocations, requests, writes *ownerLimiter) http.Handler {
 	limits := cfg.ImportAPI
 	if limits.MaxBytes <= 0 {
 		limits.MaxBytes = DefaultMaxImportBytes
@@ -170,7 +183,7 @@ func apiHandler(cfg Config, rev *revocations, requests, writes *ownerLimiter) ht
 	}
 	mux.Handle("POST /api/import", &importHandler{interop: cfg.Interop, limits: limits, wholeBytes: whole, writes: writes, log: cfg.Logger})
 	mux.HandleFunc("GET /api/whoami", serveWhoami)
-	h, err := withCSRF(cfg.TrustedOrigins, withAuth(cfg.Auth, rev, withRateLimit(requests, mux)))
+	h, err := withCSRF(cfg.TrustedOrigins, withAuth(authn, rev, withRateLimit(requests, mux)))
 	if err != nil {
 		panic("server: " + err.Error()) // checked with the configuration
 	}

@@ -124,6 +124,14 @@ func (m countedMessages) FindMessages(ctx context.Context, conv *parley.Conversa
 	return p, err
 }
 
+func (m countedMessages) FindTreeMessages(ctx context.Context, conv *parley.Conversation, afterSeq, first, maxBytes int) (*parley.TreePage, error) {
+	p, err := m.MessageService.FindTreeMessages(ctx, conv, afterSeq, first, maxBytes)
+	if err == nil {
+		m.progress.Add(len(p.Messages))
+	}
+	return p, err
+}
+
 // writeTranscript writes Markdown as text and JSON indented, each ending in a newline.
 func writeTranscript(w io.Writer, format parley.TranscriptFormat, body parley.JSON) error {
 	if format == parley.TranscriptMarkdown {

@@ -107,6 +107,9 @@ func tokenCommand(stdout, stderr io.Writer) *cli.Command {
 							if t.ReadOnly {
 								scope = "read-only"
 							}
+							if t.ConversationID != "" {
+								scope = "share link: " + t.ConversationID // reads that conversation only
+							}
 							fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Owner, t.Name, scope, stamp(&t.CreatedAt),
 								stamp(t.LastUsedAt), stamp(t.ExpiresAt), tokenStatus(t))
 						}

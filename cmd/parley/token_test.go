@@ -9,7 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/pgtest"
 )
 
@@ -121,5 +124,41 @@ func TestServeRefusesOpenLocalMode(t *testing.T) {
 	err := run(context.Background(), []string{"parley", "serve", "--addr", "0.0.0.0:0", "--database-url", pgtest.NewDatabase(t)}, &out, &errOut)
 	if err == nil || !strings.Contains(err.Error(), "without authentication") || !strings.Contains(err.Error(), "--auth-tokens") {
 		t.Errorf("serve on 0.0.0.0 in local mode: got %v, want a refusal naming the fix", err)
+	}
+}
+
+// TestTokenListShowsShareLinks: share links are listed with the owner's tokens, scoped
+// to their conversation, and parley token revoke revokes them.
+func TestTokenListShowsShareLinks(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDatabase(t)
+	store, err := db.Open(context.Background(), dsn, db.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx := parley.WithOwner(context.Background(), "alice")
+	conv, err := store.CreateConversation(ctx, "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, _, err := store.CreateShareLink(ctx, conv.ID, "", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := func(args ...string) string {
+		var out, errOut syncBuffer
+		if err := run(context.Background(), append([]string{"parley"}, args...), &out, &errOut); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, errOut.String())
+		}
+		return out.String()
+	}
+	out := cli("token", "list", "--database-url", dsn, "--owner", "alice")
+	if !strings.Contains(out, link.ID) || !strings.Contains(out, "share link: "+conv.ID) || !strings.Contains(out, "active") {
+		t.Errorf("token list: got\n%s\nwant %s as a share link of %s, active", out, link.ID, conv.ID)
+	}
+	cli("token", "revoke", "--database-url", dsn, link.ID)
+	if out := cli("token", "list", "--database-url", dsn, "--owner", "alice"); !strings.Contains(out, "revoked") {
+		t.Errorf("token list after revoke: got\n%s\nwant the link revoked", out)
 	}
 }

@@ -82,6 +82,16 @@ type ConversationListEvent struct {
 	Conversation *parley.Conversation `json:"conversation,omitempty"`
 }
 
+type ConversationSearchHitConnection struct {
+	Edges    []*ConversationSearchHitEdge `json:"edges"`
+	PageInfo *PageInfo                    `json:"pageInfo"`
+}
+
+type ConversationSearchHitEdge struct {
+	Cursor string                        `json:"cursor"`
+	Node   *parley.ConversationSearchHit `json:"node"`
+}
+
 type FileReferenceInput struct {
 	Path      string `json:"path"`
 	StartLine *int   `json:"startLine,omitempty"`
@@ -127,10 +137,11 @@ type MessageDelta struct {
 
 // One acknowledged append of a streaming message.
 type MessageDeltaEvent struct {
-	MessageID string          `json:"messageId"`
-	Position  int             `json:"position"`
-	Seq       int             `json:"seq"`
-	Deltas    []*MessageDelta `json:"deltas"`
+	MessageID string `json:"messageId"`
+	// The message's position: its depth along its branch, as MessageBase.position.
+	Position int             `json:"position"`
+	Seq      int             `json:"seq"`
+	Deltas   []*MessageDelta `json:"deltas"`
 }
 
 // One piece of a streaming message. `index` is the part's (or, for TOOL_ARGUMENTS, the tool call's) number from 0; one past the last opens a new one.
@@ -205,6 +216,67 @@ type ProvenanceInput struct {
 }
 
 type Query struct {
+}
+
+// What narrows a search; fields left out do not narrow it. Lists hold at most 100 values.
+type SearchFilter struct {
+	ConversationIds []string             `json:"conversationIds,omitempty"`
+	Kinds           []parley.MessageKind `json:"kinds,omitempty"`
+	Roles           []parley.Role        `json:"roles,omitempty"`
+	// Tool requests calling, and tool results of, a tool of one of these names; `*` matches any run of characters and `?` one (`mcp__github__*`).
+	ToolNames []string `json:"toolNames,omitempty"`
+	// Tool results of this status.
+	ToolResultStatus *parley.ToolResultStatus `json:"toolResultStatus,omitempty"`
+	// Tool requests with a call of this approval status.
+	ApprovalStatus *parley.ApprovalStatus `json:"approvalStatus,omitempty"`
+	// Messages whose provenance names one of these models (exactly).
+	Models []string `json:"models,omitempty"`
+	// Messages whose provenance names one of these providers (exactly).
+	Providers []string `json:"providers,omitempty"`
+	// Stored at or after.
+	CreatedAfter *time.Time `json:"createdAfter,omitempty"`
+	// Stored before.
+	CreatedBefore *time.Time `json:"createdBefore,omitempty"`
+	// ACTIVE when absent.
+	Branches *BranchScope `json:"branches,omitempty"`
+	// Search the model's thinking too (false when absent).
+	IncludeThinking *bool `json:"includeThinking,omitempty"`
+}
+
+type SearchHitConnection struct {
+	Edges    []*SearchHitEdge `json:"edges"`
+	PageInfo *PageInfo        `json:"pageInfo"`
+}
+
+type SearchHitEdge struct {
+	Cursor string            `json:"cursor"`
+	Node   *parley.SearchHit `json:"node"`
+}
+
+// A read-only credential scoped to one conversation: whoever holds its secret can read
+// that conversation (messages, branches, exports, live events) and nothing else, until it
+// expires or is revoked. It is an API token (listed by `parley token list`) that cannot
+// write, list conversations or reach any other.
+type ShareLink struct {
+	// The token's id (`tok_…`), what `revokeShareLink` and `parley token revoke` take.
+	ID             string `json:"id"`
+	ConversationID string `json:"conversationId"`
+	// The message whose branch the link opens on; null for the active branch.
+	Branch     *string    `json:"branch,omitempty"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	ExpiresAt  time.Time  `json:"expiresAt"`
+	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+	// When it was revoked; null while it holds.
+	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+}
+
+// A new share link and its secret, shown this once.
+type ShareLinkCreation struct {
+	Link *ShareLink `json:"link"`
+	// The bearer credential (`prl_share_…`): it is not stored and cannot be shown again.
+	Secret string `json:"secret"`
+	// The viewer's path for it, with the secret in the fragment (which browsers never send): `/viewer/c/{id}?branch=…#share=…`.
+	Path string `json:"path"`
 }
 
 // A message's siblings: the children of its parent (the roots, for a root), itself among them, oldest first. Enough for a ‹ 2 / 3 › control.
@@ -310,6 +382,64 @@ type UsageInput struct {
 	ReasoningTokens          *int `json:"reasoningTokens,omitempty"`
 }
 
+// Which branches a search looks at.
+type BranchScope string
+
+const (
+	// Each conversation's active branch (the default).
+	BranchScopeActive BranchScope = "ACTIVE"
+	// Every branch: a hit off the active branch says which branch it is on.
+	BranchScopeAll BranchScope = "ALL"
+)
+
+var AllBranchScope = []BranchScope{
+	BranchScopeActive,
+	BranchScopeAll,
+}
+
+func (e BranchScope) IsValid() bool {
+	switch e {
+	case BranchScopeActive, BranchScopeAll:
+		return true
+	}
+	return false
+}
+
+func (e BranchScope) String() string {
+	return string(e)
+}
+
+func (e *BranchScope) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = BranchScope(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid BranchScope", str)
+	}
+	return nil
+}
+
+func (e BranchScope) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *BranchScope) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e BranchScope) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 // The `extensions.code` of every error Parley answers with, in the `errors` of a GraphQL
 // response (and, for requests refused before GraphQL runs, with the HTTP status named).
 // Errors also carry `extensions.requestId`, which finds the request in the server's log.
@@ -346,6 +476,10 @@ const (
 	ErrorCodeToolCallClaimed ErrorCode = "TOOL_CALL_CLAIMED"
 	// The request timed out (--request-timeout) or the client went away.
 	ErrorCodeRequestCancelled ErrorCode = "REQUEST_CANCELLED"
+	// A search query without a word to search for: empty, blank, or only operators, punctuation or words the text search configuration ignores.
+	ErrorCodeSearchQueryEmpty ErrorCode = "SEARCH_QUERY_EMPTY"
+	// A search query over 1,000 bytes.
+	ErrorCodeSearchQueryTooLong ErrorCode = "SEARCH_QUERY_TOO_LONG"
 	// A fault of the server's: the message is generic, and `extensions.requestId` finds it in the log.
 	ErrorCodeInternalServerError ErrorCode = "INTERNAL_SERVER_ERROR"
 	// The document does not parse (HTTP 400 under application/graphql-response+json).
@@ -408,6 +542,8 @@ var AllErrorCode = []ErrorCode{
 	ErrorCodeRequestTooLarge,
 	ErrorCodeToolCallClaimed,
 	ErrorCodeRequestCancelled,
+	ErrorCodeSearchQueryEmpty,
+	ErrorCodeSearchQueryTooLong,
 	ErrorCodeInternalServerError,
 	ErrorCodeGraphqlParseFailed,
 	ErrorCodeGraphqlValidationFailed,
@@ -434,7 +570,7 @@ var AllErrorCode = []ErrorCode{
 
 func (e ErrorCode) IsValid() bool {
 	switch e {
-	case ErrorCodeBadUserInput, ErrorCodeNotFound, ErrorCodeConflict, ErrorCodeForbidden, ErrorCodeServiceUnavailable, ErrorCodeLimitExceeded, ErrorCodeMessageTooLarge, ErrorCodeTooManyToolCalls, ErrorCodeToolArgumentsTooLarge, ErrorCodeImageTooLarge, ErrorCodeTranscriptTooLarge, ErrorCodeNodesTooLarge, ErrorCodeRequestTooLarge, ErrorCodeToolCallClaimed, ErrorCodeRequestCancelled, ErrorCodeInternalServerError, ErrorCodeGraphqlParseFailed, ErrorCodeGraphqlValidationFailed, ErrorCodePersistedQueryNotFound, ErrorCodeQueryTooDeep, ErrorCodeTooManyAliases, ErrorCodeQueryTooComplex, ErrorCodePageTooLarge, ErrorCodeTooManyTokens, ErrorCodeTooManySelections, ErrorCodeIntrospectionDisabled, ErrorCodeIntrospectionTooDeep, ErrorCodeTooManySubscriptions, ErrorCodeRateLimited, ErrorCodeUnauthenticated, ErrorCodeCrossOriginRefused, ErrorCodeOriginNotAllowed, ErrorCodeLocalModeHost, ErrorCodeBadRequest, ErrorCodeMethodNotAllowed, ErrorCodeNotAcceptable, ErrorCodeUnsupportedMediaType:
+	case ErrorCodeBadUserInput, ErrorCodeNotFound, ErrorCodeConflict, ErrorCodeForbidden, ErrorCodeServiceUnavailable, ErrorCodeLimitExceeded, ErrorCodeMessageTooLarge, ErrorCodeTooManyToolCalls, ErrorCodeToolArgumentsTooLarge, ErrorCodeImageTooLarge, ErrorCodeTranscriptTooLarge, ErrorCodeNodesTooLarge, ErrorCodeRequestTooLarge, ErrorCodeToolCallClaimed, ErrorCodeRequestCancelled, ErrorCodeSearchQueryEmpty, ErrorCodeSearchQueryTooLong, ErrorCodeInternalServerError, ErrorCodeGraphqlParseFailed, ErrorCodeGraphqlValidationFailed, ErrorCodePersistedQueryNotFound, ErrorCodeQueryTooDeep, ErrorCodeTooManyAliases, ErrorCodeQueryTooComplex, ErrorCodePageTooLarge, ErrorCodeTooManyTokens, ErrorCodeTooManySelections, ErrorCodeIntrospectionDisabled, ErrorCodeIntrospectionTooDeep, ErrorCodeTooManySubscriptions, ErrorCodeRateLimited, ErrorCodeUnauthenticated, ErrorCodeCrossOriginRefused, ErrorCodeOriginNotAllowed, ErrorCodeLocalModeHost, ErrorCodeBadRequest, ErrorCodeMethodNotAllowed, ErrorCodeNotAcceptable, ErrorCodeUnsupportedMediaType:
 		return true
 	}
 	return false

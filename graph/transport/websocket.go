@@ -290,10 +290,10 @@ func (c *wsConn) init(payload json.RawMessage) bool {
 		}
 		ctx = actx
 		// The credential revoked: the context auth made ends, with the cause.
-		context.AfterFunc(ctx, func() {
+		context.AfterFunc(actx, func() {
 			if c.ctx.Err() == nil {
 				reason := "Forbidden: the credential is no longer valid"
-				if cause := context.Cause(ctx); cause != nil && cause != context.Canceled && cause != context.DeadlineExceeded {
+				if cause := context.Cause(actx); cause != nil && cause != context.Canceled && cause != context.DeadlineExceeded {
 					reason = "Forbidden: " + cause.Error()
 				}
 				c.close(CloseForbidden, reason)
@@ -306,7 +306,8 @@ func (c *wsConn) init(payload json.RawMessage) bool {
 			ctx, cancel = context.WithDeadline(ctx, expires)
 			context.AfterFunc(c.ctx, cancel) // released with the connection
 			context.AfterFunc(ctx, func() {
-				if c.ctx.Err() == nil {
+				// A revocation ends this context too: then the close above says why.
+				if c.ctx.Err() == nil && actx.Err() == nil {
 					c.close(CloseForbidden, "Forbidden: the credential expired")
 				}
 			})

@@ -113,6 +113,15 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.Store, err = db.Open(ctx, cfg.DSN, dbc); err != nil {
 		return nil, err
 	}
+	if sc := cfg.Config.Search.Config; sc != "" {
+		changed, err := s.Store.SetSearchConfig(ctx, sc)
+		if err != nil {
+			return nil, err
+		}
+		if changed {
+			log.Info("search configuration changed: every message's search vector was rebuilt", "config", sc)
+		}
+	}
 	cfg.Metrics.RegisterDB(s.Store.SQL().DB)
 	authn, err := authenticator(cfg, s.Store)
 	if err != nil {
@@ -156,9 +165,11 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Interop: interop.New(s.Store, s.Store, s.Store).WithMaxBytes(l.MaxTranscriptBytes).WithVisionModels(func(model string) (bool, bool) {
 			return recognize.SupportsVision(cfg.Config.Vision.Models, model)
 		}),
-		Live:    s.Store,
-		Tree:    s.Store,
-		Metrics: cfg.Metrics, ServeMetrics: cfg.ServeMetrics, TracerProvider: cfg.TracerProvider,
+		Live:       s.Store,
+		Tree:       s.Store,
+		Search:     s.Store,
+		ShareLinks: s.Store,
+		Metrics:    cfg.Metrics, ServeMetrics: cfg.ServeMetrics, TracerProvider: cfg.TracerProvider,
 		GraphQL:   gql,
 		Renderer:  render.New(render.Config{ImageHosts: cfg.Config.Render.ImageHosts}),
 		ImportAPI: server.ImportAPI{MaxBytes: l.MaxImportBytes, Timeout: time.Duration(l.ImportTimeout)},

@@ -9,6 +9,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/packages/param"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/interop/internal/jsonlist"
 	"github.com/parley-dev/parley/interop/internal/notes"
 )
 
@@ -286,10 +287,22 @@ func ExportWith(msgs []parley.Message, opts Options) (parley.JSON, []string, err
 		b.notes.Add(noteStartsWithAI)
 	}
 	placeBreakpoints(out.System, out.Messages, opts.CacheBreakpoints)
-	raw, err := json.Marshal(out)
+	// As json.Marshal(out) would write it, without checking each message's output again.
+	raw := []byte{'{'}
+	if len(out.System) > 0 {
+		raw = append(raw, `"system":`...)
+		var err error
+		if raw, err = jsonlist.Append(raw, out.System); err != nil {
+			return nil, nil, fmt.Errorf("encode system: %w", err)
+		}
+		raw = append(raw, ',')
+	}
+	raw = append(raw, `"messages":`...)
+	raw, err := jsonlist.Append(raw, out.Messages)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode messages: %w", err)
 	}
+	raw = append(raw, '}')
 	return raw, b.notes.List(), nil
 }
 

@@ -35,6 +35,17 @@
 //     that is not JSON or has fields of the wrong type: the error names the line.
 //   - Lines are read whole, whatever their length (base64 screenshots pass 1 MB).
 //   - The title is the session's custom title, else its summary.
+//
+// The records' uuid/parentUuid links make a tree, and so do the messages: each message
+// names its parent (parley.ImportedMessage.Parent, by source id), so that a rewind, an
+// edited prompt or a resumed session that went back imports as a branch. Records that
+// make no message of their own (progress, system notices, the further lines of a
+// streamed reply, a resumed session's copies) pass their place on to their children, so
+// that only message-level forks are forks. The results of one request's calls are one
+// run: each record answering a call names the call's line as its parent (Claude Code
+// 2.x), which would make parallel results siblings, so a child of any message of the
+// run follows the run's last message instead. A compaction boundary (parentUuid null)
+// continues from its logicalParentUuid, or from the message before it.
 package claudecode
 
 import (
@@ -99,18 +110,21 @@ const (
 
 // record is the envelope of a line: only the fields this package reads.
 type record struct {
-	Type             string          `json:"type"`
-	Subtype          string          `json:"subtype"`
-	UUID             string          `json:"uuid"`
-	Timestamp        string          `json:"timestamp"`
-	IsSidechain      bool            `json:"isSidechain"`
-	IsMeta           bool            `json:"isMeta"`
-	IsCompactSummary bool            `json:"isCompactSummary"`
-	IsAPIError       bool            `json:"isApiErrorMessage"`
-	Message          json.RawMessage `json:"message"`
-	Summary          string          `json:"summary"`
-	LeafUUID         string          `json:"leafUuid"`
-	CustomTitle      string          `json:"customTitle"`
+	Type    string `json:"type"`
+	Subtype string `json:"subtype"`
+	UUID    string `json:"uuid"`
+	// ParentUUID is absent (nil), null (a root) or a uuid.
+	ParentUUID        json.RawMessage `json:"parentUuid"`
+	LogicalParentUUID string          `json:"logicalParentUuid"`
+	Timestamp         string          `json:"timestamp"`
+	IsSidechain       bool            `json:"isSidechain"`
+	IsMeta            bool            `json:"isMeta"`
+	IsCompactSummary  bool            `json:"isCompactSummary"`
+	IsAPIError        bool            `json:"isApiErrorMessage"`
+	Message           json.RawMessage `json:"message"`
+	Summary           string          `json:"summary"`
+	LeafUUID          string          `json:"leafUuid"`
+	CustomTitle       string          `json:"customTitle"`
 }
 
 // apiMessage is a record's message: an Anthropic Messages API message.
@@ -165,13 +179,32 @@ type reply struct {
 	// come later still cannot be added.
 	emitted bool
 	prov    *parley.Provenance
+	// parent is where the reply goes (its first line's parent), self the reply's place,
+	// last the last message of the reply (itself or an image it carried).
+	parent, self, last ref
 }
+
+// ref is a place in the messages' tree as the parser sees it: a message, by its source
+// id and its order among the messages, before the root (a root's parent), or unknown (a
+// parent outside the file).
+type ref struct {
+	sid     string
+	ord     int
+	root    bool
+	unknown bool
+}
+
+var (
+	rootRef    = ref{root: true, ord: -1}
+	unknownRef = ref{unknown: true, ord: -1}
+)
 
 // item is one entry of the output, in file order: a finished message or a reply.
 type item struct {
 	msg    parley.Message
 	origin string
 	reply  *reply
+	parent ref
 }
 
 type parser struct {
@@ -180,18 +213,29 @@ type parser struct {
 	replies    map[string]*reply
 	calls      map[string]int // tool_use id -> line that made it
 	answered   map[string]answer
-	userTurns  map[string]int // timestamp + content fingerprint -> line
+	userTurns  map[string]ref // timestamp + content fingerprint -> the turn's last message
 	uuids      map[string]bool
 	turns      int // conversation turns read so far
 	unfamiliar map[string]bool
 	dropped    map[string]bool // block types warned about
 	summaries  []summaryRecord
 	custom     string
+
+	// The tree: each record's place (by uuid), the order of the next message, the
+	// request whose calls each call id is of, and the runs of results (a run's messages
+	// to their request, each request to its run's last message).
+	at      map[string]ref
+	ord     int
+	callReq map[string]ref
+	runOf   map[string]string
+	runEnd  map[string]ref
+	gone    map[string]ref // replies left out, to their parents
 }
 
 type answer struct {
 	line        int
 	fingerprint string
+	at          ref
 }
 
 type summaryRecord struct {
@@ -283,11 +327,67 @@ func newParser() *parser {
 		replies:    make(map[string]*reply),
 		calls:      make(map[string]int),
 		answered:   make(map[string]answer),
-		userTurns:  make(map[string]int),
+		userTurns:  make(map[string]ref),
 		uuids:      make(map[string]bool),
 		unfamiliar: make(map[string]bool),
 		dropped:    make(map[string]bool),
+		at:         make(map[string]ref),
+		callReq:    make(map[string]ref),
+		runOf:      make(map[string]string),
+		runEnd:     make(map[string]ref),
+		gone:       make(map[string]ref),
 	}
+}
+
+// parentOf is where a record's children go by its parentUuid: the place of the record
+// it names (the last message of a run it names), a root, or unknown for a uuid this
+// file does not have. A compaction boundary has no parent but a logical one.
+func (p *parser) parentOf(rec *record) ref {
+	raw := bytes.TrimSpace(rec.ParentUUID)
+	var id string
+	if len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+		if err := unmarshal(raw, &id); err != nil {
+			return unknownRef
+		}
+	}
+	if id == "" {
+		switch {
+		case rec.LogicalParentUUID != "":
+			id = rec.LogicalParentUUID
+		case len(raw) == 0, rec.Type == "system" && rec.Subtype == "compact_boundary", rec.IsCompactSummary:
+			return unknownRef // the message before it, as in a file without links
+		default:
+			return rootRef
+		}
+	}
+	at, ok := p.at[id]
+	if !ok {
+		return unknownRef
+	}
+	return p.follow(at)
+}
+
+// follow takes a place in a run of results to the run's last message.
+func (p *parser) follow(at ref) ref {
+	if req, ok := p.runOf[at.sid]; ok && at.sid != "" {
+		if end, ok := p.runEnd[req]; ok {
+			return end
+		}
+	}
+	return at
+}
+
+// pass gives a record that makes no message of its own the place of its parent.
+func (p *parser) pass(rec *record) {
+	if rec.UUID != "" {
+		p.at[rec.UUID] = p.parentOf(rec)
+	}
+}
+
+// next numbers a new message.
+func (p *parser) next(sid string) ref {
+	p.ord++
+	return ref{sid: sid, ord: p.ord}
 }
 
 // readLine reads one line without its newline, however long, stopping early past
@@ -339,7 +439,7 @@ func (p *parser) line(n int, line []byte) error {
 	case "user", "assistant":
 		if rec.IsSidechain {
 			p.imp.Skip(reasonSidechain, where)
-			return nil
+			return nil // a sub-agent's records are never a main-line record's parent
 		}
 		created, err := parseTime(rec.Timestamp)
 		if err != nil {
@@ -367,8 +467,10 @@ func (p *parser) line(n int, line []byte) error {
 		p.summaries = append(p.summaries, summaryRecord{text: rec.Summary, leaf: rec.LeafUUID})
 		p.imp.Skip(reasonSummary, where)
 	case "system":
+		p.pass(&rec)
 		p.imp.Skip(reasonSystem, where)
 	default:
+		p.pass(&rec)
 		if reason, ok := bookkeeping[rec.Type]; ok {
 			if rec.Type == "custom-title" && strings.TrimSpace(rec.CustomTitle) != "" {
 				p.custom = rec.CustomTitle
@@ -437,13 +539,25 @@ func (p *parser) user(n int, rec *record, created time.Time, blocks []block, tex
 	// Resumed sessions copy earlier user turns with new uuids and the same timestamp.
 	key := rec.Timestamp + "\x00" + fingerprint(rec.Message)
 	if rec.Timestamp != "" {
-		if _, dup := p.userTurns[key]; dup && !hasToolResult(blocks) {
+		if orig, dup := p.userTurns[key]; dup && !hasToolResult(blocks) {
+			if rec.UUID != "" {
+				p.at[rec.UUID] = p.follow(orig) // the copy's children are the original's
+			}
 			p.imp.Skip(reasonRewritten, where)
 			return nil
 		}
-		p.userTurns[key] = n
 	}
-	out := &emitter{p: p, line: n, created: created, sourceID: sourceID(rec.UUID, n, rec.Message)}
+	out := &emitter{p: p, line: n, created: created, sourceID: sourceID(rec.UUID, n, rec.Message), parent: p.parentOf(rec)}
+	defer func() {
+		// Children of the record follow its last message (its parent's place when it
+		// made none).
+		if rec.UUID != "" {
+			p.at[rec.UUID] = out.parent
+		}
+		if rec.Timestamp != "" && out.count > 0 {
+			p.userTurns[key] = out.parent
+		}
+	}()
 	if rec.IsCompactSummary {
 		// Claude Code's summary of the turns before it: a compaction, which exports
 		// start at, while the turns it covers stay.
@@ -513,6 +627,7 @@ func hasToolResult(blocks []block) bool {
 // (seed 004: the tool result wins over anything else the record holds).
 func (p *parser) toolResults(n int, out *emitter, blocks []block) error {
 	var last *parley.ToolResultMessage
+	var run string // the request whose run the record's messages join
 	var images []parley.Message
 	var extra []parley.Part // text beside the results stays with them (seed 004)
 	for i, b := range blocks {
@@ -530,14 +645,29 @@ func (p *parser) toolResults(n int, out *emitter, blocks []block) error {
 				if prev.fingerprint != fp {
 					p.imp.Warn("line %d: a second, different result for tool_use %q (first on line %d) skipped", n, jsonerr.Truncate(b.ToolUseID), prev.line)
 				}
+				if out.count == 0 {
+					out.parent = p.follow(prev.at) // a copy's children are the original's
+				}
 				continue
 			}
-			p.answered[b.ToolUseID] = answer{line: n, fingerprint: fp}
 			res, err := p.result(n, field, b)
 			if err != nil {
 				return err
 			}
+			req := p.callReq[b.ToolUseID]
+			if out.count == 0 {
+				// A result answers a call of the run its request started: it follows
+				// the run's last message, not the call's line.
+				if out.parent.sid == req.sid || p.runOf[out.parent.sid] == req.sid {
+					if end, ok := p.runEnd[req.sid]; ok {
+						out.parent = end
+					}
+				}
+			}
 			out.emit(res)
+			p.joinRun(req.sid, out.parent)
+			p.answered[b.ToolUseID] = answer{line: n, fingerprint: fp, at: out.parent}
+			run = req.sid
 			last = res
 		case "text":
 			if strings.TrimSpace(b.Text) != "" {
@@ -558,11 +688,21 @@ func (p *parser) toolResults(n int, out *emitter, blocks []block) error {
 	}
 	for _, img := range images {
 		out.emit(img)
+		if run != "" {
+			p.joinRun(run, out.parent)
+		}
 	}
 	if out.count == 0 {
 		p.imp.Skip(reasonRewritten, fmt.Sprintf("line %d", n))
 	}
 	return nil
+}
+
+// joinRun makes the message at m the last of the run of results of the request req.
+func (p *parser) joinRun(req string, m ref) {
+	p.runOf[req] = req
+	p.runOf[m.sid] = req
+	p.runEnd[req] = m
 }
 
 // result reads a tool_result block into its result: its content is a string, or text
@@ -603,9 +743,11 @@ func (p *parser) result(n int, field string, b block) (*parley.ToolResultMessage
 func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Time, blocks []block, text string, isString bool) error {
 	where := fmt.Sprintf("line %d", n)
 	if rec.IsAPIError || msg.Model == "<synthetic>" {
+		p.pass(rec)
 		p.imp.Skip(reasonSynthetic, where)
 		return nil
 	}
+	parent := p.parentOf(rec)
 	if isString {
 		blocks = []block{{Type: "text", Text: text}}
 	}
@@ -617,10 +759,22 @@ func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Tim
 	continued := r != nil
 	if r == nil {
 		p.release() // every reply before this one is complete
-		r = &reply{line: n, sourceID: key, createdAt: created}
+		r = &reply{line: n, sourceID: key, createdAt: created, parent: parent}
+		r.self = p.next(clip(key))
+		r.last = r.self
 		p.replies[key] = r
-		p.items = append(p.items, item{reply: r, origin: where})
+		p.items = append(p.items, item{reply: r, origin: where, parent: parent})
 		p.turns++
+	}
+	if rec.UUID != "" {
+		// A further line of the reply: its children follow the reply (or what came
+		// after it, when the line's parent is that); a copy's from a resumed session
+		// whose parent is older follow the reply.
+		at := p.follow(r.last)
+		if continued && parent.ord >= r.self.ord {
+			at = parent
+		}
+		p.at[rec.UUID] = at
 	}
 	r.prov = msg.provenance(r.prov)
 	added := 0
@@ -662,6 +816,7 @@ func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Tim
 			}
 			args, raw := contentblock.Arguments(b.Input)
 			p.calls[b.ID] = n
+			p.callReq[b.ID] = r.self
 			r.calls = append(r.calls, parley.ToolCall{ID: b.ID, Name: b.Name, Arguments: args, ArgumentsRaw: raw})
 			r.at = append(r.at, len(r.parts))
 		case "image":
@@ -671,7 +826,12 @@ func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Tim
 			}
 			img.Meta().CreatedAt = created
 			img.Meta().SourceID = clip(key + "#image-" + fingerprint([]byte(b.Source.Data + b.Source.URL))[:12])
-			p.items = append(p.items, item{msg: img, origin: where})
+			at := p.next(img.Meta().SourceID)
+			p.items = append(p.items, item{msg: img, origin: where, parent: r.last})
+			r.last = at
+			if rec.UUID != "" {
+				p.at[rec.UUID] = at
+			}
 		default:
 			if contentblock.ServerTool(b.Type) {
 				r.parts = append(r.parts, contentblock.ServerToolPart(b))
@@ -709,12 +869,14 @@ func (p *parser) dropBlock(n int, typ, where string) {
 
 // emitter adds the messages one record yields, giving each its source id: the record's
 // uuid for the first, the uuid and a counter for the others.
+// Each message follows the one before it; parent is where the next one goes.
 type emitter struct {
 	p        *parser
 	line     int
 	created  time.Time
 	sourceID string
 	count    int
+	parent   ref
 }
 
 func (e *emitter) emit(m parley.Message) {
@@ -726,7 +888,8 @@ func (e *emitter) emit(m parley.Message) {
 	}
 	e.count++
 	e.p.turns++
-	e.p.items = append(e.p.items, item{msg: m, origin: fmt.Sprintf("line %d", e.line)})
+	e.p.items = append(e.p.items, item{msg: m, origin: fmt.Sprintf("line %d", e.line), parent: e.parent})
+	e.parent = e.p.next(meta.SourceID)
 }
 
 // release hands out every item read so far, in file order, the replies among them
@@ -741,7 +904,7 @@ func (p *parser) release() {
 
 func (p *parser) add(it item) {
 	if it.reply == nil {
-		p.imp.Add(it.msg, it.origin)
+		p.addAt(it.msg, it.origin, it.parent)
 		return
 	}
 	r := it.reply
@@ -754,14 +917,30 @@ func (p *parser) add(it item) {
 	switch {
 	case len(calls) > 0:
 		meta.Role = parley.RoleInvocation
-		p.imp.Add(&parley.ToolRequestMessage{MessageMeta: meta, Body: parley.Body{Parts: parts}, ToolCalls: calls}, it.origin)
+		p.addAt(&parley.ToolRequestMessage{MessageMeta: meta, Body: parley.Body{Parts: parts}, ToolCalls: calls}, it.origin, it.parent)
 	case strings.TrimSpace(parley.Body{Parts: parts}.Text()) != "":
-		p.imp.Add(&parley.TextMessage{MessageMeta: meta, Body: parley.Body{Parts: parts}}, it.origin)
+		p.addAt(&parley.TextMessage{MessageMeta: meta, Body: parley.Body{Parts: parts}}, it.origin, it.parent)
 	case len(parts) > 0:
+		p.gone[r.self.sid] = it.parent
 		p.imp.Skip(reasonThinkOnly, it.origin)
 	default:
+		p.gone[r.self.sid] = it.parent
 		p.imp.Skip(reasonEmpty, it.origin)
 	}
+}
+
+// addAt hands out m as the child of the message at parent.
+func (p *parser) addAt(m parley.Message, origin string, parent ref) {
+	for {
+		// A reply left out (only thinking): its children are its parent's.
+		up, ok := p.gone[parent.sid]
+		if !ok || parent.sid == "" {
+			break
+		}
+		parent = up
+	}
+	p.imp.Messages = append(p.imp.Messages, parley.ImportedMessage{Message: m, Origin: origin,
+		Parent: parent.sid, Root: parent.root})
 }
 
 // finish hands out what is left and picks the title.

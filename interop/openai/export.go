@@ -10,6 +10,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/interop/internal/jsonlist"
 	"github.com/parley-dev/parley/interop/internal/notes"
 )
 
@@ -149,7 +150,7 @@ func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, er
 		}
 	}
 	flushImages()
-	b, err := json.Marshal(out)
+	b, err := jsonlist.Append(nil, out)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode chat messages: %w", err)
 	}
@@ -265,7 +266,7 @@ func ExportResponses(msgs []parley.Message, system string) (parley.JSON, []strin
 			return nil, nil, fmt.Errorf("openai: cannot export a %T", m)
 		}
 	}
-	b, err := json.Marshal(out)
+	b, err := jsonlist.Append(nil, out)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode response input items: %w", err)
 	}

@@ -4,10 +4,18 @@
 //
 // The document:
 //
-//	{"format": "parley.conversation", "version": 1,
-//	 "conversation": {"id", "title", "createdAt", "updatedAt"},
-//	 "messages": [{"type": "text", "id", "role", "position", "createdAt", "updatedAt",
-//	               "sourceId", ...the variant's fields}]}
+//	{"format": "parley.conversation", "version": 1, "tree": true,
+//	 "conversation": {"id", "title", "createdAt", "updatedAt", "activeLeafId"},
+//	 "messages": [{"type": "text", "id", "role", "position", "parentId", "hidden",
+//	               "deletedAt", "createdAt", "updatedAt", "sourceId", ...the variant's fields}]}
+//
+// A conversation is a tree of messages. The export of a whole conversation ("tree":
+// true) holds every branch, each message after its parent, which "parentId" names (a
+// root has none), and the active branch's leaf; importing it rebuilds the same tree with
+// that branch active. Without "tree" the messages are one line, each following the one
+// before it: the export of one branch, or a document of an earlier Parley.
+// "hidden" messages are never sent to an LLM; "deletedAt" marks a tombstone, whose
+// content is erased.
 //
 // Each message has a "type" tag: text, image, file_reference, tool_request,
 // tool_result, system_control, mcp_resource, compaction. Text is the author's, unescaped. A message
@@ -43,6 +51,7 @@ const MaxInputBytes = 256 << 20
 type document struct {
 	Format       string            `json:"format"`
 	Version      int               `json:"version"`
+	Tree         bool              `json:"tree,omitempty"`
 	Conversation *conversation     `json:"conversation,omitempty"`
 	Messages     []json.RawMessage `json:"messages"`
 }
@@ -52,6 +61,8 @@ type conversation struct {
 	Title     string    `json:"title"`
 	CreatedAt time.Time `json:"createdAt,omitzero"`
 	UpdatedAt time.Time `json:"updatedAt,omitzero"`
+	// ActiveLeafID is the active branch's leaf, in a tree export.
+	ActiveLeafID string `json:"activeLeafId,omitempty"`
 }
 
 type part struct {
@@ -131,6 +142,9 @@ type message struct {
 	ID        string      `json:"id,omitempty"`
 	Role      parley.Role `json:"role"`
 	Position  int         `json:"position,omitempty"`
+	ParentID  string      `json:"parentId,omitempty"`
+	Hidden    bool        `json:"hidden,omitempty"`
+	DeletedAt *time.Time  `json:"deletedAt,omitempty"`
 	CreatedAt time.Time   `json:"createdAt,omitzero"`
 	UpdatedAt time.Time   `json:"updatedAt,omitzero"`
 	SourceID  string      `json:"sourceId,omitempty"`
@@ -176,14 +190,45 @@ type message struct {
 	CoversThrough int         `json:"coversThrough,omitempty"`
 }
 
-// Export writes a conversation and its messages, in order, as the document.
+// Export writes a conversation and its messages, in order, as the document: one line of
+// messages (a branch).
 func Export(conv *parley.Conversation, msgs []parley.Message) (parley.JSON, error) {
-	doc := document{Format: Format, Version: Version, Messages: make([]json.RawMessage, 0, len(msgs))}
+	return export(conv, msgs, false, "")
+}
+
+// ExportTree writes a conversation and the messages of every branch of its tree, each
+// after its parent (its Tree's ParentID), and its active leaf.
+func ExportTree(conv *parley.Conversation, msgs []parley.Message, activeLeaf string) (parley.JSON, error) {
+	return export(conv, msgs, true, activeLeaf)
+}
+
+func export(conv *parley.Conversation, msgs []parley.Message, tree bool, activeLeaf string) (parley.JSON, error) {
+	doc := document{Format: Format, Version: Version, Tree: tree, Messages: make([]json.RawMessage, 0, len(msgs))}
 	if conv != nil {
-		doc.Conversation = &conversation{ID: conv.ID, Title: conv.Title, CreatedAt: conv.CreatedAt, UpdatedAt: conv.UpdatedAt}
+		doc.Conversation = &conversation{ID: conv.ID, Title: conv.Title, CreatedAt: conv.CreatedAt, UpdatedAt: conv.UpdatedAt, ActiveLeafID: activeLeaf}
 	}
+	// A message's id in the document: its id, or an unknown message's own (its JSON
+	// is given back as it came), which its children's parentId names.
+	docIDs := make(map[string]string)
 	for _, m := range msgs {
-		raw, err := encode(m)
+		if tree {
+			if u, ok := m.(*parley.UnknownMessage); ok {
+				raw, id, err := encodeUnknownInTree(u, docIDs)
+				if err != nil {
+					return nil, err
+				}
+				docIDs[u.ID] = id
+				doc.Messages = append(doc.Messages, raw)
+				continue
+			}
+			if t := m.Meta().Tree; t != nil && t.ParentID != "" {
+				if id, ok := docIDs[t.ParentID]; ok {
+					t.ParentID = id
+				}
+			}
+			docIDs[m.Meta().ID] = m.Meta().ID
+		}
+		raw, err := encode(m, tree)
 		if err != nil {
 			return nil, err
 		}
@@ -211,11 +256,15 @@ func encodeError(e *parley.ProcessingError) *processingError {
 	return &processingError{Message: e.Message, Retryable: e.Retryable}
 }
 
-func encode(m parley.Message) (json.RawMessage, error) {
+func encode(m parley.Message, tree bool) (json.RawMessage, error) {
 	meta := m.Meta()
 	out := message{
 		Type: string(m.Kind()), ID: meta.ID, Role: meta.Role, Position: meta.Position,
+		Hidden: meta.Hidden, DeletedAt: meta.DeletedAt,
 		CreatedAt: meta.CreatedAt, UpdatedAt: meta.UpdatedAt, SourceID: meta.SourceID,
+	}
+	if tree && meta.Tree != nil {
+		out.ParentID = meta.Tree.ParentID
 	}
 	switch m := m.(type) {
 	case *parley.TextMessage:
@@ -289,6 +338,35 @@ func encodeUnknown(m *parley.UnknownMessage) (json.RawMessage, error) {
 	}{m.TypeTag, m.ID, m.Role, m.Raw})
 }
 
+// encodeUnknownInTree is encodeUnknown with the message's place: its parentId set (or
+// removed, for a root) and its id kept, or set when it has none; it returns the JSON and
+// the id.
+func encodeUnknownInTree(m *parley.UnknownMessage, docIDs map[string]string) (json.RawMessage, string, error) {
+	raw, err := encodeUnknown(m)
+	if err != nil {
+		return nil, "", err
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return nil, "", fmt.Errorf("encode unknown message %s: not an object", m.ID)
+	}
+	id := m.ID
+	if json.Unmarshal(obj["id"], &id) != nil || id == "" {
+		id = m.ID
+		obj["id"], _ = json.Marshal(id)
+	}
+	delete(obj, "parentId")
+	if t := m.Tree; t != nil && t.ParentID != "" {
+		parent := t.ParentID
+		if d, ok := docIDs[parent]; ok {
+			parent = d
+		}
+		obj["parentId"], _ = json.Marshal(parent)
+	}
+	out, err := json.Marshal(obj)
+	return out, id, err
+}
+
 // MarshalJSON writes the role in the API's spelling, as the GraphQL API does.
 func (m message) MarshalJSON() ([]byte, error) {
 	type plain message
@@ -330,13 +408,41 @@ func Parse(r io.Reader) (*parley.Import, error) {
 	if doc.Conversation != nil {
 		imp.Title = doc.Conversation.Title
 	}
+	// In a tree, each message names its parent by its id in the document: the parent's
+	// source id here is its sourceId, or that id.
+	sources := make(map[string]string)
 	for i, rawMsg := range doc.Messages {
 		where := fmt.Sprintf("messages[%d]", i)
 		m, err := decode(where, rawMsg, imp)
 		if err != nil {
 			return nil, err
 		}
-		imp.Add(m, where)
+		im := parley.ImportedMessage{Message: m, Origin: where}
+		if doc.Tree {
+			var link struct {
+				ID       string `json:"id"`
+				ParentID string `json:"parentId"`
+			}
+			if err := json.Unmarshal(rawMsg, &link); err != nil {
+				return nil, parley.Errorf(parley.EINVALID, "%s%s", where, fieldProblem(err))
+			}
+			if link.ParentID == "" {
+				im.Root = true
+			} else if im.Parent = sources[link.ParentID]; im.Parent == "" {
+				return nil, parley.Errorf(parley.EINVALID, "%s.parentId: %q is not the id of an earlier message; a parent comes before its children",
+					where, jsonerr.Truncate(link.ParentID))
+			}
+			if link.ID != "" {
+				sources[link.ID] = m.Meta().SourceID
+			}
+		}
+		imp.Messages = append(imp.Messages, im)
+	}
+	if doc.Tree && doc.Conversation != nil && doc.Conversation.ActiveLeafID != "" {
+		if imp.Leaf = sources[doc.Conversation.ActiveLeafID]; imp.Leaf == "" {
+			return nil, parley.Errorf(parley.EINVALID, "conversation.activeLeafId: %q is not the id of a message of the document",
+				jsonerr.Truncate(doc.Conversation.ActiveLeafID))
+		}
 	}
 	return imp, nil
 }
@@ -392,7 +498,7 @@ func decode(where string, raw json.RawMessage, imp *parley.Import) (parley.Messa
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return nil, parley.Errorf(parley.EINVALID, "%s%s", where, fieldProblem(err))
 	}
-	meta := parley.MessageMeta{CreatedAt: in.CreatedAt, SourceID: sourceID}
+	meta := parley.MessageMeta{CreatedAt: in.CreatedAt, SourceID: sourceID, Hidden: in.Hidden, DeletedAt: in.DeletedAt}
 	if in.Role != "" {
 		role, err := parley.ParseRole(in.Role)
 		if err != nil {

@@ -1,0 +1,453 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/lib/pq"
+
+	"github.com/parley-dev/parley"
+)
+
+var _ parley.SearchService = (*DB)(nil)
+
+// Search (migration 000016): every message has a weighted tsvector, search_vector,
+// filled by a trigger from what it stores, and a GIN index on it. A search is two
+// statements: the query is parsed once with the stored configuration (which also tells
+// an empty query), then one statement finds, filters, orders and cuts the page, and
+// makes the page's snippets and branch leaves.
+
+// onActiveBranch is the condition that message m is on the active branch of its
+// conversation c: the one place search knows how branches are stored (segments, db/tree.go).
+// A conversation without segments is one line; a message of the active leaf's segment
+// up to the leaf is on it; any other is on it when its segment is on the chain of
+// segments from the active leaf to the root (message_on_branch, migration 000016).
+const onActiveBranch = `(c.segments = 0
+	OR (m.segment = c.active_segment AND m.depth <= c.active_depth)
+	OR message_on_branch(c.id, c.active_segment, c.active_depth, m.segment, m.depth))`
+
+// branchLeafOf is the id of the leaf of the branch a hit m of conversation c is on
+// (onActive says whether it is the active branch): the active leaf, or the last message
+// of m's segment (the branch through m continued along first children).
+var branchLeafOf = `(CASE WHEN onactive
+	THEN (SELECT l.id FROM messages l WHERE l.conversation_id = c.id AND l.segment = c.active_segment
+		AND l.depth = ` + leafDepthOf("c") + `)
+	ELSE (SELECT l.id FROM messages l WHERE l.conversation_id = c.id AND l.segment = m.segment
+		ORDER BY l.depth DESC LIMIT 1) END)`
+
+func leafDepthOf(c string) string {
+	return `(CASE WHEN ` + c + `.segments = 0 THEN ` + c + `.last_position ELSE ` + c + `.active_depth END)`
+}
+
+// headlineOptions cut a snippet of 15 to 35 words around the matches, marked by
+// parley.SnippetStart and SnippetStop. One piece, not fragments: Postgres ends a
+// fragment at its last match, which cuts a path found by a part in the middle.
+const headlineOptions = "StartSel=\x02, StopSel=\x03, MaxWords=35, MinWords=15, ShortWord=2"
+
+// searchQuery parses req's query with the stored configuration: the configuration's
+// name and the tsquery as text. ESEARCHQUERYEMPTY when nothing in it can be searched for.
+func (db *DB) searchQuery(ctx context.Context, req parley.SearchRequest) (cfg, query string, err error) {
+	sq, err := parley.ParseSearchQuery(req.Query, req.Prefix)
+	if err != nil {
+		return "", "", err
+	}
+	// A prefix word becomes a quoted tsquery lexeme with :* (each of its parts, in a phrase).
+	var row struct {
+		Cfg   string `db:"cfg"`
+		Query string `db:"query"`
+		Nodes int    `db:"nodes"`
+	}
+	err = db.db.GetContext(ctx, &row, `WITH p AS (
+			SELECT config, websearch_to_tsquery(config, $1) AS web,
+				CASE WHEN $2 <> '' THEN to_tsquery(config, '''' || $2 || ''':*') END AS prefix
+			FROM search_config)
+		SELECT config::text AS cfg, q::text AS query, numnode(q) AS nodes FROM p,
+			LATERAL (SELECT CASE WHEN coalesce(numnode(prefix), 0) = 0 THEN web WHEN numnode(web) = 0 THEN prefix
+				ELSE web && prefix END AS q) x`, sq.Web, sq.Prefix)
+	if err != nil {
+		return "", "", classify(fmt.Errorf("parse search query: %w", err))
+	}
+	if row.Nodes == 0 {
+		return "", "", parley.Errorf(parley.ESEARCHQUERYEMPTY, "query: %q has no word to search for (only operators, punctuation or words the %s configuration ignores)",
+			truncate(req.Query), row.Cfg)
+	}
+	return row.Cfg, row.Query, nil
+}
+
+func truncate(s string) string {
+	if len(s) <= 80 {
+		return s
+	}
+	return strings.ToValidUTF8(s[:80], "") + "…"
+}
+
+// args collects a statement's parameters.
+type args []any
+
+func (a *args) add(v any) string {
+	*a = append(*a, v)
+	return "$" + strconv.Itoa(len(*a))
+}
+
+// filterSQL is the conditions of f on message m, its parameters added to a.
+func filterSQL(f *parley.SearchFilter, a *args) (string, error) {
+	var where []string
+	if len(f.ConversationIDs) > 0 {
+		keys := make([]string, len(f.ConversationIDs))
+		for i, id := range f.ConversationIDs {
+			keys[i], _ = parley.ParseConversationID(id)
+		}
+		where = append(where, `m.conversation_id = ANY(`+a.add(pq.Array(keys))+`::uuid[])`)
+	}
+	if len(f.Kinds) > 0 {
+		where = append(where, `m.kind = ANY(`+a.add(pq.Array(f.Kinds))+`::text[])`)
+	}
+	if len(f.Roles) > 0 {
+		where = append(where, `m.role = ANY(`+a.add(pq.Array(f.Roles))+`::text[])`)
+	}
+	if len(f.ToolNames) > 0 {
+		likes := make([]string, len(f.ToolNames))
+		for i, n := range f.ToolNames {
+			likes[i] = parley.ToolNameLike(n)
+		}
+		p := a.add(pq.Array(likes))
+		where = append(where, `(m.kind = 'tool_result' AND m.tool_results->0->>'toolName' LIKE ANY(`+p+`::text[])
+			OR m.kind = 'tool_request' AND EXISTS (SELECT 1 FROM jsonb_array_elements(m.tool_calls) tc
+				WHERE tc->>'name' LIKE ANY(`+p+`::text[])))`)
+	}
+	if f.ToolResultStatus != "" {
+		where = append(where, `m.kind = 'tool_result' AND m.tool_results->0->>'status' = `+a.add(string(f.ToolResultStatus)))
+	}
+	if f.ApprovalStatus != "" {
+		where = append(where, `m.kind = 'tool_request' AND EXISTS (SELECT 1 FROM jsonb_array_elements(m.tool_calls) tc
+			WHERE tc->>'approvalStatus' = `+a.add(string(f.ApprovalStatus))+`)`)
+	}
+	if len(f.Models) > 0 {
+		where = append(where, `m.provenance->>'model' = ANY(`+a.add(pq.Array(f.Models))+`::text[])`)
+	}
+	if len(f.Providers) > 0 {
+		where = append(where, `m.provenance->>'provider' = ANY(`+a.add(pq.Array(f.Providers))+`::text[])`)
+	}
+	if f.CreatedAfter != nil {
+		where = append(where, `m.created_at >= `+a.add(*f.CreatedAfter))
+	}
+	if f.CreatedBefore != nil {
+		where = append(where, `m.created_at < `+a.add(*f.CreatedBefore))
+	}
+	if !f.AllBranches {
+		where = append(where, onActiveBranch)
+	}
+	if len(where) == 0 {
+		return "true", nil
+	}
+	return strings.Join(where, "\n\t\tAND "), nil
+}
+
+// Search implements parley.SearchService.
+func (db *DB) Search(ctx context.Context, req parley.SearchRequest) (*parley.SearchPage, error) {
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSearchPage(&req); err != nil {
+		return nil, err
+	}
+	if err := parley.CheckSearchFilter(&req.Filter); err != nil {
+		return nil, err
+	}
+	var after *parley.SearchCursor
+	if req.After != "" {
+		c, err := parley.ParseSearchCursor("after", req.After, req.Order)
+		if err != nil {
+			return nil, err
+		}
+		after = &c
+	}
+	cfg, query, err := db.searchQuery(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+
+	a := args{owner}
+	qp := a.add(query) + `::tsquery`
+	filters, err := filterSQL(&req.Filter, &a)
+	if err != nil {
+		return nil, err
+	}
+	match := `m.search_vector @@ ` + qp
+	if !req.Filter.IncludeThinking {
+		// The thinking is weight D: without it, the vector must match on A-C as well
+		// (a recheck of the index's candidates).
+		match += ` AND ts_filter(m.search_vector, '{a,b,c}') @@ ` + qp
+	}
+	rank := `ts_rank_cd(m.search_vector, ` + qp + `)`
+	order, cursorCond := `rank DESC, m.id`, ``
+	if req.Order == parley.SearchByNewest {
+		order = `m.created_at DESC, m.id DESC`
+	}
+	if after != nil {
+		if req.Order == parley.SearchByNewest {
+			t := a.add(after.Micro)
+			cursorCond = `AND (m.created_at, m.id) < (to_timestamp(` + t + `::float8 / 1e6), ` + a.add(after.Key) + `::uuid)`
+		} else {
+			r := a.add(after.Rank)
+			cursorCond = `AND (` + rank + ` < ` + r + `::real OR ` + rank + ` = ` + r + `::real AND m.id > ` + a.add(after.Key) + `::uuid)`
+		}
+	}
+	limit := a.add(req.First + 1)
+	cfgP := a.add(cfg)
+	// The page's rows are found first; their snippets, branch and leaf are made for them only.
+	stmt := `SELECT h.*, ts_headline(` + cfgP + `::regconfig, message_search_document(h.kind, h.content, h.payload, h.tool_calls,
+			h.tool_results, ` + a.add(req.Filter.IncludeThinking) + `), ` + qp + `, '` + headlineOptions + `') AS headline,
+			onactive, ` + branchLeafOf + ` AS leaf
+		FROM (SELECT m.` + strings.ReplaceAll(messageColumns, ", ", ", m.") + `, ` + rank + ` AS rank,
+			(extract(epoch FROM m.created_at) * 1e6)::bigint AS micros
+			FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1
+			WHERE ` + match + `
+				AND m.deleted_at IS NULL
+				AND ` + filters + `
+				` + cursorCond + `
+			ORDER BY ` + order + ` LIMIT ` + limit + `) h
+		JOIN conversations c ON c.id = h.conversation_id,
+		LATERAL (SELECT h.segment, h.depth) m,
+		LATERAL (SELECT ` + activeOf(req.Filter.AllBranches) + ` AS onactive) ob
+		ORDER BY ` + strings.NewReplacer("m.", "h.").Replace(order)
+	rows, err := db.db.QueryxContext(ctx, stmt, a...)
+	if err != nil {
+		return nil, classify(fmt.Errorf("search: %w", err))
+	}
+	defer rows.Close()
+	page := &parley.SearchPage{}
+	convs := map[string]*parley.Conversation{}
+	for rows.Next() {
+		var r struct {
+			messageRow
+			Rank     float32 `db:"rank"`
+			Micros   int64   `db:"micros"`
+			OnActive bool    `db:"onactive"`
+			Leaf     string  `db:"leaf"`
+			Headline string  `db:"headline"`
+		}
+		if err := rows.StructScan(&r); err != nil {
+			return nil, fmt.Errorf("search: scan: %w", err)
+		}
+		if len(page.Hits) == req.First {
+			page.HasNextPage = true
+			break
+		}
+		m, err := decodeMessage(&r.messageRow, db.log)
+		if err != nil {
+			return nil, err
+		}
+		c := parley.SearchCursor{Order: req.Order, Rank: r.Rank, Micro: r.Micros, Key: r.ID}
+		if req.Order != parley.SearchByNewest {
+			c.Order = parley.SearchByRelevance
+		}
+		convs[r.ConversationID] = nil
+		page.Hits = append(page.Hits, &parley.SearchHit{
+			Message:        m,
+			Conversation:   &parley.Conversation{ID: parley.ConversationID(r.ConversationID)},
+			BranchLeafID:   parley.MessageID(r.Leaf),
+			OnActiveBranch: r.OnActive,
+			MessageCursor:  parley.MessageCursor(r.Depth),
+			Snippet:        parley.MakeSnippet(r.Headline),
+			Rank:           float64(r.Rank),
+			Cursor:         c.String(),
+		})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(fmt.Errorf("search: %w", err))
+	}
+	rows.Close()
+	if err := db.fillConversations(ctx, owner, convs); err != nil {
+		return nil, err
+	}
+	for _, h := range page.Hits {
+		key, _ := parley.ParseConversationID(h.Conversation.ID)
+		if c := convs[key]; c != nil {
+			h.Conversation = c
+		}
+	}
+	return page, nil
+}
+
+// activeOf is whether a hit m of conversation c is on its active branch: it is when
+// the search was of active branches only.
+func activeOf(allBranches bool) string {
+	if allBranches {
+		return onActiveBranch
+	}
+	return "true"
+}
+
+// fillConversations reads the conversations keyed in convs.
+func (db *DB) fillConversations(ctx context.Context, owner string, convs map[string]*parley.Conversation) error {
+	if len(convs) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(convs))
+	for k := range convs {
+		keys = append(keys, k)
+	}
+	var rows []conversationRow
+	if err := db.db.SelectContext(ctx, &rows, `SELECT `+conversationColumns+` FROM conversations
+		WHERE id = ANY($1::uuid[]) AND owner = $2`, pq.Array(keys), owner); err != nil {
+		return classify(fmt.Errorf("search: read conversations: %w", err))
+	}
+	for i := range rows {
+		convs[rows[i].ID] = rows[i].conversation()
+	}
+	return nil
+}
+
+// checkSearchPage checks and defaults a search's page size and order.
+func checkSearchPage(req *parley.SearchRequest) error {
+	switch {
+	case req.First == 0:
+		req.First = parley.DefaultSearchPageSize
+	case req.First < 0 || req.First > parley.MaxSearchPageSize:
+		return parley.Errorf(parley.EINVALID, "first: %d, not between 1 and %d", req.First, parley.MaxSearchPageSize)
+	}
+	switch req.Order {
+	case "":
+		req.Order = parley.SearchByRelevance
+	case parley.SearchByRelevance, parley.SearchByNewest:
+	default:
+		return parley.Errorf(parley.EINVALID, "order: %q is not an order", req.Order)
+	}
+	return nil
+}
+
+// SearchConversations implements parley.SearchService: the conversations whose title
+// matches, or whose active branch has messages that match (text only, thinking left
+// out), by relevance (a title match weighs as much as the best message) or newest.
+func (db *DB) SearchConversations(ctx context.Context, req parley.SearchRequest) (*parley.ConversationSearchPage, error) {
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSearchPage(&req); err != nil {
+		return nil, err
+	}
+	var after *parley.SearchCursor
+	if req.After != "" {
+		c, err := parley.ParseSearchCursor("after", req.After, req.Order)
+		if err != nil {
+			return nil, err
+		}
+		after = &c
+	}
+	cfg, query, err := db.searchQuery(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	a := args{owner}
+	qp := a.add(query) + `::tsquery`
+	cfgP := a.add(cfg) + `::regconfig`
+	titleVec := `to_tsvector(` + cfgP + `, search_split(search_escape(c.title)))`
+	order, cursorCond := `rank DESC, id`, ``
+	if req.Order == parley.SearchByNewest {
+		order = `updated_at DESC, id DESC`
+	}
+	if after != nil {
+		if req.Order == parley.SearchByNewest {
+			cursorCond = `WHERE (updated_at, id) < (to_timestamp(` + a.add(after.Micro) + `::float8 / 1e6), ` + a.add(after.Key) + `::uuid)`
+		} else {
+			r := a.add(after.Rank)
+			cursorCond = `WHERE (rank < ` + r + `::real OR rank = ` + r + `::real AND id > ` + a.add(after.Key) + `::uuid)`
+		}
+	}
+	stmt := `WITH hits AS (
+			SELECT m.conversation_id, count(*) AS n, max(ts_rank_cd(m.search_vector, ` + qp + `)) AS best
+			FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1
+			WHERE m.search_vector @@ ` + qp + ` AND ts_filter(m.search_vector, '{a,b,c}') @@ ` + qp + `
+				AND m.deleted_at IS NULL AND ` + onActiveBranch + `
+			GROUP BY m.conversation_id),
+		found AS (
+			SELECT c.id, c.updated_at, coalesce(h.n, 0) AS n, ` + titleVec + ` @@ ` + qp + ` AS title_matched,
+				greatest(coalesce(h.best, 0), CASE WHEN ` + titleVec + ` @@ ` + qp + `
+					THEN ts_rank_cd(setweight(` + titleVec + `, 'A'), ` + qp + `) ELSE 0 END)::real AS rank
+			FROM conversations c LEFT JOIN hits h ON h.conversation_id = c.id
+			WHERE c.owner = $1 AND (h.n IS NOT NULL OR ` + titleVec + ` @@ ` + qp + `))
+		SELECT id, n, title_matched, rank, (extract(epoch FROM updated_at) * 1e6)::bigint AS micros,
+			ts_headline(` + cfgP + `, search_split(search_escape((SELECT title FROM conversations WHERE conversations.id = found.id))), ` + qp + `, '` + headlineOptions + `') AS headline
+		FROM found ` + cursorCond + ` ORDER BY ` + order + ` LIMIT ` + a.add(req.First+1)
+	var rows []struct {
+		ID           string  `db:"id"`
+		N            int     `db:"n"`
+		TitleMatched bool    `db:"title_matched"`
+		Rank         float32 `db:"rank"`
+		Micros       int64   `db:"micros"`
+		Headline     string  `db:"headline"`
+	}
+	if err := db.db.SelectContext(ctx, &rows, stmt, a...); err != nil {
+		return nil, classify(fmt.Errorf("search conversations: %w", err))
+	}
+	page := &parley.ConversationSearchPage{}
+	convs := map[string]*parley.Conversation{}
+	for _, r := range rows {
+		if len(page.Hits) == req.First {
+			page.HasNextPage = true
+			break
+		}
+		c := parley.SearchCursor{Order: req.Order, Rank: r.Rank, Micro: r.Micros, Key: r.ID}
+		convs[r.ID] = nil
+		page.Hits = append(page.Hits, &parley.ConversationSearchHit{
+			Conversation: &parley.Conversation{ID: r.ID}, Title: parley.MakeSnippet(r.Headline),
+			TitleMatched: r.TitleMatched, MessageHits: r.N, Rank: float64(r.Rank), Cursor: c.String(),
+		})
+	}
+	if err := db.fillConversations(ctx, owner, convs); err != nil {
+		return nil, err
+	}
+	hits := page.Hits[:0]
+	for _, h := range page.Hits {
+		// A conversation deleted between the two statements is left out.
+		if c := convs[h.Conversation.ID]; c != nil {
+			h.Conversation = c
+			hits = append(hits, h)
+		}
+	}
+	page.Hits = hits
+	return page, nil
+}
+
+// SetSearchConfig makes cfg the text search configuration of the stored vectors and of
+// every search, rebuilding the vectors when it changes (every message is rewritten:
+// minutes for millions). EINVALID when Postgres has no such configuration.
+func (db *DB) SetSearchConfig(ctx context.Context, cfg string) (changed bool, err error) {
+	var state struct {
+		Exists bool `db:"known"`
+		Same   bool `db:"same"`
+	}
+	// Read first, outside a transaction: a server starts with the configuration it had.
+	if err := db.db.GetContext(ctx, &state, `SELECT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = $1) AS known,
+		EXISTS (SELECT 1 FROM search_config WHERE config::text = $1) AS same`, cfg); err != nil {
+		return false, classify(fmt.Errorf("check search configuration: %w", err))
+	}
+	if !state.Exists {
+		return false, parley.Errorf(parley.EINVALID, "search configuration %q: Postgres has no such text search configuration", cfg)
+	}
+	if state.Same {
+		return false, nil
+	}
+	err = db.transact(ctx, func(tx *txn) error {
+		res, err := tx.ExecContext(ctx, `UPDATE search_config SET config = $1::regconfig WHERE config <> $1::regconfig`, cfg)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil
+		}
+		changed = true
+		_, err = tx.ExecContext(ctx, `UPDATE messages SET search_vector = message_search_vector($1::regconfig, kind, content,
+			payload, tool_calls, tool_results) WHERE search_vector IS NOT NULL`, cfg)
+		return err
+	})
+	if err != nil {
+		return false, classify(fmt.Errorf("set search configuration %s: %w", cfg, err))
+	}
+	return changed, nil
+}

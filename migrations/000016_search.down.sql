@@ -1,0 +1,11 @@
+DROP FUNCTION message_on_branch(uuid, integer, integer, integer, integer);
+DROP INDEX messages_search_idx;
+DROP TRIGGER messages_search_vector ON messages;
+DROP FUNCTION messages_search_vector();
+ALTER TABLE messages DROP COLUMN search_vector;
+DROP FUNCTION message_search_document(text, text, jsonb, jsonb, jsonb, boolean);
+DROP FUNCTION message_search_vector(regconfig, text, text, jsonb, jsonb, jsonb);
+DROP FUNCTION message_search_parts(text, text, jsonb, jsonb, jsonb);
+DROP FUNCTION search_split(text);
+DROP FUNCTION search_escape(text);
+DROP TABLE search_config;
