@@ -12,8 +12,9 @@ const (
 	// MessageUpdated: a stored message changed (a tool call decided, a file resolved, an
 	// image recognized).
 	MessageUpdated MessageEventKind = "updated"
-	// MessageDelta: an append to a streaming message was acknowledged (Seq is its
-	// number). Only live subscribers wake for it.
+	// MessageDelta: appends to the conversation's streaming messages were committed (a
+	// group commit's event names only the conversation; one written alone also the
+	// message, its position and its number in Seq). Only live subscribers wake for it.
 	MessageDelta MessageEventKind = "delta"
 	// ConversationDeleted: the conversation and all its messages are gone.
 	ConversationDeleted MessageEventKind = "deleted"

@@ -512,6 +512,25 @@ func (c StreamCursor) Advance(r StreamRead) []StreamEvent {
 	return out
 }
 
+// AdvanceAppends returns the events a subscriber at c gets from bs, appends of its open
+// messages known to follow its numbers without a gap (each message's in ascending
+// number, messages in c's order): those after its numbers, each exactly once, as
+// Advance gives them. Appends of messages c does not have open are skipped.
+func (c StreamCursor) AdvanceAppends(bs []DeltaBatch) []StreamEvent {
+	var out []StreamEvent
+	cur := StreamCursor{Position: c.Position, Open: slices.Clone(c.Open)}
+	for k := range bs {
+		b := &bs[k]
+		i := slices.IndexFunc(cur.Open, func(o OpenMessage) bool { return o.Position == b.Position })
+		if i < 0 || b.Seq != cur.Open[i].Seq+1 {
+			continue
+		}
+		cur.Open[i].Seq = b.Seq
+		out = append(out, StreamEvent{Cursor: StreamCursor{Position: cur.Position, Open: slices.Clone(cur.Open)}, Delta: b})
+	}
+	return out
+}
+
 // LiveEventService streams a conversation's messages and the appends of those that
 // stream, from one cursor.
 type LiveEventService interface {

@@ -66,6 +66,7 @@ type Limits struct {
 	MaxSelections                 int   `yaml:"max_selections"`
 	MaxPageBytes                  int   `yaml:"max_page_bytes"`
 	MaxTranscriptBytes            int   `yaml:"max_transcript_bytes"`
+	MaxReplayBytes                int   `yaml:"max_replay_bytes"`
 	MaxBodyBytes                  int64 `yaml:"max_body_bytes"`
 	MaxWebsocketMessageBytes      int64 `yaml:"max_websocket_message_bytes"`
 	MaxSubscriptionsPerConnection int   `yaml:"max_subscriptions_per_connection"`
@@ -98,6 +99,7 @@ const (
 	DefaultMaxSelections                 = 1000
 	DefaultMaxPageBytes                  = 16 << 20
 	DefaultMaxTranscriptBytes            = parley.DefaultMaxTranscriptBytes
+	DefaultMaxReplayBytes                = 16 << 20
 	DefaultMaxBodyBytes                  = 32 << 20
 	DefaultMaxWebsocketMessageBytes      = 1 << 20
 	DefaultMaxSubscriptionsPerConnection = 50
@@ -113,7 +115,7 @@ func (l *Limits) applyDefaults() {
 		{&l.MaxDepth, DefaultMaxDepth}, {&l.MaxAliases, DefaultMaxAliases}, {&l.MaxComplexity, DefaultMaxComplexity},
 		{&l.MaxPageSize, parley.MaxPageSize}, {&l.MaxTokens, DefaultMaxTokens},
 		{&l.MaxSelections, DefaultMaxSelections}, {&l.MaxPageBytes, DefaultMaxPageBytes},
-		{&l.MaxTranscriptBytes, DefaultMaxTranscriptBytes},
+		{&l.MaxTranscriptBytes, DefaultMaxTranscriptBytes}, {&l.MaxReplayBytes, DefaultMaxReplayBytes},
 		{&l.MaxSubscriptionsPerConnection, DefaultMaxSubscriptionsPerConnection},
 	} {
 		if *f.v == 0 {
@@ -141,6 +143,7 @@ func (c *Config) validateAuthAndLimits() error {
 		"limits.max_tokens": int64(c.Limits.MaxTokens), "limits.max_selections": int64(c.Limits.MaxSelections),
 		"limits.max_page_bytes":                   int64(c.Limits.MaxPageBytes),
 		"limits.max_transcript_bytes":             int64(c.Limits.MaxTranscriptBytes),
+		"limits.max_replay_bytes":                 int64(c.Limits.MaxReplayBytes),
 		"limits.max_body_bytes":                   c.Limits.MaxBodyBytes,
 		"limits.max_websocket_message_bytes":      c.Limits.MaxWebsocketMessageBytes,
 		"limits.max_subscriptions_per_connection": int64(c.Limits.MaxSubscriptionsPerConnection),

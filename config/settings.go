@@ -125,6 +125,8 @@ var Settings = []Setting{
 		Field: func(c *Config) any { return &c.Limits.MaxPageBytes }},
 	{Flag: "max-transcript-bytes", Env: "PARLEY_MAX_TRANSCRIPT_BYTES", Key: "limits.max_transcript_bytes", Usage: "the bytes of stored messages one transcript (transcript, transcriptReport) may read; a longer history is refused with TRANSCRIPT_TOO_LARGE", Scope: Serve,
 		Field: func(c *Config) any { return &c.Limits.MaxTranscriptBytes }},
+	{Flag: "max-replay-bytes", Env: "PARLEY_MAX_REPLAY_BYTES", Key: "limits.max_replay_bytes", Usage: "the stored bytes of messages (and appends) one read of a subscription's replay may hold; a subscriber far behind catches up a budget at a time (the first message of a read always fits)", Scope: Serve,
+		Field: func(c *Config) any { return &c.Limits.MaxReplayBytes }},
 	{Flag: "max-body-bytes", Env: "PARLEY_MAX_BODY_BYTES", Key: "limits.max_body_bytes", Usage: "the largest request body", Scope: Serve,
 		Field: func(c *Config) any { return &c.Limits.MaxBodyBytes }},
 	{Flag: "max-websocket-message-bytes", Env: "PARLEY_MAX_WEBSOCKET_MESSAGE_BYTES", Key: "limits.max_websocket_message_bytes", Usage: "the largest message a client may send over a websocket", Scope: Serve,

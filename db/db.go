@@ -62,7 +62,23 @@ type DB struct {
 	// awaitingScans holds a slot for each read of awaiting tool calls running (see
 	// maxAwaitingScans).
 	awaitingScans chan struct{}
+	// origin names this DB in the notifications of its group commits (Listener skips
+	// them: appended has delivered them), and appended receives each append committed
+	// by a group commit (OnAppended).
+	origin   string
+	appended func(conversationID string, b *parley.DeltaBatch)
 }
+
+// Origin returns the name this DB gives the notifications of the appends it delivers
+// itself (OnAppended): a Listener of the same process skips them (ListenerConfig.Origin).
+func (db *DB) Origin() string { return db.origin }
+
+// OnAppended sets f to receive each append a group commit writes, once committed and
+// before its writer is acknowledged, in commit order (the realtime Hub's PublishAppend):
+// b nil says an append of the conversation may have been committed unseen, and its
+// subscribers must read the database. Set it before the DB is used; f must not block.
+// Its notifications name this DB's Origin, so that the process's Listener skips them.
+func (db *DB) OnAppended(f func(conversationID string, b *parley.DeltaBatch)) { db.appended = f }
 
 // Open connects to the database at dsn (a lib/pq URL or key=value string). It does not
 // migrate: call Migrate first.
@@ -106,6 +122,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 	db := &DB{db: conn, limits: lim, policies: cfg.ToolPolicies, log: cfg.Logger, tracer: noop.NewTracerProvider().Tracer(""),
 		assemblers: cfg.Assemblers, awaitingScans: make(chan struct{}, maxAwaitingScans)}
 	db.group.db = db
+	db.origin = fmt.Sprintf("%016x", rand.Uint64()) // unique enough among a database's processes
 	if cfg.TracerProvider != nil {
 		db.tracer = cfg.TracerProvider.Tracer("github.com/parley-dev/parley/db")
 	}

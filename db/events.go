@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/lib/pq"
 
@@ -39,76 +40,112 @@ func (db *DB) ConversationHead(ctx context.Context, conversationID string) (last
 }
 
 // MessagesAfter returns up to limit messages of a conversation with a position above
-// after, in ascending position. Returns ENOTFOUND when the conversation does not exist
-// (checked only when there is no message to return, the one case where it matters).
-func (db *DB) MessagesAfter(ctx context.Context, conversationID string, after, limit int) ([]parley.Message, error) {
+// after, in ascending position, as many as fit maxBytes of stored bytes (the first
+// always; withinBudget), and whether there may be more. Returns ENOTFOUND when the
+// conversation does not exist (checked only when there is no message to return, the
+// one case where it matters).
+func (db *DB) MessagesAfter(ctx context.Context, conversationID string, after, limit, maxBytes int) ([]parley.Message, bool, error) {
 	key, ok := parley.ParseConversationID(conversationID)
 	if !ok {
-		return nil, conversationNotFound(conversationID)
+		return nil, false, conversationNotFound(conversationID)
 	}
 	owner, err := ownerOf(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	var rows []messageRow
-	err = db.db.SelectContext(ctx, &rows, `SELECT `+messageColumns+` FROM messages
+	var rows []budgetRow
+	err = db.db.SelectContext(ctx, &rows, withinBudget(`SELECT `+messageColumns+`, `+storedBytes+` AS bytes FROM messages
 		WHERE conversation_id = $1 AND position > $2 AND `+ownedConversation("1", "4")+`
-		ORDER BY position LIMIT $3`, key, after, limit, owner)
+		ORDER BY position LIMIT $3`, "position", "$5", ""), key, after, limit, owner, budgetArg(maxBytes))
 	if err != nil {
-		return nil, classify(fmt.Errorf("read messages of %s after %d: %w", conversationID, after, err))
+		return nil, false, classify(fmt.Errorf("read messages of %s after %d: %w", conversationID, after, err))
 	}
 	if len(rows) == 0 {
-		return nil, db.checkConversation(ctx, key)
-	}
-	out := make([]parley.Message, len(rows))
-	for i := range rows {
-		if out[i], err = decodeMessage(&rows[i], db.log); err != nil {
-			return nil, err
-		}
-	}
-	// Subscribers follow one branch each, by parent: one read serves them all.
-	if err := db.fillTree(ctx, db.db, out); err != nil {
-		return nil, err
-	}
-	return out, db.foldLive(ctx, db.db, out)
-}
-
-// MessagesChangedAfter returns up to limit messages of a conversation whose latest
-// change has a sequence number above after, in ascending number, with the number of
-// the last one (after itself when there are none). A message changed several times is
-// returned once, as it is now. Returns ENOTFOUND when the conversation does not exist.
-func (db *DB) MessagesChangedAfter(ctx context.Context, conversationID string, after int64, limit int) ([]parley.Message, int64, error) {
-	key, ok := parley.ParseConversationID(conversationID)
-	if !ok {
-		return nil, after, conversationNotFound(conversationID)
-	}
-	owner, err := ownerOf(ctx)
-	if err != nil {
-		return nil, after, err
-	}
-	var rows []struct {
-		messageRow
-		ChangeSeq int64 `db:"change_seq"`
-	}
-	err = db.db.SelectContext(ctx, &rows, `SELECT `+messageColumns+`, change_seq FROM messages
-		WHERE conversation_id = $1 AND change_seq > $2 AND `+ownedConversation("1", "4")+`
-		ORDER BY change_seq LIMIT $3`, key, after, limit, owner)
-	if err != nil {
-		return nil, after, classify(fmt.Errorf("read changes of %s after %d: %w", conversationID, after, err))
-	}
-	if len(rows) == 0 {
-		return nil, after, db.checkConversation(ctx, key)
+		return nil, false, db.checkConversation(ctx, key)
 	}
 	out := make([]parley.Message, len(rows))
 	for i := range rows {
 		if out[i], err = decodeMessage(&rows[i].messageRow, db.log); err != nil {
-			return nil, after, err
+			return nil, false, err
+		}
+	}
+	// Subscribers follow one branch each, by parent: one read serves them all.
+	if err := db.fillTree(ctx, db.db, out); err != nil {
+		return nil, false, err
+	}
+	return out, rows[0].Read == limit || rows[0].Read > len(rows), db.foldLive(ctx, db.db, out)
+}
+
+// budgetRow is a row of a query wrapped by withinBudget.
+type budgetRow struct {
+	messageRow
+	// Read is how many rows the wrapped query gave, kept or not.
+	Read int `db:"read"`
+}
+
+// withinBudget wraps query, which selects messageColumns and their stored bytes (as
+// "bytes") ordered by order, so that it keeps the rows, in that order, whose bytes fit
+// the budget (the argument budget, in bytes) together, and always the first
+// (parley.FitsBudget): a subscriber replaying a conversation of large messages holds
+// one budget's worth of them at a time, never a page of them, and the database sends
+// no more. It also selects how many rows query gave ("read"), so that the caller can
+// tell a read cut by the budget from one that reached the end, and the columns extra
+// (", name" each) that query selects besides.
+func withinBudget(query, order, budget, extra string) string {
+	return `SELECT ` + messageColumns + extra + `, read FROM (
+		SELECT q.*, sum(q.bytes) OVER (ORDER BY q.` + order + `) AS upto, row_number() OVER (ORDER BY q.` + order + `) AS n,
+			count(*) OVER () AS read
+		FROM (` + query + `) q) b
+		WHERE n = 1 OR upto <= ` + budget + `::bigint
+		ORDER BY ` + order
+}
+
+// budgetArg is a byte budget as withinBudget takes it: 0 or less is no bound.
+func budgetArg(maxBytes int) int64 {
+	if maxBytes <= 0 {
+		return math.MaxInt64
+	}
+	return int64(maxBytes)
+}
+
+// MessagesChangedAfter returns up to limit messages of a conversation whose latest
+// change has a sequence number above after, in ascending number, as many as fit
+// maxBytes of stored bytes (the first always; withinBudget), with the number of the
+// last one (after itself when there are none) and whether there may be more. A message
+// changed several times is returned once, as it is now. Returns ENOTFOUND when the
+// conversation does not exist.
+func (db *DB) MessagesChangedAfter(ctx context.Context, conversationID string, after int64, limit, maxBytes int) ([]parley.Message, int64, bool, error) {
+	key, ok := parley.ParseConversationID(conversationID)
+	if !ok {
+		return nil, after, false, conversationNotFound(conversationID)
+	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, after, false, err
+	}
+	var rows []struct {
+		budgetRow
+		ChangeSeq int64 `db:"change_seq"`
+	}
+	err = db.db.SelectContext(ctx, &rows, withinBudget(`SELECT `+messageColumns+`, change_seq, `+storedBytes+` AS bytes FROM messages
+		WHERE conversation_id = $1 AND change_seq > $2 AND `+ownedConversation("1", "4")+`
+		ORDER BY change_seq LIMIT $3`, "change_seq", "$5", ", change_seq"), key, after, limit, owner, budgetArg(maxBytes))
+	if err != nil {
+		return nil, after, false, classify(fmt.Errorf("read changes of %s after %d: %w", conversationID, after, err))
+	}
+	if len(rows) == 0 {
+		return nil, after, false, db.checkConversation(ctx, key)
+	}
+	out := make([]parley.Message, len(rows))
+	for i := range rows {
+		if out[i], err = decodeMessage(&rows[i].messageRow, db.log); err != nil {
+			return nil, after, false, err
 		}
 	}
 	if err := db.foldLive(ctx, db.db, out); err != nil {
-		return nil, after, err
+		return nil, after, false, err
 	}
-	return out, rows[len(rows)-1].ChangeSeq, nil
+	return out, rows[len(rows)-1].ChangeSeq, rows[0].Read == limit || rows[0].Read > len(rows), nil
 }
 
 // checkConversation returns ENOTFOUND when the conversation stored under key is gone,
@@ -159,9 +196,11 @@ const maxBatchesPerRead = 1000
 
 // StreamAfter reads a conversation for a live subscriber at c (parley.StreamRead): up
 // to limit messages after c.Position, c's open messages as they are now, and the
-// appends of those still streaming after c's numbers. more says a read may find more.
+// appends of those still streaming after c's numbers, as many as fit maxBytes (stored
+// bytes of the messages, and of the appends, counted together; the first message
+// always, with its first append: withinBudget). more says a read may find more.
 // Returns ENOTFOUND when the conversation is gone.
-func (db *DB) StreamAfter(ctx context.Context, conversationID string, c parley.StreamCursor, limit int) (r parley.StreamRead, more bool, err error) {
+func (db *DB) StreamAfter(ctx context.Context, conversationID string, c parley.StreamCursor, limit, maxBytes int) (r parley.StreamRead, more bool, err error) {
 	key, ok := parley.ParseConversationID(conversationID)
 	if !ok {
 		return r, false, conversationNotFound(conversationID)
@@ -175,31 +214,40 @@ func (db *DB) StreamAfter(ctx context.Context, conversationID string, c parley.S
 		open[i], openSeqs[i] = o.Position, o.Seq
 	}
 	// One statement reads the messages and, for each open one still streaming, its
-	// appends after the cursor's number (up to maxBatchesPerRead each, as one JSON array
-	// of [seq, deltas] pairs): a subscriber at a stream's tail reads once per append, so
-	// one round trip rather than two is what a watched stream costs the database.
+	// appends after the cursor's number (up to maxBatchesPerRead each, and the budget,
+	// as one JSON array of [seq, deltas] pairs): a subscriber at a stream's tail reads
+	// once per append, so one round trip rather than two is what a watched stream costs
+	// the database.
 	var rows []struct {
-		messageRow
+		budgetRow
 		Appends []byte `db:"appends"`
 	}
-	err = db.db.SelectContext(ctx, &rows, `SELECT `+messageColumns+`,
+	err = db.db.SelectContext(ctx, &rows, withinBudget(`SELECT m.*, `+storedBytes+` + coalesce(octet_length(m.appends::text), 0) AS bytes FROM (
+		SELECT `+messageColumns+`,
 		CASE WHEN status = 'streaming' AND position = ANY($3::int[]) THEN (
 			SELECT jsonb_agg(jsonb_build_array(a.seq, a.deltas) ORDER BY a.seq) FROM (
-				SELECT d.seq, d.deltas FROM message_deltas d
-				WHERE d.message_id = messages.id AND d.seq > (SELECT o.seq FROM unnest($3::int[], $6::int[]) AS o(pos, seq)
-					WHERE o.pos = messages.position LIMIT 1)
-				ORDER BY d.seq LIMIT $7) a)
+				SELECT w.seq, w.deltas FROM (
+					SELECT d.seq, d.deltas, sum(octet_length(d.deltas::text)) OVER (ORDER BY d.seq) AS upto,
+						row_number() OVER (ORDER BY d.seq) AS n
+					FROM message_deltas d
+					WHERE d.message_id = messages.id AND d.seq > (SELECT o.seq FROM unnest($3::int[], $6::int[]) AS o(pos, seq)
+						WHERE o.pos = messages.position LIMIT 1)
+					ORDER BY d.seq LIMIT $7) w
+				WHERE w.n = 1 OR w.upto <= $8::bigint) a)
 		END AS appends
 		FROM messages
 		WHERE conversation_id = $1 AND (position > $2 OR position = ANY($3::int[])) AND `+ownedConversation("1", "5")+`
-		ORDER BY position LIMIT $4`, key, c.Position, pq.Array(open), limit+len(open), owner, pq.Array(openSeqs), maxBatchesPerRead)
+		ORDER BY position LIMIT $4) m`, "position", "$8", ", appends"),
+		key, c.Position, pq.Array(open), limit+len(open), owner, pq.Array(openSeqs), maxBatchesPerRead, budgetArg(maxBytes))
 	if err != nil {
 		return r, false, classify(fmt.Errorf("read stream of %s after %d: %w", conversationID, c.Position, err))
 	}
 	if len(rows) == 0 {
 		return r, false, db.checkConversation(ctx, key)
 	}
-	full := false // a message had maxBatchesPerRead appends to read: there may be more
+	// A message whose appends read stop short of its last (maxBatchesPerRead, or the
+	// budget), or rows left out by the budget: there is more.
+	full := rows[0].Read > len(rows)
 	for i := range rows {
 		m, err := decodeMessage(&rows[i].messageRow, db.log)
 		if err != nil {
@@ -217,7 +265,7 @@ func (db *DB) StreamAfter(ctx context.Context, conversationID string, c parley.S
 		if err := unmarshal(rows[i].Appends, &pairs); err != nil {
 			return r, false, err
 		}
-		full = full || len(pairs) == maxBatchesPerRead
+		last := 0
 		for _, p := range pairs {
 			b := parley.DeltaBatch{MessageID: m.Meta().ID, Position: m.Meta().Seq, Depth: m.Meta().Position}
 			if err := unmarshal(p[0], &b.Seq); err != nil {
@@ -227,7 +275,9 @@ func (db *DB) StreamAfter(ctx context.Context, conversationID string, c parley.S
 				return r, false, err
 			}
 			r.Batches = append(r.Batches, b)
+			last = b.Seq
 		}
+		full = full || last < rows[i].StreamSeq
 	}
 	more = len(r.New) == limit
 	if err := db.foldLive(ctx, db.db, r.New); err != nil {

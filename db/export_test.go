@@ -31,7 +31,7 @@ type TestAppend struct {
 func (db *DB) FlushAppends(owner string, appends []*TestAppend) {
 	batch := make([]*pendingAppend, len(appends))
 	for i, a := range appends {
-		batch[i] = &pendingAppend{key: a.Key, seq: a.Seq, deltas: a.Deltas, owner: owner, payload: "{}", done: make(chan struct{})}
+		batch[i] = &pendingAppend{key: a.Key, seq: a.Seq, deltas: a.Deltas, owner: owner, done: make(chan struct{})}
 	}
 	db.group.flush(batch)
 	for i, p := range batch {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/lib/pq"
+
+	"github.com/parley-dev/parley"
 )
 
 // Group commit of appends. A streaming message's appends arrive from many writers at
@@ -25,6 +27,14 @@ import (
 //
 // There is no timer: a lone append is written at once, and batches grow only as much as
 // the load makes them (by how many appends arrive during one commit).
+//
+// Once a batch has committed, each append is handed to this process's subscribers
+// (DB.OnAppended: the realtime Hub's tail) before its writer is acknowledged, so they
+// need not read the database to see it; the batch sends one notification (per
+// conversationsPerNotification conversations), naming the conversations it appended to
+// and this process, for the other replicas, whose subscribers read the database. Appends
+// that take the locking path notify one by one, without naming the process, and every
+// replica reads them, this one included.
 
 // maxGroup bounds the appends written by one statement: a batch of a few hundred
 // already makes the commit's cost negligible per append, and a bound keeps one
@@ -37,14 +47,17 @@ const groupTimeout = 30 * time.Second
 
 // pendingAppend is one fast-path append waiting to be written with others.
 type pendingAppend struct {
-	key     string // the message
-	seq     int
-	deltas  string
-	events  sql.NullString
-	prov    sql.NullString
-	format  sql.NullString
-	payload string // the notification
-	owner   string
+	key    string // the message
+	seq    int
+	deltas string
+	events sql.NullString
+	prov   sql.NullString
+	format sql.NullString
+	owner  string
+	// conv and batch are what the process's subscribers are given once it is
+	// committed (DB.OnAppended).
+	conv  string
+	batch parley.DeltaBatch
 
 	done  chan struct{} // closed when the fields below are set
 	lease time.Time
@@ -114,21 +127,44 @@ func (g *appendGroup) flush(batch []*pendingAppend) {
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
 	err := g.db.writeAppends(ctx, batch)
-	if err == nil {
-		return
-	}
-	if len(batch) > 1 && !unavailable(err) {
+	switch {
+	case err == nil:
+	case len(batch) > 1 && !unavailable(err):
 		for _, p := range batch {
 			if err := g.db.writeAppends(ctx, []*pendingAppend{p}); err != nil {
 				p.err = err
 			}
 		}
+	default:
+		for _, p := range batch {
+			p.err = err
+		}
+	}
+	g.db.delivered(batch)
+}
+
+// delivered hands the appends of a batch that were written to the process's
+// subscribers (OnAppended), in order. An append whose write failed may yet have
+// committed (the connection was lost after the commit, before the answer): its
+// conversation's subscribers are told to read the database.
+func (db *DB) delivered(batch []*pendingAppend) {
+	f := db.appended
+	if f == nil {
 		return
 	}
 	for _, p := range batch {
-		p.err = err
+		switch {
+		case p.err != nil:
+			f(parley.ConversationID(p.conv), nil)
+		case p.ok:
+			f(parley.ConversationID(p.conv), &p.batch)
+		}
 	}
 }
+
+// conversationsPerNotification bounds the conversations one notification of a batch
+// names: 150 ids of 39 bytes stay well under Postgres's 8000-byte payload limit.
+const conversationsPerNotification = 150
 
 // unavailable reports whether err says the database could not be reached or is shutting
 // down: then trying the appends one at a time would fail the same way, more slowly.
@@ -141,17 +177,19 @@ func unavailable(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, sql.ErrConnDone) || errors.Is(err, errUnavailable)
 }
 
-// appendGroupSQL writes appends: the arrays ($1 to $8) hold one append each at the
+// appendGroupSQL writes appends: the arrays ($1 to $7) hold one append each at the
 // same index. Each is written only if its message is still streaming, at the number
-// before it, and its owner's; it then notifies. Anything else (a retry, a gap, an end,
+// before it, and its owner's. The conversations written to are notified on channel $8,
+// up to conversationsPerNotification ($10) to a notification, with kind "delta", the
+// writing process $9 and the conversations' keys. Anything else (a retry, a gap, an end,
 // another replica's append) writes nothing of it, and its caller takes the locking path
 // to find out which. No two appends of one batch are to the same message (a message's
 // fast-path appends are one at a time: see appendFast). One statement is one
 // transaction: one commit for the batch.
 const appendGroupSQL = `
 	WITH input AS (
-		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
-			AS i(id, seq, deltas, events, prov, payload, format, owner)
+		SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+			AS i(id, seq, deltas, events, prov, format, owner)
 	), upd AS (
 		UPDATE messages m SET stream_seq = i.seq, lease_until = now() + make_interval(secs => m.lease_seconds),
 			first_delta_at = coalesce(m.first_delta_at, now()), provenance = coalesce(i.prov::jsonb, m.provenance),
@@ -159,27 +197,32 @@ const appendGroupSQL = `
 		FROM input i
 		WHERE m.id = i.id AND m.status = 'streaming' AND m.stream_seq = i.seq - 1
 			AND EXISTS (SELECT 1 FROM conversations own WHERE own.id = m.conversation_id AND own.owner = i.owner)
-		RETURNING m.id, i.seq, i.deltas, i.events, i.payload, m.lease_until
+		RETURNING m.id, m.conversation_id, i.seq, i.deltas, i.events, m.lease_until
 	), ins AS (
 		INSERT INTO message_deltas (message_id, seq, deltas, events)
 		SELECT id, seq, deltas::jsonb, events::jsonb FROM upd
+	), note AS (
+		SELECT pg_notify($8, json_build_object('k', 'delta', 'r', $9::text, 'cs', array_agg(c))::text)
+		FROM (SELECT c, (row_number() OVER () - 1) / $10::int AS chunk
+			FROM (SELECT DISTINCT conversation_id::text AS c FROM upd) d) n
+		GROUP BY chunk
 	)
-	SELECT upd.id::text, upd.lease_until FROM upd CROSS JOIN LATERAL (SELECT pg_notify($9, upd.payload)) n`
+	SELECT upd.id::text, upd.lease_until, (SELECT count(*) FROM note) AS notes FROM upd`
 
 // writeAppends writes appends by one statement, setting each one's ok and lease.
 func (db *DB) writeAppends(ctx context.Context, batch []*pendingAppend) error {
 	n := len(batch)
 	ids, seqs := make([]string, n), make([]int64, n)
-	deltas, payloads, owners := make([]string, n), make([]string, n), make([]string, n)
+	deltas, owners := make([]string, n), make([]string, n)
 	events, provs, formats := make([]sql.NullString, n), make([]sql.NullString, n), make([]sql.NullString, n)
 	byKey := make(map[string]*pendingAppend, n)
 	for i, p := range batch {
-		ids[i], seqs[i], deltas[i], payloads[i], owners[i] = p.key, int64(p.seq), p.deltas, p.payload, p.owner
+		ids[i], seqs[i], deltas[i], owners[i] = p.key, int64(p.seq), p.deltas, p.owner
 		events[i], provs[i], formats[i] = p.events, p.prov, p.format
 		byKey[p.key] = p
 	}
 	args := []any{pq.Array(ids), pq.Array(seqs), pq.Array(deltas), pq.Array(events), pq.Array(provs),
-		pq.Array(payloads), pq.Array(formats), pq.Array(owners), NotifyChannel}
+		pq.Array(formats), pq.Array(owners), NotifyChannel, db.origin, conversationsPerNotification}
 	var rows *sql.Rows
 	var err error
 	if st := db.stmt(appendGroupSQL); st != nil {
@@ -199,7 +242,8 @@ func (db *DB) writeAppends(ctx context.Context, batch []*pendingAppend) error {
 	for rows.Next() {
 		var key string
 		var lease time.Time
-		if err := rows.Scan(&key, &lease); err != nil {
+		var notes int
+		if err := rows.Scan(&key, &lease, &notes); err != nil {
 			return err
 		}
 		if p := byKey[key]; p != nil {

@@ -26,6 +26,9 @@ type ListenerConfig struct {
 	// OnReconnect, when set, is called (before OnResync) each time the listening
 	// connection is made again after it was lost: for metrics.
 	OnReconnect func()
+	// Origin, when set, is the DB.Origin of the process's store: the notifications of
+	// the appends it has delivered itself (DB.OnAppended) are skipped.
+	Origin string
 	// ApplicationName names the listening connection in pg_stat_activity (default
 	// "parley-listener"), so operators can find it.
 	ApplicationName string
@@ -139,13 +142,18 @@ func (l *Listener) dispatch() {
 			// pq's "reconnected": onConnEvent has already asked for a resync.
 			continue
 		}
-		ev, err := decodeEvent(n.Extra)
+		evs, origin, err := decodeEvents(n.Extra)
 		if err != nil {
 			l.log.Error("unreadable notification; resyncing every subscriber", "err", err)
 			l.cfg.OnResync()
 			continue
 		}
-		l.cfg.OnEvent(ev)
+		if origin != "" && origin == l.cfg.Origin {
+			continue
+		}
+		for _, ev := range evs {
+			l.cfg.OnEvent(ev)
+		}
 	}
 }
 

@@ -561,11 +561,7 @@ func (db *DB) appendFast(ctx context.Context, key, messageID string, seq int, fo
 			p.prov = sql.NullString{String: prov, Valid: true}
 		}
 	}
-	payload, err := json.Marshal(eventPayload{Kind: parley.MessageDelta, ConvKey: e.conv, MsgKey: key, Position: e.position, Seq: int64(seq)})
-	if err != nil {
-		return ack, false, err
-	}
-	p.payload = string(payload)
+	p.conv, p.batch = e.conv, parley.DeltaBatch{MessageID: parley.MessageID(key), Position: e.position, Seq: seq, Deltas: deltas}
 	if err := db.group.write(ctx, p); err != nil {
 		return ack, false, err
 	}

@@ -26,6 +26,10 @@ type eventPayload struct {
 	// Owner is the conversation's owner (at most 200 bytes), so that a watcher of all
 	// of one owner's conversations wakes for that owner's changes only.
 	Owner string `json:"o,omitempty"`
+	// ConvKeys and Origin are a group commit's (appendGroupSQL): the conversations
+	// appended to, and the process that wrote them (DB.Origin).
+	ConvKeys []string `json:"cs,omitempty"`
+	Origin   string   `json:"r,omitempty"`
 }
 
 // notify queues a message event in tx. Postgres delivers it when tx commits, to every
@@ -91,15 +95,28 @@ func markMessageChanged(ctx context.Context, tx *txn, convKey, msgKey string) (s
 	return seq, notify(ctx, tx, eventPayload{Kind: parley.MessageUpdated, ConvKey: convKey, MsgKey: msgKey, Position: position, Seq: seq})
 }
 
-// decodeEvent reads a notification payload made by notify.
-func decodeEvent(payload string) (parley.MessageEvent, error) {
+// decodeEvents reads a notification payload made by notify, or by a group commit of
+// appends (one event per conversation it names), and the process that sent it when it
+// says (a group commit's Origin).
+func decodeEvents(payload string) (evs []parley.MessageEvent, origin string, err error) {
 	var p eventPayload
 	if err := json.Unmarshal([]byte(payload), &p); err != nil {
-		return parley.MessageEvent{}, fmt.Errorf("decode notification %q: %w", payload, err)
+		return nil, "", fmt.Errorf("decode notification %q: %w", payload, err)
+	}
+	if p.ConvKeys != nil {
+		evs = make([]parley.MessageEvent, len(p.ConvKeys))
+		for i, c := range p.ConvKeys {
+			key, ok := parley.ParseConversationID(parley.ConversationID(c))
+			if !ok {
+				return nil, "", fmt.Errorf("decode notification %q: bad conversation key", payload)
+			}
+			evs[i] = parley.MessageEvent{Kind: p.Kind, ConversationID: parley.ConversationID(key)}
+		}
+		return evs, p.Origin, nil
 	}
 	convKey, ok := parley.ParseConversationID(parley.ConversationID(p.ConvKey))
 	if !ok {
-		return parley.MessageEvent{}, fmt.Errorf("decode notification %q: bad conversation key", payload)
+		return nil, "", fmt.Errorf("decode notification %q: bad conversation key", payload)
 	}
 	ev := parley.MessageEvent{
 		Kind:           p.Kind,
@@ -111,5 +128,5 @@ func decodeEvent(payload string) (parley.MessageEvent, error) {
 	if p.MsgKey != "" {
 		ev.MessageID = parley.MessageID(p.MsgKey)
 	}
-	return ev, nil
+	return []parley.MessageEvent{ev}, p.Origin, nil
 }

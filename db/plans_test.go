@@ -114,7 +114,7 @@ var operations = []operation{
 		}
 	}},
 	{"replay after a position", func(ctx context.Context, t *testing.T, s *db.DB, f *fixture) {
-		_, err := s.MessagesAfter(ctx, f.conv.ID, 100, 50)
+		_, _, err := s.MessagesAfter(ctx, f.conv.ID, 100, 50, 16<<20)
 		must(t, err)
 	}},
 	{"list conversations", func(ctx context.Context, t *testing.T, s *db.DB, f *fixture) {

@@ -27,12 +27,15 @@ type Store interface {
 	// number of its latest message change. Returns ENOTFOUND.
 	ConversationHead(ctx context.Context, conversationID string) (lastPosition int, changeSeq int64, err error)
 	// MessagesAfter returns up to limit messages with a position above after, in
-	// ascending position. Returns ENOTFOUND when the conversation is gone.
-	MessagesAfter(ctx context.Context, conversationID string, after, limit int) ([]parley.Message, error)
+	// ascending position, no more than fit maxBytes of stored bytes together (the first
+	// always; 0: no bound), and whether there may be more. Returns ENOTFOUND when the
+	// conversation is gone.
+	MessagesAfter(ctx context.Context, conversationID string, after, limit, maxBytes int) ([]parley.Message, bool, error)
 	// MessagesChangedAfter returns up to limit messages whose latest change is numbered
-	// above after, in ascending number, and the number of the last one. Returns
-	// ENOTFOUND when the conversation is gone.
-	MessagesChangedAfter(ctx context.Context, conversationID string, after int64, limit int) ([]parley.Message, int64, error)
+	// above after, in ascending number, no more than fit maxBytes (as MessagesAfter),
+	// the number of the last one, and whether there may be more. Returns ENOTFOUND
+	// when the conversation is gone.
+	MessagesChangedAfter(ctx context.Context, conversationID string, after int64, limit, maxBytes int) ([]parley.Message, int64, bool, error)
 }
 
 // Config tunes a Hub.
@@ -41,6 +44,11 @@ type Config struct {
 	// up page by page at its own pace, holding one page at a time: the database is
 	// its buffer.
 	PageSize int
+	// PageBytes bounds the stored bytes of the messages (and appends) one read holds
+	// (default DefaultPageBytes; the first message of a read always fits): a
+	// subscriber replaying a conversation of large messages holds a budget's worth at a
+	// time, not a page of them.
+	PageBytes int
 	// ReadTimeout bounds one read of the database (default 10s).
 	ReadTimeout time.Duration
 	// RetryFor is how long a stream keeps retrying reads that fail before it ends with
@@ -49,6 +57,9 @@ type Config struct {
 	RetryFor time.Duration
 	Logger   *slog.Logger
 }
+
+// DefaultPageBytes is Config.PageBytes's default.
+const DefaultPageBytes = 16 << 20
 
 // Hub implements parley.EventService and parley.EventWatcher for the subscribers of one
 // process. Feed it the database's events with Publish and Resync (the db.Listener that
@@ -60,6 +71,8 @@ type Hub struct {
 
 	mu     sync.RWMutex
 	topics map[string]*topic // by conversation id
+
+	storeReads, tailReads atomic.Int64 // Stats
 }
 
 var (
@@ -84,6 +97,8 @@ type topic struct {
 
 	mu    sync.Mutex
 	reads map[readKey]*sharedRead // the latest read of each kind, owner and start
+
+	tail tail // the appends this process committed lately (live subscribers)
 }
 
 // maxSharedReads bounds the reads a topic keeps for sharing: subscribers at the tail
@@ -122,6 +137,10 @@ type watcher struct {
 	// started is set once the subscription has read where it starts; Stats counts only
 	// these, so that a test can tell when a subscription is live.
 	started atomic.Bool
+	// dirty says the database holds something this live subscriber has not read: set
+	// (before the wake-up) by every event but the appends this process committed
+	// itself, which a live subscriber may take from its topic's tail instead.
+	dirty atomic.Bool
 }
 
 func (w *watcher) wake() {
@@ -149,6 +168,9 @@ func NewHub(store Store, cfg Config) *Hub {
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = 100
 	}
+	if cfg.PageBytes <= 0 {
+		cfg.PageBytes = DefaultPageBytes
+	}
 	if cfg.ReadTimeout <= 0 {
 		cfg.ReadTimeout = 10 * time.Second
 	}
@@ -167,6 +189,9 @@ func (f *Hub) Publish(ev parley.MessageEvent) {
 	defer f.mu.RUnlock()
 	if t := f.topics[ev.ConversationID]; t != nil {
 		t.publish(ev.Kind)
+	}
+	if ev.Kind == parley.MessageDelta {
+		return // no watcher of an owner's conversations wakes for appends
 	}
 	if ev.Owner != "" {
 		if t := f.topics[ownerTopic(ev.Owner)]; t != nil {
@@ -187,7 +212,10 @@ func (f *Hub) Publish(ev parley.MessageEvent) {
 func (t *topic) publish(kind parley.MessageEventKind) {
 	t.epoch.Add(1)
 	for w, k := range t.watchers {
-		if k == kind || kind == parley.ConversationDeleted || (k == liveKind && kind != parley.ToolCallClaimed) || (k == "" && kind != parley.MessageDelta) ||
+		if k == liveKind && kind != parley.ToolCallClaimed {
+			w.dirty.Store(true)
+			w.wake()
+		} else if k == kind || kind == parley.ConversationDeleted || (k == "" && kind != parley.MessageDelta) ||
 			(k == listKind && kind != parley.MessageDelta && kind != parley.ToolCallClaimed) {
 			w.wake()
 		}
@@ -202,6 +230,7 @@ func (f *Hub) Resync() {
 	for _, t := range f.topics {
 		t.epoch.Add(1)
 		for w := range t.watchers {
+			w.dirty.Store(true)
 			w.wake()
 		}
 	}
@@ -215,13 +244,18 @@ type Stats struct {
 	Subscribers int
 	// Watchers counts the registrations of Watch (tool work subscriptions, say).
 	Watchers int
+	// StreamStoreReads counts the reads of the database made for live subscribers
+	// (messageStream) since the Hub started, each shared by those at one cursor;
+	// StreamTailReads the reads they took from the appends this process committed
+	// instead (see tail).
+	StreamStoreReads, StreamTailReads int64
 }
 
 // Stats returns how many subscribers there are now.
 func (f *Hub) Stats() Stats {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	s := Stats{Conversations: len(f.topics)}
+	s := Stats{Conversations: len(f.topics), StreamStoreReads: f.storeReads.Load(), StreamTailReads: f.tailReads.Load()}
 	for key, t := range f.topics {
 		if isOwnerTopic(key) {
 			s.Conversations--
@@ -384,16 +418,17 @@ func (s *addedStream) Poll(ctx context.Context) (parley.Message, error) {
 		if !s.stale {
 			return nil, nil
 		}
-		conv, last, size := s.conv, s.last, s.f.cfg.PageSize
-		msgs, err := s.f.read(ctx, s.w.t, "a", s.owner, conv, int64(last), func(ctx context.Context) (any, error) {
-			return s.f.store.MessagesAfter(ctx, conv, last, size)
+		conv, last, size, budget := s.conv, s.last, s.f.cfg.PageSize, s.f.cfg.PageBytes
+		res, err := s.f.read(ctx, s.w.t, "a", s.owner, conv, int64(last), func(ctx context.Context) (any, error) {
+			msgs, more, err := s.f.store.MessagesAfter(ctx, conv, last, size, budget)
+			return added{msgs, more}, err
 		})
 		if err != nil {
 			s.cancel()
 			return nil, err
 		}
-		s.pending = msgs.([]parley.Message)
-		s.stale = len(s.pending) == s.f.cfg.PageSize
+		a := res.(added)
+		s.pending, s.stale = a.msgs, a.more
 	}
 }
 
@@ -412,10 +447,18 @@ type updatedStream struct {
 	stale   bool
 }
 
-// changes is one read of changed messages: the messages and the number of the last.
+// added is one read of added messages, and whether there may be more.
+type added struct {
+	msgs []parley.Message
+	more bool
+}
+
+// changes is one read of changed messages: the messages, the number of the last, and
+// whether there may be more.
 type changes struct {
 	msgs []parley.Message
 	last int64
+	more bool
 }
 
 // Next implements parley.MessageStream.
@@ -437,18 +480,17 @@ func (s *updatedStream) Poll(ctx context.Context) (parley.Message, error) {
 		if !s.stale {
 			return nil, nil
 		}
-		conv, after, size := s.conv, s.last, s.f.cfg.PageSize
+		conv, after, size, budget := s.conv, s.last, s.f.cfg.PageSize, s.f.cfg.PageBytes
 		res, err := s.f.read(ctx, s.w.t, "u", s.owner, conv, after, func(ctx context.Context) (any, error) {
-			msgs, last, err := s.f.store.MessagesChangedAfter(ctx, conv, after, size)
-			return changes{msgs, last}, err
+			msgs, last, more, err := s.f.store.MessagesChangedAfter(ctx, conv, after, size, budget)
+			return changes{msgs, last, more}, err
 		})
 		if err != nil {
 			s.cancel()
 			return nil, err
 		}
 		c := res.(changes)
-		s.pending, s.last = c.msgs, c.last
-		s.stale = len(c.msgs) == s.f.cfg.PageSize
+		s.pending, s.last, s.stale = c.msgs, c.last, c.more
 	}
 }
 

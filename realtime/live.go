@@ -15,7 +15,7 @@ type LiveStore interface {
 	StreamStart(ctx context.Context, conversationID string) (int, error)
 	// StreamAfter reads what a subscriber at c has not had (parley.StreamRead); more
 	// says another read may find more. Returns ENOTFOUND when the conversation is gone.
-	StreamAfter(ctx context.Context, conversationID string, c parley.StreamCursor, limit int) (parley.StreamRead, bool, error)
+	StreamAfter(ctx context.Context, conversationID string, c parley.StreamCursor, limit, maxBytes int) (parley.StreamRead, bool, error)
 }
 
 var _ parley.LiveEventService = (*Hub)(nil)
@@ -49,7 +49,7 @@ func (f *Hub) SubscribeStream(ctx context.Context, conversationID string, after 
 		return nil, err
 	}
 	w.started.Store(true)
-	return &liveStream{f: f, store: store, conv: id, owner: owner, w: w, cancel: cancel, cur: cur, stale: true}, nil
+	return &liveStream{f: f, store: store, conv: id, owner: owner, w: w, cancel: cancel, cur: cur, stale: true, db: true}, nil
 }
 
 // liveStream delivers a conversation's messages and appends after cur.
@@ -65,6 +65,10 @@ type liveStream struct {
 	read    *liveRead // the read pending came from
 	next    int       // the index in read's events of pending[0]
 	stale   bool
+	// db says the next read must be of the database: at the start, and after a read
+	// that found there may be more. Otherwise a wake-up that did not mark the watcher
+	// dirty (appends this process committed) is served from the topic's tail.
+	db bool
 }
 
 // liveRead is one shared read: what it found and whether there may be more. It is
@@ -117,9 +121,16 @@ func (s *liveStream) Poll(ctx context.Context) (parley.StreamEvent, any, bool, e
 		if !s.stale {
 			return parley.StreamEvent{}, nil, false, nil
 		}
-		cur, conv, size := s.cur, s.conv, s.f.cfg.PageSize
+		if s.w.dirty.Swap(false) {
+			s.db = true
+		}
+		if !s.db && s.fromTail() {
+			continue
+		}
+		cur, conv, size, budget := s.cur, s.conv, s.f.cfg.PageSize, s.f.cfg.PageBytes
 		res, err := s.f.read(ctx, s.w.t, "s"+openKey(cur), s.owner, conv, int64(cur.Position), func(ctx context.Context) (any, error) {
-			r, more, err := s.store.StreamAfter(ctx, conv, cur, size)
+			s.f.storeReads.Add(1)
+			r, more, err := s.store.StreamAfter(ctx, conv, cur, size, budget)
 			return &liveRead{r, more}, err
 		})
 		if err != nil {
@@ -128,8 +139,27 @@ func (s *liveStream) Poll(ctx context.Context) (parley.StreamEvent, any, bool, e
 		}
 		lr := res.(*liveRead)
 		s.pending, s.read, s.next = cur.Advance(lr.r), lr, 0
-		s.stale = lr.more
+		s.stale, s.db = lr.more, lr.more
 	}
+}
+
+// fromTail takes what the topic's tail holds for the stream (tail.read), and reports
+// whether it could: if not, the database must be read.
+func (s *liveStream) fromTail() bool {
+	t := s.w.t
+	key := strconv.Itoa(s.cur.Position) + "|" + openKey(s.cur)
+	t.mu.Lock()
+	lr, fresh, ok := t.tail.read(key, s.cur)
+	t.mu.Unlock()
+	if fresh {
+		s.f.tailReads.Add(1)
+	}
+	if !ok {
+		return false
+	}
+	s.pending, s.read, s.next = s.cur.AdvanceAppends(lr.r.Batches), lr, 0
+	s.stale = false
+	return true
 }
 
 // OnWake implements parley.StreamSubscription.

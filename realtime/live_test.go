@@ -100,9 +100,12 @@ func checkStream(t *testing.T, name string, evs []streamEvent) string {
 }
 
 // TestStreamAcrossReplicas: a 500-append stream written through one replica reaches
-// subscribers of another exactly once and in order, and the stored text is the deltas
-// concatenated; a subscriber that resumes from the cursor of its 200th delta gets the
-// rest, and nothing twice.
+// subscribers of another, and of the writer's own, exactly once and in order, and the
+// stored text is the deltas concatenated; a subscriber that resumes from the cursor of
+// its 200th delta gets the rest, and nothing twice. The other replica's subscribers read
+// the database after each append's notification; the writer's take the appends from
+// its hub's tail, reading the database only for the message's start and end (and
+// whenever they fall behind the tail).
 func TestStreamAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	const appends = 500
@@ -110,11 +113,17 @@ func TestStreamAcrossReplicas(t *testing.T) {
 	b := newReplica(t, a.DSN, replicaOptions{})
 	conv := a.CreateConversation(t, "live")
 	c := dial(t, b.URL, transportWS)
+	local := dial(t, a.URL, transportWS)
 	subs := []*sub{
 		c.subscribe(t, streamQuery, map[string]any{"c": conv}),
 		c.subscribe(t, streamQuery, map[string]any{"c": conv}),
+		local.subscribe(t, streamQuery, map[string]any{"c": conv}),
+		local.subscribe(t, streamQuery, map[string]any{"c": conv}),
 	}
-	pollUntil(t, "the subscribers to start", func() bool { return b.Hub.Stats().Subscribers == len(subs) })
+	pollUntil(t, "the subscribers to start", func() bool {
+		return b.Hub.Stats().Subscribers == 2 && a.Hub.Stats().Subscribers == 2
+	})
+	before := a.Hub.Stats()
 
 	data, err := post(a.URL, `mutation($c: ID!) { startMessage(conversationId: $c) { node { ... on MessageBase { id } } } }`, map[string]any{"c": conv})
 	if err != nil {
@@ -153,6 +162,16 @@ func TestStreamAcrossReplicas(t *testing.T) {
 			t.Errorf("subscriber %d: got %d bytes of text, want %d", i, len(got), want.Len())
 		}
 	}
+	// Two subscribers at one cursor share each read: one read per append at most.
+	if st := b.Hub.Stats(); st.StreamStoreReads < appends/2 || st.StreamTailReads != 0 {
+		t.Errorf("the other replica read the database %d times and its tail %d times for %d appends; want about one read each, all of the database",
+			st.StreamStoreReads, st.StreamTailReads, appends)
+	}
+	st := a.Hub.Stats()
+	if reads := st.StreamStoreReads - before.StreamStoreReads; reads > appends/10 || st.StreamTailReads < appends/2 {
+		t.Errorf("the writer's replica read the database %d times and its tail %d times for %d appends; want the appends from the tail",
+			reads, st.StreamTailReads-before.StreamTailReads, appends)
+	}
 	evs := waitStream(t, resumed, done)
 	if len(evs) == 0 || evs[0].Delta == nil || evs[0].Delta.Seq != 201 {
 		t.Fatalf("the resumed subscriber starts with %+v, want delta 201", evs[:min(1, len(evs))])
@@ -174,4 +193,79 @@ func TestStreamAcrossReplicas(t *testing.T) {
 	// the socket closes.
 	c.conn.CloseNow()
 	pollUntil(t, "the subscribers to be released", func() bool { return b.Hub.Stats().Subscribers == 0 })
+}
+
+// TestStreamWriterMovesBetweenReplicas: a writer whose appends go to one replica, then
+// the other, then back (as behind a load balancer) leaves gaps in each replica's
+// memory of the stream; every subscriber, on either replica, still gets every append
+// exactly once and in order, reading the database for what its replica did not write.
+func TestStreamWriterMovesBetweenReplicas(t *testing.T) {
+	t.Parallel()
+	const appends, block = 300, 40
+	a := newReplica(t, "", replicaOptions{})
+	b := newReplica(t, a.DSN, replicaOptions{})
+	conv := a.CreateConversation(t, "moving writer")
+	ca, cb := dial(t, a.URL, transportWS), dial(t, b.URL, transportWS)
+	subs := []*sub{
+		ca.subscribe(t, streamQuery, map[string]any{"c": conv}),
+		cb.subscribe(t, streamQuery, map[string]any{"c": conv}),
+	}
+	pollUntil(t, "the subscribers to start", func() bool {
+		return a.Hub.Stats().Subscribers == 1 && b.Hub.Stats().Subscribers == 1
+	})
+	data, err := post(a.URL, `mutation($c: ID!) { startMessage(conversationId: $c) { node { ... on MessageBase { id } } } }`, map[string]any{"c": conv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started struct {
+		StartMessage struct{ Node struct{ ID string } }
+	}
+	if err := json.Unmarshal(data, &started); err != nil {
+		t.Fatal(err)
+	}
+	id := started.StartMessage.Node.ID
+	var want strings.Builder
+	for i := 1; i <= appends; i++ {
+		url := a.URL
+		if (i-1)/block%2 == 1 {
+			url = b.URL
+		}
+		piece := fmt.Sprintf("m%d ", i)
+		want.WriteString(piece)
+		if _, err := post(url, `mutation($m: ID!, $s: Int!, $d: [MessageDeltaInput!]!) { appendMessageDeltas(messageId: $m, seq: $s, deltas: $d) { seq } }`,
+			map[string]any{"m": id, "s": i, "d": []map[string]any{{"kind": "TEXT", "index": 0, "text": piece}}}); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	// Every append reaches both before the message ends (else the end would fold the
+	// rest into the completed message and hide a lost append).
+	for i, s := range subs {
+		waitStream(t, s, func(ev streamEvent) bool { return ev.Delta != nil && ev.Delta.Seq == appends })
+		evs := streamEvents(t, s)
+		if evs[0].Message == nil {
+			t.Fatalf("subscriber %d: the first event is %+v, want the message", i, evs[0])
+		}
+		text := evs[0].Message.Text // so far, when it was delivered
+		for k, ev := range evs[1:] {
+			if ev.Delta == nil || (k > 0 && ev.Delta.Seq != evs[k].Delta.Seq+1) {
+				t.Fatalf("subscriber %d: event %d is %+v, not the next append", i, k+1, ev)
+			}
+			text += ev.Delta.Deltas[0].Text
+		}
+		if text != want.String() {
+			t.Errorf("subscriber %d: the message and its appends make %d bytes, want the %d sent", i, len(text), want.Len())
+		}
+	}
+	if _, err := post(a.URL, `mutation($m: ID!) { completeMessage(messageId: $m) { __typename } }`, map[string]any{"m": id}); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range subs {
+		evs := waitStream(t, s, func(ev streamEvent) bool { return ev.Message != nil && ev.Message.MessageStatus == "COMPLETED" })
+		if got := checkStream(t, fmt.Sprintf("subscriber %d", i), evs); got != want.String() {
+			t.Errorf("subscriber %d: got %d bytes of text, want %d", i, len(got), want.Len())
+		}
+	}
+	if st := a.Hub.Stats(); st.StreamTailReads == 0 {
+		t.Errorf("the first replica took no append from its tail (%+v)", st)
+	}
 }

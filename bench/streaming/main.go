@@ -5,7 +5,11 @@
 // acknowledgement to a subscriber reading the delta (p50, p99), the appends and
 // deliveries per second achieved, the database's commits and row writes per second,
 // and the server's CPU per delivered delta; then checks that every stored message is
-// exactly the deltas sent. It runs the configured load and a single stream.
+// exactly the deltas sent. It runs the configured load and a single stream. Since the
+// writer's own replica hands a committed append to its subscribers before acknowledging
+// it, a delivery often precedes the acknowledgement: it also reports the latency from
+// the writer sending the append to a subscriber reading it (send to subscriber), which
+// includes the append's request and commit.
 //
 // It starts its own PostgreSQL (localpg, durability off unless -durable, as
 // bench/fanout) and one `parley serve` from the binary given with -parley, on loopback;
@@ -59,6 +63,7 @@ type config struct {
 	durable     bool
 	keep        bool
 	debugAddr   string
+	coalesce    bool
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -71,6 +76,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "length of each run")
 	fs.BoolVar(&cfg.durable, "durable", false, "run Postgres with fsync and synchronous commit on")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (server log, database)")
+	fs.BoolVar(&cfg.coalesce, "coalesce", false, "a writer that falls behind sends the deltas due so far in one append (up to 1,000), "+
+		"as a relay of a provider's stream does while its previous append is in flight; latencies are then measured from when each delta was due")
 	fs.StringVar(&cfg.debugAddr, "debug-addr", "", "serve the server's profiles (/debug/pprof/) at this loopback address, to profile a run")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -121,52 +128,60 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	defer srv.Stop()
 
 	fmt.Fprintf(out, "## Live messages\n\n`make bench-streaming` (bench/streaming): %s per run, one TEXT delta per append, "+
-		"%d websocket subscribers per stream, Postgres durability %s. Load average at the start: %s.\n\n",
-		cfg.duration, cfg.subscribers, map[bool]string{true: "on", false: "off"}[cfg.durable], parleyproc.LoadAverage())
-	fmt.Fprintln(out, "| streams × appends/s | appends/s done | deliveries/s | p50 | p99 | max | DB commits/s | DB rows written/s | WAL per append | server CPU per delivery | stored = sent |")
-	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+		"%d websocket subscribers per stream, Postgres durability %s%s. Load average at the start: %s.\n\n",
+		cfg.duration, cfg.subscribers, map[bool]string{true: "on", false: "off"}[cfg.durable],
+		map[bool]string{true: ", writers coalescing the deltas due while an append is in flight (latency from each delta's due time)", false: ""}[cfg.coalesce],
+		parleyproc.LoadAverage())
+	fmt.Fprintln(out, "| streams × deltas/s | deltas/s done | appends/s | deliveries/s (deltas) | ack→subscriber p50 | p99 | max | send→subscriber p50 | p99 | DB commits/s | DB rows written/s | WAL per append | server CPU per delivered delta | stored = sent |")
+	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, streams := range []int{cfg.streams, 1} {
 		r, err := measure(ctx, cfg, streams, srv, stats)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "| %d × %d | %.0f | %.0f | %s | %s | %s | %.0f | %.0f | %.0f B | %.1f µs | %s |\n",
-			streams, cfg.rate, r.appendsPerSec, r.deliveriesPerSec, ms(pct(r.latencies, 50)), ms(pct(r.latencies, 99)),
-			ms(pct(r.latencies, 100)), r.commitsPerSec, r.rowsPerSec, r.walPerAppend, r.cpuPerDelivery, r.check)
+		fmt.Fprintf(out, "| %d × %d | %.0f | %.0f | %.0f | %s | %s | %s | %s | %s | %.0f | %.0f | %.0f B | %.1f µs | %s |\n",
+			streams, cfg.rate, r.deltasPerSec, r.appendsPerSec, r.deliveriesPerSec, ms(pct(r.latencies, 50)), ms(pct(r.latencies, 99)),
+			ms(pct(r.latencies, 100)), ms(pct(r.fromSend, 50)), ms(pct(r.fromSend, 99)),
+			r.commitsPerSec, r.rowsPerSec, r.walPerAppend, r.cpuPerDelivery, r.check)
 	}
 	fmt.Fprintln(out)
 	return nil
 }
 
 type result struct {
-	appendsPerSec, deliveriesPerSec float64
-	latencies                       []time.Duration
-	commitsPerSec, rowsPerSec       float64
-	walPerAppend                    float64 // bytes
-	cpuPerDelivery                  float64 // µs
-	check                           string
+	deltasPerSec, appendsPerSec, deliveriesPerSec float64
+	latencies                                     []time.Duration // from the acknowledgement
+	fromSend                                      []time.Duration // from sending the append (or the delta's due time, coalescing)
+	commitsPerSec, rowsPerSec                     float64
+	walPerAppend                                  float64 // bytes
+	cpuPerDelivery                                float64 // µs
+	check                                         string
 }
 
 // stream is one streaming message and what its writer sent.
 type stream struct {
 	conv, id string
 	mu       sync.Mutex
-	acked    map[int]time.Time // seq → when the writer read the acknowledgement
+	acked    map[int]time.Time   // seq → when the writer read the acknowledgement
+	sentAt   map[int]time.Time   // seq → when the writer sent it
+	due      map[int][]time.Time // seq → when each of its deltas was due (coalescing)
+	deltas   int                 // sent
 	text     strings.Builder
 	sent     int
 }
 
-func (s *stream) ackedAt(seq int) (time.Time, bool) {
+func (s *stream) ackedAt(seq int) (acked, sent time.Time, due []time.Time, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, ok := s.acked[seq]
-	return t, ok
+	acked, ok = s.acked[seq]
+	return acked, s.sentAt[seq], s.due[seq], ok
 }
 
-// delivery is one delta a subscriber read, and when.
+// delivery is one append a subscriber read (of n deltas), and when.
 type delivery struct {
 	s   *stream
 	seq int
+	n   int
 	at  time.Time
 }
 
@@ -175,7 +190,7 @@ func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, sta
 	fmt.Fprintf(os.Stderr, "streaming: %d streams...\n", n)
 	streams := make([]*stream, n)
 	for i := range streams {
-		s := &stream{acked: map[int]time.Time{}}
+		s := &stream{acked: map[int]time.Time{}, sentAt: map[int]time.Time{}, due: map[int][]time.Time{}}
 		var c struct {
 			CreateConversation struct{ ID string }
 		}
@@ -200,9 +215,9 @@ func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, sta
 			readers.Add(1)
 			go func() {
 				defer readers.Done()
-				read(conn, func(seq int, at time.Time) {
+				read(conn, func(seq, n int, at time.Time) {
 					dmu.Lock()
-					deliveries = append(deliveries, delivery{s, seq, at})
+					deliveries = append(deliveries, delivery{s, seq, n, at})
 					dmu.Unlock()
 				})
 			}()
@@ -248,20 +263,38 @@ func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, sta
 		writers.Add(1)
 		go func() {
 			defer writers.Done()
-			// Stagger the streams over one interval, then pace each at its rate.
-			next := start.Add(interval * time.Duration(i) / time.Duration(len(streams)))
-			for seq := 1; ; seq++ {
-				if d := time.Until(next); d > 0 {
+			// Stagger the streams over one interval, then pace each at its rate: delta k
+			// is due at next + k·interval.
+			first := start.Add(interval * time.Duration(i) / time.Duration(len(streams)))
+			dueAt := func(k int) time.Time { return first.Add(interval * time.Duration(k)) }
+			for seq, k := 1, 0; ; seq++ {
+				if d := time.Until(dueAt(k)); d > 0 {
 					time.Sleep(d)
 				}
-				if time.Now().After(end) {
+				now := time.Now()
+				if now.After(end) {
 					return
 				}
-				next = next.Add(interval)
-				piece := fmt.Sprintf("t%d ", seq)
-				err := gql(ctx, srv.URL, `mutation($m: ID!, $s: Int!, $t: String!) {
-					appendMessageDeltas(messageId: $m, seq: $s, deltas: [{kind: TEXT, index: 0, text: $t}]) { seq } }`,
-					map[string]any{"m": s.id, "s": seq, "t": piece}, nil)
+				n := 1
+				for cfg.coalesce && n < 1000 && !dueAt(k+n).After(now) && dueAt(k+n).Before(end) {
+					n++
+				}
+				deltas := make([]map[string]any, n)
+				dues := make([]time.Time, n)
+				var text strings.Builder
+				for j := range n {
+					piece := fmt.Sprintf("t%d ", k+j+1)
+					text.WriteString(piece)
+					deltas[j] = map[string]any{"kind": "TEXT", "index": 0, "text": piece}
+					dues[j] = dueAt(k + j)
+				}
+				k += n
+				s.mu.Lock()
+				s.sentAt[seq], s.due[seq] = time.Now(), dues
+				s.mu.Unlock()
+				err := gql(ctx, srv.URL, `mutation($m: ID!, $s: Int!, $d: [MessageDeltaInput!]!) {
+					appendMessageDeltas(messageId: $m, seq: $s, deltas: $d) { seq } }`,
+					map[string]any{"m": s.id, "s": seq, "d": deltas}, nil)
 				at := time.Now()
 				if err != nil {
 					wmu.Lock()
@@ -271,8 +304,8 @@ func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, sta
 				}
 				s.mu.Lock()
 				s.acked[seq] = at
-				s.text.WriteString(piece)
-				s.sent = seq
+				s.text.WriteString(text.String())
+				s.sent, s.deltas = seq, s.deltas+n
 				s.mu.Unlock()
 			}
 		}()
@@ -285,12 +318,15 @@ func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, sta
 	// Wait (up to 30 s) for the subscribers to have every delta.
 	total := 0
 	for _, s := range streams {
-		total += s.sent * cfg.subscribers
+		total += s.deltas * cfg.subscribers
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		dmu.Lock()
-		got := len(deliveries)
+		got := 0
+		for _, d := range deliveries {
+			got += d.n
+		}
 		dmu.Unlock()
 		if got >= total || time.Now().After(deadline) {
 			break
@@ -310,27 +346,42 @@ func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, sta
 	dmu.Lock()
 	ds := slices.Clone(deliveries)
 	dmu.Unlock()
-	sent := 0
+	sent, deltas, delivered := 0, 0, 0
 	for _, s := range streams {
 		sent += s.sent
+		deltas += s.deltas
+	}
+	for _, d := range ds {
+		delivered += d.n
 	}
 	r.appendsPerSec = float64(sent) / elapsed.Seconds()
-	r.deliveriesPerSec = float64(len(ds)) / drained.Seconds()
+	r.deltasPerSec = float64(deltas) / elapsed.Seconds()
+	r.deliveriesPerSec = float64(delivered) / drained.Seconds()
 	r.commitsPerSec = float64(commits1-commits0) / drained.Seconds()
 	r.rowsPerSec = float64(rows1-rows0) / drained.Seconds()
 	r.walPerAppend = float64(wal1-wal0) / float64(max(sent, 1))
-	if len(ds) > 0 {
-		r.cpuPerDelivery = float64((cpu1 - cpu0).Microseconds()) / float64(len(ds))
+	if delivered > 0 {
+		r.cpuPerDelivery = float64((cpu1 - cpu0).Microseconds()) / float64(delivered)
 	}
 	for _, d := range ds {
-		if at, ok := d.s.ackedAt(d.seq); ok {
-			r.latencies = append(r.latencies, max(d.at.Sub(at), 0))
-		} else {
-			r.latencies = append(r.latencies, 0) // read before the writer had its acknowledgement
+		acked, sent, due, ok := d.s.ackedAt(d.seq)
+		for j := range d.n {
+			if ok {
+				r.latencies = append(r.latencies, max(d.at.Sub(acked), 0))
+			} else {
+				r.latencies = append(r.latencies, 0) // read before the writer had its acknowledgement
+			}
+			switch {
+			case cfg.coalesce && j < len(due):
+				r.fromSend = append(r.fromSend, max(d.at.Sub(due[j]), 0))
+			case !sent.IsZero():
+				r.fromSend = append(r.fromSend, max(d.at.Sub(sent), 0))
+			}
 		}
 	}
 	slices.Sort(r.latencies)
-	missing := total - len(ds)
+	slices.Sort(r.fromSend)
+	missing := total - delivered
 	// Complete every message and compare the stored text with what was sent.
 	bad := 0
 	for _, s := range streams {
@@ -421,10 +472,10 @@ func subscribe(ctx context.Context, url, conv string) (*websocket.Conn, error) {
 	return conn, nil
 }
 
-// read calls got with each delta's number and when it was read, until the connection
-// ends. It picks the number out of the frame without decoding the JSON: it shares the
-// CPUs with the server.
-func read(conn *websocket.Conn, got func(seq int, at time.Time)) {
+// read calls got with each append's number, its number of deltas, and when it was read,
+// until the connection ends. It picks them out of the frame without decoding the JSON:
+// it shares the CPUs with the server.
+func read(conn *websocket.Conn, got func(seq, n int, at time.Time)) {
 	key := []byte(`"seq":`)
 	for {
 		_, b, err := conn.Read(context.Background())
@@ -450,7 +501,7 @@ func read(conn *websocket.Conn, got func(seq int, at time.Time)) {
 				k++
 			}
 			if seq, err := strconv.Atoi(string(b[j:k])); err == nil {
-				got(seq, at)
+				got(seq, bytes.Count(b, []byte(`"text":`)), at)
 			}
 		case bytes.Contains(b, []byte(`"type":"ping"`)):
 			conn.Write(context.Background(), websocket.MessageText, []byte(`{"type":"pong"}`))

@@ -132,12 +132,18 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	rc := cfg.Realtime
 	rc.Logger = log
+	if rc.PageBytes == 0 {
+		rc.PageBytes = cfg.Config.Limits.MaxReplayBytes
+	}
 	s.Hub = realtime.NewHub(s.Store, rc)
+	// The appends this process commits reach its subscribers from memory (the hub's
+	// tail); its listener skips their notifications, meant for the other replicas.
+	s.Store.OnAppended(s.Hub.PublishAppend)
 	s.Processing = newProcessing(cfg.Config, s.Store, s.Hub, cfg.Version, log)
 	// One LISTEN connection per process hears every replica's commits and wakes this
 	// process's subscribers through the hub, who read what changed from the database.
 	lc := cfg.Listener
-	lc.OnEvent, lc.OnResync, lc.Logger = s.Hub.Publish, s.Hub.Resync, log
+	lc.OnEvent, lc.OnResync, lc.Logger, lc.Origin = s.Hub.Publish, s.Hub.Resync, log, s.Store.Origin()
 	if cfg.Metrics != nil {
 		lc.OnReconnect = cfg.Metrics.ListenerReconnected
 	}

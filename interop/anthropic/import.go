@@ -27,6 +27,33 @@ const MaxInputBytes = 256 << 20
 type message struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+	// A message object as the API returns it also says who produced it.
+	ID         string `json:"id"`
+	Model      string `json:"model"`
+	StopReason string `json:"stop_reason"`
+	Usage      *struct {
+		InputTokens              int64 `json:"input_tokens"`
+		OutputTokens             int64 `json:"output_tokens"`
+		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	} `json:"usage"`
+}
+
+// provenance is what an assistant message object says of who produced it (nil when it
+// says nothing: a message of a request body has only its role and content).
+func (m *message) provenance() *parley.Provenance {
+	if m.ID == "" && m.Model == "" && m.StopReason == "" && m.Usage == nil {
+		return nil
+	}
+	p := &parley.Provenance{Provider: Provider, Model: m.Model, ResponseID: m.ID, FinishReason: m.StopReason}
+	if u := m.Usage; u != nil {
+		p.Usage = parley.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+			CachedInputTokens: u.CacheReadInputTokens, CacheCreationInputTokens: u.CacheCreationInputTokens}
+	}
+	if parley.CheckProvenance(p) != nil {
+		return nil // ids or counts no store would take: kept out, the message kept
+	}
+	return p
 }
 
 // block is a Messages API content block of any type.
@@ -177,7 +204,7 @@ func (p *parser) message(i int, raw json.RawMessage) error {
 	case "user":
 		return p.user(where, raw, blocks)
 	case "assistant":
-		return p.assistant(where, raw, blocks)
+		return p.assistant(where, raw, blocks, m.provenance())
 	case "system":
 		return invalid(where, ".role: \"system\" is not a message role here; the system prompt goes in the top-level system field")
 	case "":
@@ -269,7 +296,7 @@ func (p *parser) user(where string, raw json.RawMessage, blocks []block) error {
 	return nil
 }
 
-func (p *parser) assistant(where string, raw json.RawMessage, blocks []block) error {
+func (p *parser) assistant(where string, raw json.RawMessage, blocks []block, prov *parley.Provenance) error {
 	var parts []parley.Part
 	var calls []parley.ToolCall
 	var at []int // how many parts came before each call
@@ -316,7 +343,7 @@ func (p *parser) assistant(where string, raw json.RawMessage, blocks []block) er
 		}
 	}
 	o := p.chain.Start(p.imp, where, raw)
-	meta := parley.MessageMeta{Role: parley.RoleAssistant}
+	meta := parley.MessageMeta{Role: parley.RoleAssistant, Live: parley.Live{Provenance: prov}}
 	switch {
 	case len(calls) > 0:
 		meta.Role = parley.RoleInvocation

@@ -56,12 +56,15 @@ func ParseResponses(r io.Reader) (*parley.Import, error) {
 	if err != nil {
 		return nil, err
 	}
-	elems, err := itemsArray(raw)
+	elems, prov, err := itemsArray(raw)
 	if err != nil {
 		return nil, err
 	}
+	if prov == nil {
+		prov = &parley.Provenance{Provider: Provider}
+	}
 	p := &responsesParser{imp: &parley.Import{}, chain: sourceid.NewChain("openai-responses"),
-		calls: make(map[string]string), answered: make(map[string]string)}
+		calls: make(map[string]string), answered: make(map[string]string), prov: prov}
 	for i, e := range elems {
 		if err := p.item(i, e); err != nil {
 			return nil, err
@@ -73,13 +76,14 @@ func ParseResponses(r io.Reader) (*parley.Import, error) {
 
 // itemsArray finds the items of an input: the array itself, or an object's input (a
 // request body) or output (a response).
-func itemsArray(raw []byte) ([]json.RawMessage, error) {
+// A response also says who produced its output (prov; nil for anything else).
+func itemsArray(raw []byte) (elems []json.RawMessage, prov *parley.Provenance, err error) {
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 {
-		return nil, parley.Errorf(parley.EINVALID, "input: empty; want an array of Responses items or an object with input")
+		return nil, nil, parley.Errorf(parley.EINVALID, "input: empty; want an array of Responses items or an object with input")
 	}
 	if !json.Valid(t) {
-		return nil, parley.Errorf(parley.EINVALID, "input: not valid JSON (%s)", jsonerr.SyntaxProblem(t, "input"))
+		return nil, nil, parley.Errorf(parley.EINVALID, "input: not valid JSON (%s)", jsonerr.SyntaxProblem(t, "input"))
 	}
 	if t[0] == '{' {
 		var body struct {
@@ -87,32 +91,73 @@ func itemsArray(raw []byte) ([]json.RawMessage, error) {
 			Output json.RawMessage `json:"output"`
 		}
 		if err := json.Unmarshal(t, &body); err != nil {
-			return nil, parley.Errorf(parley.EINVALID, "input: not valid JSON")
+			return nil, nil, parley.Errorf(parley.EINVALID, "input: not valid JSON")
 		}
 		switch {
 		case len(body.Input) > 0:
 			t = bytes.TrimSpace(body.Input)
 		case len(body.Output) > 0:
 			t = bytes.TrimSpace(body.Output)
+			prov = responseProvenance(raw)
 		default:
-			return nil, parley.Errorf(parley.EINVALID, "input: an object needs an input (a request) or output (a response) array")
+			return nil, nil, parley.Errorf(parley.EINVALID, "input: an object needs an input (a request) or output (a response) array")
 		}
 		if len(t) > 0 && t[0] == '"' {
 			t = []byte(`[{"role":"user","content":` + string(t) + `}]`) // input may be a string
 		}
 	}
 	if t[0] != '[' {
-		return nil, parley.Errorf(parley.EINVALID, "input: want an array of items, got %s", jsonerr.Kind(t))
+		return nil, nil, parley.Errorf(parley.EINVALID, "input: want an array of items, got %s", jsonerr.Kind(t))
 	}
-	var elems []json.RawMessage
 	if err := json.Unmarshal(t, &elems); err != nil {
-		return nil, parley.Errorf(parley.EINVALID, "input: not valid JSON")
+		return nil, nil, parley.Errorf(parley.EINVALID, "input: not valid JSON")
 	}
-	return elems, nil
+	return elems, prov, nil
+}
+
+// responseProvenance reads what a Responses API response object says of who produced
+// its output: its id, model, status (or why it is incomplete) and usage.
+func responseProvenance(raw []byte) *parley.Provenance {
+	var r struct {
+		ID                string `json:"id"`
+		Model             string `json:"model"`
+		Status            string `json:"status"`
+		IncompleteDetails *struct {
+			Reason string `json:"reason"`
+		} `json:"incomplete_details"`
+		Usage *struct {
+			InputTokens        int64 `json:"input_tokens"`
+			OutputTokens       int64 `json:"output_tokens"`
+			InputTokensDetails struct {
+				CachedTokens int64 `json:"cached_tokens"`
+			} `json:"input_tokens_details"`
+			OutputTokensDetails struct {
+				ReasoningTokens int64 `json:"reasoning_tokens"`
+			} `json:"output_tokens_details"`
+		} `json:"usage"`
+	}
+	if json.Unmarshal(raw, &r) != nil {
+		return nil // fields of unexpected types say nothing; the items are read regardless
+	}
+	p := &parley.Provenance{Provider: Provider, Model: r.Model, ResponseID: r.ID, FinishReason: r.Status}
+	if r.IncompleteDetails != nil && r.IncompleteDetails.Reason != "" {
+		p.FinishReason = r.IncompleteDetails.Reason
+	}
+	if u := r.Usage; u != nil {
+		p.Usage = parley.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+			CachedInputTokens: u.InputTokensDetails.CachedTokens, ReasoningTokens: u.OutputTokensDetails.ReasoningTokens}
+	}
+	if parley.CheckProvenance(p) != nil {
+		return &parley.Provenance{Provider: Provider} // ids or counts no store would take: kept out
+	}
+	return p
 }
 
 type responsesParser struct {
-	imp      *parley.Import
+	imp *parley.Import
+	// prov is who produced the assistant turns: the provider, and for a response's
+	// output its model, id, status and usage.
+	prov     *parley.Provenance
 	chain    *sourceid.Chain
 	calls    map[string]string // call id -> where it was made
 	answered map[string]string // call id -> where it was answered
@@ -236,7 +281,8 @@ func (p *responsesParser) flush() {
 	if p.turn == nil {
 		return
 	}
-	meta := parley.MessageMeta{Role: parley.RoleAssistant, Live: parley.Live{Provenance: &parley.Provenance{Provider: Provider}}}
+	prov := *p.prov
+	meta := parley.MessageMeta{Role: parley.RoleAssistant, Live: parley.Live{Provenance: &prov}}
 	switch {
 	case len(p.tcs) > 0:
 		meta.Role = parley.RoleInvocation
