@@ -57,7 +57,8 @@ screenshots: deps-e2e build
 generate:
 	$(GO) generate ./...
 
-# bench: Parley beside raw SQL and PostGraphile, written to bench/report.md and
+# bench: Parley beside raw SQL and PostGraphile, with the benchmarks of their own whose targets
+# exist (bench-streaming, bench-search, bench-tree: scripts/bench.sh), written to bench/report.md and
 # bench/report.svg (about 15 minutes; BENCH_ARGS="-runs 3 -duration 2s -scale-messages 0" for a quick look).
 bench: deps
 	@bash scripts/bench.sh $(BENCH_ARGS)

@@ -67,6 +67,7 @@ type config struct {
 	only         string
 	fanout       string
 	fanoutArgs   string
+	sections     sectionFlags
 	importMsgs   int
 	scaleMsgs    int
 	scaleConvs   int
@@ -97,6 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&cfg.pgWorkers, "postgraphile-workers", 1, "PostGraphile processes (its --cluster-workers; 1: one process)")
 	fs.StringVar(&cfg.fanout, "fanout", "", "the realtime fan-out benchmark's binary (bench/fanout), run after the rest and its report included; empty: not run")
 	fs.StringVar(&cfg.fanoutArgs, "fanout-args", "-messages 100", "arguments for the fan-out benchmark, besides -parley")
+	fs.Var(&cfg.sections, "section", "title=file: a benchmark of its own whose Markdown report (file) is included under title (repeatable; file empty: it failed); scripts/bench.sh runs them")
 	fs.IntVar(&cfg.importMsgs, "import-messages", 100000, "messages of the generated Claude Code session imported with parley import")
 	fs.IntVar(&cfg.importRuns, "import-runs", 2, "imports of it to time (0: none)")
 	fs.IntVar(&cfg.scaleMsgs, "scale-messages", 1000000, "messages of the large database of the scale rows (0: no scale rows)")
@@ -128,6 +130,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		res, err := readResults(cfg.from)
 		if err != nil {
 			return err
+		}
+		if len(cfg.sections) > 0 { // sections given again replace the run's
+			res.Sections = readSections(cfg.sections)
 		}
 		return writeReport(cfg, res, logf)
 	}
@@ -237,6 +242,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		res.Fanout = md
 		e.commands = append(e.commands, cmdline)
 	}
+	res.Sections = readSections(cfg.sections)
 	res.Commands = append([]string{"make bench    # scripts/bench.sh: npm ci in bench/ if needed, go build, then:", cfg.commandLine}, e.commands...)
 	res.Elapsed = time.Since(began).Round(time.Second).String()
 

@@ -322,6 +322,18 @@ func (rep *report) markdown(chartFile string) string {
 		w("The realtime fan-out benchmark's own report (`bench/fanout`, as `make bench-realtime` runs it, with fewer messages per row; it starts its own Postgres and Parley, after the measurements above):\n\n%s\n\n", r.Fanout)
 	}
 
+	if len(r.Sections) > 0 {
+		w("## Other benchmarks\n\n")
+		w("Benchmarks of their own, run by scripts/bench.sh one at a time before the measurements above, each starting its own Postgres and Parley; their figures and targets are as each reports them.\n\n")
+		for _, s := range r.Sections {
+			if s.Markdown == "" {
+				w("### %s\n\n**Failed**: it ran but wrote no report in this run (its output is in `make bench`'s log).\n\n", s.Title)
+				continue
+			}
+			w("### %s\n\nFrom `%s`:\n\n%s\n\n", s.Title, s.File, s.Markdown)
+		}
+	}
+
 	w("## How it was measured\n\n")
 	w("- **Load**: the benchmark's own Go client (`bench/load.go`): N clients, each sending its next request as soon as the last is answered, over kept-alive HTTP/1.1 connections, for a fixed time. Every response is checked (status 200, `data` and no `errors`); the first failure stops the benchmark. p50 and p99 are nearest-rank percentiles of every request's latency; throughput is requests completed per second.\n")
 	w("- **Raw SQL** (the floor): the same database work from Go with sqlx over lib/pq, on a pool of 20 connections like Parley's. Save: `BEGIN`; Parley's own statement that bumps the conversation and inserts the row (below); `COMMIT`. History: every column of the same 100 rows, scanned into a struct.\n")

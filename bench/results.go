@@ -33,6 +33,9 @@ type results struct {
 	ScaleDatabase string `json:"scaleDatabase,omitempty"`
 	// Fanout is the realtime fan-out benchmark's own Markdown report.
 	Fanout string `json:"fanout,omitempty"`
+	// Sections are the reports of benchmarks of their own (scripts/bench.sh's optional
+	// sections), in the order they ran.
+	Sections []section `json:"sections,omitempty"`
 }
 
 // extraFigure is a figure from a benchmark outside this program (fan-out, import).

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 // Transact exposes transact to the tests of package db_test.
@@ -36,4 +37,19 @@ func (db *DB) FlushAppends(owner string, appends []*TestAppend) {
 	for i, p := range batch {
 		appends[i].OK, appends[i].Err = p.ok, p.err
 	}
+}
+
+// PageRowBytes reads the first page of conversation key (its first n messages, no budget)
+// as FindMessagePages does, and returns each row's size as scanPage measures it.
+func (db *DB) PageRowBytes(ctx context.Context, key, owner string, n int) ([]int, error) {
+	rows, err := db.db.QueryContext(ctx, pageSQL[false], pq.Array([]string{key}), 0, 0, n, owner, -1, 0, 0)
+	read, _, err := scanPage(rows, err, n, 0)
+	if err != nil {
+		return nil, err
+	}
+	sizes := make([]int, len(read))
+	for i := range read {
+		sizes[i] = rowBytes(&read[i])
+	}
+	return sizes, nil
 }

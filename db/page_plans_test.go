@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lib/pq"
+
+	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/db"
 )
 
@@ -82,7 +85,7 @@ func TestPagePlansAreIndexRangeScans(t *testing.T) {
 				stmt = "page_backward"
 			}
 			var out string
-			if err := conn.GetContext(ctx, &out, fmt.Sprintf(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE %s('{%s}', %d, %d, %d, '%s', -1, 0)`,
+			if err := conn.GetContext(ctx, &out, fmt.Sprintf(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE %s('{%s}', %d, %d, %d, '%s', -1, 0, 0)`,
 				stmt, *tc.conv, tc.after, tc.before, limit, owner)); err != nil {
 				t.Fatalf("%s, %s: %v", mode, tc.name, err)
 			}
@@ -106,10 +109,11 @@ func TestPagePlansAreIndexRangeScans(t *testing.T) {
 				t.Errorf("%s, %s: got %s on %s (index cond %s, filter %q removing %d, %d rows), want an index range scan on messages_branch_idx bounded on both sides, at most %d rows:\n%s",
 					mode, tc.name, s.Type, s.Index, s.Cond, s.Filter, s.Removed, s.Rows, limit, out)
 			}
-			// The branch's chain of segments is sorted (a row per fork); never the messages.
-			for _, sort := range root.find(func(n *planNode) bool { return n.Type == "Sort" }) {
+			// The branch's chain of segments is sorted (a row per fork); never the messages,
+			// not even for the byte budget's running sum.
+			for _, sort := range root.find(func(n *planNode) bool { return strings.HasSuffix(n.Type, "Sort") }) {
 				if len(sort.find(func(n *planNode) bool { return n.Relation == "messages" })) > 0 {
-					t.Errorf("%s, %s: the plan sorts messages; the index gives the order:\n%s", mode, tc.name, out)
+					t.Errorf("%s, %s: the plan sorts messages (%s); the index gives the order:\n%s", mode, tc.name, sort.Type, out)
 				}
 			}
 		}
@@ -137,4 +141,87 @@ func (n *planNode) find(match func(*planNode) bool) []*planNode {
 		out = append(out, n.Plans[i].find(match)...)
 	}
 	return out
+}
+
+// TestPageStopsAtByteBudgetInPostgres checks that a page read with a byte budget gets
+// from Postgres only the rows that fit (the first always comes), not the whole page
+// for Parley to drop: EXPLAIN ANALYZE counts the rows the statement returns, forward
+// and backward, on a conversation of 40 messages of 64 KiB each with a budget of
+// three and a half of them. FindMessages then pages through the conversation, each
+// page ending at the budget, and the pages together hold every message once.
+func TestPageStopsAtByteBudgetInPostgres(t *testing.T) {
+	t.Parallel()
+	d := openDB(t)
+	sql, ctx := d.SQL(), t.Context()
+	const owner, n, size = "budget", 40, 64 << 10
+	var conv string
+	if err := sql.GetContext(ctx, &conv, `INSERT INTO conversations (owner, last_position, message_count) VALUES ($1, $2, $2) RETURNING id`, owner, n); err != nil {
+		t.Fatal(err)
+	}
+	// md5 chains: text that does not compress, so that it is stored out of line as a
+	// large message would be.
+	if _, err := sql.ExecContext(ctx, `INSERT INTO messages (conversation_id, position, kind, role, content)
+		SELECT $1, p, 'text', 'user', left((SELECT string_agg(md5(p::text || i::text), '') FROM generate_series(1, $3 / 32 + 1) i), $3)
+		FROM generate_series(1, $2) p`, conv, n, size); err != nil {
+		t.Fatal(err)
+	}
+	budget := 3*size + size/2
+	conn, err := sql.Connx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for backward, name := range map[bool]string{false: "forward", true: "backward"} {
+		for _, tc := range []struct {
+			budget, want int
+		}{{0, n + 1}, {budget, 3}, {size / 2, 1}} {
+			var out string
+			if err := conn.GetContext(ctx, &out, `EXPLAIN (ANALYZE, FORMAT JSON) `+db.PageSQL[backward],
+				pq.Array([]string{conv}), 0, 0, n+1, owner, -1, 0, tc.budget); err != nil {
+				t.Fatalf("%s, budget %d: %v", name, tc.budget, err)
+			}
+			var plans []struct{ Plan planNode }
+			if err := json.Unmarshal([]byte(out), &plans); err != nil || len(plans) != 1 {
+				t.Fatalf("%s: EXPLAIN output %q: %v", name, out, err)
+			}
+			want := min(tc.want, n) // the page holds all n: no row tells of more
+			if got := plans[0].Plan.Rows; got != want {
+				t.Errorf("%s page, budget %d: Postgres returned %d rows, want %d", name, tc.budget, got, want)
+			}
+		}
+	}
+
+	// Through the service: the pages stop at the budget and, read on from each end
+	// cursor, cover the conversation exactly.
+	actx := parley.WithOwner(ctx, owner)
+	c, err := d.FindConversationByID(actx, parley.ConversationID(conv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, seen, pages := 10, 0, 0
+	var after *string
+	for {
+		p, err := d.FindMessages(actx, c, parley.PageRequest{First: &first, After: after, MaxBytes: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		if len(p.Messages) == 0 || len(p.Messages) > 3 {
+			t.Fatalf("page %d: got %d messages, want 1 to 3 (the budget holds 3)", pages, len(p.Messages))
+		}
+		for _, m := range p.Messages {
+			seen++
+			if got := m.Meta().Position; got != seen {
+				t.Fatalf("page %d: got position %d, want %d", pages, got, seen)
+			}
+		}
+		if !p.HasNextPage {
+			break
+		}
+		end := parley.MessageCursor(p.Messages[len(p.Messages)-1].Meta().Position)
+		after = &end
+	}
+	if seen != n {
+		t.Errorf("got %d messages over %d pages, want %d", seen, pages, n)
+	}
 }

@@ -63,7 +63,7 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 			return nil, err
 		}
 	}
-	args := []any{pq.Array(keys), after, before, limit + 1, owner, branch.Segment, branch.Depth}
+	args := []any{pq.Array(keys), after, before, limit + 1, owner, branch.Segment, branch.Depth, max(page.MaxBytes, 0)}
 	var result *sql.Rows
 	if s := db.stmt(pageSQL[backward]); s != nil {
 		result, err = s.QueryContext(ctx, args...)
@@ -126,6 +126,16 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 //
 // A conversation without segments is one line (leafDepth); its forward pages are not
 // bounded by its last position, as before the tree.
+//
+// The byte budget ($8, 0 for none) is applied in the statement: a running sum of
+// body_bytes (what each row takes as read, kept by Postgres: migration 000017) over each
+// segment's range, in the index's order (no sort), says where the range passes the
+// budget, and the rows after it are neither detoasted nor sent; the first row of each
+// range always comes (parley.FitsBudget). scanPage then applies the budget exactly,
+// shared by all the pages read. Postgres sends at most the budget plus one row per
+// segment of a page (a page of a conversation without forks is one segment). A running
+// sum over the whole page would need its rows sorted by (page, depth), which cost more
+// Postgres time than the page's index scan itself.
 var pageSQL = map[bool]string{false: pageQuery(false), true: pageQuery(true)}
 
 // noBound stands for "no upper bound" in the forward page's range: larger than any
@@ -151,8 +161,13 @@ func pageQuery(backward bool) string {
 			WHERE s.parent_segment IS NOT NULL)
 		SELECT m.* FROM (SELECT * FROM chain ORDER BY ord, lvl %s) ch
 		CROSS JOIN LATERAL (
-		SELECT %s FROM messages WHERE conversation_id = ch.conv AND segment = ch.seg AND %s
-		ORDER BY depth %s LIMIT $4) m`, noBound, leafDepth, chainOrder, pageColumns, rng, order)
+		SELECT %s FROM (
+			SELECT %s, body_bytes, sum(body_bytes) OVER w AS page_bytes
+			FROM messages WHERE conversation_id = ch.conv AND segment = ch.seg AND %s
+			WINDOW w AS (ORDER BY depth %s ROWS UNBOUNDED PRECEDING)
+			ORDER BY depth %s LIMIT $4) s
+		WHERE $8 = 0 OR s.page_bytes <= $8 OR s.page_bytes = s.body_bytes) m`,
+		noBound, leafDepth, chainOrder, strings.ReplaceAll(messageColumns, "\n", " "), pageColumns, rng, order, order)
 }
 
 // pageColumns are messageColumns with the ids as text: lib/pq reads a uuid in binary

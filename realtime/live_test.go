@@ -162,9 +162,12 @@ func TestStreamAcrossReplicas(t *testing.T) {
 			t.Errorf("subscriber %d: got %d bytes of text, want %d", i, len(got), want.Len())
 		}
 	}
-	// Two subscribers at one cursor share each read: one read per append at most.
-	if st := b.Hub.Stats(); st.StreamStoreReads < appends/2 || st.StreamTailReads != 0 {
-		t.Errorf("the other replica read the database %d times and its tail %d times for %d appends; want about one read each, all of the database",
+	// The other replica reads every append from the database, never from a tail: the
+	// appends were written through a. (How many reads depends on how its notifications
+	// bunch up: two subscribers at one cursor share a read, and one read may take several
+	// appends.)
+	if st := b.Hub.Stats(); st.StreamStoreReads == 0 || st.StreamStoreReads > appends || st.StreamTailReads != 0 {
+		t.Errorf("the other replica read the database %d times and its tail %d times for %d appends; want at most one read each, all of the database",
 			st.StreamStoreReads, st.StreamTailReads, appends)
 	}
 	st := a.Hub.Stats()
