@@ -158,31 +158,98 @@ func (s *Service) Transcript(ctx context.Context, conversationID string, format 
 	if format == parley.TranscriptParleyJSON && opts.Branch == "" {
 		return s.treeTranscript(ctx, conv)
 	}
-	msgs, err := s.readHistory(ctx, conv, opts.Branch)
+	if format.ForLLM() && opts.After != nil && opts.MaxTokens == nil {
+		return s.increment(ctx, conv, format, opts)
+	}
+	msgs, _, err := s.readHistory(ctx, conv, opts.Branch, nil, 0, 0)
 	if err != nil {
 		return nil, err
 	}
 	return build(conv, msgs, format, opts, s.seesImages)
 }
 
-// readHistory reads a conversation's whole history (of branch), refusing it with
-// ETRANSCRIPTTOOLARGE once it holds more than s.maxBytes of stored messages. Each page
-// is read with what is left of the limit as its byte budget, so a page ends where the
-// limit is reached and the read stops at the first message past it: memory holds the
-// limit and one message, never the whole history.
-func (s *Service) readHistory(ctx context.Context, conv *parley.Conversation, branch string) ([]parley.Message, error) {
+// increment makes an incremental export (opts.After, no budget) reading only what
+// follows the cursor, when that is enough: when no compaction the format takes
+// follows the cursor (the transcript would start at it, with what it does not cover
+// before the cursor) and every tool result after the cursor answers a call made after
+// it (else its request, before the cursor, decides how it is sent). Otherwise it reads
+// what precedes the cursor too, and plans the whole history as before. Either way the
+// body is the same: what the whole history's transcript holds after the cursor.
+func (s *Service) increment(ctx context.Context, conv *parley.Conversation, format parley.TranscriptFormat, opts parley.TranscriptOptions) (*parley.Transcript, error) {
+	cursor := parley.MessageCursor(*opts.After)
+	tail, used, err := s.readHistory(ctx, conv, opts.Branch, &cursor, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	if !standsAlone(tail, format) {
+		head, _, err := s.readHistory(ctx, conv, opts.Branch, nil, *opts.After, used)
+		if err != nil {
+			return nil, err
+		}
+		return build(conv, append(head, tail...), format, opts, s.seesImages)
+	}
+	t, err := build(conv, tail, format, opts, s.seesImages)
+	if err == nil && t.Report.EndPosition == 0 {
+		// Nothing visible follows the cursor: the next increment starts where this one did.
+		t.Report.EndPosition = *opts.After
+	}
+	return t, err
+}
+
+// standsAlone reports whether the part of a history after a cursor makes the same
+// transcript alone as it does after the rest: it holds no compaction format takes,
+// and each tool result an LLM would see answers a call made in it.
+func standsAlone(tail []parley.Message, format parley.TranscriptFormat) bool {
+	calls := make(map[string]bool)
+	for _, m := range tail {
+		if meta := m.Meta(); meta.DeletedAt != nil || meta.Hidden {
+			continue // never sent, and pairs nothing (plan leaves it out first)
+		}
+		switch m := m.(type) {
+		case *parley.CompactionMessage:
+			if m.ValidFor(format) {
+				return false
+			}
+		case *parley.ToolRequestMessage:
+			for _, c := range m.ToolCalls {
+				calls[c.ID] = true
+			}
+		case *parley.ToolResultMessage:
+			if !calls[m.ToolCallID] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// readHistory reads a conversation's history (of branch) after the cursor after (nil:
+// from the first message), through the message at position through (0: to the end),
+// refusing it with ETRANSCRIPTTOOLARGE once it holds more than s.maxBytes of stored
+// messages, used of them being spent already. Each page is read with what is left of
+// the limit as its byte budget, so a page ends where the limit is reached and the read
+// stops at the first message past it: memory holds the limit and one message, never
+// the whole history. Returns the messages and the bytes spent in all.
+func (s *Service) readHistory(ctx context.Context, conv *parley.Conversation, branch string, after *string, through, used int) ([]parley.Message, int, error) {
 	var msgs []parley.Message
-	first := pageSize
-	page := parley.PageRequest{First: &first, Branch: branch}
-	used := 0
+	page := parley.PageRequest{Branch: branch, After: after}
+	last := 0 // the position of the last message read
 	for {
+		first := pageSize
+		if through > 0 {
+			// Positions along a branch have no gaps: what is left up to through is known.
+			if first = min(first, through-last); first <= 0 {
+				break
+			}
+		}
+		page.First = &first
 		page.MaxBytes = max(s.maxBytes-used, 1) // 0 would be no bound
 		p, err := s.messages.FindMessages(ctx, conv, page)
 		if err != nil {
-			return nil, fmt.Errorf("read history of %s: %w", conv.ID, err)
+			return nil, 0, fmt.Errorf("read history of %s: %w", conv.ID, err)
 		}
 		if used += p.Bytes; used > s.maxBytes {
-			return nil, parley.Errorf(parley.ETRANSCRIPTTOOLARGE,
+			return nil, 0, parley.Errorf(parley.ETRANSCRIPTTOOLARGE,
 				"transcript: the history holds more than %d bytes of stored messages (--max-transcript-bytes), the most one transcript may read; nothing was exported. Read it in pages with messages, or ask the operator for a larger limit",
 				s.maxBytes)
 		}
@@ -190,10 +257,11 @@ func (s *Service) readHistory(ctx context.Context, conv *parley.Conversation, br
 		if !p.HasNextPage || len(p.Messages) == 0 {
 			break
 		}
-		after := parley.MessageCursor(p.Messages[len(p.Messages)-1].Meta().Position)
-		page.After = &after
+		last = p.Messages[len(p.Messages)-1].Meta().Position
+		next := parley.MessageCursor(last)
+		page.After = &next
 	}
-	return msgs, nil
+	return msgs, used, nil
 }
 
 // treeTranscript is the PARLEY_JSON export of a whole conversation: every branch of its

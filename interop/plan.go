@@ -117,6 +117,11 @@ func plan(msgs []parley.Message, format parley.TranscriptFormat, opts parley.Tra
 			from = len(kept)
 		}
 		kept = kept[from:]
+		// The report is of this increment: the earlier export, which it continues,
+		// reported the rest (and sent the system prompt). So it needs nothing read from
+		// before the cursor (see Service.increment).
+		rep.EstimatedTokens = estimateAll(kept)
+		rep.Dropped = slices.DeleteFunc(rep.Dropped, func(d parley.TranscriptDrop) bool { return d.Position <= *opts.After })
 	}
 	return kept, nil
 }

@@ -2,6 +2,7 @@ package interop_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -66,5 +67,94 @@ func TestTranscriptReadStopsAtLimit(t *testing.T) {
 	}
 	if whole.read <= 2*limit || len(tr.Body) < n*size {
 		t.Errorf("under a 4 MiB limit: read %d bytes, transcript of %d, want the whole history (%d bytes of text)", whole.read, len(tr.Body), n*size)
+	}
+}
+
+// An incremental export (after, no maxTokens) reads what follows its cursor, not the
+// history before it: on a history of 2 MiB it reads a few KiB and exports under a
+// limit the history is far over; its body is what the whole transcript holds after the
+// cursor, byte for byte. When what follows the cursor cannot be planned alone (a result
+// whose call was made before the cursor, a compaction the transcript would start at)
+// it reads the whole history, and its body is still the whole transcript's tail.
+func TestIncrementReadsWhatFollows(t *testing.T) {
+	t.Parallel()
+	ctx := parley.WithOwner(context.Background(), parley.LocalOwner)
+	store, err := db.Open(ctx, pgtest.NewDatabase(t), db.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() }) // after the parallel subtests
+	const n, size = 40, 50 << 10 // 2 MiB of turns
+	var msgs []obj
+	for i := range n {
+		role := "USER"
+		if i%2 == 1 {
+			role = "ASSISTANT"
+		}
+		msgs = append(msgs, textMsg(role, fmt.Sprintf("%02d%s", i, strings.Repeat("x", size))))
+	}
+	msgs = append(msgs, textMsg("USER", "Search for it."), callMsg("Searching.", "call_1"), resultMsg("call_1", "found it"),
+		textMsg("ASSISTANT", "Found."))
+	rep, err := interop.New(store, store, store).ImportConversation(ctx, parley.ImportParleyJSON, strings.NewReader(parleyDoc(t, msgs...)), parley.ImportTarget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := rep.Conversation.ID
+	const limit = 512 << 10
+	if _, err := interop.New(store, store, store).WithMaxBytes(limit).Transcript(ctx, conv, parley.TranscriptOpenAIChat, parley.TranscriptOptions{}); parley.ErrorCode(err) != parley.ETRANSCRIPTTOOLARGE {
+		t.Fatalf("the whole history under a %d-byte limit: got %v, want %s", limit, err, parley.ETRANSCRIPTTOOLARGE)
+	}
+	whole, err := interop.New(store, store, store).WithMaxBytes(8<<20).Transcript(ctx, conv, parley.TranscriptOpenAIChat, parley.TranscriptOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []json.RawMessage
+	if err := json.Unmarshal(whole.Body, &all); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tt := range []struct {
+		name    string
+		after   int
+		limit   int  // the byte limit the export runs under
+		bounded bool // reads only what follows the cursor
+	}{
+		{"after the long turns", n, limit, true},
+		{"after the prompt", n + 1, limit, true},
+		{"between a call and its result", n + 2, 8 << 20, false},
+		{"at the end", n + 4, limit, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			counter := &readCounter{MessageService: store}
+			after := tt.after
+			inc, err := interop.New(store, store, counter).WithMaxBytes(tt.limit).Transcript(ctx, conv, parley.TranscriptOpenAIChat, parley.TranscriptOptions{After: &after})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []json.RawMessage
+			if err := json.Unmarshal(inc.Body, &got); err != nil {
+				t.Fatal(err)
+			}
+			// One chat message per stored message here: the tail after the cursor.
+			want := all[min(tt.after, len(all)):]
+			if len(got) != len(want) {
+				t.Fatalf("got %d messages, want %d: %s", len(got), len(want), inc.Body)
+			}
+			for i := range got {
+				if string(got[i]) != string(want[i]) {
+					t.Errorf("message %d: got %s, want %s", i, got[i], want[i])
+				}
+			}
+			if tt.bounded && counter.read > 16<<10 {
+				t.Errorf("read %d bytes, want only what follows the cursor (under 16 KiB)", counter.read)
+			}
+			if !tt.bounded && counter.read < n*size {
+				t.Errorf("read %d bytes, want the whole history (%d bytes of text): what follows the cursor does not stand alone", counter.read, n*size)
+			}
+			if end := inc.Report.EndPosition; end != max(tt.after, n+4) {
+				t.Errorf("endPosition: got %d, want %d", end, max(tt.after, n+4))
+			}
+		})
 	}
 }
