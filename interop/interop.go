@@ -181,7 +181,7 @@ func (s *Service) increment(ctx context.Context, conv *parley.Conversation, form
 	if err != nil {
 		return nil, err
 	}
-	if !standsAlone(tail, format) {
+	if *opts.After > 0 && !standsAlone(tail, format) { // after 0, the tail is the whole history
 		head, _, err := s.readHistory(ctx, conv, opts.Branch, nil, *opts.After, used)
 		if err != nil {
 			return nil, err

@@ -84,7 +84,8 @@ func TestIncrementReadsWhatFollows(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() }) // after the parallel subtests
-	const n, size = 40, 50 << 10 // 2 MiB of turns
+	// 2 MiB of turns, then a short turn with a tool call.
+	const n, size = 40, 50 << 10
 	var msgs []obj
 	for i := range n {
 		role := "USER"
@@ -156,5 +157,47 @@ func TestIncrementReadsWhatFollows(t *testing.T) {
 				t.Errorf("endPosition: got %d, want %d", end, max(tt.after, n+4))
 			}
 		})
+	}
+}
+
+// An incremental export whose cursor precedes a compaction is the transcript from the
+// compaction, which holds the messages before the cursor it does not cover, as is one
+// from the first message: both read what they need and equal the whole transcript.
+func TestIncrementFromCompaction(t *testing.T) {
+	t.Parallel()
+	ctx := parley.WithOwner(context.Background(), parley.LocalOwner)
+	store, err := db.Open(ctx, pgtest.NewDatabase(t), db.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	msgs := []obj{textMsg("USER", "one"), textMsg("ASSISTANT", "two"), textMsg("USER", "three"), textMsg("ASSISTANT", "four")}
+	rep, err := interop.New(store, store, store).ImportConversation(ctx, parley.ImportParleyJSON, strings.NewReader(parleyDoc(t, msgs...)), parley.ImportTarget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := rep.Conversation.ID
+	if _, err := store.AddMessage(ctx, conv, &parley.CompactionMessage{Body: parley.TextBody("We counted to two."), CoversThrough: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.AddMessage(ctx, conv, &parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser}, Body: parley.TextBody("five")}); err != nil {
+		t.Fatal(err)
+	}
+	svc := interop.New(store, store, store)
+	whole, err := svc.Transcript(ctx, conv, parley.TranscriptOpenAIChat, parley.TranscriptOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(whole.Body), "We counted to two.") || !strings.Contains(string(whole.Body), "three") || strings.Contains(string(whole.Body), `"one"`) {
+		t.Fatalf("the whole transcript does not start at the compaction: %s", whole.Body)
+	}
+	for _, after := range []int{0, 4} {
+		inc, err := svc.Transcript(ctx, conv, parley.TranscriptOpenAIChat, parley.TranscriptOptions{After: &after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(inc.Body) != string(whole.Body) {
+			t.Errorf("after %d: got %s, want the whole transcript %s", after, inc.Body, whole.Body)
+		}
 	}
 }
