@@ -313,7 +313,7 @@ type TranscriptOptions struct {
 	CacheBreakpoints int
 	// After, when set, is a message position: only what follows it is exported (an
 	// incremental export, to append to a transcript sent before), without the system
-	// prompt, which the earlier export carried.
+	// prompt, which the earlier export carried. The report is then of the increment.
 	After *int
 	// Branch names the branch exported by a message on it; "" is the active branch.
 	Branch string
@@ -459,6 +459,7 @@ type InteropService interface {
 	// without a result or a result without its call (unless opts.Repair), and for a
 	// budget too small for the newest turn, ETRANSCRIPTTOOLARGE for a history holding
 	// more stored bytes than the service's limit (nothing is exported; reading stops
-	// at the limit).
+	// at the limit). An incremental export (opts.After, no opts.MaxTokens) counts only
+	// the messages after its cursor when they can be planned alone.
 	Transcript(ctx context.Context, conversationID string, format TranscriptFormat, opts TranscriptOptions) (*Transcript, error)
 }
