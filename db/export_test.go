@@ -53,3 +53,6 @@ func (db *DB) PageRowBytes(ctx context.Context, key, owner string, n int) ([]int
 	}
 	return sizes, nil
 }
+
+// TreeSQL is treeSQL, for the plan tests.
+const TreeSQL = treeSQL

@@ -127,8 +127,10 @@ type planNode struct {
 	Index    string     `json:"Index Name"`
 	Cond     string     `json:"Index Cond"`
 	Filter   string     `json:"Filter"`
+	Recheck  string     `json:"Recheck Cond"`
 	Removed  int        `json:"Rows Removed by Filter"`
 	Rows     int        `json:"Actual Rows"`
+	Loops    int        `json:"Actual Loops"`
 	Plans    []planNode `json:"Plans"`
 }
 

@@ -195,11 +195,19 @@ func (db *DB) branchEnd(ctx context.Context, convKey, id string) (spot, error) {
 // message before it in its segment, or for the first of a segment the message its
 // segment forks after. The children of a message are the next in its segment and the
 // first of each segment forking after it. A few index lookups per message, in one
-// statement for a page.
+// statement for a page. Each lookup must be one probe of messages_branch_idx on all
+// three of its columns, whatever the statistics say: p is MATERIALIZED so that the
+// parent's segment is a plain value (as an expression over the join Postgres estimated
+// the lookups badly and, on a table analyzed small, scanned the whole conversation by
+// its position index for each message: 8 ms for a 100-message page of a 100-message
+// conversation, quadratic in its length), the children are looked up at the message's
+// own depth rather than pdepth + 1, and the fork's child is read per fork (OFFSET 0
+// keeps that subquery from being flattened into a join that probes by depth alone).
+// TestTreePlansProbeEachMessage holds the plans to this.
 const treeSQL = `
 	WITH m AS (SELECT id, conversation_id AS conv, segment AS seg, depth FROM messages WHERE id = ANY($1::uuid[])),
-	p AS (
-		SELECT m.id, m.conv, m.depth - 1 AS pdepth,
+	p AS MATERIALIZED (
+		SELECT m.id, m.conv, m.depth, m.depth - 1 AS pdepth,
 			CASE WHEN m.depth = 1 THEN 0 WHEN m.seg = 0 OR m.depth > s.fork_depth + 1 THEN m.seg ELSE s.parent_segment END AS pseg
 		FROM m LEFT JOIN message_segments s ON s.conversation_id = m.conv AND s.segment = m.seg
 	)
@@ -207,10 +215,12 @@ const treeSQL = `
 		(SELECT x.id::text FROM messages x WHERE x.conversation_id = p.conv AND x.segment = p.pseg AND x.depth = p.pdepth) AS parent,
 		ARRAY(SELECT c.id::text FROM (
 			SELECT x.id, x.position FROM messages x
-			WHERE x.conversation_id = p.conv AND x.segment = p.pseg AND x.depth = p.pdepth + 1
+			WHERE x.conversation_id = p.conv AND x.segment = p.pseg AND x.depth = p.depth
 			UNION ALL
 			SELECT x.id, x.position FROM message_segments ss
-			JOIN messages x ON x.conversation_id = ss.conversation_id AND x.segment = ss.segment AND x.depth = p.pdepth + 1
+			CROSS JOIN LATERAL (SELECT x.id, x.position FROM messages x
+				WHERE x.conversation_id = ss.conversation_id AND x.segment = ss.segment AND x.depth = p.depth
+				OFFSET 0) x
 			WHERE ss.conversation_id = p.conv AND ss.fork_depth = p.pdepth
 				AND ((p.pdepth = 0 AND ss.parent_segment IS NULL) OR (p.pdepth > 0 AND ss.parent_segment = p.pseg))
 		) c ORDER BY c.position) AS siblings
