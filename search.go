@@ -38,6 +38,14 @@ const DefaultSearchPageSize = 20
 // MaxSearchPageSize bounds first.
 const MaxSearchPageSize = 100
 
+// SearchRelevanceCandidates bounds what a search in relevance order ranks: the matches
+// (after filters) of the owner's most recently updated conversations, newest first, at
+// most this many. Older matches are found in newest order or by narrowing the search
+// (a conversation, a date range). Ranking every match of a common word in years of
+// history is what made a relevance search slow; a bounded set keeps its first page
+// (and each next one) fast whatever the history's size.
+const SearchRelevanceCandidates = 1000
+
 // SearchOrder orders search hits.
 type SearchOrder string
 

@@ -76,6 +76,43 @@ func (db *DB) searchQuery(ctx context.Context, req parley.SearchRequest) (cfg, q
 	return row.Cfg, row.Query, nil
 }
 
+// weightTSQuery restricts every lexeme of q, a tsquery as Postgres prints it, to the
+// weights w: 'word' becomes 'word':ABC and a prefix 'wor':* becomes 'wor':*ABC. A
+// negated word then excludes the messages having it at those weights, as if the others
+// were not in the vector.
+func weightTSQuery(q, w string) string {
+	var b strings.Builder
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		b.WriteByte(c)
+		if c != '\'' {
+			continue
+		}
+		// A lexeme: quotes inside it are doubled, backslashes escape.
+		for i++; i < len(q); i++ {
+			b.WriteByte(q[i])
+			if q[i] == '\\' && i+1 < len(q) {
+				i++
+				b.WriteByte(q[i])
+			} else if q[i] == '\'' {
+				if i+1 < len(q) && q[i+1] == '\'' {
+					i++
+					b.WriteByte(q[i])
+					continue
+				}
+				break
+			}
+		}
+		if strings.HasPrefix(q[i+1:], ":*") {
+			b.WriteString(":*" + w)
+			i += 2
+		} else {
+			b.WriteString(":" + w)
+		}
+	}
+	return b.String()
+}
+
 func truncate(s string) string {
 	if len(s) <= 80 {
 		return s
@@ -176,13 +213,14 @@ func (db *DB) Search(ctx context.Context, req parley.SearchRequest) (*parley.Sea
 	if err != nil {
 		return nil, err
 	}
-	match := `m.search_vector @@ ` + qp
+	// The thinking is weight D: without it, the query's words must match at weights A-C
+	// (wq). The index cannot tell weights, so every row it finds for wq is read again
+	// (its vector) to check them.
+	wq := qp
 	if !req.Filter.IncludeThinking {
-		// The thinking is weight D: without it, the vector must match on A-C as well
-		// (a recheck of the index's candidates).
-		match += ` AND ts_filter(m.search_vector, '{a,b,c}') @@ ` + qp
+		wq = a.add(weightTSQuery(query, "ABC")) + `::tsquery`
 	}
-	rank := `ts_rank_cd(m.search_vector, ` + qp + `)`
+	rank := `ts_rank_cd(m.search_vector, ` + wq + `)`
 	order, cursorCond := `rank DESC, m.id`, ``
 	if req.Order == parley.SearchByNewest {
 		order = `m.created_at DESC, m.id DESC`
@@ -198,18 +236,44 @@ func (db *DB) Search(ctx context.Context, req parley.SearchRequest) (*parley.Sea
 	}
 	limit := a.add(req.First + 1)
 	cfgP := a.add(cfg)
+	cols := `m.` + strings.ReplaceAll(messageColumns, ", ", ", m.")
+	var found string
+	if req.Order == parley.SearchByNewest {
+		found = `SELECT ` + cols + `, ` + rank + ` AS rank, (extract(epoch FROM m.created_at) * 1e6)::bigint AS micros
+			FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1
+			WHERE m.search_vector @@ ` + wq + `
+				AND m.deleted_at IS NULL
+				AND ` + filters + `
+				` + cursorCond + `
+			ORDER BY ` + order + ` LIMIT ` + limit
+	} else {
+		// Relevance ranks a bounded set of candidates: the matches of the owner's most
+		// recently updated conversations, newest conversation first, at most
+		// parley.SearchRelevanceCandidates. They are chosen without reading a vector
+		// (the index answers qp exactly), so a common word costs the candidates, not
+		// every match of the owner; the weights are checked and the rank computed on
+		// them only.
+		weightCheck := ``
+		if wq != qp {
+			weightCheck = `AND m.search_vector @@ ` + wq
+		}
+		found = `SELECT ` + cols + `, ` + rank + ` AS rank, (extract(epoch FROM m.created_at) * 1e6)::bigint AS micros
+			FROM (SELECT ` + cols + `, m.search_vector
+				FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1
+				WHERE m.search_vector @@ ` + qp + `
+					AND m.deleted_at IS NULL
+					AND ` + filters + `
+				ORDER BY c.updated_at DESC, c.id DESC, m.segment DESC, m.depth DESC
+				LIMIT ` + strconv.Itoa(parley.SearchRelevanceCandidates) + `) m
+			WHERE true ` + weightCheck + `
+				` + cursorCond + `
+			ORDER BY ` + order + ` LIMIT ` + limit
+	}
 	// The page's rows are found first; their snippets, branch and leaf are made for them only.
 	stmt := `SELECT h.*, ts_headline(` + cfgP + `::regconfig, message_search_document(h.kind, h.content, h.payload, h.tool_calls,
 			h.tool_results, ` + a.add(req.Filter.IncludeThinking) + `), ` + qp + `, '` + headlineOptions + `') AS headline,
 			onactive, ` + branchLeafOf + ` AS leaf
-		FROM (SELECT m.` + strings.ReplaceAll(messageColumns, ", ", ", m.") + `, ` + rank + ` AS rank,
-			(extract(epoch FROM m.created_at) * 1e6)::bigint AS micros
-			FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1
-			WHERE ` + match + `
-				AND m.deleted_at IS NULL
-				AND ` + filters + `
-				` + cursorCond + `
-			ORDER BY ` + order + ` LIMIT ` + limit + `) h
+		FROM (` + found + `) h
 		JOIN conversations c ON c.id = h.conversation_id,
 		LATERAL (SELECT h.segment, h.depth) m,
 		LATERAL (SELECT ` + activeOf(req.Filter.AllBranches) + ` AS onactive) ob
@@ -362,7 +426,7 @@ func (db *DB) SearchConversations(ctx context.Context, req parley.SearchRequest)
 	stmt := `WITH hits AS (
 			SELECT m.conversation_id, count(*) AS n, max(ts_rank_cd(m.search_vector, ` + qp + `)) AS best
 			FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1
-			WHERE m.search_vector @@ ` + qp + ` AND ts_filter(m.search_vector, '{a,b,c}') @@ ` + qp + `
+			WHERE m.search_vector @@ ` + a.add(weightTSQuery(query, "ABC")) + `::tsquery
 				AND m.deleted_at IS NULL AND ` + onActiveBranch + `
 			GROUP BY m.conversation_id),
 		found AS (
