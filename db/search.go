@@ -257,17 +257,20 @@ func (db *DB) Search(ctx context.Context, req parley.SearchRequest) (*parley.Sea
 		if wq != qp {
 			weightCheck = `AND m.search_vector @@ ` + wq
 		}
-		found = `SELECT ` + cols + `, ` + rank + ` AS rank, (extract(epoch FROM m.created_at) * 1e6)::bigint AS micros
-			FROM (SELECT ` + cols + `, m.search_vector
-				FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1
-				WHERE m.search_vector @@ ` + qp + `
-					AND m.deleted_at IS NULL
-					AND ` + filters + `
-				ORDER BY c.updated_at DESC, c.id DESC, m.segment DESC, m.depth DESC
-				LIMIT ` + strconv.Itoa(parley.SearchRelevanceCandidates) + `) m
-			WHERE true ` + weightCheck + `
-				` + cursorCond + `
-			ORDER BY ` + order + ` LIMIT ` + limit
+		// Candidates and ranks carry only ids and vectors; the page's rows are read by id.
+		found = `SELECT ` + cols + `, r.rank, (extract(epoch FROM m.created_at) * 1e6)::bigint AS micros
+			FROM (SELECT m.id, ` + rank + ` AS rank
+				FROM (SELECT m.id, m.search_vector
+					FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1
+					WHERE m.search_vector @@ ` + qp + `
+						AND m.deleted_at IS NULL
+						AND ` + filters + `
+					ORDER BY c.updated_at DESC, c.id DESC, m.segment DESC, m.depth DESC
+					LIMIT ` + strconv.Itoa(parley.SearchRelevanceCandidates) + `) m
+				WHERE true ` + weightCheck + `
+					` + cursorCond + `
+				ORDER BY ` + order + ` LIMIT ` + limit + `) r
+			JOIN messages m ON m.id = r.id`
 	}
 	// The page's rows are found first; their snippets, branch and leaf are made for them only.
 	stmt := `SELECT h.*, ts_headline(` + cfgP + `::regconfig, message_search_document(h.kind, h.content, h.payload, h.tool_calls,

@@ -5,14 +5,17 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/lib/pq"
 )
 
 // generate makes conversations conversations of perConv messages each: half of them the
-// heavy owner's, the rest spread over owner0..owner98, all in SQL (generate_series,
-// INSERT … SELECT, a batch of conversations a statement), nothing going through Go.
+// heavy owner's, the rest spread over owner0..owner98, in SQL (generate_series,
+// INSERT … SELECT, a batch of conversations a statement) from pieces of text made in Go
+// and copied in once (copyPieces).
 //
 // Each message's search vector is computed in the same INSERT by the function the
 // trigger calls (message_search_vector), with the session's triggers off
@@ -34,18 +37,14 @@ func generate(ctx context.Context, raw *sql.DB, conversations, perConv int, prog
 		// One seed for the session's random(): the same history every run.
 		`SELECT setseed(0.42)`,
 		`SET session_replication_role = replica`,
-		// words(n) draws n words of the vocabulary, Zipf-like: the cube of a uniform draw
-		// indexes it, most frequent first.
-		`CREATE FUNCTION bench_words(vocab text[], n integer) RETURNS text LANGUAGE sql VOLATILE
-			RETURN (SELECT string_agg(vocab[1 + floor(array_length(vocab, 1) * random() ^ 3)::integer], ' ') FROM generate_series(1, n))`,
-		// A deterministic draw in [0, 1) for a conversation's position: a tool request and
-		// its result (the next position) agree on the tool.
-		`CREATE FUNCTION bench_draw(ci integer, p integer) RETURNS float8 LANGUAGE sql IMMUTABLE
-			RETURN (hashint8(ci::bigint * 1000000 + p) & 2147483647)::float8 / 2147483648`,
+		`CREATE TABLE bench_text (i integer PRIMARY KEY, t text NOT NULL)`,
 	} {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			return "", fmt.Errorf("%s: %w", stmt[:min(len(stmt), 40)], err)
 		}
+	}
+	if err := copyPieces(ctx, conn); err != nil {
+		return "", fmt.Errorf("pieces of text: %w", err)
 	}
 	if _, err := conn.ExecContext(ctx, `INSERT INTO conversations (owner, title, created_at, updated_at, last_position, message_count)
 		SELECT CASE WHEN i % 2 = 0 THEN 'heavy' ELSE 'owner' || (i % 99) END, 'Session ' || i,
@@ -57,16 +56,12 @@ func generate(ctx context.Context, raw *sql.DB, conversations, perConv int, prog
 	const batch = 500 // conversations a statement
 	for start := 0; start < conversations; start += batch {
 		t0 := time.Now()
-		if _, err := conn.ExecContext(ctx, generateSQL, pq.Array(vocabulary()), pq.Array(tools), pq.Array(paths), perConv, start, batch); err != nil {
+		if _, err := conn.ExecContext(ctx, generateSQL, pq.Array(tools), pq.Array(paths), perConv, start, batch); err != nil {
 			return "", fmt.Errorf("messages of conversations %d to %d: %w", start, start+batch, err)
 		}
 		fmt.Fprintf(progress, "generated conversations %d-%d in %s\n", start+1, min(start+batch, conversations), time.Since(t0).Round(time.Millisecond))
 	}
-	for _, stmt := range []string{
-		`SET session_replication_role = origin`,
-		`DROP FUNCTION bench_words(text[], integer)`,
-		`DROP FUNCTION bench_draw(integer, integer)`,
-	} {
+	for _, stmt := range []string{`SET session_replication_role = origin`, `DROP TABLE bench_text`} {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			return "", err
 		}
@@ -74,57 +69,110 @@ func generate(ctx context.Context, raw *sql.DB, conversations, perConv int, prog
 	return indexDef, nil
 }
 
-// generateSQL inserts the messages of conversations $5+1 to $5+$6 (in order of
-// creation), $4 each, from the vocabulary $1, tools $2 and paths $3: a cycle of ten, a
-// user prompt, an assistant reply (thinking first), a tool call and its result (one in
-// seven an error, a third of those a timeout), a file reference.
-const generateSQL = `
+// pieces is how many pieces of text the messages are made of: each of 10 to 60 words
+// drawn Zipf-like from the vocabulary (the cube of a uniform draw indexes it, most
+// frequent first). Drawing every word of a million messages in SQL took far longer than
+// the rest of the load; a message's text is one to three pieces chosen by a hash of its
+// place, so that texts rarely repeat while words keep their frequencies.
+const pieces = 50_000
+
+// copyPieces fills bench_text with the pieces, by COPY.
+func copyPieces(ctx context.Context, conn *sql.Conn) error {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, pq.CopyIn("bench_text", "i", "t"))
+	if err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	vocab := vocabulary()
+	for i := range pieces {
+		w := make([]string, 10+rng.IntN(51))
+		for j := range w {
+			w[j] = vocab[int(float64(len(vocab))*pow3(rng.Float64()))]
+		}
+		if _, err := stmt.ExecContext(ctx, i, strings.Join(w, " ")); err != nil {
+			return err
+		}
+	}
+	if _, err := stmt.ExecContext(ctx); err != nil {
+		return err
+	}
+	if err := stmt.Close(); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// piece is a piece of text for slot n of the message at position p of the conversation
+// numbered ci (the generateSQL's names): a hash, not random(), so that the scalar
+// subquery is evaluated per row.
+func piece(n int) string {
+	return fmt.Sprintf(`(SELECT t FROM bench_text WHERE i = ((hashint8(c.ci * 1000000 + p * 16 + %d) & 2147483647) %% %d))`, n, pieces)
+}
+
+// generateSQL inserts the messages of conversations $4+1 to $4+$5 (in order of
+// creation), $3 each, with tools $1 and paths $2: a cycle of ten, a user prompt, an
+// assistant reply (thinking first), a tool call and its result (one in seven an error, a
+// third of those a timeout), a file reference. A request and its result (the next
+// position) agree on the tool by a hash of the request's place.
+var generateSQL = strings.NewReplacer("PIECE0", piece(0), "PIECE1", piece(1), "PIECE2", piece(2), "PIECE3", piece(3)).Replace(`
 WITH c AS (
 	SELECT id, created_at, ci FROM (SELECT id, created_at, row_number() OVER (ORDER BY created_at) AS ci FROM conversations) c
-	WHERE ci > $5 AND ci <= $5 + $6),
+	WHERE ci > $4 AND ci <= $4 + $5),
 m AS (
 	SELECT c.id AS conversation_id, p, c.created_at + make_interval(secs => p * 30) AS at, x.*
-	FROM c CROSS JOIN generate_series(1, $4) p
+	FROM c CROSS JOIN generate_series(1, $3) p
 	CROSS JOIN LATERAL (
-		SELECT 'text' AS kind, 'user' AS role, w.t AS content,
-			jsonb_build_object('parts', jsonb_build_array(jsonb_build_object('kind', 'TEXT', 'content', w.t))) AS payload,
-			NULL::jsonb AS tool_calls, NULL::jsonb AS tool_results, NULL::jsonb AS provenance
-		FROM (SELECT bench_words($1, 20 + floor(random() * 40)::integer + 0 * p) AS t) w WHERE p % 10 IN (1, 6)
+		SELECT 'text' AS kind, 'user' AS role, PIECE0 AS content, NULL::jsonb AS tool_calls, NULL::jsonb AS tool_results, NULL::jsonb AS provenance,
+			NULL::text AS thinking
+		WHERE p % 10 IN (1, 6)
 		UNION ALL
-		SELECT 'text', 'assistant', w.t,
-			jsonb_build_object('parts', jsonb_build_array(jsonb_build_object('kind', 'THINKING', 'content', w.th), jsonb_build_object('kind', 'TEXT', 'content', w.t))),
-			NULL, NULL,
-			CASE WHEN w.r < 1.0 / 3 THEN '{"provider": "openai", "model": "gpt-5"}' ELSE '{"provider": "anthropic", "model": "claude-sonnet-4-5"}' END::jsonb
-		FROM (SELECT bench_words($1, 30 + floor(random() * 60)::integer + 0 * p) AS t, bench_words($1, 20 + floor(random() * 30)::integer + 0 * p) AS th,
-			random() + 0 * p AS r) w WHERE p % 10 IN (2, 7, 0)
+		SELECT 'text', 'assistant', concat_ws(' ', PIECE0, PIECE1), NULL, NULL,
+			CASE WHEN random() + 0 * p < 1.0 / 3 THEN '{"provider": "openai", "model": "gpt-5"}' ELSE '{"provider": "anthropic", "model": "claude-sonnet-4-5"}' END::jsonb,
+			PIECE2
+		WHERE p % 10 IN (2, 7, 0)
 		UNION ALL
-		SELECT 'tool_request', 'invocation', '', '{}', jsonb_build_array(jsonb_build_object('id', 'call_' || p,
-				'name', ($2::text[])[1 + floor(array_length($2, 1) * bench_draw(c.ci::integer, p) ^ 3)::integer],
-				'arguments', jsonb_build_object('path', ($3::text[])[1 + floor(random() * array_length($3, 1))::integer + 0 * p], 'command', bench_words($1, 6 + 0 * p)),
+		SELECT 'tool_request', 'invocation', '', jsonb_build_array(jsonb_build_object('id', 'call_' || p,
+				'name', ($1::text[])[1 + floor(array_length($1, 1) * ((hashint8(c.ci * 1000000 + p) & 2147483647)::float8 / 2147483648) ^ 3)::integer],
+				'arguments', jsonb_build_object('path', ($2::text[])[1 + floor(random() * array_length($2, 1))::integer + 0 * p],
+					'command', array_to_string((string_to_array(PIECE0, ' '))[1:6], ' ')),
 				'approvalStatus', 'APPROVED')),
-			NULL, NULL
+			NULL, NULL, NULL
 		WHERE p % 10 IN (3, 8)
 		UNION ALL
-		SELECT 'tool_result', 'result', '', '{}', NULL,
+		SELECT 'tool_result', 'result', '', NULL,
 			jsonb_build_array(jsonb_build_object('toolCallId', 'call_' || (p - 1),
-				'toolName', ($2::text[])[1 + floor(array_length($2, 1) * bench_draw(c.ci::integer, p - 1) ^ 3)::integer],
+				'toolName', ($1::text[])[1 + floor(array_length($1, 1) * ((hashint8(c.ci * 1000000 + p - 1) & 2147483647)::float8 / 2147483648) ^ 3)::integer],
 				'status', CASE WHEN e.err THEN 'ERROR' ELSE 'SUCCESS' END,
-				'output', bench_words($1, 30 + floor(random() * 120)::integer + 0 * p))
+				'output', concat_ws(' ', PIECE0, CASE WHEN e.n > 1 THEN PIECE1 END, CASE WHEN e.n > 2 THEN PIECE2 END))
 				|| CASE WHEN e.err THEN jsonb_build_object('error', jsonb_build_object('message',
-					CASE WHEN e.timeout THEN 'timeout after 30s: ' ELSE 'exit status 1: ' END || bench_words($1, 8 + 0 * p), 'recoverable', true))
+					CASE WHEN e.timeout THEN 'timeout after 30s: ' ELSE 'exit status 1: ' END
+						|| array_to_string((string_to_array(PIECE3, ' '))[1:8], ' '), 'recoverable', true))
 					ELSE '{}' END),
-			NULL
-		FROM (SELECT random() + 0 * p < 1.0 / 7 AS err, random() + 0 * p < 1.0 / 3 AS timeout) e WHERE p % 10 IN (4, 9)
+			NULL, NULL
+		FROM (SELECT random() + 0 * p < 1.0 / 7 AS err, random() + 0 * p < 1.0 / 3 AS timeout, 1 + floor(3 * random() + 0 * p) AS n) e
+		WHERE p % 10 IN (4, 9)
 		UNION ALL
-		SELECT 'file_reference', 'document', '', jsonb_build_object('path', ($3::text[])[1 + floor(random() * array_length($3, 1))::integer + 0 * p],
-				'resolution', jsonb_build_object('Status', 'COMPLETED', 'Content', bench_words($1, 80 + 0 * p), 'ResolvedAt', now())),
-			NULL, NULL, NULL
-		WHERE p % 10 = 5) x)
+		SELECT 'file_reference', 'document', '', NULL, NULL, NULL, concat_ws(' ', PIECE0, PIECE1)
+		WHERE p % 10 = 5) x),
+r AS (
+	SELECT m.*, CASE
+		WHEN kind = 'text' AND thinking IS NULL THEN jsonb_build_object('parts', jsonb_build_array(jsonb_build_object('kind', 'TEXT', 'content', content)))
+		WHEN kind = 'text' THEN jsonb_build_object('parts', jsonb_build_array(jsonb_build_object('kind', 'THINKING', 'content', thinking),
+			jsonb_build_object('kind', 'TEXT', 'content', content)))
+		WHEN kind = 'file_reference' THEN jsonb_build_object('path', ($2::text[])[1 + floor(random() * array_length($2, 1))::integer + 0 * p],
+			'resolution', jsonb_build_object('Status', 'COMPLETED', 'Content', thinking, 'ResolvedAt', now()))
+		ELSE '{}' END AS payload
+	FROM m)
 INSERT INTO messages (conversation_id, position, segment, depth, kind, role, content, payload, tool_calls, tool_results, provenance,
 	created_at, updated_at, search_vector)
 SELECT conversation_id, p, 0, p, kind, role, content, payload, tool_calls, tool_results, provenance, at, at,
 	message_search_vector((SELECT config FROM search_config), kind, content, payload, tool_calls, tool_results)
-FROM m`
+FROM r`)
 
 // checkVectors asserts that the generated vectors are the trigger's: it makes the
 // trigger recompute a sample of n messages' (in a transaction rolled back) and counts
