@@ -85,7 +85,7 @@ bench-streaming: deps build
 # bench-search: search over 1,000,000 generated messages in 10,000 conversations: first-page
 # latency of selective, common-word, filtered and prefix queries, the save with and
 # without search, the index's size, each beside its target (a Markdown section on stdout
-# and in bench/search-report.md; about 15 minutes on 2 busy cores). SEARCH_ARGS passes
+# and in bench/search-report.md; about 12 minutes on 2 busy cores). SEARCH_ARGS passes
 # flags, e.g. SEARCH_ARGS="-messages 20000 -conversations 200" for a quick look.
 bench-search: deps
 	$(GO) run ./bench/search $(SEARCH_ARGS)
