@@ -9,6 +9,7 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
+	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/auth"
 	"github.com/parley-dev/parley/config"
 	"github.com/parley-dev/parley/db"
@@ -605,5 +606,53 @@ func TestSearchConfigSetting(t *testing.T) {
 				t.Errorf("simple: \"the\" got %v, want %s", got, m)
 			}
 		})
+	}
+}
+
+// TestSearchRelevanceCandidates: relevance ranks only the matches of the most recently
+// updated conversations, at most parley.SearchRelevanceCandidates, however well an older
+// match ranks; narrowed to the older conversation, the search finds it. The matches are
+// stored in SQL (a thousand messages through the API would be most of the test's time).
+func TestSearchRelevanceCandidates(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	n := parley.SearchRelevanceCandidates
+	old, recent := srv.CreateConversation(t, "Old"), srv.CreateConversation(t, "Recent")
+	oldKey, _ := parley.ParseConversationID(old)
+	recentKey, _ := parley.ParseConversationID(recent)
+	// The old conversation's one message ranks above every other: the word four times.
+	if _, err := srv.Store.SQL().ExecContext(t.Context(), `WITH m AS (
+			INSERT INTO messages (conversation_id, position, depth, kind, role, content)
+			SELECT $1::uuid, 1, 1, 'text', 'user', 'needle needle needle needle'
+			UNION ALL SELECT $2::uuid, p, p, 'text', 'user', 'needle in hay ' || p FROM generate_series(1, $3) p
+			RETURNING conversation_id)
+		UPDATE conversations c SET last_position = x.n, message_count = x.n,
+			updated_at = CASE WHEN c.id = $1::uuid THEN now() - interval '1 day' ELSE now() END
+		FROM (SELECT conversation_id, count(*) AS n FROM m GROUP BY conversation_id) x WHERE c.id = x.conversation_id`,
+		oldKey, recentKey, n); err != nil {
+		t.Fatal(err)
+	}
+
+	hits, vars := 0, map[string]any{"first": parley.MaxSearchPageSize}
+	for {
+		r := search(t, srv, "needle", vars)
+		for _, e := range r.Search.Edges {
+			if e.Node.Conversation.ID == old {
+				t.Fatalf("relevance ranked a match of the older conversation beyond the newest %d matches", n)
+			}
+		}
+		hits += len(r.Search.Edges)
+		if !r.Search.PageInfo.HasNextPage {
+			break
+		}
+		vars["after"] = *r.Search.PageInfo.EndCursor
+	}
+	if hits != n {
+		t.Errorf("relevance: got %d hits, want %d", hits, n)
+	}
+
+	r := search(t, srv, "needle", map[string]any{"f": map[string]any{"conversationIds": []string{old}}})
+	if len(r.Search.Edges) != 1 || r.Search.Edges[0].Node.Conversation.ID != old {
+		t.Errorf("narrowed to the old conversation: got %d hits, want its one match", len(r.Search.Edges))
 	}
 }
