@@ -253,16 +253,21 @@ func (db *DB) Search(ctx context.Context, req parley.SearchRequest) (*parley.Sea
 		// (the index answers qp exactly), so a common word costs the candidates, not
 		// every match of the owner; the weights are checked and the rank computed on
 		// them only.
-		weightCheck := ``
+		weightCheck, candidates := ``, qp
 		if wq != qp {
 			weightCheck = `AND m.search_vector @@ ` + wq
+			if strings.Contains(query, "!") {
+				// An excluded word may be in the thinking alone: qp would leave out a
+				// message that wq finds. Such a query chooses by wq, reading vectors.
+				candidates = wq
+			}
 		}
 		// Candidates and ranks carry only ids and vectors; the page's rows are read by id.
 		found = `SELECT ` + cols + `, r.rank, (extract(epoch FROM m.created_at) * 1e6)::bigint AS micros
 			FROM (SELECT m.id, ` + rank + ` AS rank
 				FROM (SELECT m.id, m.search_vector
 					FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1
-					WHERE m.search_vector @@ ` + qp + `
+					WHERE m.search_vector @@ ` + candidates + `
 						AND m.deleted_at IS NULL
 						AND ` + filters + `
 					ORDER BY c.updated_at DESC, c.id DESC, m.segment DESC, m.depth DESC
