@@ -1,6 +1,5 @@
 DROP FUNCTION message_on_branch(uuid, integer, integer, integer, integer);
 DROP INDEX messages_search_idx;
-DROP EXTENSION IF EXISTS btree_gin;
 DROP TRIGGER messages_search_vector ON messages;
 DROP FUNCTION messages_search_vector();
 ALTER TABLE messages DROP COLUMN search_vector;

@@ -6,7 +6,7 @@
 -- are weighted: A the names (tool names, file paths, MCP resources), B the text (and a
 -- tool's error message), C the details (tool arguments and outputs, a file's content,
 -- an image's recognized text), D the thinking, which a search leaves out unless asked
--- (the query's words are restricted to weights A-C, db/search.go). A message while it streams and a deleted one
+-- (the query filters the vector to A-C). A message while it streams and a deleted one
 -- (a tombstone) have none, so they are never found.
 --
 -- Identifiers and paths are found by their parts: Postgres's parser takes
@@ -124,13 +124,7 @@ UPDATE messages SET search_vector = message_search_vector((SELECT config FROM se
 WHERE status <> 'streaming' AND deleted_at IS NULL;
 
 -- Partial: messages without a vector (streaming, deleted) cost the index nothing.
--- conversation_id first (btree_gin, a trusted extension Postgres ships in contrib): a
--- relevance search ranks the matches of the owner's most recently updated conversations
--- (db/search.go), which Postgres can then find a conversation at a time, newest first,
--- stopping when it has enough, instead of every match of a common word; a search of a
--- rare word uses the index on its words alone.
-CREATE EXTENSION IF NOT EXISTS btree_gin;
-CREATE INDEX messages_search_idx ON messages USING gin (conversation_id, search_vector) WHERE search_vector IS NOT NULL;
+CREATE INDEX messages_search_idx ON messages USING gin (search_vector) WHERE search_vector IS NOT NULL;
 
 -- message_on_branch: whether the message at (seg, depth) of a conversation is on the branch
 -- ending at (leaf_segment, leaf_depth): its segment is on the chain of segments from the
