@@ -26,8 +26,11 @@ func TestValidationCostBounded(t *testing.T) {
 	spread.WriteString(" } fragment F on Query {" + strings.Repeat(" __typename", 100) + " }") // 10,000 once spread
 	atLimit := "{" + strings.Repeat(" __typename", 1000) + " }"
 
-	// Generous for two loaded cores under -race; the unbounded document took 60 s.
-	const bound = 10 * time.Second
+	// Generous for two loaded cores under -race; the unbounded document took 60 s on an
+	// idle machine. A refused document is only parsed; the one at the limit is validated
+	// (its 1,000 fields compared pairwise: 3-5 s under -race alone, 14-16 s at a load
+	// average of 35), so its bound is wider, and still well under the unbounded cost.
+	const bound, atLimitBound = 10 * time.Second, 40 * time.Second
 	for _, tt := range []struct {
 		name, query, want string
 	}{
@@ -35,6 +38,10 @@ func TestValidationCostBounded(t *testing.T) {
 		{"a fragment spread many times", spread.String(), "TOO_MANY_SELECTIONS"},
 		{"at the limit", atLimit, ""},
 	} {
+		limit := bound
+		if tt.want == "" {
+			limit = atLimitBound
+		}
 		start := time.Now()
 		r := srv.Do(t, tt.query, nil)
 		took := time.Since(start)
@@ -46,8 +53,8 @@ func TestValidationCostBounded(t *testing.T) {
 		} else if code := r.ErrorCode(t); code != tt.want {
 			t.Errorf("HTTP, %s: got %s, want %s", tt.name, code, tt.want)
 		}
-		if took > bound {
-			t.Errorf("HTTP, %s: took %s, want under %s", tt.name, took, bound)
+		if took > limit {
+			t.Errorf("HTTP, %s: took %s, want under %s", tt.name, took, limit)
 		}
 	}
 
