@@ -104,7 +104,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&cfg.scaleMsgs, "scale-messages", 1000000, "messages of the large database of the scale rows (0: no scale rows)")
 	fs.IntVar(&cfg.scaleConvs, "scale-conversations", 100000, "conversations of the large database of the scale rows")
 	fs.StringVar(&cfg.from, "from", "", "measure nothing: write the report and chart again from these results (JSON of an earlier run)")
-	fs.StringVar(&cfg.only, "only", "", "measure only these workloads (comma-separated: save, history, save-mixed, typename, scale or one scale-* row), for a quick look")
+	fs.StringVar(&cfg.only, "only", "", "measure only these workloads (comma-separated: save, history, save-mixed, typename, export, scale or one scale-* row), for a quick look")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -317,6 +317,7 @@ func (e *env) plan(cfg *config) [][]measurement {
 	}
 	plan = append(plan, []measurement{{key: keyOf("save-mixed", 1, "parley"), clients: 1,
 		op: parleySaveMixed(e.parleyClient, e.mixedConvIDs)}})
+	plan = append(plan, e.exportPlan(e.exportID)...)
 	return append(plan, e.scalePlan()...)
 }
 
@@ -389,6 +390,7 @@ type env struct {
 	scaleSetUp bool
 
 	historyID, historyKey string              // the 100-message conversation read
+	exportID              string              // the exportMessages-message conversation exported (seedExport)
 	saveIDs, saveKeys     map[string][]string // per target, one conversation per client
 	mixedConvIDs          []string
 
@@ -548,6 +550,9 @@ func (e *env) seed(ctx context.Context, cfg *config, logf func(string, ...any)) 
 		}
 	}
 	e.mixedConvIDs = e.saveIDs["mixed"]
+	if e.exportID, err = e.seedExport(ctx, cfg, logf); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -277,6 +277,22 @@ func (rep *report) markdown(chartFile string) string {
 		w("Parley saving the seven variants in turn (text, tool call, its result, file reference, MCP resource, mode change, image; 1 client): p50 %s, p99 %s, %.0f req/s.\n\n",
 			ms(f.P50), ms(f.P99), f.Throughput)
 	}
+	var exports []string
+	for _, f := range exportFormats {
+		key := "export-" + strings.ToLower(strings.ReplaceAll(f, "_", "-"))
+		if fig, ok := rep.fig(key, 1, "parley"); ok {
+			mark := "missed"
+			if fig.P50 < 50*time.Millisecond {
+				mark = "met"
+			}
+			exports = append(exports, fmt.Sprintf("| %s | %s | %s | %.1f req/s | under 50 ms: %s |", f, ms(fig.P50), ms(fig.P99), fig.Throughput, mark))
+		}
+	}
+	if len(exports) > 0 {
+		w("### Exports\n\n")
+		w("The whole transcript of a %d-message conversation (an imported Claude Code session), through GraphQL, 1 client: what an agent re-exporting its history every turn pays. Target: p50 under 50 ms.\n\n", exportMessages)
+		w("| format | p50 | p99 | throughput | target |\n|---|---|---|---|---|\n%s\n\n", strings.Join(exports, "\n"))
+	}
 	if rep.before != nil {
 		rep.beforeAfter(&b)
 	}
