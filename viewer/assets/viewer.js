@@ -279,6 +279,110 @@
     return li;
   }
 
+  // ---- search (the list page; a share link's credential cannot search) -------------
+  var SEARCH = 'query Search($q: String!) { ' +
+    'searchConversations(query: $q, prefix: true, first: 20) { edges { node { conversation { id updatedAt messageCount } title { html } titleMatched messageHits } } } ' +
+    'search(query: $q, prefix: true, first: 30) { edges { node { message { ... on MessageBase { id role label position } } conversation { id title } ' +
+    'branchLeafId messageCursor snippet { html } } } } }';
+  var SEARCH_DELAY = 200; // ms after the last keystroke
+
+  // hitHref links to a conversation opened at a message: its branch, and its cursor.
+  function hitHref(conversationId, leaf, cursor) {
+    var u = new URL('/viewer/c/' + encodeURIComponent(conversationId), location.href);
+    if (leaf) u.searchParams.set('branch', leaf);
+    if (cursor) u.searchParams.set('at', cursor);
+    return u.pathname + u.search;
+  }
+
+  function plural(n, one, many) { return n + ' ' + (n === 1 ? one : many); }
+
+  // searchBox returns the search form and the results region; while the box holds a
+  // query, the results replace `live` (the normal list), which comes back when it is empty.
+  function searchBox(live) {
+    var input = el('input', { id: 'search', type: 'search', autocomplete: 'off', spellcheck: 'false', placeholder: 'Search messages and titles',
+      'aria-describedby': 'search-help', 'aria-controls': 'search-results' });
+    var form = el('form', { class: 'search', role: 'search', onsubmit: function (ev) { ev.preventDefault(); run(); } }, [
+      el('label', { for: 'search', text: 'Search' }),
+      input,
+      el('span', { id: 'search-help', class: 'sr-only', text: 'Results appear as you type: conversations first, then messages. Escape clears.' }),
+    ]);
+    var results = el('section', { id: 'search-results', class: 'search-results', 'aria-label': 'Search results', 'aria-live': 'polite', hidden: true });
+    var seq = 0;
+    var timer = null;
+    function clear() {
+      seq++;
+      results.hidden = true;
+      results.textContent = '';
+      live.hidden = false;
+    }
+    function run() {
+      clearTimeout(timer);
+      var q = input.value.trim();
+      if (!q) { clear(); return; }
+      var mine = ++seq;
+      results.setAttribute('aria-busy', 'true');
+      gql(SEARCH, { q: q }).then(function (d) {
+        if (mine !== seq) return; // a newer query is on its way
+        showResults(d);
+      }, function (err) {
+        if (mine !== seq) return;
+        results.textContent = '';
+        results.appendChild(el('p', { class: 'error search-error', role: 'alert', 'data-code': err.code || null,
+          text: err.code === 'SEARCH_QUERY_EMPTY' ? 'Nothing to search for: type a word.' : err.message }));
+      }).finally(function () {
+        if (mine === seq) results.setAttribute('aria-busy', 'false');
+      });
+      results.hidden = false;
+      live.hidden = true;
+    }
+    function showResults(d) {
+      results.textContent = '';
+      var convs = d.searchConversations.edges;
+      var hits = d.search.edges;
+      results.appendChild(el('h2', { text: plural(convs.length, 'conversation', 'conversations') }));
+      var cl = el('ul', { class: 'convs', id: 'search-conversations', 'aria-label': 'Matching conversations' });
+      convs.forEach(function (e) {
+        var h = e.node;
+        var title = el('a', { href: '/viewer/c/' + encodeURIComponent(h.conversation.id), class: 'conv-title' });
+        title.innerHTML = h.title.html; // escaped by the server, matches in <mark>
+        if (!title.textContent) title.textContent = 'Untitled';
+        cl.appendChild(el('li', { class: 'conv', 'data-id': h.conversation.id }, [
+          title,
+          el('span', { class: 'conv-count', text: plural(h.messageHits, 'message matches', 'messages match') }),
+          el('span', { class: 'conv-when' }, [timeEl(h.conversation.updatedAt)]),
+        ]));
+      });
+      results.appendChild(cl);
+      results.appendChild(el('h2', { text: plural(hits.length, 'message', 'messages') + (hits.length === 30 ? ' (the best 30)' : '') }));
+      var hl = el('ul', { class: 'hits', id: 'search-hits', 'aria-label': 'Matching messages' });
+      hits.forEach(function (e) {
+        var h = e.node;
+        var m = h.message;
+        var snippet = el('span', { class: 'hit-snippet' });
+        snippet.innerHTML = h.snippet.html; // escaped by the server, matches in <mark>
+        hl.appendChild(el('li', { class: 'hit role-' + String(m.role || '').toLowerCase(), 'data-id': m.id }, [
+          el('a', { class: 'hit-link', href: hitHref(h.conversation.id, h.branchLeafId, h.messageCursor) }, [
+            el('span', { class: 'hit-head' }, [roleBadge(m), el('span', { class: 'hit-conv', text: h.conversation.title || 'Untitled' }),
+              el('span', { class: 'pos', text: '#' + m.position })]),
+            snippet,
+          ]),
+        ]));
+      });
+      results.appendChild(hl);
+      if (!convs.length && !hits.length) results.appendChild(el('p', { class: 'empty', text: 'Nothing found.' }));
+      announce(plural(convs.length, 'conversation', 'conversations') + ' and ' + plural(hits.length, 'message', 'messages') + ' found');
+    }
+    input.addEventListener('input', function () {
+      clearTimeout(timer);
+      if (!input.value.trim()) { clear(); return; }
+      timer = setTimeout(run, SEARCH_DELAY);
+    });
+    input.addEventListener('keydown', function (ev) {
+      if (ev.key === 'Escape' && input.value) { input.value = ''; clear(); ev.preventDefault(); }
+    });
+    return { form: form, results: results };
+  }
+
   function startList() {
     document.title = 'Conversations · Parley';
     gql(LIST, {}).then(function (data) {
@@ -290,13 +394,18 @@
         el('h1', { text: 'Conversations' }),
         el('span', { id: 'live-state', class: 'live-state', text: 'Connecting…' }),
       ]);
+      var live = el('div', { id: 'live-list' });
+      var search = searchBox(live);
       main.appendChild(heading);
-      main.appendChild(el('p', { class: 'list-cols', 'aria-hidden': 'true' }, [
+      main.appendChild(search.form);
+      main.appendChild(search.results);
+      main.appendChild(live);
+      live.appendChild(el('p', { class: 'list-cols', 'aria-hidden': 'true' }, [
         el('span', { text: 'Title' }), el('span', { text: 'Messages' }), el('span', { text: 'Last activity' })]));
-      main.appendChild(list);
-      main.appendChild(more);
+      live.appendChild(list);
+      live.appendChild(more);
       if (conns.edges.length === 0) {
-        main.insertBefore(el('p', { class: 'empty', id: 'empty', text: 'No conversations yet: create one through the API, or parley import a session.' }), list);
+        live.insertBefore(el('p', { class: 'empty', id: 'empty', text: 'No conversations yet: create one through the API, or parley import a session.' }), list);
       }
       var endCursor = conns.pageInfo.endCursor;
       function add(edges) {
@@ -351,6 +460,13 @@
     'messages(last: $last, branch: $branch) { totalCount pageInfo { hasPreviousPage startCursor endCursor } edges { cursor node { ...M } } } } } ' + MESSAGE;
   var OLDER = 'query Older($id: ID!, $branch: ID, $before: String) { conversation(id: $id) { messages(last: 100, before: $before, branch: $branch) { ' +
     'pageInfo { hasPreviousPage startCursor } edges { cursor node { ...M } } } } } ' + MESSAGE;
+  // Opened at a message (a search hit: ?at=<its cursor>): a few messages before it, then
+  // it and what follows, a page at a time toward the newest.
+  var AT_BEFORE = 'query AtBefore($id: ID!, $branch: ID, $at: String!) { conversation(id: $id) { id title updatedAt messageCount ' +
+    'branches(first: 100) { leaf { ... on MessageBase { id } } forkPosition length lastActivityAt active } ' +
+    'messages(last: 10, before: $at, branch: $branch) { totalCount pageInfo { hasPreviousPage startCursor endCursor } edges { cursor node { ...M } } } } } ' + MESSAGE;
+  var NEWER = 'query Newer($id: ID!, $branch: ID, $after: String) { conversation(id: $id) { messages(first: ' + PAGE_SIZE + ', after: $after, branch: $branch) { ' +
+    'pageInfo { hasNextPage startCursor endCursor } edges { cursor node { ...M } } } } } ' + MESSAGE;
   var STREAM = 'subscription Stream($id: ID!, $after: String) { messageStream(conversationId: $id, after: $after) { cursor ' +
     'message { ...M } delta { messageId position seq deltas { kind index text toolCallId toolName } } } } ' + MESSAGE;
   var UPDATED = 'subscription Updated($id: ID!) { messageUpdated(conversationId: $id) { node { ...M } } } ' + MESSAGE;
@@ -360,6 +476,11 @@
 
   var state = {
     branch: params.get('branch') || null, // the message whose branch is viewed; null: the active branch
+    at: params.get('at') || null, // the cursor of a message to open the page at (a search hit), or null
+    hitId: null, // the message opened at, highlighted
+    endCursor: null, // the newest message shown, while newer ones are not (hasNewer)
+    hasNewer: false,
+    loadingNewer: false,
     lastId: null, // the last message shown: live messages whose parent it is continue the view
     byId: {}, // message id -> its article
     calls: {}, // provider call id -> the tool call's element (a result attaches to it)
@@ -589,13 +710,17 @@
   function viewBranch(messageId) {
     var u = new URL(location.href);
     if (messageId) u.searchParams.set('branch', messageId); else u.searchParams.delete('branch');
+    u.searchParams.delete('at');
     history.pushState(null, '', u.href);
     state.branch = messageId;
+    state.at = null;
     loadConversation();
   }
 
   window.addEventListener('popstate', function () {
-    state.branch = new URLSearchParams(location.search).get('branch');
+    var p = new URLSearchParams(location.search);
+    state.branch = p.get('branch');
+    state.at = p.get('at');
     loadConversation();
   });
 
@@ -627,11 +752,59 @@
   function loadConversation() {
     unsubscribeAll();
     state.byId = {}; state.calls = {}; state.pendingResults = {};
-    gql(CONVERSATION, { id: conversationId, branch: state.branch, last: PAGE_SIZE }).then(function (data) {
-      var c = data.conversation;
+    state.hitId = null; state.hasNewer = false;
+    var loaded = state.at ? loadAt() : gql(CONVERSATION, { id: conversationId, branch: state.branch, last: PAGE_SIZE }).then(function (data) {
+      return data.conversation;
+    });
+    loaded.then(function (c) {
       if (!c) throw GraphQLError('There is no such conversation.', 'NOT_FOUND');
       renderConversation(c);
     }).catch(function (err) { failed(err, loadConversation); });
+  }
+
+  // loadAt reads the page around the message whose cursor is state.at: the messages
+  // before it (`before:`), then from the last of those on (`after:`), which starts with it.
+  function loadAt() {
+    return gql(AT_BEFORE, { id: conversationId, branch: state.branch, at: state.at }).then(function (data) {
+      var c = data.conversation;
+      if (!c) return null;
+      var older = c.messages;
+      return gql(NEWER, { id: conversationId, branch: state.branch, after: older.pageInfo.endCursor }).then(function (d) {
+        var newer = d.conversation.messages;
+        state.hitId = newer.edges.length ? newer.edges[0].node.id : null;
+        c.messages = {
+          totalCount: older.totalCount,
+          edges: older.edges.concat(newer.edges),
+          hasNewer: newer.pageInfo.hasNextPage,
+          pageInfo: {
+            hasPreviousPage: older.edges.length ? older.pageInfo.hasPreviousPage : false,
+            startCursor: older.edges.length ? older.pageInfo.startCursor : newer.pageInfo.startCursor,
+            endCursor: newer.pageInfo.endCursor || older.pageInfo.endCursor,
+          },
+        };
+        return c;
+      });
+    });
+  }
+
+  // loadNewer reads the next page toward the newest message (a page opened at a hit);
+  // the live subscription starts once the newest is shown.
+  function loadNewer(feed, bottom) {
+    if (!state.hasNewer || state.loadingNewer) return;
+    state.loadingNewer = true;
+    feed.setAttribute('aria-busy', 'true');
+    gql(NEWER, { id: conversationId, branch: state.branch, after: state.endCursor }).then(function (d) {
+      var conn = d.conversation.messages;
+      renderInto(feed, conn.edges);
+      if (conn.edges.length) state.lastId = conn.edges[conn.edges.length - 1].node.id;
+      if (conn.pageInfo.endCursor) state.endCursor = conn.pageInfo.endCursor;
+      state.hasNewer = conn.pageInfo.hasNextPage;
+      bottom.hidden = !state.hasNewer;
+      if (!state.hasNewer) goLive(feed);
+    }, function (err) { showError(err.message); }).finally(function () {
+      state.loadingNewer = false;
+      feed.setAttribute('aria-busy', 'false');
+    });
   }
 
   function branchList(c) {
@@ -682,6 +855,9 @@
     ]));
     main.appendChild(top);
     main.appendChild(feed);
+    var bottom = el('div', { class: 'newer', id: 'newer' }, [
+      el('button', { type: 'button', text: 'Load newer messages', onclick: function () { loadNewer(feed, bottom); } })]);
+    main.appendChild(bottom);
     main.appendChild(el('p', { class: 'keys', text: 'Keys: j / k next and previous message, Enter or Space opens and closes a section.' }));
 
     state.startCursor = conn.pageInfo.startCursor;
@@ -689,8 +865,29 @@
     top.hidden = !state.hasOlder;
     renderInto(feed, conn.edges);
     state.lastId = conn.edges.length ? conn.edges[conn.edges.length - 1].node.id : null;
-    var lastArticle = feed.lastElementChild;
-    if (lastArticle) lastArticle.scrollIntoView({ block: 'end' });
+    state.endCursor = conn.pageInfo.endCursor;
+    state.hasNewer = !!conn.hasNewer;
+    bottom.hidden = !state.hasNewer;
+    if (state.hasNewer) {
+      document.getElementById('live-state').textContent = 'Live once the newest messages are loaded';
+      new IntersectionObserver(function (entries) {
+        if (entries[0].isIntersecting) loadNewer(feed, bottom);
+      }).observe(bottom);
+    }
+    var hit = state.hitId && state.byId[state.hitId];
+    if (hit) {
+      // Opened at a search hit: show it, marked, with the sections around it open.
+      hit.classList.add('hit-target');
+      hit.setAttribute('aria-current', 'true');
+      for (var d = hit.parentElement; d && d !== feed; d = d.parentElement) {
+        if (d.tagName === 'DETAILS') d.open = true;
+      }
+      hit.scrollIntoView({ block: 'center' });
+      hit.focus({ preventScroll: true });
+    } else {
+      var lastArticle = feed.lastElementChild;
+      if (lastArticle) lastArticle.scrollIntoView({ block: 'end' });
+    }
 
     olderButton.addEventListener('click', function () { loadOlder(feed, top); });
     var io = new IntersectionObserver(function (entries) {
@@ -698,9 +895,14 @@
     });
     io.observe(top);
 
-    // Live: new messages that continue the viewed branch, streaming replies growing,
-    // approvals changing in place. Each stream resumes from its last cursor.
-    subs.push(subscribe(STREAM, { id: conversationId, after: conn.pageInfo.endCursor }, 'after', function (d) {
+    if (!state.hasNewer) goLive(feed);
+  }
+
+  // goLive follows the conversation once its newest message is shown: new messages that
+  // continue the viewed branch, streaming replies growing, approvals changing in place.
+  // Each stream resumes from its last cursor.
+  function goLive(feed) {
+    subs.push(subscribe(STREAM, { id: conversationId, after: state.endCursor }, 'after', function (d) {
       var ev = d.messageStream;
       if (ev.message) liveMessage(feed, ev.message);
       if (ev.delta) liveDelta(ev.delta);
