@@ -281,7 +281,7 @@
 
   // ---- search (the list page; a share link's credential cannot search) -------------
   var SEARCH = 'query Search($q: String!) { ' +
-    'searchConversations(query: $q, prefix: true, first: 20) { edges { node { conversation { id updatedAt messageCount } title { html } titleMatched messageHits } } } ' +
+    'searchConversations(query: $q, prefix: true, first: 20) { edges { node { conversation { id title updatedAt messageCount } title { html } titleMatched messageHits } } } ' +
     'search(query: $q, prefix: true, first: 30) { edges { node { message { ... on MessageBase { id role label position } } conversation { id title } ' +
     'branchLeafId messageCursor snippet { html } } } } }';
   var SEARCH_DELAY = 200; // ms after the last keystroke
@@ -343,7 +343,7 @@
       var cl = el('ul', { class: 'convs', id: 'search-conversations', 'aria-label': 'Matching conversations' });
       convs.forEach(function (e) {
         var h = e.node;
-        var title = el('a', { href: '/viewer/c/' + encodeURIComponent(h.conversation.id), class: 'conv-title' });
+        var title = el('a', { href: '/viewer/c/' + encodeURIComponent(h.conversation.id), class: 'conv-title', title: h.conversation.title || null });
         title.innerHTML = h.title.html; // escaped by the server, matches in <mark>
         if (!title.textContent) title.textContent = 'Untitled';
         cl.appendChild(el('li', { class: 'conv', 'data-id': h.conversation.id }, [
