@@ -2,7 +2,8 @@
 // the suite's server (local mode): seed 004's roles and labels on an imported Claude
 // Code session, tool calls with their results, live messages and streaming replies
 // without a reload, approvals in place, branches, share links held to their
-// conversation, XSS payloads rendered inert, and a 5,000-message session.
+// conversation, XSS payloads rendered inert, search (hits marked, opening their
+// conversation at the message, payloads inert), and a 5,000-message session.
 //
 // Run: PARLEY_URL=http://127.0.0.1:18080 node --test viewer.test.mjs
 import { test } from 'node:test';
@@ -220,6 +221,7 @@ if (!BASE) {
     assert.match(await page.locator('#banner').textContent(), /Read-only/);
     assert.match(await page.locator('main').textContent(), /shared words/);
     assert.equal(await page.locator('#share, #make-active').count(), 0, 'a shared page offers no writes');
+    assert.equal(await page.locator('#search').count(), 0, 'a shared page has no search (its credential cannot search)');
     // From inside the page, with the page's own credential: refused elsewhere, and for writes.
     const tryIt = (query) => page.evaluate(async ([q, s]) => {
       const r = await fetch('/graphql', { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer ' + s }, body: JSON.stringify({ query: q }) });
@@ -282,6 +284,87 @@ if (!BASE) {
       await page.close();
     }
     assert.deepEqual(dialogs, [], 'no dialog opened');
+  });
+
+  test('search: a word in a message finds it, marked, and the hit opens the conversation at it', { timeout: 4 * WAIT }, async (t) => {
+    const b = await browser(t);
+    const word = 'zanzibarquux' + Date.now().toString(36);
+    const id = await create(BASE, 'viewer search');
+    await add(BASE, id, text('USER', 'Where is the config?'));
+    const hit = await add(BASE, id, text('ASSISTANT', `The setting lives in ${word}.yaml, next to the rest.`));
+    // Enough after it that the page opened at the hit is not the newest page.
+    for (let i = 0; i < 70; i++) await add(BASE, id, text(i % 2 ? 'ASSISTANT' : 'USER', `filler ${i}`));
+    const page = await open(b, BASE + '/viewer/', 'li.conv');
+    const box = page.getByRole('searchbox', { name: 'Search' });
+    await box.focus();
+    await page.keyboard.type(word.slice(0, 9), { delay: 20 }); // a prefix, as typed
+    const result = page.locator(`#search-hits li.hit[data-id="${hit.id}"]`);
+    await result.waitFor({ timeout: WAIT });
+    assert.equal(await page.locator('#live-list').isHidden(), true, 'the results replace the list');
+    assert.equal(await result.locator('mark').first().textContent(), word, 'the word is marked');
+    assert.equal(await result.locator('.role-label').textContent(), 'Assistant');
+    assert.equal(await result.locator('.hit-conv').textContent(), 'viewer search');
+    const conv = page.locator(`#search-conversations li.conv[data-id="${id}"]`);
+    assert.match(await conv.locator('.conv-count').textContent(), /^1 message matches$/);
+
+    // An empty box brings the live list back.
+    await box.fill('');
+    await page.locator('#live-list').waitFor({ state: 'visible', timeout: WAIT });
+    assert.equal(await page.locator('#search-results').isHidden(), true);
+    // An error is shown as a message.
+    await box.fill('x'.repeat(1001));
+    await page.locator('#search-results .search-error[data-code="SEARCH_QUERY_TOO_LONG"]').waitFor({ timeout: WAIT });
+
+    await box.fill(word);
+    await result.waitFor({ timeout: WAIT });
+    await result.locator('a').click();
+    await page.waitForURL(/\/viewer\/c\/.*[?&]at=/, { timeout: WAIT });
+    const target = page.locator(`article.msg.hit-target[data-id="${hit.id}"]`);
+    await target.waitFor({ timeout: WAIT });
+    assert.ok(await target.isVisible(), 'the hit is on screen');
+    await until('the hit to be scrolled into view', () => target.evaluate((a) => {
+      const r = a.getBoundingClientRect();
+      return r.bottom > 0 && r.top < innerHeight;
+    }));
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.id), hit.id, 'the hit has the focus');
+    assert.equal(await page.locator('article.msg').first().locator('.pos').textContent(), '#1', 'the messages before it are shown');
+    assert.equal(await page.locator('article.msg .pos', { hasText: '#72' }).count(), 0, 'the page opened at the hit, not at the newest');
+    await page.locator('#newer button').click(); // or scroll down to it
+    await page.locator('article.msg .pos', { hasText: '#72' }).waitFor({ timeout: WAIT });
+    await page.locator('body.live').waitFor({ timeout: WAIT });
+    await add(BASE, id, text('USER', 'seen live after the hit'));
+    await page.locator('article', { hasText: 'seen live after the hit' }).waitFor({ timeout: WAIT });
+    assert.deepEqual(page.problems, []);
+  });
+
+  test('search: an XSS payload in a message found renders inert', { timeout: 4 * WAIT }, async (t) => {
+    const b = await browser(t);
+    const word = 'xssneedle' + Date.now().toString(36);
+    const P = (tag) => `<img src=x onerror="window.__xss='${tag}';alert(1)"><script>window.__xss='${tag}'</script><svg onload="window.__xss='${tag}'"><iframe src="javascript:window.__xss='${tag}'">`;
+    const id = await create(BASE, P('title') + ' ' + word);
+    await add(BASE, id, text('USER', `${P('before')} ${word} ${P('after')}`));
+    const dialogs = [];
+    const page = await open(b, BASE + '/viewer/', 'li.conv');
+    page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss(); });
+    await page.getByRole('searchbox', { name: 'Search' }).fill(word);
+    await page.locator('#search-hits li.hit').first().waitFor({ timeout: WAIT });
+    await page.locator(`#search-conversations li.conv[data-id="${id}"] mark`).waitFor({ timeout: WAIT });
+    await page.waitForFunction(() => document.readyState === 'complete');
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(await page.evaluate(() => window.__xss), undefined, 'no payload ran');
+    assert.equal(await page.locator('main script, main iframe, main img, main svg:not(.role-icon), main [onerror], main [onload]').count(), 0, 'no payload became markup');
+    assert.deepEqual(await page.locator('#search-results mark').evaluateAll((ms) => [...new Set(ms.map((m) => m.textContent))]), [word]);
+    assert.match(await page.locator('#search-hits').textContent(), /<img src=x onerror=/, 'the payload is shown as text');
+    assert.match(await page.locator('#search-conversations').textContent(), /iframe src="javascript:window.__xss='title'">/, 'the title is shown as text');
+    for (const a of await page.locator('#search-results a').all()) {
+      assert.ok(!/^\s*javascript:/i.test((await a.getAttribute('href')) || ''), 'no javascript: link');
+    }
+    // The hit opens inert too.
+    await page.locator('#search-hits li.hit a').first().click();
+    await page.locator('article.msg.hit-target').waitFor({ timeout: WAIT });
+    assert.equal(await page.evaluate(() => window.__xss), undefined, 'no payload ran on the conversation page');
+    assert.deepEqual(dialogs, [], 'no dialog opened');
+    assert.deepEqual(page.problems, []);
   });
 
   test('a 5,000-message session: the first screen fast, older history as you scroll up', { timeout: 10 * WAIT }, async (t) => {
