@@ -317,6 +317,9 @@ if (!BASE) {
 
     await box.fill(word);
     await result.waitFor({ timeout: WAIT });
+    await box.press('ArrowDown');
+    assert.equal(await page.evaluate(() => document.activeElement.closest('li')?.dataset.id), id, 'ArrowDown goes to the first result');
+    await box.focus();
     await result.locator('a').click();
     await page.waitForURL(/\/viewer\/c\/.*[?&]at=/, { timeout: WAIT });
     const target = page.locator(`article.msg.hit-target[data-id="${hit.id}"]`);

@@ -304,7 +304,7 @@
     var form = el('form', { class: 'search', role: 'search', onsubmit: function (ev) { ev.preventDefault(); run(); } }, [
       el('label', { for: 'search', text: 'Search' }),
       input,
-      el('span', { id: 'search-help', class: 'sr-only', text: 'Results appear as you type: conversations first, then messages. Escape clears.' }),
+      el('span', { id: 'search-help', class: 'sr-only', text: 'Results appear as you type: conversations first, then messages; the arrow keys move through them, Escape clears.' }),
     ]);
     var results = el('section', { id: 'search-results', class: 'search-results', 'aria-label': 'Search results', 'aria-live': 'polite', hidden: true });
     var seq = 0;
@@ -379,6 +379,19 @@
     });
     input.addEventListener('keydown', function (ev) {
       if (ev.key === 'Escape' && input.value) { input.value = ''; clear(); ev.preventDefault(); }
+    });
+    // Arrow keys move from the box through the results' links and back.
+    [input, results].forEach(function (n) {
+      n.addEventListener('keydown', function (ev) {
+        if (ev.key !== 'ArrowDown' && ev.key !== 'ArrowUp') return;
+        var links = Array.prototype.slice.call(results.querySelectorAll('a'));
+        if (results.hidden || !links.length) return;
+        var i = links.indexOf(document.activeElement);
+        var next = ev.key === 'ArrowDown' ? i + 1 : i - 1;
+        if (next < 0) input.focus();
+        else links[Math.min(next, links.length - 1)].focus();
+        ev.preventDefault();
+      });
     });
     return { form: form, results: results };
   }
