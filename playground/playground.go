@@ -11,18 +11,15 @@ package playground
 
 import (
 	"bytes"
-	"compress/gzip"
 	"crypto/rand"
-	"crypto/sha256"
 	"embed"
 	"encoding/base64"
-	"encoding/hex"
 	"html/template"
 	"net/http"
-	"path"
 	"strings"
 	"sync"
-	"time"
+
+	"github.com/parley-dev/parley/internal/webasset"
 )
 
 // DefaultQuery is the query GraphiQL shows to a visitor who has none saved in the browser.
@@ -64,16 +61,16 @@ func Handler(title, endpoint, assetPrefix string) http.Handler {
 		title:    title,
 		endpoint: endpoint,
 		prefix:   assetPrefix,
-		assets:   make(map[string]*asset, len(byName)),
+		assets:   make(map[string]*webasset.Asset, len(byName)),
 	}
 	for _, a := range byName {
-		h.assets[a.hashedName] = a
+		h.assets[a.HashedName] = a
 	}
 	for _, name := range pageStyles {
-		h.styles = append(h.styles, assetPrefix+byName[name].hashedName)
+		h.styles = append(h.styles, assetPrefix+byName[name].HashedName)
 	}
 	for _, name := range pageScripts {
-		h.scripts = append(h.scripts, assetPrefix+byName[name].hashedName)
+		h.scripts = append(h.scripts, assetPrefix+byName[name].HashedName)
 	}
 	return h
 }
@@ -87,8 +84,8 @@ var (
 
 type handler struct {
 	title, endpoint, prefix string
-	assets                  map[string]*asset // by hashed name
-	styles, scripts         []string          // URLs
+	assets                  map[string]*webasset.Asset // by hashed name
+	styles, scripts         []string                   // URLs
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -111,7 +108,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	a.serve(w, r)
+	a.ServeHTTP(w, r)
 }
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
@@ -166,38 +163,17 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request) {
 //     match ws:/wss: on the page's host; older ones need the host spelled out, which is done
 //     only when the Host header is a plain host[:port] so nothing can be injected.
 func contentSecurityPolicy(nonce, host string) string {
-	connect := "'self'"
-	if plainHost(host) {
-		connect += " ws://" + host + " wss://" + host
-	}
 	return strings.Join([]string{
 		"default-src 'none'",
 		"script-src 'self'",
 		"style-src 'self' 'nonce-" + nonce + "'",
 		"font-src data:",
 		"img-src data:",
-		"connect-src " + connect,
+		"connect-src " + webasset.ConnectSrc(host),
 		"base-uri 'none'",
 		"form-action 'none'",
 		"frame-ancestors 'none'",
 	}, "; ")
-}
-
-// plainHost reports whether host consists only of characters found in DNS names, IPv4 and
-// bracketed IPv6 addresses, and ports.
-func plainHost(host string) bool {
-	if host == "" || len(host) > 255 {
-		return false
-	}
-	for _, c := range host {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case c == '.', c == '-', c == ':', c == '[', c == ']':
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // newNonce returns 128 random bits in URL-safe base64, which CSP accepts as a nonce and
@@ -214,91 +190,7 @@ func newNonce() string {
 //go:embed assets/*.js assets/*.css
 var assetsFS embed.FS
 
-type asset struct {
-	name        string // file name in assets/
-	hashedName  string // name with the content hash before the extension: the URL's last element
-	contentType string
-	body        []byte
-	etag        string
-	gzipped     func() []byte // compressed on first use, then kept
-}
-
-var contentTypes = map[string]string{
-	".js":  "text/javascript; charset=utf-8",
-	".css": "text/css; charset=utf-8",
-}
-
 // loadAssets reads the embedded assets once and names them by content hash.
-var loadAssets = sync.OnceValue(func() map[string]*asset {
-	entries, err := assetsFS.ReadDir("assets")
-	if err != nil {
-		panic("playground: embedded assets: " + err.Error())
-	}
-	assets := make(map[string]*asset, len(entries))
-	for _, e := range entries {
-		name := e.Name()
-		body, err := assetsFS.ReadFile("assets/" + name)
-		if err != nil {
-			panic("playground: embedded assets: " + err.Error())
-		}
-		sum := sha256.Sum256(body)
-		hash := hex.EncodeToString(sum[:])[:16]
-		ext := path.Ext(name)
-		assets[name] = &asset{
-			name:        name,
-			hashedName:  strings.TrimSuffix(name, ext) + "." + hash + ext,
-			contentType: contentTypes[ext],
-			body:        body,
-			etag:        `"` + hash + `"`,
-			gzipped:     sync.OnceValue(func() []byte { return gzipBytes(body) }),
-		}
-	}
-	for _, name := range append(append([]string{}, pageStyles...), pageScripts...) {
-		if assets[name] == nil {
-			panic("playground: embedded assets: missing " + name)
-		}
-	}
-	return assets
+var loadAssets = sync.OnceValue(func() map[string]*webasset.Asset {
+	return webasset.Load(assetsFS, "assets", "playground", append(append([]string{}, pageStyles...), pageScripts...)...)
 })
-
-func gzipBytes(b []byte) []byte {
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression) // a valid level never fails
-	zw.Write(b)
-	zw.Close() // writes to a bytes.Buffer cannot fail
-	return buf.Bytes()
-}
-
-func (a *asset) serve(w http.ResponseWriter, r *http.Request) {
-	hdr := w.Header()
-	hdr.Set("Content-Type", a.contentType)
-	// The URL changes whenever the content does, so the browser may keep it forever.
-	hdr.Set("Cache-Control", "public, max-age=31536000, immutable")
-	hdr.Set("X-Content-Type-Options", "nosniff")
-	hdr.Add("Vary", "Accept-Encoding")
-	body, etag := a.body, a.etag
-	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
-		body = a.gzipped()
-		etag = a.etag[:len(a.etag)-1] + `-gzip"`
-		hdr.Set("Content-Encoding", "gzip")
-	}
-	hdr.Set("ETag", etag)
-	// ServeContent answers If-None-Match with 304, and HEAD and Range requests.
-	http.ServeContent(w, r, a.name, time.Time{}, bytes.NewReader(body))
-}
-
-// acceptsGzip reports whether an Accept-Encoding header value admits gzip.
-func acceptsGzip(header string) bool {
-	for _, part := range strings.Split(header, ",") {
-		coding, params, _ := strings.Cut(part, ";")
-		if !strings.EqualFold(strings.TrimSpace(coding), "gzip") {
-			continue
-		}
-		q, found := strings.CutPrefix(strings.ReplaceAll(strings.TrimSpace(params), " ", ""), "q=")
-		if !found {
-			return true
-		}
-		return strings.Trim(q, "0.") != "" // q=0, q=0.0, q=0.000 refuse it
-	}
-	return false
-}

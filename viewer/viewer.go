@@ -13,16 +13,13 @@ package viewer
 
 import (
 	"bytes"
-	"compress/gzip"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"html/template"
 	"net/http"
-	"path"
 	"strings"
 	"sync"
-	"time"
+
+	"github.com/parley-dev/parley/internal/webasset"
 )
 
 // Prefix is the URL path the viewer is served under.
@@ -34,18 +31,18 @@ const assetPrefix = Prefix + "assets/"
 // URL ("/graphql"). Only GET and HEAD are allowed.
 func Handler(endpoint string) http.Handler {
 	byName := loadAssets()
-	h := &handler{endpoint: endpoint, assets: map[string]*asset{}, urls: map[string]string{}}
+	h := &handler{endpoint: endpoint, assets: map[string]*webasset.Asset{}, urls: map[string]string{}}
 	for name, a := range byName {
-		h.assets[a.hashedName] = a
-		h.urls[name] = assetPrefix + a.hashedName
+		h.assets[a.HashedName] = a
+		h.urls[name] = assetPrefix + a.HashedName
 	}
 	return h
 }
 
 type handler struct {
 	endpoint string
-	assets   map[string]*asset // by hashed name
-	urls     map[string]string // by file name
+	assets   map[string]*webasset.Asset // by hashed name
+	urls     map[string]string          // by file name
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -75,7 +72,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.NotFound(w, r)
 			return
 		}
-		a.serve(w, r)
+		a.ServeHTTP(w, r)
 	default:
 		http.NotFound(w, r)
 	}
@@ -141,96 +138,22 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request, page, id str
 // included (spelled out for browsers before CSP Level 3 when Host is a plain host).
 // Whatever a message holds, nothing in it can run or load from elsewhere.
 func contentSecurityPolicy(host string) string {
-	connect := "'self'"
-	if plainHost(host) {
-		connect += " ws://" + host + " wss://" + host
-	}
 	return strings.Join([]string{
 		"default-src 'none'",
 		"script-src 'self'",
 		"style-src 'self'",
 		"img-src data:",
-		"connect-src " + connect,
+		"connect-src " + webasset.ConnectSrc(host),
 		"base-uri 'none'",
 		"form-action 'none'",
 		"frame-ancestors 'none'",
 	}, "; ")
 }
 
-func plainHost(host string) bool {
-	if host == "" || len(host) > 255 {
-		return false
-	}
-	for _, c := range host {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case c == '.', c == '-', c == ':', c == '[', c == ']':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 //go:embed assets/*.js assets/*.css
 var assetsFS embed.FS
 
-type asset struct {
-	name, hashedName, contentType, etag string
-	body                                []byte
-	gzipped                             func() []byte
-}
-
-var loadAssets = sync.OnceValue(func() map[string]*asset {
-	entries, err := assetsFS.ReadDir("assets")
-	if err != nil {
-		panic("viewer: embedded assets: " + err.Error())
-	}
-	out := map[string]*asset{}
-	for _, e := range entries {
-		name := e.Name()
-		body, err := assetsFS.ReadFile("assets/" + name)
-		if err != nil {
-			panic("viewer: embedded assets: " + err.Error())
-		}
-		sum := sha256.Sum256(body)
-		hash := hex.EncodeToString(sum[:])[:16]
-		ext := path.Ext(name)
-		ct := "text/css; charset=utf-8"
-		if ext == ".js" {
-			ct = "text/javascript; charset=utf-8"
-		}
-		out[name] = &asset{
-			name: name, hashedName: strings.TrimSuffix(name, ext) + "." + hash + ext,
-			contentType: ct, etag: `"` + hash + `"`, body: body,
-			gzipped: sync.OnceValue(func() []byte {
-				var buf bytes.Buffer
-				zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-				zw.Write(body)
-				zw.Close()
-				return buf.Bytes()
-			}),
-		}
-	}
-	for _, n := range []string{"viewer.js", "viewer.css", "graphql-ws.min.js", "highlight.min.js", "hljs-light.min.css", "hljs-dark.min.css"} {
-		if out[n] == nil {
-			panic("viewer: embedded assets: missing " + n)
-		}
-	}
-	return out
+var loadAssets = sync.OnceValue(func() map[string]*webasset.Asset {
+	return webasset.Load(assetsFS, "assets", "viewer",
+		"viewer.js", "viewer.css", "graphql-ws.min.js", "highlight.min.js", "hljs-light.min.css", "hljs-dark.min.css")
 })
-
-func (a *asset) serve(w http.ResponseWriter, r *http.Request) {
-	hdr := w.Header()
-	hdr.Set("Content-Type", a.contentType)
-	hdr.Set("Cache-Control", "public, max-age=31536000, immutable")
-	hdr.Set("X-Content-Type-Options", "nosniff")
-	hdr.Add("Vary", "Accept-Encoding")
-	body, etag := a.body, a.etag
-	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
-		body, etag = a.gzipped(), a.etag[:len(a.etag)-1]+`-gzip"`
-		hdr.Set("Content-Encoding", "gzip")
-	}
-	hdr.Set("ETag", etag)
-	http.ServeContent(w, r, a.name, time.Time{}, bytes.NewReader(body))
-}
