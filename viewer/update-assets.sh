@@ -29,51 +29,7 @@ FILES=(
 )
 
 here=$(cd "$(dirname "$0")" && pwd)
-out="$here/assets"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-command -v npm >/dev/null || { echo "update-assets.sh: npm is required" >&2; exit 1; }
-
-for pin in "${PINS[@]}"; do
-	read -r spec want <<<"$pin"
-	name=${spec%@*}
-	got=$(cd "$tmp" && npm pack --silent --json "$spec" | node -e '
-		let s = ""; process.stdin.on("data", d => s += d).on("end", () => {
-			const [r] = JSON.parse(s); console.log(r.filename + " " + r.integrity);
-		});')
-	read -r tgz integrity <<<"$got"
-	if [[ "$integrity" != "$want" ]]; then
-		echo "update-assets.sh: $spec integrity is $integrity, pinned $want" >&2
-		exit 1
-	fi
-	mkdir -p "$tmp/$name"
-	tar -xzf "$tmp/$tgz" -C "$tmp/$name"
-done
-
-mkdir -p "$out"
-for f in "${FILES[@]}"; do
-	read -r pkg src dst <<<"$f"
-	cp "$tmp/$pkg/$src" "$out/$dst"
-done
-
-{
-	echo "# Third-party files in this directory, written by ../update-assets.sh. Do not edit."
-	echo "# viewer.js, viewer.css and the templates are Parley's own."
-	echo "# package@version  licence  npm integrity"
-	for pin in "${PINS[@]}"; do
-		read -r spec want <<<"$pin"
-		name=${spec%@*}
-		lic=$(node -p "require('$tmp/$name/package/package.json').license")
-		echo "$spec  $lic  $want"
-	done
-	echo
-	echo "# sha256  file"
-	for f in "${FILES[@]}"; do
-		read -r _ _ dst <<<"$f"
-		(cd "$out" && sha256sum "$dst")
-	done
-} >"$out/VERSIONS"
-
-echo "viewer assets updated:"
-(cd "$out" && ls -l "${FILES[@]##* }")
+# shellcheck source=../scripts/vendor-npm.sh
+source "$here/../scripts/vendor-npm.sh"
+vendor_npm "$here/assets" viewer \
+	"viewer.js, viewer.css and the templates are Parley's own."
