@@ -58,6 +58,11 @@ type streamBlock struct {
 	// Input: at content_block_stop the SDK re-encodes the block, and arguments that are
 	// not JSON (cut short, or a lone ",") come back as {}, which the deltas do not say.
 	input []byte
+	// server is a server tool block's SERVER_TOOL part, taken once at its
+	// content_block_stop: the SDK's copy of the block may still be re-encoded by later
+	// events (an input that is not JSON comes back with "input":{} added), and the part
+	// must stay what the delta said.
+	server string
 }
 
 // NewMessageStream returns a stream that has seen no event yet.
@@ -210,7 +215,8 @@ func (s *MessageStream) add(ev sdk.MessageStreamEventUnion, shape *eventShape) (
 		if contentblock.ServerTool(b.kind) {
 			// The block whole, as the SDK assembled it (its input in place).
 			b.index, s.parts = s.parts, s.parts+1
-			deltas = []parley.Delta{{Kind: parley.DeltaServerTool, Index: b.index, Text: s.serverTool(len(s.blocks) - 1)}}
+			b.server = s.serverTool(len(s.blocks) - 1)
+			deltas = []parley.Delta{{Kind: parley.DeltaServerTool, Index: b.index, Text: b.server}}
 		}
 		if b.kind == "tool_use" && !b.args {
 			// No input_json_delta came: the input is the start's {}, complete.
@@ -410,7 +416,7 @@ func (s *MessageStream) Message() parley.Message {
 			dr.ToolCalls = append(dr.ToolCalls, c)
 		default:
 			if contentblock.ServerTool(b.kind) && b.done {
-				dr.Parts = append(dr.Parts, parley.Part{Kind: parley.PartServerTool, Raw: parley.JSON(s.serverTool(i))})
+				dr.Parts = append(dr.Parts, parley.Part{Kind: parley.PartServerTool, Raw: parley.JSON(b.server)})
 			}
 		}
 	}
