@@ -222,8 +222,8 @@ func (db *DB) StreamAfter(ctx context.Context, conversationID string, c parley.S
 		budgetRow
 		Appends []byte `db:"appends"`
 	}
-	err = db.db.SelectContext(ctx, &rows, withinBudget(`SELECT m.*, `+storedBytes+` + coalesce(octet_length(m.appends::text), 0) AS bytes FROM (
-		SELECT `+messageColumns+`,
+	err = db.db.SelectContext(ctx, &rows, withinBudget(`SELECT m.*, m.`+storedBytes+` + coalesce(octet_length(m.appends::text), 0) AS bytes FROM (
+		SELECT `+messageColumns+`, `+storedBytes+`,
 		CASE WHEN status = 'streaming' AND position = ANY($3::int[]) THEN (
 			SELECT jsonb_agg(jsonb_build_array(a.seq, a.deltas) ORDER BY a.seq) FROM (
 				SELECT w.seq, w.deltas FROM (

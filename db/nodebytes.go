@@ -9,9 +9,10 @@ import (
 	"github.com/parley-dev/parley"
 )
 
-// storedBytes is a message row's stored bytes in SQL, as rowBytes counts them.
-const storedBytes = `octet_length(content) + coalesce(octet_length(tool_calls::text), 0)
-	+ coalesce(octet_length(tool_results::text), 0) + octet_length(payload::text) + coalesce(octet_length(provenance::text), 0)`
+// storedBytes is a message row's stored bytes in SQL, as rowBytes counts them: the
+// column Postgres keeps of them (body_bytes, migration 000017), so that measuring a
+// message reads an integer rather than detoasting its text and jsonb columns.
+const storedBytes = `body_bytes`
 
 // MessageBytes returns what the caller's messages of ids take as stored (text, calls,
 // results, payload, provenance: what a page's budget counts), summed, without reading
