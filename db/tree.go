@@ -588,8 +588,9 @@ func (db *DB) markMessage(ctx context.Context, messageID string,
 }
 
 // ForkConversation implements parley.TreeService: one statement copies the path (its
-// chain of segments, read as pages are) into the new conversation's segment 0, another
-// the tool calls those messages make.
+// chain of segments, read as pages are) into the new conversation's segment 0, with
+// the search vectors computed for the source's rows, another the tool calls those
+// messages make. Its cost grows with the path's length (make bench-tree).
 func (db *DB) ForkConversation(ctx context.Context, messageID, title string) (*parley.Conversation, error) {
 	owner, err := ownerOf(ctx)
 	if err != nil {
@@ -626,26 +627,27 @@ func (db *DB) ForkConversation(ctx context.Context, messageID, title string) (*p
 			title, owner, key); err != nil {
 			return fmt.Errorf("create the fork: %w", err)
 		}
-		var copied struct {
-			N         int `db:"n"`
-			Streaming int `db:"streaming"`
-		}
+		// The path is as deep as the message (depths along a branch are gap-free), so a
+		// copy of fewer rows left out a streaming message. The search vectors are copied
+		// too: a message's vector depends only on what is copied with it (migration
+		// 000019), and recomputing it was most of a fork's time.
+		var copied int
 		if err := tx.GetContext(ctx, &copied, chainSQL("$1", "$2", "$3")+`,
-			path AS (SELECT m.* FROM chain JOIN messages m ON m.conversation_id = $1 AND m.segment = chain.seg AND m.depth <= chain.hi),
 			ins AS (
 				INSERT INTO messages (conversation_id, position, segment, depth, schema_version, kind, role, content,
 					tool_calls, tool_results, payload, source_id, created_at, updated_at, status, status_reason,
-					client_message_id, body_digest, provenance, hidden, deleted_at)
-				SELECT $4, depth, 0, depth, schema_version, kind, role, content, tool_calls, tool_results, payload,
-					source_id, created_at, updated_at, status, status_reason, client_message_id, body_digest, provenance,
-					hidden, deleted_at
-				FROM path WHERE status <> 'streaming'
-				RETURNING depth)
-			SELECT (SELECT count(*) FROM ins) AS n, (SELECT count(*) FROM path WHERE status = 'streaming') AS streaming`,
+					client_message_id, body_digest, provenance, hidden, deleted_at, search_vector)
+				SELECT $4, m.depth, 0, m.depth, m.schema_version, m.kind, m.role, m.content, m.tool_calls, m.tool_results,
+					m.payload, m.source_id, m.created_at, m.updated_at, m.status, m.status_reason, m.client_message_id,
+					m.body_digest, m.provenance, m.hidden, m.deleted_at, m.search_vector
+				FROM chain JOIN messages m ON m.conversation_id = $1 AND m.segment = chain.seg AND m.depth <= chain.hi
+				WHERE m.status <> 'streaming'
+				RETURNING 1)
+			SELECT count(*) FROM ins`,
 			src.Conv, src.Segment, src.Depth, conv); err != nil {
 			return fmt.Errorf("copy the path: %w", err)
 		}
-		if copied.Streaming > 0 {
+		if copied != src.Depth {
 			return parley.Errorf(parley.ECONFLICT, "messageId: a message on the path to %s is still streaming; fork once it has ended", messageID)
 		}
 		// The calls of the path's requests, with their results when on the path: each
@@ -668,7 +670,7 @@ func (db *DB) ForkConversation(ctx context.Context, messageID, title string) (*p
 		}
 		var row conversationRow
 		if err := tx.GetContext(ctx, &row, `UPDATE conversations SET last_position = $2, message_count = $2, active_depth = $2
-			WHERE id = $1 RETURNING `+conversationColumns, conv, copied.N); err != nil {
+			WHERE id = $1 RETURNING `+conversationColumns, conv, copied); err != nil {
 			return err
 		}
 		out = row.conversation()

@@ -1,0 +1,10 @@
+CREATE OR REPLACE FUNCTION messages_search_vector() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.status = 'streaming' OR NEW.deleted_at IS NOT NULL THEN
+        NEW.search_vector := NULL;
+    ELSE
+        NEW.search_vector := message_search_vector((SELECT config FROM search_config), NEW.kind, NEW.content,
+            NEW.payload, NEW.tool_calls, NEW.tool_results);
+    END IF;
+    RETURN NEW;
+END $$;
