@@ -38,6 +38,11 @@ type MessageService interface {
 	// FindMessagePages reads the same page of several conversations at once, in the
 	// order given. Returns EINVALID as FindMessages does.
 	FindMessagePages(ctx context.Context, convs []*Conversation, page PageRequest) ([]*MessagePage, error)
+	// FindConversationPage reads a conversation and a page of its messages together, as
+	// FindConversationByID and FindMessages would one after the other (in one statement
+	// where it can). Returns ENOTFOUND for a missing conversation, EINVALID as
+	// FindMessages does.
+	FindConversationPage(ctx context.Context, id string, page PageRequest) (*Conversation, *MessagePage, error)
 	// AddMessage validates and sanitizes m, stores it as the conversation's next
 	// message and returns it as stored. Returns ENOTFOUND for a missing conversation,
 	// EINVALID for a message that breaks a rule (nothing is written), ECONFLICT for a

@@ -18,6 +18,9 @@ const MaxAttempts = maxAttempts
 // PageSQL is pageSQL (forward: false, backward: true), for the plan tests.
 var PageSQL = pageSQL
 
+// ConversationPageSQL is conversationPageSQL, for the plan tests.
+var ConversationPageSQL = conversationPageSQL
+
 // TestAppend is one append for FlushAppends: its message key, number and encoded deltas.
 type TestAppend struct {
 	Key, Deltas string

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"github.com/parley-dev/parley"
@@ -53,12 +54,26 @@ func TestPagePlansAreIndexRangeScans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	for backward, name := range map[bool]string{false: "forward", true: "backward"} {
-		if _, err := conn.ExecContext(ctx, `PREPARE page_`+name+` AS `+db.PageSQL[backward]); err != nil {
-			t.Fatalf("prepare the %s page: %v", name, err)
+	// Each page is read by both statements: pageSQL (pages of conversations already
+	// read) and conversationPageSQL (a conversation and its page, folded into one
+	// statement, whose first row is the conversation's).
+	statements := []struct {
+		name  string
+		sql   map[bool]string
+		args  string // EXECUTE's arguments after the conversation's: $2... as printf verbs
+		extra int    // rows besides the page's
+	}{
+		{"page", db.PageSQL, "'{%s}', %d, %d, %d, '%s', -1, 0, 0", 0},
+		{"conversation_page", db.ConversationPageSQL, "'%s', %d, %d, %d, '%s', 0", 1},
+	}
+	for _, st := range statements {
+		for backward, name := range map[bool]string{false: "forward", true: "backward"} {
+			if _, err := conn.ExecContext(ctx, `PREPARE `+st.name+`_`+name+` AS `+st.sql[backward]); err != nil {
+				t.Fatalf("prepare the %s %s: %v", name, st.name, err)
+			}
 		}
 	}
-	const limit = 101 // a page of 100 and the row that tells whether there are more
+	const limit = 101 // a page of 100 and the row that tells whether there are more (checkPagePlan's)
 	tests := []struct {
 		name          string
 		backward      bool
@@ -79,44 +94,61 @@ func TestPagePlansAreIndexRangeScans(t *testing.T) {
 		if _, err := conn.ExecContext(ctx, `SET plan_cache_mode = `+mode); err != nil {
 			t.Fatal(err)
 		}
-		for _, tc := range tests {
-			stmt := "page_forward"
-			if tc.backward {
-				stmt = "page_backward"
-			}
-			var out string
-			if err := conn.GetContext(ctx, &out, fmt.Sprintf(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE %s('{%s}', %d, %d, %d, '%s', -1, 0, 0)`,
-				stmt, *tc.conv, tc.after, tc.before, limit, owner)); err != nil {
-				t.Fatalf("%s, %s: %v", mode, tc.name, err)
-			}
-			var plans []struct{ Plan planNode }
-			if err := json.Unmarshal([]byte(out), &plans); err != nil || len(plans) != 1 {
-				t.Fatalf("%s, %s: EXPLAIN output %q: %v", mode, tc.name, out, err)
-			}
-			root := plans[0].Plan
-			if root.Rows != tc.rows {
-				t.Errorf("%s, %s: got %d rows, want %d", mode, tc.name, root.Rows, tc.rows)
-			}
-			scans := root.find(func(n *planNode) bool { return n.Relation == "messages" })
-			if len(scans) != 1 {
-				t.Errorf("%s, %s: got %d scans of messages, want 1:\n%s", mode, tc.name, len(scans), out)
-				continue
-			}
-			s := scans[0]
-			if !strings.HasPrefix(s.Type, "Index") || s.Index != "messages_branch_idx" ||
-				s.Filter != "" || s.Removed != 0 || s.Rows > limit ||
-				!strings.Contains(s.Cond, `depth >`) || !strings.Contains(s.Cond, `depth <`) {
-				t.Errorf("%s, %s: got %s on %s (index cond %s, filter %q removing %d, %d rows), want an index range scan on messages_branch_idx bounded on both sides, at most %d rows:\n%s",
-					mode, tc.name, s.Type, s.Index, s.Cond, s.Filter, s.Removed, s.Rows, limit, out)
-			}
-			// The branch's chain of segments is sorted (a row per fork); never the messages,
-			// not even for the byte budget's running sum.
-			for _, sort := range root.find(func(n *planNode) bool { return strings.HasSuffix(n.Type, "Sort") }) {
-				if len(sort.find(func(n *planNode) bool { return n.Relation == "messages" })) > 0 {
-					t.Errorf("%s, %s: the plan sorts messages (%s); the index gives the order:\n%s", mode, tc.name, sort.Type, out)
-				}
+		for _, st := range statements {
+			for _, tc := range tests {
+				checkPagePlan(t, conn, mode+", "+st.name+", "+tc.name, st.name, tc.backward,
+					fmt.Sprintf(st.args, *tc.conv, tc.after, tc.before, limit, owner), tc.rows+st.extra)
 			}
 		}
+	}
+}
+
+// checkPagePlan EXPLAINs (ANALYZE) the prepared page statement stmt (_forward or
+// _backward) with args, and fails unless it reads messages by one index range scan
+// bounded on both sides, reading at most a page, and returns rows rows.
+func checkPagePlan(t *testing.T, conn *sqlx.Conn, name, stmt string, backward bool, args string, rows int) {
+	t.Helper()
+	const limit = 101
+	if backward {
+		stmt += "_backward"
+	} else {
+		stmt += "_forward"
+	}
+	var out string
+	if err := conn.GetContext(t.Context(), &out, `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE `+stmt+`(`+args+`)`); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var plans []struct{ Plan planNode }
+	if err := json.Unmarshal([]byte(out), &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("%s: EXPLAIN output %q: %v", name, out, err)
+	}
+	root := plans[0].Plan
+	if root.Rows != rows {
+		t.Errorf("%s: got %d rows, want %d", name, root.Rows, rows)
+	}
+	scans := root.find(func(n *planNode) bool { return n.Relation == "messages" })
+	if len(scans) != 1 {
+		t.Errorf("%s: got %d scans of messages, want 1:\n%s", name, len(scans), out)
+		return
+	}
+	s := scans[0]
+	if !strings.HasPrefix(s.Type, "Index") || s.Index != "messages_branch_idx" ||
+		s.Filter != "" || s.Removed != 0 || s.Rows > limit ||
+		!strings.Contains(s.Cond, `depth >`) || !strings.Contains(s.Cond, `depth <`) {
+		t.Errorf("%s: got %s on %s (index cond %s, filter %q removing %d, %d rows), want an index range scan on messages_branch_idx bounded on both sides, at most %d rows:\n%s",
+			name, s.Type, s.Index, s.Cond, s.Filter, s.Removed, s.Rows, limit, out)
+	}
+	// The branch's chain of segments is sorted (a row per fork); never the messages,
+	// not even for the byte budget's running sum.
+	for _, sort := range root.find(func(n *planNode) bool { return strings.HasSuffix(n.Type, "Sort") }) {
+		if len(sort.find(func(n *planNode) bool { return n.Relation == "messages" })) > 0 {
+			t.Errorf("%s: the plan sorts messages (%s); the index gives the order:\n%s", name, sort.Type, out)
+		}
+	}
+	// The conversation is read once (here by a scan of the table's one page, which is
+	// what Postgres does with a table this small).
+	if cs := root.find(func(n *planNode) bool { return n.Relation == "conversations" }); len(cs) != 1 || cs[0].Loops != 1 {
+		t.Errorf("%s: got %d reads of conversations, want one:\n%s", name, len(cs), out)
 	}
 }
 

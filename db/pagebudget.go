@@ -17,6 +17,13 @@ import (
 // newest first), so a cut page keeps the rows nearest its starting cursor, and the next
 // page, from its end cursor, reads what it left.
 func scanPage(rows *sql.Rows, err error, expect, budget int) ([]messageRow, map[string]bool, error) {
+	return scanHeadedPage(rows, err, expect, budget, nil)
+}
+
+// scanHeadedPage is scanPage, and with head, for the rows of conversationPageSQL: the
+// first is the conversation's, scanned into head (which is then found), and each later
+// row is a message after conversationWidth NULL columns.
+func scanHeadedPage(rows *sql.Rows, err error, expect, budget int, head *conversationHead) ([]messageRow, map[string]bool, error) {
 	if err != nil {
 		return nil, nil, err
 	}
@@ -26,11 +33,31 @@ func scanPage(rows *sql.Rows, err error, expect, budget int) ([]messageRow, map[
 	held := map[string]int{}
 	used := 0
 	var r messageRow
+	var skip [messageWidth]sql.RawBytes // the columns of the other kind of row: NULL
+	dest := make([]any, 0, conversationWidth+messageWidth)
+	if head != nil {
+		for i := range conversationWidth {
+			dest = append(dest, &skip[i])
+		}
+	}
+	dest = append(dest, &r.ID, &r.ConversationID, &r.Position, &r.SchemaVersion, &r.Kind, &r.Role, &r.Content,
+		&r.ToolCalls, &r.ToolResults, &r.Payload, &r.SourceID, &r.CreatedAt, &r.UpdatedAt,
+		&r.Status, &r.StatusReason, &r.ClientID, &r.Provenance, &r.StreamSeq, &r.Segment, &r.Depth, &r.Hidden, &r.DeletedAt)
 	for rows.Next() {
+		if head != nil && !head.found {
+			c := &head.row
+			headDest := []any{&c.ID, &c.Title, &c.CreatedAt, &c.UpdatedAt, &c.MessageCount, &c.LastPosition, &c.ForkedFrom}
+			for i := range messageWidth {
+				headDest = append(headDest, &skip[i])
+			}
+			if err := rows.Scan(headDest...); err != nil {
+				return nil, nil, err
+			}
+			head.found = true
+			continue
+		}
 		r = messageRow{}
-		if err := rows.Scan(&r.ID, &r.ConversationID, &r.Position, &r.SchemaVersion, &r.Kind, &r.Role, &r.Content,
-			&r.ToolCalls, &r.ToolResults, &r.Payload, &r.SourceID, &r.CreatedAt, &r.UpdatedAt,
-			&r.Status, &r.StatusReason, &r.ClientID, &r.Provenance, &r.StreamSeq, &r.Segment, &r.Depth, &r.Hidden, &r.DeletedAt); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return nil, nil, err
 		}
 		size := rowBytes(&r)
@@ -46,6 +73,12 @@ func scanPage(rows *sql.Rows, err error, expect, budget int) ([]messageRow, map[
 		out = append(out, r)
 	}
 	return out, cut, rows.Err()
+}
+
+// conversationHead is the conversation read by conversationPageSQL, found when it was.
+type conversationHead struct {
+	row   conversationRow
+	found bool
 }
 
 // fitsPage is parley.FitsBudget for a page that may have been cut already: once a row of

@@ -17,21 +17,11 @@ import (
 // conversation), so a list of conversations with their messages costs one round trip.
 // Positions are dense along a branch (1..its leaf's), so a page is a range of positions.
 func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation, page parley.PageRequest) ([]*parley.MessagePage, error) {
-	page, err := parley.CheckPage(page)
+	b, err := boundsOf(page)
 	if err != nil {
 		return nil, err
 	}
-	after, before := 0, 0 // before 0: no upper bound
-	if page.After != nil {
-		if after, err = parley.ParseMessageCursor("after", *page.After); err != nil {
-			return nil, err
-		}
-	}
-	if page.Before != nil {
-		if before, err = parley.ParseMessageCursor("before", *page.Before); err != nil {
-			return nil, err
-		}
-	}
+	page, after, before, limit, backward := b.page, b.after, b.before, b.limit, b.backward
 	keys := make([]string, len(convs))
 	index := make(map[string]int, len(convs))
 	for i, c := range convs {
@@ -40,15 +30,6 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 			return nil, conversationNotFound(c.ID)
 		}
 		keys[i], index[key] = key, i
-	}
-	// Forward pages read up from after; backward pages read down from before and are
-	// reversed. One row more than asked tells whether there are more.
-	backward := page.First == nil
-	limit := 0
-	if backward {
-		limit = *page.Last
-	} else {
-		limit = *page.First
 	}
 	owner, err := ownerOf(ctx)
 	if err != nil {
@@ -89,19 +70,113 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 		if branch.Segment >= 0 {
 			last = branch.Depth
 		}
-		if pages[i], err = db.assemblePage(grouped[i], page, limit, after, before, last, cut[keys[i]]); err != nil {
-			return nil, err
-		}
-		if page.Tree {
-			if err := db.fillTree(ctx, db.db, pages[i].Messages); err != nil {
-				return nil, err
-			}
-		}
-		if err := db.foldLive(ctx, db.db, pages[i].Messages); err != nil {
+		if pages[i], err = db.finishPage(ctx, grouped[i], b, last, cut[keys[i]]); err != nil {
 			return nil, err
 		}
 	}
 	return pages, nil
+}
+
+// pageBounds is a checked PageRequest and what its cursors and sizes say.
+type pageBounds struct {
+	page          parley.PageRequest // with the default size applied
+	after, before int                // positions; before 0: no upper bound
+	limit         int                // the page's size
+	// backward pages read down from before and are reversed; forward pages read up
+	// from after.
+	backward bool
+}
+
+// boundsOf checks page (EINVALID for a bad size or cursor) and returns its bounds.
+func boundsOf(page parley.PageRequest) (pageBounds, error) {
+	page, err := parley.CheckPage(page)
+	if err != nil {
+		return pageBounds{}, err
+	}
+	b := pageBounds{page: page, backward: page.First == nil}
+	if page.After != nil {
+		if b.after, err = parley.ParseMessageCursor("after", *page.After); err != nil {
+			return pageBounds{}, err
+		}
+	}
+	if page.Before != nil {
+		if b.before, err = parley.ParseMessageCursor("before", *page.Before); err != nil {
+			return pageBounds{}, err
+		}
+	}
+	if b.backward {
+		b.limit = *page.Last
+	} else {
+		b.limit = *page.First
+	}
+	return b, nil
+}
+
+// finishPage assembles one conversation's page from its rows (assemblePage) and fills in
+// what the rows do not hold: the tree fields when asked for, streaming messages' content.
+func (db *DB) finishPage(ctx context.Context, rows []messageRow, b pageBounds, last int, cut bool) (*parley.MessagePage, error) {
+	p, err := db.assemblePage(rows, b.page, b.limit, b.after, b.before, last, cut)
+	if err != nil {
+		return nil, err
+	}
+	if b.page.Tree {
+		if err := db.fillTree(ctx, preparedQueryer{db}, p.Messages); err != nil {
+			return nil, err
+		}
+	}
+	if err := db.foldLive(ctx, db.db, p.Messages); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// FindConversationPage implements parley.MessageService: the conversation and a page of
+// its active branch in one statement (conversationPageSQL), where FindConversationByID
+// and then FindMessages take two. A page of another branch takes those two and the
+// branch's lookup.
+func (db *DB) FindConversationPage(ctx context.Context, id string, page parley.PageRequest) (*parley.Conversation, *parley.MessagePage, error) {
+	key, ok := parley.ParseConversationID(id)
+	if !ok {
+		return nil, nil, conversationNotFound(id)
+	}
+	b, err := boundsOf(page)
+	if err != nil {
+		return nil, nil, err
+	}
+	if page.Branch != "" {
+		conv, err := db.FindConversationByID(ctx, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := db.FindMessages(ctx, conv, page)
+		return conv, p, err
+	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	q := conversationPageSQL[b.backward]
+	args := []any{key, b.after, b.before, b.limit + 1, owner, max(page.MaxBytes, 0)}
+	var result *sql.Rows
+	if s := db.stmt(q); s != nil {
+		result, err = s.QueryContext(ctx, args...)
+	} else {
+		result, err = db.db.QueryContext(ctx, q, args...)
+	}
+	var head conversationHead
+	rows, cut, err := scanHeadedPage(result, err, b.limit+1, page.MaxBytes, &head)
+	if err != nil {
+		return nil, nil, classify(fmt.Errorf("find conversation %s and its messages: %w", id, err))
+	}
+	if !head.found {
+		return nil, nil, conversationNotFound(id)
+	}
+	c := head.row.conversation()
+	p, err := db.finishPage(ctx, rows, b, c.LastPosition, cut[key])
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, p, nil
 }
 
 // pageSQL reads the same page of several conversations along a branch each, forward
@@ -143,12 +218,6 @@ var pageSQL = map[bool]string{false: pageQuery(false), true: pageQuery(true)}
 const noBound = "2147483647"
 
 func pageQuery(backward bool) string {
-	rng, order, chainOrder := `depth > $2 AND depth <= LEAST(ch.hi, $2 + $4) AND depth < COALESCE(NULLIF($3, 0), `+noBound+`)`, "ASC", "DESC"
-	if backward {
-		// The end: before ($3), or just past the branch's leaf.
-		end := `COALESCE(NULLIF($3, 0), ch.leaf + 1)`
-		rng, order, chainOrder = `depth < `+end+` AND depth >= `+end+` - $4 AND depth > $2 AND depth <= ch.hi`, "DESC", "ASC"
-	}
 	return fmt.Sprintf(`WITH RECURSIVE chain(ord, conv, seg, hi, leaf, lvl) AS (
 			SELECT c.ord, own.id, b.seg, CASE WHEN own.segments = 0 THEN %s ELSE b.leaf END, b.leaf, 0
 			FROM unnest($1::uuid[]) WITH ORDINALITY AS c(id, ord)
@@ -156,19 +225,76 @@ func pageQuery(backward bool) string {
 			CROSS JOIN LATERAL (SELECT CASE WHEN $6::int >= 0 THEN $6::int ELSE own.active_segment END AS seg,
 				CASE WHEN $6::int >= 0 THEN $7::int ELSE %s END AS leaf) b
 			UNION ALL
-			SELECT ch.ord, ch.conv, s.parent_segment, s.fork_depth, ch.leaf, ch.lvl + 1 FROM chain ch
-			JOIN message_segments s ON s.conversation_id = ch.conv AND s.segment = ch.seg
-			WHERE s.parent_segment IS NOT NULL)
+			%s)
 		SELECT m.* FROM (SELECT * FROM chain ORDER BY ord, lvl %s) ch
-		CROSS JOIN LATERAL (
-		SELECT %s FROM (
+		CROSS JOIN LATERAL (%s) m`,
+		noBound, leafDepth, chainStep, chainOrder(backward), pageRange(backward, "$8"))
+}
+
+// chainStep is the recursive step of the page statements' chain: a segment's parent
+// segment, read up to the depth it forks at, through message_segments' primary key.
+const chainStep = `SELECT ch.ord, ch.conv, s.parent_segment, s.fork_depth, ch.leaf, ch.lvl + 1 FROM chain ch
+			JOIN message_segments s ON s.conversation_id = ch.conv AND s.segment = ch.seg
+			WHERE s.parent_segment IS NOT NULL`
+
+// chainOrder is the order of the chain's segments (by lvl, 0 at the branch's end) in
+// which a page visits them: root first forward, leaf first backward.
+func chainOrder(backward bool) string {
+	if backward {
+		return "ASC"
+	}
+	return "DESC"
+}
+
+// pageRange reads the page's rows of the chain's segment ch: a range of depths both of
+// whose bounds are index conditions, at most $4 rows, cut at the byte budget (budget,
+// 0 for none).
+func pageRange(backward bool, budget string) string {
+	rng, order := `depth > $2 AND depth <= LEAST(ch.hi, $2 + $4) AND depth < COALESCE(NULLIF($3, 0), `+noBound+`)`, "ASC"
+	if backward {
+		// The end: before ($3), or just past the branch's leaf.
+		end := `COALESCE(NULLIF($3, 0), ch.leaf + 1)`
+		rng, order = `depth < `+end+` AND depth >= `+end+` - $4 AND depth > $2 AND depth <= ch.hi`, "DESC"
+	}
+	return fmt.Sprintf(`SELECT %s FROM (
 			SELECT %s, body_bytes, sum(body_bytes) OVER w AS page_bytes
 			FROM messages WHERE conversation_id = ch.conv AND segment = ch.seg AND %s
 			WINDOW w AS (ORDER BY depth %s ROWS UNBOUNDED PRECEDING)
 			ORDER BY depth %s LIMIT $4) s
-		WHERE $8 = 0 OR s.page_bytes <= $8 OR s.page_bytes = s.body_bytes) m`,
-		noBound, leafDepth, chainOrder, strings.ReplaceAll(messageColumns, "\n", " "), pageColumns, rng, order, order)
+		WHERE %s = 0 OR s.page_bytes <= %s OR s.page_bytes = s.body_bytes`,
+		strings.ReplaceAll(messageColumns, "\n", " "), pageColumns, rng, order, order, budget, budget)
 }
+
+// conversationPageSQL reads a conversation ($1) of the owner $5 and a page of its active
+// branch, forward (conversationPageSQL[false]) or backward (true), as pageSQL does (the
+// same bounds $2, $3 and $4; the byte budget is $6): the conversation lookup folded into
+// the page statement, so that `conversation(id:) { messages }` is one statement and one
+// round trip. Its first row is the conversation's conversationColumns followed by
+// messageWidth NULLs, then come the page's rows, each conversationWidth NULLs followed by
+// a message's columns (UNION ALL runs its branches in order); no row at all when the
+// owner has no such conversation. The page is read exactly as pageSQL reads it, index
+// range scans whatever the statistics and the plan cache (db/page_plans_test.go).
+var conversationPageSQL = map[bool]string{false: conversationPageQuery(false), true: conversationPageQuery(true)}
+
+func conversationPageQuery(backward bool) string {
+	nulls := func(n int) string { return strings.TrimSuffix(strings.Repeat("NULL, ", n), ", ") }
+	return fmt.Sprintf(`WITH RECURSIVE own AS (
+			SELECT %s, segments, active_segment, %s AS leaf FROM conversations WHERE id = $1 AND owner = $5),
+		chain(ord, conv, seg, hi, leaf, lvl) AS (
+			SELECT 1::bigint, own.id, own.active_segment, CASE WHEN own.segments = 0 THEN %s ELSE own.leaf END, own.leaf, 0 FROM own
+			UNION ALL
+			%s)
+		SELECT id::text, title, created_at, updated_at, message_count, last_position, forked_from, %s FROM own
+		UNION ALL
+		SELECT %s, m.* FROM (SELECT * FROM chain ORDER BY lvl %s) ch
+		CROSS JOIN LATERAL (%s) m`,
+		conversationColumns, leafDepth, noBound, chainStep, nulls(messageWidth), nulls(conversationWidth),
+		chainOrder(backward), pageRange(backward, "$6"))
+}
+
+// conversationWidth and messageWidth are how many columns conversationColumns and
+// messageColumns have.
+const conversationWidth, messageWidth = 7, 22
 
 // pageColumns are messageColumns with the ids as text: lib/pq reads a uuid in binary
 // and formats it into a new buffer that database/sql then copies into a string, two
@@ -208,4 +334,16 @@ func (db *DB) assemblePage(rows []messageRow, page parley.PageRequest, limit, af
 		out.HasNextPage = (!backward && more) || (before > 0 && before <= last)
 	}
 	return out, nil
+}
+
+// preparedQueryer runs a query on the pool, prepared when it is one of hotStatements: one
+// round trip, planned once per connection, where lib/pq takes two for an unprepared
+// statement with arguments.
+type preparedQueryer struct{ db *DB }
+
+func (q preparedQueryer) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if s := q.db.stmt(query); s != nil {
+		return s.QueryContext(ctx, args...)
+	}
+	return q.db.db.QueryContext(ctx, query, args...)
 }

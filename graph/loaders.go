@@ -23,6 +23,8 @@ type loaders struct {
 	// pageBytes is what is left of the response's budget of message bytes
 	// (Limits.MaxPageBytes), spent by every page read for it.
 	pageBytes atomic.Int64
+	// prefetched holds the pages read with their conversations (conversationpage.go).
+	prefetched prefetched
 }
 
 // pageBudget is what a page read now may hold: what is left of the response's budget,
@@ -134,6 +136,11 @@ func withLoaders(messages parley.MessageService, tree parley.TreeService, pageBy
 // loader's millisecond for them.
 func (r *Resolver) messagePage(ctx context.Context, conv *parley.Conversation, page parley.PageRequest) (*parley.MessagePage, error) {
 	l, ok := ctx.Value(loadersKey{}).(*loaders)
+	if ok {
+		if p, found := l.prefetched.take(pageKey{conv: conv, page: newPageArgs(page)}); found {
+			return p, nil
+		}
+	}
 	if ok && inList(ctx) {
 		return l.messagePages.Load(ctx, pageKey{conv: conv, page: newPageArgs(page)})
 	}

@@ -85,7 +85,7 @@ func (r *queryResolver) Nodes(ctx context.Context, ids []string) ([]parley.Node,
 }
 
 func (r *queryResolver) Conversation(ctx context.Context, id string) (*parley.Conversation, error) {
-	return r.ConversationService.FindConversationByID(ctx, id)
+	return r.conversation(ctx, id)
 }
 
 func (r *queryResolver) Message(ctx context.Context, id string) (parley.Message, error) {

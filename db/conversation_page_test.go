@@ -1,0 +1,124 @@
+package db_test
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/parley-dev/parley"
+)
+
+// TestConversationPageIsBothReads checks FindConversationPage, the conversation and its
+// page in one statement, against the two reads it replaces (FindConversationByID, then
+// FindMessages): the same conversation and the same page, forward and backward, at the
+// ends and in the middle, within a byte budget, of a conversation whose active branch
+// runs through a fork, of an empty one, with the tree fields; ENOTFOUND for another
+// owner's conversation and EINVALID for a bad page, as the two reads answer.
+func TestConversationPageIsBothReads(t *testing.T) {
+	t.Parallel()
+	d := openDB(t)
+	ctx := parley.WithOwner(t.Context(), "pages")
+	add := func(conv string, text string, place parley.Placement) parley.Message {
+		t.Helper()
+		m := &parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser, Place: place}, Body: parley.TextBody(text)}
+		stored, err := d.AddMessage(ctx, conv, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stored
+	}
+	line, err := d.CreateConversation(ctx, "line")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		add(line.ID, fmt.Sprintf("line %d", i), parley.Placement{})
+	}
+	// A fork at 10: the active branch is 1..10 of the first segment, then its own.
+	forked, err := d.CreateConversation(ctx, "forked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at parley.Message
+	for i := range 20 {
+		m := add(forked.ID, fmt.Sprintf("trunk %d", i), parley.Placement{})
+		if i == 10 {
+			at = m
+		}
+	}
+	add(forked.ID, "edit", parley.Placement{SiblingOf: at.Meta().ID})
+	for i := range 5 {
+		add(forked.ID, fmt.Sprintf("branch %d", i), parley.Placement{})
+	}
+	empty, err := d.CreateConversation(ctx, "empty")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	n := func(v int) *int { return &v }
+	cur := func(p int) *string { c := parley.MessageCursor(p); return &c }
+	tests := []struct {
+		name string
+		conv string
+		page parley.PageRequest
+	}{
+		{"first page", line.ID, parley.PageRequest{First: n(10)}},
+		{"after", line.ID, parley.PageRequest{First: n(10), After: cur(12)}},
+		{"between", line.ID, parley.PageRequest{First: n(10), After: cur(3), Before: cur(8)}},
+		{"last page", line.ID, parley.PageRequest{Last: n(10)}},
+		{"before", line.ID, parley.PageRequest{Last: n(10), Before: cur(7)}},
+		{"default size, tree", line.ID, parley.PageRequest{Tree: true}},
+		{"past the end", line.ID, parley.PageRequest{First: n(10), After: cur(30)}},
+		{"budget", line.ID, parley.PageRequest{First: n(10), MaxBytes: 20}},
+		{"fork, first page", forked.ID, parley.PageRequest{First: n(100), Tree: true}},
+		{"fork, across it", forked.ID, parley.PageRequest{First: n(6), After: cur(8), Tree: true}},
+		{"fork, last page", forked.ID, parley.PageRequest{Last: n(8)}},
+		{"empty", empty.ID, parley.PageRequest{First: n(10)}},
+		{"empty, last", empty.ID, parley.PageRequest{Last: n(10)}},
+	}
+	for _, tc := range tests {
+		wantConv, err := d.FindConversationByID(ctx, tc.conv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := d.FindMessages(ctx, wantConv, tc.page)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		conv, got, err := d.FindConversationPage(ctx, tc.conv, tc.page)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if !reflect.DeepEqual(conv, wantConv) {
+			t.Errorf("%s: got conversation %+v, want %+v", tc.name, conv, wantConv)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: got page %+v, want %+v", tc.name, got, want)
+		}
+		if len(got.Messages) == 0 && tc.conv != empty.ID && tc.name != "past the end" {
+			t.Errorf("%s: got an empty page", tc.name)
+		}
+	}
+
+	errs := []struct {
+		name string
+		ctx  string // owner
+		conv string
+		page parley.PageRequest
+		code string
+	}{
+		{"another owner's", "someone else", line.ID, parley.PageRequest{First: n(10)}, parley.ENOTFOUND},
+		{"no such conversation", "pages", "conv_00000000-0000-4000-8000-000000000000", parley.PageRequest{First: n(10)}, parley.ENOTFOUND},
+		{"not an id", "pages", "conv_x", parley.PageRequest{First: n(10)}, parley.ENOTFOUND},
+		{"negative size", "pages", line.ID, parley.PageRequest{First: n(-1)}, parley.EINVALID},
+		{"bad cursor", "pages", line.ID, parley.PageRequest{First: n(1), After: ptr("nope")}, parley.EINVALID},
+	}
+	for _, tc := range errs {
+		_, _, err := d.FindConversationPage(parley.WithOwner(t.Context(), tc.ctx), tc.conv, tc.page)
+		if got := parley.ErrorCode(err); got != tc.code {
+			t.Errorf("%s: got %v (%s), want %s", tc.name, err, got, tc.code)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
