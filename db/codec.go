@@ -46,6 +46,8 @@ type messageRow struct {
 	// Hidden from LLMs; deleted (a tombstone) when DeletedAt is set.
 	Hidden    bool         `db:"hidden"`
 	DeletedAt sql.NullTime `db:"deleted_at"`
+	// Parent is the message's parent, when the statement reads it (conversationPageSQL).
+	Parent sql.NullString `db:"-"`
 }
 
 // messageColumns lists messageRow's columns, for SELECT and RETURNING.

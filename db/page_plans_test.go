@@ -64,9 +64,11 @@ func TestPagePlansAreIndexRangeScans(t *testing.T) {
 		extra int    // rows besides the page's
 	}{
 		{"page", db.PageSQL, "'{%s}', %d, %d, %d, '%s', -1, 0, 0", 0},
-		{"conversation_page", db.ConversationPageSQL, "'%s', %d, %d, %d, '%s', 0", 1},
+		{"conversation_page", db.ConversationPageSQL, "'%s', %d, %d, %d, '%s', 0, false", 1},
+		// With the tree fields: each row's parent, one more probe of the index per page.
+		{"conversation_page", db.ConversationPageSQL, "'%s', %d, %d, %d, '%s', 0, true", 1},
 	}
-	for _, st := range statements {
+	for _, st := range statements[:2] {
 		for backward, name := range map[bool]string{false: "forward", true: "backward"} {
 			if _, err := conn.ExecContext(ctx, `PREPARE `+st.name+`_`+name+` AS `+st.sql[backward]); err != nil {
 				t.Fatalf("prepare the %s %s: %v", name, st.name, err)
@@ -96,7 +98,7 @@ func TestPagePlansAreIndexRangeScans(t *testing.T) {
 		}
 		for _, st := range statements {
 			for _, tc := range tests {
-				checkPagePlan(t, conn, mode+", "+st.name+", "+tc.name, st.name, tc.backward,
+				checkPagePlan(t, conn, mode+", "+st.name+"("+st.args[len(st.args)-5:]+"), "+tc.name, st.name, tc.backward,
 					fmt.Sprintf(st.args, *tc.conv, tc.after, tc.before, limit, owner), tc.rows+st.extra)
 			}
 		}
@@ -126,7 +128,22 @@ func checkPagePlan(t *testing.T, conn *sqlx.Conn, name, stmt string, backward bo
 	if root.Rows != rows {
 		t.Errorf("%s: got %d rows, want %d", name, root.Rows, rows)
 	}
-	scans := root.find(func(n *planNode) bool { return n.Relation == "messages" })
+	// One scan reads the page (its index condition bounds depth on both sides); the
+	// parent of the page's first row is one probe.
+	var scans, probes []*planNode
+	for _, n := range root.find(func(n *planNode) bool { return n.Relation == "messages" }) {
+		if strings.Contains(n.Cond, "depth = ") {
+			probes = append(probes, n)
+		} else {
+			scans = append(scans, n)
+		}
+	}
+	for _, p := range probes {
+		if !strings.HasPrefix(p.Type, "Index") || p.Filter != "" || p.Loops > 1 {
+			t.Errorf("%s: got a %s of messages run %d times (index cond %s, filter %q), want at most one probe of the index:\n%s",
+				name, p.Type, p.Loops, p.Cond, p.Filter, out)
+		}
+	}
 	if len(scans) != 1 {
 		t.Errorf("%s: got %d scans of messages, want 1:\n%s", name, len(scans), out)
 		return

@@ -22,7 +22,7 @@ func scanPage(rows *sql.Rows, err error, expect, budget int) ([]messageRow, map[
 
 // scanHeadedPage is scanPage, and with head, for the rows of conversationPageSQL: the
 // first is the conversation's, scanned into head (which is then found), and each later
-// row is a message after conversationWidth NULL columns.
+// row is a message after conversationWidth NULL columns, and its parent (Parent).
 func scanHeadedPage(rows *sql.Rows, err error, expect, budget int, head *conversationHead) ([]messageRow, map[string]bool, error) {
 	if err != nil {
 		return nil, nil, err
@@ -33,8 +33,8 @@ func scanHeadedPage(rows *sql.Rows, err error, expect, budget int, head *convers
 	held := map[string]int{}
 	used := 0
 	var r messageRow
-	var skip [messageWidth]sql.RawBytes // the columns of the other kind of row: NULL
-	dest := make([]any, 0, conversationWidth+messageWidth)
+	var skip [messageWidth + 1]sql.RawBytes // the columns of the other kind of row: NULL
+	dest := make([]any, 0, conversationWidth+messageWidth+1)
 	if head != nil {
 		for i := range conversationWidth {
 			dest = append(dest, &skip[i])
@@ -43,11 +43,14 @@ func scanHeadedPage(rows *sql.Rows, err error, expect, budget int, head *convers
 	dest = append(dest, &r.ID, &r.ConversationID, &r.Position, &r.SchemaVersion, &r.Kind, &r.Role, &r.Content,
 		&r.ToolCalls, &r.ToolResults, &r.Payload, &r.SourceID, &r.CreatedAt, &r.UpdatedAt,
 		&r.Status, &r.StatusReason, &r.ClientID, &r.Provenance, &r.StreamSeq, &r.Segment, &r.Depth, &r.Hidden, &r.DeletedAt)
+	if head != nil {
+		dest = append(dest, &r.Parent)
+	}
 	for rows.Next() {
 		if head != nil && !head.found {
 			c := &head.row
-			headDest := []any{&c.ID, &c.Title, &c.CreatedAt, &c.UpdatedAt, &c.MessageCount, &c.LastPosition, &c.ForkedFrom}
-			for i := range messageWidth {
+			headDest := []any{&c.ID, &c.Title, &c.CreatedAt, &c.UpdatedAt, &c.MessageCount, &c.LastPosition, &c.ForkedFrom, &head.segments}
+			for i := range messageWidth + 1 {
 				headDest = append(headDest, &skip[i])
 			}
 			if err := rows.Scan(headDest...); err != nil {
@@ -77,8 +80,9 @@ func scanHeadedPage(rows *sql.Rows, err error, expect, budget int, head *convers
 
 // conversationHead is the conversation read by conversationPageSQL, found when it was.
 type conversationHead struct {
-	row   conversationRow
-	found bool
+	row      conversationRow
+	segments int
+	found    bool
 }
 
 // fitsPage is parley.FitsBudget for a page that may have been cut already: once a row of

@@ -84,7 +84,9 @@ type pageBounds struct {
 	limit         int                // the page's size
 	// backward pages read down from before and are reversed; forward pages read up
 	// from after.
-	backward bool
+	backward bool // lineTree: the rows are of a conversation without forks and hold their parents
+	// (conversationPageSQL), from which assemblePage fills in the tree fields.
+	lineTree bool
 }
 
 // boundsOf checks page (EINVALID for a bad size or cursor) and returns its bounds.
@@ -115,7 +117,7 @@ func boundsOf(page parley.PageRequest) (pageBounds, error) {
 // finishPage assembles one conversation's page from its rows (assemblePage) and fills in
 // what the rows do not hold: the tree fields when asked for, streaming messages' content.
 func (db *DB) finishPage(ctx context.Context, rows []messageRow, b pageBounds, last int, cut bool) (*parley.MessagePage, error) {
-	p, err := db.assemblePage(rows, b.page, b.limit, b.after, b.before, last, cut)
+	p, err := db.assemblePage(rows, b.page, b.limit, b.after, b.before, last, cut, b.lineTree)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +158,7 @@ func (db *DB) FindConversationPage(ctx context.Context, id string, page parley.P
 		return nil, nil, err
 	}
 	q := conversationPageSQL[b.backward]
-	args := []any{key, b.after, b.before, b.limit + 1, owner, max(page.MaxBytes, 0)}
+	args := []any{key, b.after, b.before, b.limit + 1, owner, max(page.MaxBytes, 0), page.Tree}
 	var result *sql.Rows
 	if s := db.stmt(q); s != nil {
 		result, err = s.QueryContext(ctx, args...)
@@ -172,6 +174,10 @@ func (db *DB) FindConversationPage(ctx context.Context, id string, page parley.P
 		return nil, nil, conversationNotFound(id)
 	}
 	c := head.row.conversation()
+	if page.Tree && head.segments == 0 {
+		// One line: the rows hold the tree fields.
+		b.page.Tree, b.lineTree = false, true
+	}
 	p, err := db.finishPage(ctx, rows, b, c.LastPosition, cut[key])
 	if err != nil {
 		return nil, nil, err
@@ -228,7 +234,7 @@ func pageQuery(backward bool) string {
 			%s)
 		SELECT m.* FROM (SELECT * FROM chain ORDER BY ord, lvl %s) ch
 		CROSS JOIN LATERAL (%s) m`,
-		noBound, leafDepth, chainStep, chainOrder(backward), pageRange(backward, "$8"))
+		noBound, leafDepth, chainStep, chainOrder(backward), pageRange(backward, "$8", ""))
 }
 
 // chainStep is the recursive step of the page statements' chain: a segment's parent
@@ -248,32 +254,43 @@ func chainOrder(backward bool) string {
 
 // pageRange reads the page's rows of the chain's segment ch: a range of depths both of
 // whose bounds are index conditions, at most $4 rows, cut at the byte budget (budget,
-// 0 for none).
-func pageRange(backward bool, budget string) string {
-	rng, order := `depth > $2 AND depth <= LEAST(ch.hi, $2 + $4) AND depth < COALESCE(NULLIF($3, 0), `+noBound+`)`, "ASC"
+// 0 for none). With parent (an SQL boolean), each row ends with its parent's id when
+// parent is true (else NULL): in a conversation without forks, the message before it,
+// which for every row but the range's first is the range's row before it (lag, or lead
+// reading down), and for the first one probe of the index.
+func pageRange(backward bool, budget, parent string) string {
+	rng, order, prev := `depth > $2 AND depth <= LEAST(ch.hi, $2 + $4) AND depth < COALESCE(NULLIF($3, 0), `+noBound+`)`, "ASC", "lag"
 	if backward {
 		// The end: before ($3), or just past the branch's leaf.
 		end := `COALESCE(NULLIF($3, 0), ch.leaf + 1)`
-		rng, order = `depth < `+end+` AND depth >= `+end+` - $4 AND depth > $2 AND depth <= ch.hi`, "DESC"
+		rng, order, prev = `depth < `+end+` AND depth >= `+end+` - $4 AND depth > $2 AND depth <= ch.hi`, "DESC", "lead"
+	}
+	cols, parentCol := strings.ReplaceAll(messageColumns, "\n", " "), ""
+	if parent != "" {
+		cols += ", parent"
+		parentCol = fmt.Sprintf(`, CASE WHEN %s THEN COALESCE(%s(id::text) OVER w, (SELECT x.id::text FROM messages x
+				WHERE x.conversation_id = ch.conv AND x.segment = ch.seg AND x.depth = messages.depth - 1)) END AS parent`, parent, prev)
 	}
 	return fmt.Sprintf(`SELECT %s FROM (
-			SELECT %s, body_bytes, sum(body_bytes) OVER w AS page_bytes
+			SELECT %s, body_bytes, sum(body_bytes) OVER w AS page_bytes%s
 			FROM messages WHERE conversation_id = ch.conv AND segment = ch.seg AND %s
 			WINDOW w AS (ORDER BY depth %s ROWS UNBOUNDED PRECEDING)
 			ORDER BY depth %s LIMIT $4) s
 		WHERE %s = 0 OR s.page_bytes <= %s OR s.page_bytes = s.body_bytes`,
-		strings.ReplaceAll(messageColumns, "\n", " "), pageColumns, rng, order, order, budget, budget)
+		cols, pageColumns, parentCol, rng, order, order, budget, budget)
 }
 
 // conversationPageSQL reads a conversation ($1) of the owner $5 and a page of its active
 // branch, forward (conversationPageSQL[false]) or backward (true), as pageSQL does (the
 // same bounds $2, $3 and $4; the byte budget is $6): the conversation lookup folded into
 // the page statement, so that `conversation(id:) { messages }` is one statement and one
-// round trip. Its first row is the conversation's conversationColumns followed by
-// messageWidth NULLs, then come the page's rows, each conversationWidth NULLs followed by
-// a message's columns (UNION ALL runs its branches in order); no row at all when the
-// owner has no such conversation. The page is read exactly as pageSQL reads it, index
-// range scans whatever the statistics and the plan cache (db/page_plans_test.go).
+// round trip. Its first row is the conversation's conversationColumns and its number of
+// segments, followed by messageWidth NULLs; then come the page's rows, each
+// conversationWidth NULLs followed by a message's columns and its parent's id (when $7
+// and the conversation has no forks: its tree fields without treeSQL; see pageRange).
+// UNION ALL runs its branches in order. No row at all when the owner has no such
+// conversation. The page is read exactly as pageSQL reads it, index range scans whatever
+// the statistics and the plan cache (db/page_plans_test.go).
 var conversationPageSQL = map[bool]string{false: conversationPageQuery(false), true: conversationPageQuery(true)}
 
 func conversationPageQuery(backward bool) string {
@@ -284,17 +301,18 @@ func conversationPageQuery(backward bool) string {
 			SELECT 1::bigint, own.id, own.active_segment, CASE WHEN own.segments = 0 THEN %s ELSE own.leaf END, own.leaf, 0 FROM own
 			UNION ALL
 			%s)
-		SELECT id::text, title, created_at, updated_at, message_count, last_position, forked_from, %s FROM own
+		SELECT id::text, title, created_at, updated_at, message_count, last_position, forked_from, segments, %s FROM own
 		UNION ALL
 		SELECT %s, m.* FROM (SELECT * FROM chain ORDER BY lvl %s) ch
 		CROSS JOIN LATERAL (%s) m`,
-		conversationColumns, leafDepth, noBound, chainStep, nulls(messageWidth), nulls(conversationWidth),
-		chainOrder(backward), pageRange(backward, "$6"))
+		conversationColumns, leafDepth, noBound, chainStep, nulls(messageWidth+1), nulls(conversationWidth),
+		chainOrder(backward), pageRange(backward, "$6", "$7::boolean AND ch.hi = "+noBound))
 }
 
-// conversationWidth and messageWidth are how many columns conversationColumns and
-// messageColumns have.
-const conversationWidth, messageWidth = 7, 22
+// conversationWidth and messageWidth are how many columns conversationPageSQL's
+// conversation and messages take before (conversationColumns and the number of
+// segments) and in messageColumns.
+const conversationWidth, messageWidth = 8, 22
 
 // pageColumns are messageColumns with the ids as text: lib/pq reads a uuid in binary
 // and formats it into a new buffer that database/sql then copies into a string, two
@@ -304,7 +322,9 @@ var pageColumns = strings.Replace(strings.Replace(messageColumns,
 
 // assemblePage turns the rows read for one conversation (limit+1 at most, in read order)
 // into its page of a branch ending at position last.
-func (db *DB) assemblePage(rows []messageRow, page parley.PageRequest, limit, after, before, last int, cut bool) (*parley.MessagePage, error) {
+// With lineTree, each message's tree fields come from its row: its parent (Parent), and
+// itself alone among its siblings, as in a conversation without forks.
+func (db *DB) assemblePage(rows []messageRow, page parley.PageRequest, limit, after, before, last int, cut, lineTree bool) (*parley.MessagePage, error) {
 	backward := page.First == nil
 	more := len(rows) > limit || cut // cut: the byte budget left rows out (scanPage)
 	if len(rows) > limit {
@@ -320,6 +340,10 @@ func (db *DB) assemblePage(rows []messageRow, page parley.PageRequest, limit, af
 		m, err := decodeMessage(&rows[i], db.log)
 		if err != nil {
 			return nil, err
+		}
+		if lineTree {
+			meta := m.Meta()
+			meta.Tree = &parley.TreeInfo{ParentID: messageIDOf(rows[i].Parent), SiblingIDs: []string{meta.ID}}
 		}
 		out.Messages = append(out.Messages, m)
 		out.Bytes += rowBytes(&rows[i])
