@@ -122,7 +122,7 @@ func (db *DB) finishPage(ctx context.Context, rows []messageRow, b pageBounds, l
 		return nil, err
 	}
 	if b.page.Tree {
-		if err := db.fillTree(ctx, preparedQueryer{db}, p.Messages); err != nil {
+		if err := db.fillTree(ctx, db.db, p.Messages); err != nil {
 			return nil, err
 		}
 	}
@@ -358,16 +358,4 @@ func (db *DB) assemblePage(rows []messageRow, page parley.PageRequest, limit, af
 		out.HasNextPage = (!backward && more) || (before > 0 && before <= last)
 	}
 	return out, nil
-}
-
-// preparedQueryer runs a query on the pool, prepared when it is one of hotStatements: one
-// round trip, planned once per connection, where lib/pq takes two for an unprepared
-// statement with arguments.
-type preparedQueryer struct{ db *DB }
-
-func (q preparedQueryer) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if s := q.db.stmt(query); s != nil {
-		return s.QueryContext(ctx, args...)
-	}
-	return q.db.db.QueryContext(ctx, query, args...)
 }
