@@ -211,10 +211,8 @@ func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m pa
 			return err
 		}
 	}
-	// Subscribers on every replica hear of it at commit, and never if this rolls back.
-	if err := db.notifyAdded(ctx, tx, convKey, created.ID, created.Position); err != nil {
-		return err
-	}
+	// Subscribers on every replica hear of it at commit, and never if this rolls back:
+	// the insert queued its notification (notifyInsertedSQL).
 	switch m := m.(type) {
 	case *parley.ToolRequestMessage:
 		return recordToolCalls(ctx, tx, convKey, created.ID, m.ToolCalls)
@@ -228,8 +226,8 @@ func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m pa
 
 // insertMessageSQL takes the conversation's next number, continues its active branch
 // (the next depth of the active leaf's segment: a leaf ends its segment), bumps the
-// conversation and inserts the row, in one statement. It runs prepared (DB.prepare):
-// it is the write.
+// conversation, inserts the row and queues its notification (notifyInsertedSQL), in one
+// statement. It runs prepared (DB.prepare): it is the write.
 const insertMessageSQL = `
 	WITH conv AS (
 		UPDATE conversations
@@ -237,13 +235,14 @@ const insertMessageSQL = `
 			active_depth = CASE WHEN segments = 0 THEN last_position ELSE active_depth END + 1, updated_at = now()
 		WHERE id = $1 AND owner = $11
 		RETURNING id, last_position, active_segment, active_depth
-	)
+	), ins AS (
 	INSERT INTO messages (conversation_id, position, segment, depth, schema_version, kind, role, content,
 		tool_calls, tool_results, payload, source_id, created_at, client_message_id, body_digest, provenance)
 	SELECT conv.id, conv.last_position, conv.active_segment, conv.active_depth, $2, $3, $4, $5, $6, $7, $8, $9,
 		coalesce($10, now()), $12, $13, $14
 	FROM conv
-	RETURNING id, position, depth, created_at, updated_at`
+	RETURNING id, conversation_id, position, depth, created_at, updated_at)
+	` + notifyInsertedSQL
 
 // insertPlacedSQL is insertMessageSQL for a message placed in the tree ($15, $16), which
 // becomes the active leaf when $17: the conversation's row is locked and the place
@@ -256,12 +255,23 @@ const insertPlacedSQL = `
 			active_depth = CASE WHEN $17 THEN $16 ELSE active_depth END
 		WHERE id = $1 AND owner = $11
 		RETURNING id, last_position
-	)
+	), ins AS (
 	INSERT INTO messages (conversation_id, position, segment, depth, schema_version, kind, role, content,
 		tool_calls, tool_results, payload, source_id, created_at, client_message_id, body_digest, provenance)
 	SELECT conv.id, conv.last_position, $15, $16, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now()), $12, $13, $14
 	FROM conv
-	RETURNING id, position, depth, created_at, updated_at`
+	RETURNING id, conversation_id, position, depth, created_at, updated_at)
+	` + notifyInsertedSQL
+
+// notifyInsertedSQL ends insertMessageSQL and insertPlacedSQL: it returns the row
+// inserted (ins) and queues the notification that announces it, as notifyAdded would
+// (eventPayload's keys; the owner is $11, ctx's), in the same statement rather than one
+// round trip more. Postgres delivers it when the transaction commits, never when it
+// rolls back.
+const notifyInsertedSQL = `SELECT id, position, depth, created_at, updated_at,
+		pg_notify('` + NotifyChannel + `', json_build_object('k', '` + string(parley.MessageAdded) + `', 'c', conversation_id,
+			'm', id, 'p', position, 'o', $11::text)::text) AS notified
+	FROM ins`
 
 type createdRow struct {
 	ID        string    `db:"id"`
@@ -269,6 +279,7 @@ type createdRow struct {
 	Depth     int       `db:"depth"`
 	CreatedAt time.Time `db:"created_at"`
 	UpdatedAt time.Time `db:"updated_at"`
+	Notified  string    `db:"notified"` // pg_notify's void
 }
 
 // lockConversation locks the row of a conversation of the owner in ctx, reading the
