@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -175,6 +177,39 @@ func BenchmarkImportBenchSession(b *testing.B) {
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "msgs/s")
 	b.ReportMetric((selfCPU()-cpu0).Seconds()/float64(b.N), "go-cpu-s/op")
 	b.ReportMetric((postgresCPU(b)-pg0).Seconds()/float64(b.N), "pg-cpu-s/op")
+}
+
+// BenchmarkParseBenchSession reads the session BenchmarkImportBenchSession imports, without
+// storing it: the parse's share of the import.
+//
+//	go test -run '^$' -bench ParseBenchSession -benchtime 3x ./interop/
+func BenchmarkParseBenchSession(b *testing.B) {
+	const n = 100000
+	var buf bytes.Buffer
+	if err := sessiongen.Write(&buf, n); err != nil {
+		b.Fatal(err)
+	}
+	data := buf.Bytes()
+	b.SetBytes(int64(len(data)))
+	cpu0 := selfCPU()
+	for b.Loop() {
+		s := claudecode.Stream(bytes.NewReader(data))
+		got := 0
+		for {
+			_, err := s.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				b.Fatal(err)
+			}
+			got++
+		}
+		if got != n {
+			b.Fatalf("got %d messages, want %d", got, n)
+		}
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "msgs/s")
+	b.ReportMetric((selfCPU()-cpu0).Seconds()/float64(b.N), "cpu-s/op")
 }
 
 // selfCPU is the CPU time this process has used.
