@@ -64,6 +64,7 @@ type config struct {
 	keep        bool
 	debugAddr   string
 	coalesce    bool
+	cpuprofile  string
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -79,6 +80,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.BoolVar(&cfg.coalesce, "coalesce", false, "a writer that falls behind sends the deltas due so far in one append (up to 1,000), "+
 		"as a relay of a provider's stream does while its previous append is in flight; latencies are then measured from when each delta was due")
 	fs.StringVar(&cfg.debugAddr, "debug-addr", "", "serve the server's profiles (/debug/pprof/) at this loopback address, to profile a run")
+	fs.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write the server's CPU profile of the first run's load to this file (needs -debug-addr)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -253,6 +255,11 @@ func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, sta
 	if err != nil {
 		return r, err
 	}
+	var profiled chan error
+	if cfg.cpuprofile != "" && cfg.debugAddr != "" && n == cfg.streams {
+		profiled = make(chan error, 1)
+		go func() { profiled <- cpuProfile(ctx, cfg.debugAddr, max(1, int(cfg.duration.Seconds())), cfg.cpuprofile) }()
+	}
 	start := time.Now()
 	end := start.Add(cfg.duration)
 	interval := time.Second / time.Duration(cfg.rate)
@@ -314,6 +321,11 @@ func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, sta
 	elapsed := time.Since(start)
 	if werr != nil {
 		return r, werr
+	}
+	if profiled != nil {
+		if err := <-profiled; err != nil {
+			return r, err
+		}
 	}
 	// Wait (up to 30 s) for the subscribers to have every delta.
 	total := 0
@@ -415,6 +427,28 @@ func dbStats(ctx context.Context, stats *sqlx.DB) (commits, rows, wal int64, err
 		pg_current_wal_lsn() - '0/0'::pg_lsn
 		FROM pg_stat_database WHERE datname = current_database()`).Scan(&commits, &rows, &wal)
 	return commits, rows, wal, err
+}
+
+// cpuProfile writes the server's CPU profile over the next secs seconds to path.
+func cpuProfile(ctx context.Context, debugAddr string, secs int, path string) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", debugAddr, secs), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("profile the server: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile the server: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 var httpClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
