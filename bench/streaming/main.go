@@ -258,7 +258,9 @@ func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, sta
 	var profiled chan error
 	if cfg.cpuprofile != "" && cfg.debugAddr != "" && n == cfg.streams {
 		profiled = make(chan error, 1)
-		go func() { profiled <- cpuProfile(ctx, cfg.debugAddr, max(1, int(cfg.duration.Seconds())), cfg.cpuprofile) }()
+		go func() {
+			profiled <- cpuProfile(ctx, cfg.debugAddr, max(1, int(cfg.duration.Seconds())), cfg.cpuprofile)
+		}()
 	}
 	start := time.Now()
 	end := start.Add(cfg.duration)
