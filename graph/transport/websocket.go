@@ -105,7 +105,8 @@ func (wsTransport) Supports(r *http.Request) bool { return KindOf(r.Context()) =
 // Do implements graphql.Transport: it accepts the websocket and returns, leaving the
 // connection to a goroutine of its own.
 func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	cw := &corkingWriter{ResponseWriter: w}
+	conn, err := websocket.Accept(cw, r, &websocket.AcceptOptions{
 		Subprotocols:   []string{protoTransportWS, protoLegacyWS},
 		OriginPatterns: t.origins,
 	})
@@ -118,7 +119,7 @@ func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	ctx = context.WithValue(ctx, openSubscriptionsKey{}, new(atomic.Int64))
 	c := &wsConn{
-		t: t, exec: exec, conn: conn, legacy: conn.Subprotocol() != protoTransportWS,
+		t: t, exec: exec, conn: conn, cork: cw.conn, legacy: conn.Subprotocol() != protoTransportWS,
 		ctx: ctx, cancel: cancel, opCtx: ctx, ops: map[string]*wsOp{},
 	}
 	c.mu.Lock()
@@ -133,6 +134,7 @@ type wsConn struct {
 	t            wsTransport
 	exec         graphql.GraphExecutor
 	conn         *websocket.Conn
+	cork         *corkConn // conn's network connection (nil if it could not be wrapped)
 	legacy       bool
 	ctx          context.Context // ends when the connection closes
 	cancel       context.CancelFunc
@@ -427,7 +429,9 @@ func (c *wsConn) send(m wsMessage) error {
 
 var errConnClosed = errors.New("websocket closed")
 
-func (c *wsConn) write(b []byte) error {
+// write writes messages, in order, within the write timeout (for them all). Several
+// messages go out in one write to the network (see corkConn).
+func (c *wsConn) write(msgs ...[]byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if c.closed || c.t.shutdown.Err() != nil {
@@ -439,7 +443,28 @@ func (c *wsConn) write(b []byte) error {
 		c.writeTimer.Reset(c.t.writeTimeout)
 	}
 	c.writing.Store(true)
-	err := c.conn.Write(context.Background(), websocket.MessageText, b)
+	var err error
+	if len(msgs) > 1 && c.cork != nil {
+		c.cork.cork()
+		for _, b := range msgs {
+			if err = c.conn.Write(context.Background(), websocket.MessageText, b); err != nil {
+				break
+			}
+		}
+		if uerr := c.cork.uncork(); err == nil {
+			err = uerr
+		}
+	} else {
+		for _, b := range msgs {
+			if err = c.conn.Write(context.Background(), websocket.MessageText, b); err != nil {
+				break
+			}
+		}
+	}
+	if err == nil {
+		framesWritten.Add(int64(len(msgs)))
+		writesDone.Add(1)
+	}
 	c.writing.Store(false)
 	c.writeTimer.Stop()
 	if err != nil {
@@ -524,6 +549,11 @@ func (c *wsConn) sendResponseID(id string, idJSON []byte, resp *graphql.Response
 // sendData frames a result that is data alone, by hand: json.Marshal would re-validate
 // and compact the data gqlgen has just written, for every subscriber.
 func (c *wsConn) sendData(idJSON, data []byte) error {
+	return c.write(c.frameData(idJSON, data))
+}
+
+// frameData is the message carrying data, the result of operation idJSON.
+func (c *wsConn) frameData(idJSON, data []byte) []byte {
 	typ := "next"
 	if c.legacy {
 		typ = "data"
@@ -535,9 +565,21 @@ func (c *wsConn) sendData(idJSON, data []byte) error {
 	b = append(b, typ...)
 	b = append(b, `","payload":{"data":`...)
 	b = append(b, data...)
-	b = append(b, "}}"...)
-	return c.write(b)
+	return append(b, "}}"...)
 }
+
+// framesWritten and writesDone count the messages written to websockets and the writes
+// that carried them (several messages a write when a drain had them ready), for tests.
+var framesWritten, writesDone atomic.Int64
+
+// Bounds of the events one drain frames before writing them (in one write): a
+// subscriber behind by more gets them in several writes, each waiting for the client
+// to take the previous, so that what the server holds for a slow client stays this
+// small (the rest waits in the database).
+const (
+	maxBatchMessages = 64
+	maxBatchBytes    = 256 << 10
+)
 
 // wsOp is one operation of a connection.
 type wsOp struct {
@@ -654,15 +696,36 @@ func (op *wsOp) wake() {
 	go op.drain()
 }
 
-// drain writes every event that is ready, then ends. Writing blocks while the client
-// is slow to read, which is the back-pressure: the stream reads the database at the
-// pace of these writes, and a client that stops reading is cut off by the write
-// timeout.
+// drain writes every event that is ready, then ends. The events ready at once are
+// framed first and written together, up to maxBatchMessages or maxBatchBytes at a time
+// (one write to the network rather than one per event: see corkConn). Writing blocks
+// while the client is slow to read, which is the back-pressure: the stream reads the
+// database at the pace of these writes, and a client that stops reading is cut off by
+// the write timeout.
 func (op *wsOp) drain() {
 	c := op.c
+	var batch [][]byte
+	size := 0
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := c.write(batch...)
+		clear(batch)
+		batch, size = batch[:0], 0
+		return err
+	}
 	for {
+		if len(batch) >= maxBatchMessages || size >= maxBatchBytes {
+			if flush() != nil {
+				return
+			}
+		}
 		event, ready, err := op.poll(op.rctx)
 		if err != nil {
+			if flush() != nil {
+				return
+			}
 			if op.ctx.Err() == nil && parley.ErrorCode(err) != parley.ENOTFOUND {
 				c.sendErrors(op.id, gqlerror.List{c.t.present(op.rctx, err)})
 				op.end(false)
@@ -672,6 +735,9 @@ func (op *wsOp) drain() {
 			return
 		}
 		if !ready {
+			if flush() != nil {
+				return
+			}
 			op.mu.Lock()
 			if op.again && !op.ended {
 				op.again = false
@@ -693,15 +759,22 @@ func (op *wsOp) drain() {
 		} else {
 			resp = execute()
 		}
+		if data == nil && plainData(resp) {
+			data = resp.Data
+		}
 		if data != nil {
-			err = c.sendData(op.idJSON, data)
-		} else if resp == nil {
+			b := c.frameData(op.idJSON, data)
+			batch, size = append(batch, b), size+len(b)
+			continue
+		}
+		if flush() != nil {
+			return
+		}
+		if resp == nil {
 			op.end(true)
 			return
-		} else {
-			err = c.sendResponseID(op.id, op.idJSON, resp)
 		}
-		if err != nil {
+		if c.sendResponseID(op.id, op.idJSON, resp) != nil {
 			return
 		}
 	}
