@@ -144,9 +144,15 @@ type wsConn struct {
 	wmu    sync.Mutex
 	closed bool
 	// writeTimer drops the connection when a write takes longer than writeTimeout; one
-	// per connection, reset for each write, rather than a context and timer per write.
+	// per connection rather than a context and timer per write, and not reset for each
+	// write either (a timer's reset and stop were 4% of a delivery's CPU): armed by a
+	// write when it is not, it looks at the write under way when it fires, and goes
+	// again for the rest of that write's time, or disarms when none is under way.
 	writeTimer *time.Timer
+	tmu        sync.Mutex // guards timerArmed and the timer's resets
+	timerArmed bool
 	writing    atomic.Bool
+	writeStart atomic.Int64 // when the write under way began (UnixNano)
 	tooSlow    atomic.Bool
 
 	mu          sync.Mutex
@@ -437,12 +443,18 @@ func (c *wsConn) write(msgs ...[]byte) error {
 	if c.closed || c.t.shutdown.Err() != nil {
 		return errConnClosed
 	}
-	if c.writeTimer == nil {
-		c.writeTimer = time.AfterFunc(c.t.writeTimeout, c.writeTimedOut)
-	} else {
-		c.writeTimer.Reset(c.t.writeTimeout)
+	c.writeStart.Store(time.Now().UnixNano())
+	c.writing.Store(true) // before looking at timerArmed: see writeTimedOut
+	c.tmu.Lock()
+	if !c.timerArmed {
+		c.timerArmed = true
+		if c.writeTimer == nil {
+			c.writeTimer = time.AfterFunc(c.t.writeTimeout, c.writeTimedOut)
+		} else {
+			c.writeTimer.Reset(c.t.writeTimeout)
+		}
 	}
-	c.writing.Store(true)
+	c.tmu.Unlock()
 	var err error
 	if len(msgs) > 1 && c.cork != nil {
 		c.cork.cork()
@@ -466,7 +478,6 @@ func (c *wsConn) write(msgs ...[]byte) error {
 		writesDone.Add(1)
 	}
 	c.writing.Store(false)
-	c.writeTimer.Stop()
 	if err != nil {
 		if c.tooSlow.Load() {
 			c.t.log.Warn("websocket client too slow: disconnected", "writeTimeout", c.t.writeTimeout,
@@ -479,12 +490,26 @@ func (c *wsConn) write(msgs ...[]byte) error {
 }
 
 // writeTimedOut drops a connection whose write has not finished within writeTimeout: a
-// close frame could not get through its full buffers either.
+// close frame could not get through its full buffers either. A write under way that
+// began later has the rest of its time; with none under way the timer disarms, and the
+// next write arms it again. (A write that starts while this runs finds timerArmed under
+// tmu once this is done, so one of the two arms the timer.)
 func (c *wsConn) writeTimedOut() {
-	if c.writing.Load() {
-		c.tooSlow.Store(true)
-		c.conn.CloseNow()
+	c.tmu.Lock()
+	if !c.writing.Load() {
+		c.timerArmed = false
+		c.tmu.Unlock()
+		return
 	}
+	if left := c.t.writeTimeout - time.Since(time.Unix(0, c.writeStart.Load())); left > 0 {
+		c.writeTimer.Reset(left)
+		c.tmu.Unlock()
+		return
+	}
+	c.timerArmed = false
+	c.tmu.Unlock()
+	c.tooSlow.Store(true)
+	c.conn.CloseNow()
 }
 
 // close ends the connection and its operations, once. The close handshake runs in
@@ -549,16 +574,18 @@ func (c *wsConn) sendResponseID(id string, idJSON []byte, resp *graphql.Response
 // sendData frames a result that is data alone, by hand: json.Marshal would re-validate
 // and compact the data gqlgen has just written, for every subscriber.
 func (c *wsConn) sendData(idJSON, data []byte) error {
-	return c.write(c.frameData(idJSON, data))
+	b := c.frameData(getFrame(), idJSON, data)
+	err := c.write(b)
+	putFrame(b)
+	return err
 }
 
-// frameData is the message carrying data, the result of operation idJSON.
-func (c *wsConn) frameData(idJSON, data []byte) []byte {
+// frameData appends to b the message carrying data, the result of operation idJSON.
+func (c *wsConn) frameData(b, idJSON, data []byte) []byte {
 	typ := "next"
 	if c.legacy {
 		typ = "data"
 	}
-	b := make([]byte, 0, len(data)+len(idJSON)+48)
 	b = append(b, `{"id":`...)
 	b = append(b, idJSON...)
 	b = append(b, `,"type":"`...)
@@ -566,6 +593,26 @@ func (c *wsConn) frameData(idJSON, data []byte) []byte {
 	b = append(b, `","payload":{"data":`...)
 	b = append(b, data...)
 	return append(b, "}}"...)
+}
+
+// frames pools the buffers messages are framed in: a delivery to a thousand
+// subscribers framed a thousand fresh copies of the shared result for the garbage
+// collector. coder/websocket copies what it is given, so a buffer comes back as soon as
+// its write returns.
+var frames sync.Pool
+
+func getFrame() []byte {
+	if b, ok := frames.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, 1024)
+}
+
+func putFrame(b []byte) {
+	if cap(b) > 64<<10 { // a rare large one is left to the garbage collector
+		return
+	}
+	frames.Put(&b)
 }
 
 // framesWritten and writesDone count the messages written to websockets and the writes
@@ -711,6 +758,9 @@ func (op *wsOp) drain() {
 			return nil
 		}
 		err := c.write(batch...)
+		for _, b := range batch {
+			putFrame(b)
+		}
 		clear(batch)
 		batch, size = batch[:0], 0
 		return err
@@ -763,7 +813,7 @@ func (op *wsOp) drain() {
 			data = resp.Data
 		}
 		if data != nil {
-			b := c.frameData(op.idJSON, data)
+			b := c.frameData(getFrame(), op.idJSON, data)
 			batch, size = append(batch, b), size+len(b)
 			continue
 		}
