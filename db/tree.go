@@ -51,16 +51,33 @@ func chainSQL(conv, leafSeg, leafDepth string) string {
 }
 
 // onBranch reports whether the message at m is on the branch that ends at leaf (m is
-// leaf or one of its ancestors).
+// leaf or one of its ancestors): at most one probe of message_segments' primary key, for
+// the leaf's segment, whose chain (migration 000019) says which segment the branch runs
+// through at m's depth.
 func onBranch(ctx context.Context, tx *txn, convKey string, m, leaf spot) (bool, error) {
-	if m.Depth > leaf.Depth || m.Depth == 0 {
-		return m.Depth == 0, nil
+	switch {
+	case m.Depth == 0:
+		return true, nil
+	case m.Depth > leaf.Depth:
+		return false, nil
+	case m.Segment == leaf.Segment:
+		return true, nil
+	case leaf.Segment == 0:
+		return false, nil // segment 0's chain is itself
 	}
-	var on bool
-	err := tx.GetContext(ctx, &on, chainSQL("$1", "$2", "$3")+`
-		SELECT EXISTS (SELECT 1 FROM chain WHERE seg = $4 AND hi >= $5)`, convKey, leaf.Segment, leaf.Depth, m.Segment, m.Depth)
-	return on, err
+	var on sql.NullBool
+	err := tx.GetContext(ctx, &on, onBranchSQL, convKey, leaf.Segment, m.Segment, m.Depth)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, fmt.Errorf("segment %d has no row", leaf.Segment)
+	}
+	return on.Valid && on.Bool, err
 }
+
+// onBranchSQL is whether the message at depth $4 of segment $3 is on a branch through
+// segment $2, other than $3: $3 is on $2's chain and the branch leaves it at or after $4
+// (NULL when $3 is not on the chain).
+const onBranchSQL = `SELECT chain_from[array_position(chain, $3::int) + 1] >= $4::int
+	FROM message_segments WHERE conversation_id = $1 AND segment = $2`
 
 // spotOf returns the place of a message of the conversation; ENOTFOUND naming field
 // when the conversation has no such message.
@@ -748,8 +765,8 @@ func (db *DB) FindTreeMessages(ctx context.Context, conv *parley.Conversation, a
 	return out, nil
 }
 
-// BranchContains implements parley.TreeService: the branch's end, then one walk of its
-// chain of segments (chainSQL).
+// BranchContains implements parley.TreeService: the branch's end, then the message and
+// the end's chain of segments (migration 000019), a probe each.
 func (db *DB) BranchContains(ctx context.Context, conversationID, branch, messageID string) (bool, error) {
 	key, ok := parley.ParseConversationID(conversationID)
 	if !ok {
@@ -778,9 +795,10 @@ func (db *DB) BranchContains(ctx context.Context, conversationID, branch, messag
 		return false, nil
 	}
 	var on bool
-	err = db.db.GetContext(ctx, &on, chainSQL("$1", "$2", "$3")+`
-		SELECT EXISTS (SELECT 1 FROM messages m JOIN chain ON chain.seg = m.segment AND m.depth <= chain.hi
-			WHERE m.id = $4 AND m.conversation_id = $1)`, key, end.Segment, end.Depth, mkey)
+	err = db.db.GetContext(ctx, &on, `SELECT EXISTS (SELECT 1 FROM messages m
+		WHERE m.id = $4 AND m.conversation_id = $1 AND m.depth <= $3 AND (m.segment = $2
+			OR (SELECT s.chain_from[array_position(s.chain, m.segment) + 1] >= m.depth FROM message_segments s
+				WHERE s.conversation_id = $1 AND s.segment = $2)))`, key, end.Segment, end.Depth, mkey)
 	if err != nil {
 		return false, classify(fmt.Errorf("find message %s on a branch: %w", messageID, err))
 	}
