@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"github.com/parley-dev/parley"
@@ -156,10 +157,11 @@ func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m pa
 	var at *placed
 	if isResult || !meta.Place.IsZero() {
 		// Placing a message reads the tree, which must not change meanwhile: lock first.
-		if err := lockConversation(ctx, tx, convKey); err != nil {
+		active, err := db.lockActive(ctx, tx, convKey)
+		if err != nil {
 			return err
 		}
-		p, parent, err := place(ctx, tx, convKey, meta.Place)
+		p, parent, err := db.place(ctx, tx, convKey, active, meta.Place)
 		if err != nil {
 			return err
 		}
@@ -274,19 +276,42 @@ type createdRow struct {
 // lockConversation locks the row of a conversation of the owner in ctx, reading the
 // transaction's time into tx along; ENOTFOUND when there is none.
 func lockConversation(ctx context.Context, tx *txn, convKey string) error {
+	_, err := lockActiveWith(ctx, tx, nil, convKey)
+	return err
+}
+
+// lockActive is lockConversation that also returns the conversation's active leaf,
+// read from the row it locks, in the same round trip.
+func (db *DB) lockActive(ctx context.Context, tx *txn, convKey string) (spot, error) {
+	return lockActiveWith(ctx, tx, db.stmt(lockSQL), convKey)
+}
+
+// lockSQL locks a conversation of an owner's and reads the transaction's time and its
+// active leaf. It runs prepared (DB.prepare) when placing a message.
+const lockSQL = `SELECT transaction_timestamp() AS now, active_segment AS segment, ` + leafDepth + ` AS depth
+	FROM conversations WHERE id = $1 AND owner = $2 FOR UPDATE`
+
+func lockActiveWith(ctx context.Context, tx *txn, stmt *sqlx.Stmt, convKey string) (spot, error) {
 	owner, err := ownerOf(ctx)
 	if err != nil {
-		return err
+		return spot{}, err
 	}
-	var now time.Time
-	err = tx.GetContext(ctx, &now, `SELECT transaction_timestamp() FROM conversations WHERE id = $1 AND owner = $2 FOR UPDATE`, convKey, owner)
+	var row struct {
+		Now time.Time `db:"now"`
+		spot
+	}
+	if stmt != nil {
+		err = tx.StmtxContext(ctx, stmt).GetContext(ctx, &row, convKey, owner)
+	} else {
+		err = tx.GetContext(ctx, &row, lockSQL, convKey, owner)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
-		return conversationNotFound(parley.ConversationID(convKey))
+		return spot{}, conversationNotFound(parley.ConversationID(convKey))
 	} else if err != nil {
-		return err
+		return spot{}, err
 	}
-	tx.setNow(now)
-	return nil
+	tx.setNow(row.Now)
+	return row.spot, nil
 }
 
 // toolCallForResult checks that a result sent by worker, to be added under parent,

@@ -93,77 +93,54 @@ func spotOf(ctx context.Context, tx *txn, convKey, field, id string) (spot, erro
 		}
 	}
 	if !ok {
-		return s, parley.Errorf(parley.ENOTFOUND, "%s: message %q not found in conversation %s", field, id, parley.ConversationID(convKey))
+		return s, messageNotInConversation(field, id, convKey)
 	}
 	return s, nil
 }
 
-// parentOf returns the place of the parent of the message at m: depth 0 for a root.
-func parentOf(ctx context.Context, tx *txn, convKey string, m spot) (spot, error) {
-	if m.Segment == 0 || m.Depth == 1 {
-		return spot{Segment: m.Segment, Depth: m.Depth - 1}, nil
-	}
-	var fork struct {
-		Parent sql.NullInt64 `db:"parent_segment"`
-		Depth  int           `db:"fork_depth"`
-	}
-	if err := tx.GetContext(ctx, &fork, `SELECT parent_segment, fork_depth FROM message_segments
-		WHERE conversation_id = $1 AND segment = $2`, convKey, m.Segment); err != nil {
-		return spot{}, fmt.Errorf("read segment %d: %w", m.Segment, err)
-	}
-	if m.Depth > fork.Depth+1 {
-		return spot{Segment: m.Segment, Depth: m.Depth - 1}, nil
-	}
-	return spot{Segment: int(fork.Parent.Int64), Depth: fork.Depth}, nil
-}
-
-// activeLeaf reads the conversation's active leaf; its row must be locked.
-func activeLeaf(ctx context.Context, tx *txn, convKey string) (spot, error) {
-	var s spot
-	err := tx.GetContext(ctx, &s, `SELECT active_segment AS segment, `+leafDepth+` AS depth FROM conversations WHERE id = $1`, convKey)
-	return s, err
-}
-
 // place decides where a message placed by p goes, and makes the segment it starts when
-// it forks. The conversation's row must be locked by tx. A message added under a
-// message of the active branch (an edit, another reply) becomes the active branch's
-// leaf; one added to another branch leaves the active branch as it is.
-func place(ctx context.Context, tx *txn, convKey string, p parley.Placement) (placed, spot, error) {
+// it forks. The conversation's row must be locked by tx (lockActive), active being its
+// active leaf. A message added under a message of the active branch (an edit, another
+// reply) becomes the active branch's leaf; one added to another branch leaves the
+// active branch as it is. One statement (placeSQL) when the message continues its
+// parent's segment, two more when it starts a segment.
+func (db *DB) place(ctx context.Context, tx *txn, convKey string, active spot, p parley.Placement) (placed, spot, error) {
 	if err := parley.CheckPlacement(p); err != nil {
 		return placed{}, spot{}, err
 	}
-	active, err := activeLeaf(ctx, tx, convKey)
-	if err != nil {
-		return placed{}, spot{}, err
+	field, id, sibling := "parentId", p.ParentID, false
+	if p.SiblingOf != "" {
+		field, id, sibling = "siblingOf", p.SiblingOf, true
 	}
-	parent := active
-	switch {
-	case p.ParentID != "":
-		if parent, err = spotOf(ctx, tx, convKey, "parentId", p.ParentID); err != nil {
-			return placed{}, spot{}, err
+	var target any // nil: the active leaf
+	if id != "" {
+		key, ok := parley.ParseMessageID(id)
+		if !ok {
+			return placed{}, spot{}, messageNotInConversation(field, id, convKey)
 		}
-	case p.SiblingOf != "":
-		sib, err := spotOf(ctx, tx, convKey, "siblingOf", p.SiblingOf)
-		if err != nil {
-			return placed{}, spot{}, err
-		}
-		if parent, err = parentOf(ctx, tx, convKey, sib); err != nil {
-			return placed{}, spot{}, err
-		}
+		target = key
 	}
-	activate, err := onBranch(ctx, tx, convKey, parent, active)
-	if err != nil {
-		return placed{}, spot{}, err
+	var at struct {
+		spot
+		Taken    bool `db:"taken"`
+		Activate bool `db:"activate"`
 	}
-	// The parent's own segment goes on unless it has a message past the parent.
+	var err error
+	if s := db.stmt(placeSQL); s != nil {
+		err = tx.StmtxContext(ctx, s).GetContext(ctx, &at, convKey, target, sibling, active.Segment, active.Depth)
+	} else {
+		err = tx.GetContext(ctx, &at, placeSQL, convKey, target, sibling, active.Segment, active.Depth)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return placed{}, spot{}, messageNotInConversation(field, id, convKey)
+	} else if err != nil {
+		return placed{}, spot{}, fmt.Errorf("place a message: %w", err)
+	}
+	parent := at.spot
 	next := spot{Segment: parent.Segment, Depth: parent.Depth + 1}
-	var taken bool
-	if err := tx.GetContext(ctx, &taken, `SELECT EXISTS (SELECT 1 FROM messages
-		WHERE conversation_id = $1 AND segment = $2 AND depth = $3)`, convKey, next.Segment, next.Depth); err != nil {
-		return placed{}, spot{}, err
-	}
-	if taken {
-		// The active depth is kept from the first fork on (leafDepth).
+	if at.Taken {
+		// The parent has a child: a new segment. The active depth is kept from the first
+		// fork on (leafDepth).
 		if err := tx.GetContext(ctx, &next.Segment, `UPDATE conversations SET segments = segments + 1,
 			active_depth = `+leafDepth+` WHERE id = $1 RETURNING segments`, convKey); err != nil {
 			return placed{}, spot{}, fmt.Errorf("number a segment: %w", err)
@@ -177,7 +154,45 @@ func place(ctx context.Context, tx *txn, convKey string, p parley.Placement) (pl
 			return placed{}, spot{}, fmt.Errorf("start a segment: %w", err)
 		}
 	}
-	return placed{spot: next, activate: activate}, parent, nil
+	return placed{spot: next, activate: at.Activate}, parent, nil
+}
+
+// placeSQL reads, under the conversation's lock, where a message placed under a parent
+// goes: the parent's place (the message $2 of conversation $1, or its parent when $3
+// says $2 is a sibling; the active leaf when $2 is NULL), whether the parent has a
+// child already (taken: the message starts a segment), and whether the parent is on the
+// active branch, which ends at depth $5 of segment $4 (activate). Each read is one probe
+// of an index, whatever the tree's size and the number of forks on the branch: the
+// message by its id, its segment's row (a sibling's parent), the parent's child on
+// messages_branch_idx, and the active leaf segment's chain (migration 000019).
+//
+// The parent of a message at (segment, depth) is at depth - 1: in its segment, unless
+// the message is the first of a segment that forks, whose parent is where it forks.
+// It runs prepared (DB.prepare): it is the write's.
+const placeSQL = `
+	WITH t AS (
+		SELECT segment, depth FROM messages WHERE id = $2::uuid AND conversation_id = $1
+		UNION ALL
+		SELECT $4::int, $5::int WHERE $2::uuid IS NULL
+	), p AS (
+		SELECT CASE WHEN NOT $3::boolean OR t.segment = 0 OR t.depth = 1 OR t.depth > f.fork_depth + 1
+				THEN t.segment ELSE f.parent_segment END AS segment,
+			CASE WHEN $3::boolean THEN t.depth - 1 ELSE t.depth END AS depth
+		FROM t LEFT JOIN message_segments f ON $3::boolean AND f.conversation_id = $1 AND f.segment = t.segment
+	)
+	SELECT p.segment, p.depth,
+		EXISTS (SELECT 1 FROM messages x WHERE x.conversation_id = $1 AND x.segment = p.segment AND x.depth = p.depth + 1) AS taken,
+		CASE WHEN p.depth = 0 OR (p.segment = $4 AND p.depth <= $5) THEN true
+			WHEN p.depth > $5 OR $4 = 0 THEN false
+			ELSE coalesce((SELECT s.chain_from[array_position(s.chain, p.segment) + 1] >= p.depth
+				FROM message_segments s WHERE s.conversation_id = $1 AND s.segment = $4), false)
+		END AS activate
+	FROM p`
+
+// messageNotInConversation is ENOTFOUND naming field, for a message the conversation
+// does not have.
+func messageNotInConversation(field, id, convKey string) error {
+	return parley.Errorf(parley.ENOTFOUND, "%s: message %q not found in conversation %s", field, id, parley.ConversationID(convKey))
 }
 
 // branchEnd returns the end of the branch through the message id of the conversation:
@@ -334,10 +349,7 @@ func (db *DB) SwitchBranch(ctx context.Context, conversationID, messageID, by st
 	var out *parley.SystemControlMessage
 	err = db.transact(ctx, func(tx *txn) error {
 		out = nil
-		if err := lockConversation(ctx, tx, key); err != nil {
-			return err
-		}
-		old, err := activeLeaf(ctx, tx, key)
+		old, err := db.lockActive(ctx, tx, key)
 		if err != nil {
 			return err
 		}
