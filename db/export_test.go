@@ -18,6 +18,12 @@ const MaxAttempts = maxAttempts
 // PageSQL is pageSQL (forward: false, backward: true), for the plan tests.
 var PageSQL = pageSQL
 
+// PlaceSQL and OnBranchSQL are placeSQL and onBranchSQL, for the plan tests.
+const (
+	PlaceSQL    = placeSQL
+	OnBranchSQL = onBranchSQL
+)
+
 // TestAppend is one append for FlushAppends: its message key, number and encoded deltas.
 type TestAppend struct {
 	Key, Deltas string

@@ -76,6 +76,9 @@ func onBranch(ctx context.Context, tx *txn, convKey string, m, leaf spot) (bool,
 // onBranchSQL is whether the message at depth $4 of segment $3 is on a branch through
 // segment $2, other than $3: $3 is on $2's chain and the branch leaves it at or after $4
 // (NULL when $3 is not on the chain).
+// TestChainPlansProbeOnce holds its plan, and those of the other readers of chains, to
+// one probe of the primary key (migration 000019 says why the fork index leads with
+// the fork depth).
 const onBranchSQL = `SELECT chain_from[array_position(chain, $3::int) + 1] >= $4::int
 	FROM message_segments WHERE conversation_id = $1 AND segment = $2`
 
@@ -168,17 +171,20 @@ func (db *DB) place(ctx context.Context, tx *txn, convKey string, active spot, p
 //
 // The parent of a message at (segment, depth) is at depth - 1: in its segment, unless
 // the message is the first of a segment that forks, whose parent is where it forks.
-// It runs prepared (DB.prepare): it is the write's.
+// p is MATERIALIZED: the parent's segment, a subquery for a sibling, is read once. It
+// runs prepared (DB.prepare): it is the write's.
 const placeSQL = `
 	WITH t AS (
 		SELECT segment, depth FROM messages WHERE id = $2::uuid AND conversation_id = $1
 		UNION ALL
 		SELECT $4::int, $5::int WHERE $2::uuid IS NULL
-	), p AS (
-		SELECT CASE WHEN NOT $3::boolean OR t.segment = 0 OR t.depth = 1 OR t.depth > f.fork_depth + 1
-				THEN t.segment ELSE f.parent_segment END AS segment,
+	), p AS MATERIALIZED (
+		SELECT CASE WHEN NOT $3::boolean OR t.segment = 0 OR t.depth = 1 THEN t.segment
+				ELSE (SELECT CASE WHEN t.depth > f.fork_depth + 1 THEN t.segment ELSE f.parent_segment END
+					FROM message_segments f WHERE f.conversation_id = $1 AND f.segment = t.segment)
+			END AS segment,
 			CASE WHEN $3::boolean THEN t.depth - 1 ELSE t.depth END AS depth
-		FROM t LEFT JOIN message_segments f ON $3::boolean AND f.conversation_id = $1 AND f.segment = t.segment
+		FROM t
 	)
 	SELECT p.segment, p.depth,
 		EXISTS (SELECT 1 FROM messages x WHERE x.conversation_id = $1 AND x.segment = p.segment AND x.depth = p.depth + 1) AS taken,
@@ -206,10 +212,11 @@ func (db *DB) branchEnd(ctx context.Context, convKey, id string) (spot, error) {
 	key, ok := parley.ParseMessageID(id)
 	var s spot
 	if ok {
-		err = db.db.GetContext(ctx, &s, `SELECT m.segment, (SELECT max(depth) FROM messages e
-				WHERE e.conversation_id = m.conversation_id AND e.segment = m.segment) AS depth
-			FROM messages m JOIN conversations own ON own.id = m.conversation_id AND own.owner = $3
-			WHERE m.id = $1 AND m.conversation_id = $2`, key, convKey, owner)
+		if stmt := db.stmt(branchEndSQL); stmt != nil {
+			err = stmt.GetContext(ctx, &s, key, convKey, owner)
+		} else {
+			err = db.db.GetContext(ctx, &s, branchEndSQL, key, convKey, owner)
+		}
 		if errors.Is(err, sql.ErrNoRows) {
 			ok = false
 		} else if err != nil {
@@ -221,6 +228,14 @@ func (db *DB) branchEnd(ctx context.Context, convKey, id string) (spot, error) {
 	}
 	return s, nil
 }
+
+// branchEndSQL is the place of the last message of the segment of message $1 of
+// conversation $2, the owner's ($3). It runs prepared (DB.prepare): a page of a named
+// branch reads it first.
+const branchEndSQL = `SELECT m.segment, (SELECT max(depth) FROM messages e
+		WHERE e.conversation_id = m.conversation_id AND e.segment = m.segment) AS depth
+	FROM messages m JOIN conversations own ON own.id = m.conversation_id AND own.owner = $3
+	WHERE m.id = $1 AND m.conversation_id = $2`
 
 // treeSQL reads where the messages $1 sit in their trees: each one's parent, and its
 // parent's children (the roots, for a root) oldest first. A message's parent is the

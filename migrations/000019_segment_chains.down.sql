@@ -11,6 +11,8 @@ BEGIN
             WHERE s.parent_segment IS NOT NULL)
         SELECT 1 FROM chain WHERE chain.seg = message_on_branch.seg AND chain.hi >= message_on_branch.depth);
 END $$;
+DROP INDEX message_segments_fork_idx;
+CREATE INDEX message_segments_fork_idx ON message_segments (conversation_id, parent_segment, fork_depth);
 DROP TRIGGER message_segments_chain ON message_segments;
 DROP FUNCTION message_segments_chain();
 ALTER TABLE message_segments DROP COLUMN chain_from, DROP COLUMN chain;

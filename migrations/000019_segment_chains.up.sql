@@ -56,6 +56,13 @@ ALTER TABLE message_segments ALTER COLUMN chain SET NOT NULL, ALTER COLUMN chain
 CREATE TRIGGER message_segments_chain BEFORE INSERT ON message_segments
     FOR EACH ROW EXECUTE FUNCTION message_segments_chain();
 
+-- The forks below a message (000013's message_segments_fork_idx), with the fork depth
+-- first: an index that leads with conversation_id alone tied, on stale statistics, with
+-- the primary key for a probe of one segment's row, and Postgres took it and filtered
+-- every segment of the conversation. Sibling lookups give all three columns.
+DROP INDEX message_segments_fork_idx;
+CREATE INDEX message_segments_fork_idx ON message_segments (fork_depth, conversation_id, parent_segment);
+
 -- message_on_branch (000016, search) by the leaf's chain: one probe. Still PL/pgSQL, so
 -- that a search's plan treats it as one call.
 CREATE OR REPLACE FUNCTION message_on_branch(conv uuid, leaf_segment integer, leaf_depth integer, seg integer, depth integer)
@@ -68,5 +75,6 @@ BEGIN
         RETURN true;
     END IF;
     RETURN coalesce((SELECT s.chain_from[array_position(s.chain, message_on_branch.seg) + 1] >= message_on_branch.depth
-        FROM message_segments s WHERE s.conversation_id = conv AND s.segment = leaf_segment), false);
+        FROM message_segments s WHERE s.conversation_id = conv AND s.segment = leaf_segment
+        ), false);
 END $$;
