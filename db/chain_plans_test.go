@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/golang-migrate/migrate/v4/database/postgres"
@@ -14,6 +15,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/pgtest"
 	"github.com/parley-dev/parley/migrations"
@@ -114,7 +116,7 @@ func TestChainPlansProbeOnce(t *testing.T) {
 	}
 	defer conn.Close()
 	for name, q := range map[string]string{"page_forward": db.PageSQL[false], "page_backward": db.PageSQL[true],
-		"place": db.PlaceSQL, "on_branch": db.OnBranchSQL, "tree": db.TreeSQL} {
+		"place": db.PlaceSQL, "lock_place": db.LockPlaceSQL, "on_branch": db.OnBranchSQL, "tree": db.TreeSQL} {
 		if _, err := conn.ExecContext(ctx, `PREPARE `+name+` AS `+q); err != nil {
 			t.Fatalf("prepare %s: %v", name, err)
 		}
@@ -168,6 +170,8 @@ func TestChainPlansProbeOnce(t *testing.T) {
 			{"first page", "page_forward", fmt.Sprintf(`'{%s}', 0, 0, 101, '%s', -1, 0, 0`, conv, owner), 101, 3},
 			{"place under a parent on another branch", "place", fmt.Sprintf(`'%s', '%s', false, %d, %d`, conv, parent, leafSeg, leafDepth), 1, 2},
 			{"place as a sibling", "place", fmt.Sprintf(`'%s', '%s', true, %d, %d`, conv, parent, leafSeg, leafDepth), 1, 2},
+			{"lock and place under a parent on another branch", "lock_place", fmt.Sprintf(`'%s', '%s', false, '%s'`, conv, parent, owner), 1, 2},
+			{"lock and place as a sibling", "lock_place", fmt.Sprintf(`'%s', '%s', true, '%s'`, conv, parent, owner), 1, 2},
 			{"on branch", "on_branch", fmt.Sprintf(`'%s', %d, 3, 120`, conv, leafSeg), 1, 0},
 		}
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
@@ -307,3 +311,87 @@ func TestSegmentChainsMigration(t *testing.T) {
 
 // chainsMigration is the number of the segment chains' migration (000019_segment_chains).
 const chainsMigration = 19
+
+// TestPlaceAfterWaitingForTheLock adds a message under a named parent while another
+// transaction holds the conversation's lock and, before letting go, gives that parent a
+// child: the placement read before the lock was granted is out of date (the parent's
+// next place is taken), and the message must start a branch of its own rather than
+// collide with the child (lockPlaceSQL's fresh).
+func TestPlaceAfterWaitingForTheLock(t *testing.T) {
+	t.Parallel()
+	d := openDB(t)
+	ctx := parley.WithOwner(t.Context(), "waiter")
+	conv, err := d.CreateConversation(ctx, "wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := func(s string) *parley.TextMessage {
+		return &parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser}, Body: parley.TextBody(s)}
+	}
+	parent, err := d.AddMessage(ctx, conv.ID, text("the parent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	convKey, _ := parley.ParseConversationID(conv.ID)
+	holder, err := d.SQL().BeginTxx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback()
+	if _, err := holder.ExecContext(ctx, `SELECT 1 FROM conversations WHERE id = $1 FOR UPDATE`, convKey); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		m   parley.Message
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		m := text("under the parent")
+		m.Place = parley.Placement{ParentID: parent.Meta().ID}
+		stored, err := d.AddMessage(ctx, conv.ID, m)
+		done <- result{stored, err}
+	}()
+	// Wait until the writer waits for the lock.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var waiting bool
+		if err := d.SQL().GetContext(ctx, &waiting, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE%')`); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the writer never waited for the conversation's lock")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The parent's first child, as a writer holding the lock stores it.
+	if _, err := holder.ExecContext(ctx, `WITH c AS (UPDATE conversations SET last_position = last_position + 1,
+			message_count = message_count + 1, active_depth = 2 WHERE id = $1 RETURNING last_position)
+		INSERT INTO messages (conversation_id, position, segment, depth, kind, role, content)
+		SELECT $1, c.last_position, 0, 2, 'text', 'user', 'the first child' FROM c`, convKey); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the writer did not finish once the lock was let go")
+	}
+	if r.err != nil {
+		t.Fatalf("add under the parent after waiting: %v", r.err)
+	}
+	info, err := d.FindTreeInfo(ctx, []string{r.m.Meta().ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := info[r.m.Meta().ID]
+	if tree == nil || tree.ParentID != parent.Meta().ID || len(tree.SiblingIDs) != 2 || r.m.Meta().Position != 2 {
+		t.Errorf("got position %d, tree %+v, want position 2 under %s beside the first child", r.m.Meta().Position, tree, parent.Meta().ID)
+	}
+}

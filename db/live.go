@@ -207,11 +207,7 @@ func (db *DB) StartMessage(ctx context.Context, conversationID string, s parley.
 		}
 		query, args := startMessageSQL, []any{key, owner, s.Role, sql.NullString{String: s.ClientID, Valid: s.ClientID != ""}, want, provCol, lease}
 		if !s.Place.IsZero() {
-			active, err := db.lockActive(ctx, tx, key)
-			if err != nil {
-				return err
-			}
-			at, _, err := db.place(ctx, tx, key, active, s.Place)
+			at, _, err := db.place(ctx, tx, key, s.Place)
 			if err != nil {
 				return err
 			}

@@ -156,12 +156,9 @@ func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m pa
 	res, isResult := m.(*parley.ToolResultMessage)
 	var at *placed
 	if isResult || !meta.Place.IsZero() {
-		// Placing a message reads the tree, which must not change meanwhile: lock first.
-		active, err := db.lockActive(ctx, tx, convKey)
-		if err != nil {
-			return err
-		}
-		p, parent, err := db.place(ctx, tx, convKey, active, meta.Place)
+		// Placing a message reads the tree, which must not change meanwhile: place locks
+		// the conversation first.
+		p, parent, err := db.place(ctx, tx, convKey, meta.Place)
 		if err != nil {
 			return err
 		}
@@ -287,7 +284,7 @@ func (db *DB) lockActive(ctx context.Context, tx *txn, convKey string) (spot, er
 }
 
 // lockSQL locks a conversation of an owner's and reads the transaction's time and its
-// active leaf. It runs prepared (DB.prepare) when placing a message.
+// active leaf.
 const lockSQL = `SELECT transaction_timestamp() AS now, active_segment AS segment, ` + leafDepth + ` AS depth
 	FROM conversations WHERE id = $1 AND owner = $2 FOR UPDATE`
 

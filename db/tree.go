@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lib/pq"
@@ -101,14 +102,20 @@ func spotOf(ctx context.Context, tx *txn, convKey, field, id string) (spot, erro
 	return s, nil
 }
 
-// place decides where a message placed by p goes, and makes the segment it starts when
-// it forks. The conversation's row must be locked by tx (lockActive), active being its
-// active leaf. A message added under a message of the active branch (an edit, another
-// reply) becomes the active branch's leaf; one added to another branch leaves the
-// active branch as it is. One statement (placeSQL) when the message continues its
-// parent's segment, two more when it starts a segment.
-func (db *DB) place(ctx context.Context, tx *txn, convKey string, active spot, p parley.Placement) (placed, spot, error) {
+// place locks the conversation's row (reading the transaction's time into tx along, as
+// lockConversation does), decides where a message placed by p goes, and makes the
+// segment it starts when it forks. A message added under a message of the active
+// branch (an edit, another reply) becomes the active branch's leaf; one added to
+// another branch leaves the active branch as it is. One statement (lockPlaceSQL) when
+// the message continues its parent's segment, two more when it starts a segment, one
+// more when a concurrent writer changed the conversation while this one waited for its
+// lock.
+func (db *DB) place(ctx context.Context, tx *txn, convKey string, p parley.Placement) (placed, spot, error) {
 	if err := parley.CheckPlacement(p); err != nil {
+		return placed{}, spot{}, err
+	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
 		return placed{}, spot{}, err
 	}
 	field, id, sibling := "parentId", p.ParentID, false
@@ -124,24 +131,47 @@ func (db *DB) place(ctx context.Context, tx *txn, convKey string, active spot, p
 		target = key
 	}
 	var at struct {
-		spot
-		Taken    bool `db:"taken"`
-		Activate bool `db:"activate"`
+		Now      time.Time     `db:"now"`
+		ASegment int           `db:"active_segment"`
+		ADepth   int           `db:"active_depth"`
+		Fresh    bool          `db:"fresh"`
+		Segment  sql.NullInt64 `db:"segment"`
+		Depth    sql.NullInt64 `db:"depth"`
+		Taken    sql.NullBool  `db:"taken"`
+		Activate sql.NullBool  `db:"activate"`
 	}
-	var err error
-	if s := db.stmt(placeSQL); s != nil {
-		err = tx.StmtxContext(ctx, s).GetContext(ctx, &at, convKey, target, sibling, active.Segment, active.Depth)
+	args := []any{convKey, target, sibling, owner}
+	if s := db.stmt(lockPlaceSQL); s != nil {
+		err = tx.StmtxContext(ctx, s).GetContext(ctx, &at, args...)
 	} else {
-		err = tx.GetContext(ctx, &at, placeSQL, convKey, target, sibling, active.Segment, active.Depth)
+		err = tx.GetContext(ctx, &at, lockPlaceSQL, args...)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		return placed{}, spot{}, messageNotInConversation(field, id, convKey)
+		return placed{}, spot{}, conversationNotFound(parley.ConversationID(convKey))
 	} else if err != nil {
 		return placed{}, spot{}, fmt.Errorf("place a message: %w", err)
 	}
-	parent := at.spot
+	tx.setNow(at.Now)
+	if !at.Fresh {
+		// The placement was read from before the lock: read it again, under the lock.
+		args = []any{convKey, target, sibling, at.ASegment, at.ADepth}
+		if s := db.stmt(placeSQL); s != nil {
+			err = tx.StmtxContext(ctx, s).GetContext(ctx, &at, args...)
+		} else {
+			err = tx.GetContext(ctx, &at, placeSQL, args...)
+		}
+		if errors.Is(err, sql.ErrNoRows) {
+			at.Segment.Valid = false
+		} else if err != nil {
+			return placed{}, spot{}, fmt.Errorf("place a message: %w", err)
+		}
+	}
+	if !at.Segment.Valid {
+		return placed{}, spot{}, messageNotInConversation(field, id, convKey)
+	}
+	parent := spot{Segment: int(at.Segment.Int64), Depth: int(at.Depth.Int64)}
 	next := spot{Segment: parent.Segment, Depth: parent.Depth + 1}
-	if at.Taken {
+	if at.Taken.Bool {
 		// The parent has a child: a new segment. The active depth is kept from the first
 		// fork on (leafDepth).
 		if err := tx.GetContext(ctx, &next.Segment, `UPDATE conversations SET segments = segments + 1,
@@ -157,7 +187,7 @@ func (db *DB) place(ctx context.Context, tx *txn, convKey string, active spot, p
 			return placed{}, spot{}, fmt.Errorf("start a segment: %w", err)
 		}
 	}
-	return placed{spot: next, activate: at.Activate}, parent, nil
+	return placed{spot: next, activate: at.Activate.Bool}, parent, nil
 }
 
 // placeSQL reads, under the conversation's lock, where a message placed under a parent
@@ -194,6 +224,27 @@ const placeSQL = `
 				FROM message_segments s WHERE s.conversation_id = $1 AND s.segment = $4), false)
 		END AS activate
 	FROM p`
+
+// lockPlaceSQL is lockSQL and placeSQL in one round trip: it locks the conversation $1
+// of the owner $4 and reads its active leaf from the row locked, and where a message
+// placed as placeSQL's $2 and $3 say goes. The placement is read from the statement's
+// snapshot, taken before the lock was granted: when a concurrent writer changed the
+// conversation meanwhile (the row locked is not the row of the snapshot: fresh is
+// false), it may be out of date, and place reads it again under the lock (placeSQL).
+// Every writer of a conversation's messages and segments changes its row (its count,
+// its last position, its number of segments) in the same transaction. No row: no such
+// conversation of the owner's; NULL placement: no such message in it. It runs prepared
+// (DB.prepare): it is the write's.
+var lockPlaceSQL = `
+	WITH a AS MATERIALIZED (
+		SELECT transaction_timestamp() AS now, active_segment AS aseg, ` + leafDepth + ` AS adepth, xmin::text AS version
+		FROM conversations WHERE id = $1 AND owner = $4 FOR UPDATE
+	), pl AS (` + strings.NewReplacer("$4::int", "(SELECT aseg FROM a)", "$5::int", "(SELECT adepth FROM a)",
+	"$4", "(SELECT aseg FROM a)", "$5", "(SELECT adepth FROM a)").Replace(placeSQL) + `)
+	SELECT a.now, a.aseg AS active_segment, a.adepth AS active_depth,
+		a.version = (SELECT xmin::text FROM conversations WHERE id = $1) AS fresh,
+		pl.segment, pl.depth, pl.taken, pl.activate
+	FROM a LEFT JOIN pl ON true`
 
 // messageNotInConversation is ENOTFOUND naming field, for a message the conversation
 // does not have.
