@@ -113,9 +113,12 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 // were read. Both run prepared (DB.prepare).
 //
 // Positions are depths, dense along a branch (1..its leaf's), so a page is a known
-// range of depths. The branch is a chain of segments, one per fork on its path (chain,
-// read through message_segments' primary key), and the page is, per segment of the
-// chain, a range of depths both of whose bounds are index conditions on
+// range of depths. The branch is a chain of segments, one per fork on its path, which
+// the leaf segment's row holds (message_segments.chain and chain_from, migration 000019:
+// one probe of its primary key, none for segment 0, whatever the number of forks);
+// only the segments whose part of the branch meets the page's range are read (one to
+// three for a page of 100 of the benchmark's tree), each a range of depths both of
+// whose bounds are index conditions on
 // (conversation_id, segment, depth): an index range scan of at most $4 entries in all,
 // whatever the tree's size, the statistics, and whether Postgres plans the statement
 // for its arguments or once for all (its plan cache switches a prepared statement to a
