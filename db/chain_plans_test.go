@@ -26,7 +26,7 @@ import (
 // forks after depth 50·i of segment i-1 and holds depths 50·i+1..50·i+100. The deepest
 // branch, ending in the last segment, is a chain of branches segments. It returns the
 // conversation's key; the segments' chains are filled in by the trigger of migration
-// 000019, parents first.
+// 000020, parents first.
 func chainTree(t *testing.T, sql *sqlx.DB, owner string, branches int) string {
 	t.Helper()
 	ctx := t.Context()
@@ -49,7 +49,7 @@ func chainTree(t *testing.T, sql *sqlx.DB, owner string, branches int) string {
 	return conv
 }
 
-// TestSegmentChains checks the chains the trigger of migration 000019 fills in against
+// TestSegmentChains checks the chains the trigger of migration 000020 fills in against
 // the parent links they summarize, for a chain of forks, a fork from segment 0 and a
 // second root; and that a segment forking from one that does not exist is refused.
 func TestSegmentChains(t *testing.T) {
@@ -129,7 +129,7 @@ func TestChainPlansProbeOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A page's ids across three forks, for the tree fields: the forks below each
-		// message's parent are probes of the fork index (migration 000019 reorders it),
+		// message's parent are probes of the fork index (migration 000020 reorders it),
 		// one per message. (Reading the page's own segments' rows once, with the
 		// messages asked for, is the planner's choice by the tables' sizes, as in
 		// TestTreePlansProbeEachMessage.)
@@ -238,7 +238,7 @@ func TestChainPlansProbeOnce(t *testing.T) {
 	check("analyzed", conv)
 }
 
-// TestSegmentChainsMigration checks that migration 000019 fills in the chains of the
+// TestSegmentChainsMigration checks that migration 000020 fills in the chains of the
 // segments stored before it (parents before children, whatever their numbers), and
 // that migrating down and up again gives the same chains.
 func TestSegmentChainsMigration(t *testing.T) {
@@ -309,8 +309,8 @@ func TestSegmentChainsMigration(t *testing.T) {
 	check("migrated down and up")
 }
 
-// chainsMigration is the number of the segment chains' migration (000019_segment_chains).
-const chainsMigration = 19
+// chainsMigration is the number of the segment chains' migration (000020_segment_chains).
+const chainsMigration = 20
 
 // TestPlaceAfterWaitingForTheLock adds a message under a named parent while another
 // transaction holds the conversation's lock and, before letting go, gives that parent a

@@ -114,7 +114,7 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 //
 // Positions are depths, dense along a branch (1..its leaf's), so a page is a known
 // range of depths. The branch is a chain of segments, one per fork on its path, which
-// the leaf segment's row holds (message_segments.chain and chain_from, migration 000019:
+// the leaf segment's row holds (message_segments.chain and chain_from, migration 000020:
 // one probe of its primary key, none for segment 0, whatever the number of forks);
 // only the segments whose part of the branch meets the page's range are read (one to
 // three for a page of 100 of the benchmark's tree), each a range of depths both of

@@ -53,7 +53,7 @@ func chainSQL(conv, leafSeg, leafDepth string) string {
 
 // onBranch reports whether the message at m is on the branch that ends at leaf (m is
 // leaf or one of its ancestors): at most one probe of message_segments' primary key, for
-// the leaf's segment, whose chain (migration 000019) says which segment the branch runs
+// the leaf's segment, whose chain (migration 000020) says which segment the branch runs
 // through at m's depth.
 func onBranch(ctx context.Context, tx *txn, convKey string, m, leaf spot) (bool, error) {
 	switch {
@@ -78,7 +78,7 @@ func onBranch(ctx context.Context, tx *txn, convKey string, m, leaf spot) (bool,
 // segment $2, other than $3: $3 is on $2's chain and the branch leaves it at or after $4
 // (NULL when $3 is not on the chain).
 // TestChainPlansProbeOnce holds its plan, and those of the other readers of chains, to
-// one probe of the primary key (migration 000019 says why the fork index leads with
+// one probe of the primary key (migration 000020 says why the fork index leads with
 // the fork depth).
 const onBranchSQL = `SELECT chain_from[array_position(chain, $3::int) + 1] >= $4::int
 	FROM message_segments WHERE conversation_id = $1 AND segment = $2`
@@ -197,7 +197,7 @@ func (db *DB) place(ctx context.Context, tx *txn, convKey string, p parley.Place
 // active branch, which ends at depth $5 of segment $4 (activate). Each read is one probe
 // of an index, whatever the tree's size and the number of forks on the branch: the
 // message by its id, its segment's row (a sibling's parent), the parent's child on
-// messages_branch_idx, and the active leaf segment's chain (migration 000019).
+// messages_branch_idx, and the active leaf segment's chain (migration 000020).
 //
 // The parent of a message at (segment, depth) is at depth - 1: in its segment, unless
 // the message is the first of a segment that forks, whose parent is where it forks.
@@ -844,7 +844,7 @@ func (db *DB) FindTreeMessages(ctx context.Context, conv *parley.Conversation, a
 }
 
 // BranchContains implements parley.TreeService: the branch's end, then the message and
-// the end's chain of segments (migration 000019), a probe each.
+// the end's chain of segments (migration 000020), a probe each.
 func (db *DB) BranchContains(ctx context.Context, conversationID, branch, messageID string) (bool, error) {
 	key, ok := parley.ParseConversationID(conversationID)
 	if !ok {
