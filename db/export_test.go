@@ -18,6 +18,15 @@ const MaxAttempts = maxAttempts
 // PageSQL is pageSQL (forward: false, backward: true), for the plan tests.
 var PageSQL = pageSQL
 
+// PlaceSQL, LockPlaceSQL and OnBranchSQL are placeSQL, lockPlaceSQL and onBranchSQL,
+// for the plan tests.
+const (
+	PlaceSQL    = placeSQL
+	OnBranchSQL = onBranchSQL
+)
+
+var LockPlaceSQL = lockPlaceSQL
+
 // TestAppend is one append for FlushAppends: its message key, number and encoded deltas.
 type TestAppend struct {
 	Key, Deltas string

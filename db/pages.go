@@ -113,9 +113,12 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 // were read. Both run prepared (DB.prepare).
 //
 // Positions are depths, dense along a branch (1..its leaf's), so a page is a known
-// range of depths. The branch is a chain of segments, one per fork on its path (chain,
-// read through message_segments' primary key), and the page is, per segment of the
-// chain, a range of depths both of whose bounds are index conditions on
+// range of depths. The branch is a chain of segments, one per fork on its path, which
+// the leaf segment's row holds (message_segments.chain and chain_from, migration 000020:
+// one probe of its primary key, none for segment 0, whatever the number of forks);
+// only the segments whose part of the branch meets the page's range are read (one to
+// three for a page of 100 of the benchmark's tree), each a range of depths both of
+// whose bounds are index conditions on
 // (conversation_id, segment, depth): an index range scan of at most $4 entries in all,
 // whatever the tree's size, the statistics, and whether Postgres plans the statement
 // for its arguments or once for all (its plan cache switches a prepared statement to a
@@ -143,23 +146,35 @@ var pageSQL = map[bool]string{false: pageQuery(false), true: pageQuery(true)}
 const noBound = "2147483647"
 
 func pageQuery(backward bool) string {
-	rng, order, chainOrder := `depth > $2 AND depth <= LEAST(ch.hi, $2 + $4) AND depth < COALESCE(NULLIF($3, 0), `+noBound+`)`, "ASC", "DESC"
+	// rng is the page's range of depths in a segment of the chain; touches keeps the
+	// segments of the chain whose part of the branch, (ch.lo, ch.hi], meets the page.
+	rng := `depth > $2 AND depth <= LEAST(ch.hi, $2 + $4) AND depth < COALESCE(NULLIF($3, 0), ` + noBound + `)`
+	touches := `x.lo < $2::int + $4::int AND x.hi > $2::int AND x.lo + 1 < COALESCE(NULLIF($3::int, 0), ` + noBound + `)`
+	order, chainOrder := "ASC", "ASC"
 	if backward {
 		// The end: before ($3), or just past the branch's leaf.
 		end := `COALESCE(NULLIF($3, 0), ch.leaf + 1)`
-		rng, order, chainOrder = `depth < `+end+` AND depth >= `+end+` - $4 AND depth > $2 AND depth <= ch.hi`, "DESC", "ASC"
+		rng = `depth < ` + end + ` AND depth >= ` + end + ` - $4 AND depth > $2 AND depth <= ch.hi`
+		end = `COALESCE(NULLIF($3::int, 0), x.leaf + 1)`
+		touches = `x.lo + 1 < ` + end + ` AND x.hi >= ` + end + ` - $4::int AND x.hi > $2::int`
+		order, chainOrder = "DESC", "DESC"
 	}
-	return fmt.Sprintf(`WITH RECURSIVE chain(ord, conv, seg, hi, leaf, lvl) AS (
-			SELECT c.ord, own.id, b.seg, CASE WHEN own.segments = 0 THEN %s ELSE b.leaf END, b.leaf, 0
-			FROM unnest($1::uuid[]) WITH ORDINALITY AS c(id, ord)
-			JOIN conversations own ON own.id = c.id AND own.owner = $5
-			CROSS JOIN LATERAL (SELECT CASE WHEN $6::int >= 0 THEN $6::int ELSE own.active_segment END AS seg,
-				CASE WHEN $6::int >= 0 THEN $7::int ELSE %s END AS leaf) b
-			UNION ALL
-			SELECT ch.ord, ch.conv, s.parent_segment, s.fork_depth, ch.leaf, ch.lvl + 1 FROM chain ch
-			JOIN message_segments s ON s.conversation_id = ch.conv AND s.segment = ch.seg
-			WHERE s.parent_segment IS NOT NULL)
-		SELECT m.* FROM (SELECT * FROM chain ORDER BY ord, lvl %s) ch
+	return fmt.Sprintf(`WITH chain AS (
+			SELECT x.* FROM (
+				SELECT c.ord, own.id AS conv, l.seg, l.lo, l.i, l.leaf,
+					COALESCE(l.next, CASE WHEN own.segments = 0 THEN %s ELSE b.leaf END) AS hi
+				FROM unnest($1::uuid[]) WITH ORDINALITY AS c(id, ord)
+				JOIN conversations own ON own.id = c.id AND own.owner = $5
+				CROSS JOIN LATERAL (SELECT CASE WHEN $6::int >= 0 THEN $6::int ELSE own.active_segment END AS seg,
+					CASE WHEN $6::int >= 0 THEN $7::int ELSE %s END AS leaf) b
+				CROSS JOIN LATERAL (SELECT CASE WHEN b.seg = 0 THEN '{0}' ELSE s.chain END AS chain,
+						CASE WHEN b.seg = 0 THEN '{0}' ELSE s.chain_from END AS chain_from
+					FROM (SELECT 1) one LEFT JOIN message_segments s ON s.conversation_id = own.id AND s.segment = b.seg AND b.seg > 0) sc
+				CROSS JOIN LATERAL (SELECT u.seg, u.lo, u.i, b.leaf, sc.chain_from[u.i + 1] AS next
+					FROM unnest(sc.chain, sc.chain_from) WITH ORDINALITY AS u(seg, lo, i)) l
+			) x WHERE %s
+			ORDER BY x.ord, x.i %s)
+		SELECT m.* FROM chain ch
 		CROSS JOIN LATERAL (
 		SELECT %s FROM (
 			SELECT %s, body_bytes, sum(body_bytes) OVER w AS page_bytes
@@ -167,7 +182,7 @@ func pageQuery(backward bool) string {
 			WINDOW w AS (ORDER BY depth %s ROWS UNBOUNDED PRECEDING)
 			ORDER BY depth %s LIMIT $4) s
 		WHERE $8 = 0 OR s.page_bytes <= $8 OR s.page_bytes = s.body_bytes) m`,
-		noBound, leafDepth, chainOrder, strings.ReplaceAll(messageColumns, "\n", " "), pageColumns, rng, order, order)
+		noBound, leafDepth, touches, chainOrder, strings.ReplaceAll(messageColumns, "\n", " "), pageColumns, rng, order, order)
 }
 
 // pageColumns are messageColumns with the ids as text: lib/pq reads a uuid in binary
