@@ -104,7 +104,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&cfg.scaleMsgs, "scale-messages", 1000000, "messages of the large database of the scale rows (0: no scale rows)")
 	fs.IntVar(&cfg.scaleConvs, "scale-conversations", 100000, "conversations of the large database of the scale rows")
 	fs.StringVar(&cfg.from, "from", "", "measure nothing: write the report and chart again from these results (JSON of an earlier run)")
-	fs.StringVar(&cfg.only, "only", "", "measure only these workloads (comma-separated: save, history, save-mixed, typename, export, scale or one scale-* row), for a quick look")
+	fs.StringVar(&cfg.only, "only", "", "measure only these workloads (comma-separated: save, history, save-mixed, typename, export, scale or one scale-* row), for a quick look; import alone times only parley import of the generated session, with -import-runs runs, and writes no report")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -137,6 +137,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return writeReport(cfg, res, logf)
 	}
 	began := time.Now()
+	if cfg.only == "import" {
+		return importOnly(ctx, cfg, began, logf)
+	}
 	e, err := setUp(ctx, cfg, logf)
 	if e != nil {
 		defer e.tearDown(logf)
@@ -250,6 +253,29 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	return writeReport(cfg, res, logf)
+}
+
+// importOnly is -only import: the import's figure alone, the quickest way to time
+// `parley import` of the generated session (PostgreSQL only: no Parley server, no
+// PostGraphile, no seeding). It prints the figure and writes no report: the results of
+// a full run stay as they were.
+func importOnly(ctx context.Context, cfg *config, began time.Time, logf func(string, ...any)) error {
+	e, err := startCluster(ctx, cfg, logf)
+	if e != nil {
+		defer e.tearDown(logf)
+	}
+	if err != nil {
+		return err
+	}
+	figs, err := e.measureImport(ctx, cfg, cfg.importMsgs, max(cfg.importRuns, 1), logf)
+	if err != nil {
+		return err
+	}
+	for _, f := range figs {
+		logf("%s: %s (%s)", f.Name, f.Value, f.Note)
+	}
+	logf("took %s", time.Since(began).Round(time.Second))
+	return nil
 }
 
 // writeReport writes the Markdown report and the chart of res.
@@ -398,16 +424,14 @@ type env struct {
 	commands []string
 }
 
-func setUp(ctx context.Context, cfg *config, logf func(string, ...any)) (*env, error) {
+// startCluster makes the work directory and starts the benchmark's PostgreSQL in it.
+func startCluster(ctx context.Context, cfg *config, logf func(string, ...any)) (*env, error) {
 	e := &env{versions: map[string]string{}}
 	parleyBin, err := filepath.Abs(cfg.parleyBin)
 	if err != nil {
 		return nil, err
 	}
 	cfg.parleyBin = parleyBin
-	if _, err := os.Stat(cfg.postgraphile); err != nil {
-		return nil, fmt.Errorf("PostGraphile is not installed (%v): run npm ci in bench/ (scripts/bench.sh does)", err)
-	}
 	e.work = cfg.workDir
 	if e.work == "" {
 		if e.work, err = os.MkdirTemp("", "parley-bench-"); err != nil {
@@ -424,6 +448,21 @@ func setUp(ctx context.Context, cfg *config, logf func(string, ...any)) (*env, e
 
 	logf("starting PostgreSQL in %s", e.work)
 	e.cluster, err = localpg.Start(ctx, localpg.Config{DataDir: filepath.Join(e.work, "pg"), Fast: true})
+	if err != nil {
+		return e, err
+	}
+	e.versions["Parley"] = parleyRevision(cfg.parleyBin)
+	e.versions["Go"] = runtime.Version()
+	return e, nil
+}
+
+// setUp starts what the benchmark measures: PostgreSQL, Parley, PostGraphile, and the
+// seeded databases.
+func setUp(ctx context.Context, cfg *config, logf func(string, ...any)) (*env, error) {
+	if _, err := os.Stat(cfg.postgraphile); err != nil {
+		return nil, fmt.Errorf("PostGraphile is not installed (%v): run npm ci in bench/ (scripts/bench.sh does)", err)
+	}
+	e, err := startCluster(ctx, cfg, logf)
 	if err != nil {
 		return e, err
 	}
@@ -453,7 +492,6 @@ func setUp(ctx context.Context, cfg *config, logf func(string, ...any)) (*env, e
 	if err != nil {
 		return e, err
 	}
-	e.versions["Parley"] = parleyRevision(cfg.parleyBin)
 
 	if e.sql, err = sqlx.Open("postgres", dsn); err != nil {
 		return e, err
@@ -465,7 +503,6 @@ func setUp(ctx context.Context, cfg *config, logf func(string, ...any)) (*env, e
 		return e, err
 	}
 	e.versions["PostgreSQL"] = pgVersion
-	e.versions["Go"] = runtime.Version()
 
 	e.parleyClient = newGQLClient(e.parleyURL, max(cfg.clients, 1))
 	if err := e.seed(ctx, cfg, logf); err != nil {

@@ -38,6 +38,12 @@ type bulkWriter struct {
 	answeredStored []answeredCall
 	added          int
 	lastKey        string // the key of the last message numbered, for the notification
+	// fresh says the import made the conversation: everything in it is the import's, so
+	// what it holds is known here without asking the database. sources are then the
+	// source ids of the rows sent (storedSources) and queued (queuedSources).
+	fresh         bool
+	queuedSources []string
+	storedSources map[string]struct{}
 }
 
 // bulkCall is a tool call of the conversation as the import sees it.
@@ -86,12 +92,15 @@ var messageCopyColumns = []string{"id", "conversation_id", "position", "schema_v
 
 // newBulkWriter starts writing after the conversation's last message, continuing its
 // active branch. The conversation's row must be the transaction's.
-func newBulkWriter(ctx context.Context, tx *txn, convKey string) (*bulkWriter, error) {
+func newBulkWriter(ctx context.Context, tx *txn, convKey string, fresh bool) (*bulkWriter, error) {
 	now, err := tx.Now(ctx)
 	if err != nil {
 		return nil, err
 	}
-	w := &bulkWriter{convKey: convKey, now: now, calls: make(map[string]*bulkCall)}
+	w := &bulkWriter{convKey: convKey, now: now, calls: make(map[string]*bulkCall), fresh: fresh}
+	if fresh {
+		w.storedSources = make(map[string]struct{})
+	}
 	var head struct {
 		Last     int `db:"last_position"`
 		Segment  int `db:"active_segment"`
@@ -104,6 +113,7 @@ func newBulkWriter(ctx context.Context, tx *txn, convKey string) (*bulkWriter, e
 	}
 	w.last = head.Last
 	w.place = newImportPlacer(convKey, spot{Segment: head.Segment, Depth: head.Depth}, head.Segments)
+	w.place.fresh = fresh
 	return w, nil
 }
 
@@ -248,6 +258,9 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message, at spot
 	meta.ConversationID = parley.ConversationID(w.convKey)
 	meta.Position, meta.Seq = at.Depth, w.last
 	meta.CreatedAt, meta.UpdatedAt = created, w.now
+	if w.fresh && meta.SourceID != "" {
+		w.queuedSources = append(w.queuedSources, meta.SourceID)
+	}
 	if c, ok := m.(*parley.CompactionMessage); ok {
 		if err := parley.CheckCompactionCovers(c); err != nil {
 			return err
@@ -298,6 +311,10 @@ func (w *bulkWriter) flush(ctx context.Context, tx *txn) error {
 		}
 		clear(w.rows)
 		w.rows, w.rowBytes = w.rows[:0], 0
+		for _, id := range w.queuedSources {
+			w.storedSources[id] = struct{}{}
+		}
+		w.queuedSources = w.queuedSources[:0]
 	}
 	var calls [][]any
 	var storedIDs, storedResults []string

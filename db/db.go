@@ -131,10 +131,11 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 }
 
 // hotStatements are the statements prepared when the pool opens: saving a message (the
-// insert, or an import's, and its notification), reading a conversation and a page of
-// its history (apart, and in one statement), and appending to a streaming message.
-var hotStatements = []string{insertMessageSQL, insertPlacedSQL, notifySQL, findConversationSQL, pageSQL[false], pageSQL[true],
-	conversationPageSQL[false], conversationPageSQL[true], appendGroupSQL}
+// insert, or an import's, and its notification; a message placed in the tree, the lock
+// and the placement), reading a conversation and a page of its history (of a named
+// branch too; apart, and in one statement), and appending to a streaming message.
+var hotStatements = []string{insertMessageSQL, insertPlacedSQL, insertUnderSQL, lockPlaceSQL, placeSQL, notifySQL, findConversationSQL, branchEndSQL,
+	pageSQL[false], pageSQL[true], conversationPageSQL[false], conversationPageSQL[true], appendGroupSQL}
 
 // prepare prepares the statements of the hottest paths on the pool. database/sql then
 // prepares each once on every connection that runs it and keeps it, so running one is

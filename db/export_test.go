@@ -21,6 +21,15 @@ var PageSQL = pageSQL
 // ConversationPageSQL is conversationPageSQL, for the plan tests.
 var ConversationPageSQL = conversationPageSQL
 
+// PlaceSQL, LockPlaceSQL and OnBranchSQL are placeSQL, lockPlaceSQL and onBranchSQL,
+// for the plan tests.
+const (
+	PlaceSQL    = placeSQL
+	OnBranchSQL = onBranchSQL
+)
+
+var LockPlaceSQL = lockPlaceSQL
+
 // TestAppend is one append for FlushAppends: its message key, number and encoded deltas.
 type TestAppend struct {
 	Key, Deltas string

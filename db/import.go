@@ -193,7 +193,7 @@ func (db *DB) importFrom(ctx context.Context, target parley.ImportTarget, attemp
 		}
 		// The conversation's row is this transaction's (created or locked): the writer
 		// numbers the messages and bumps the conversation once, at the end.
-		w, err := newBulkWriter(ctx, tx, convKey)
+		w, err := newBulkWriter(ctx, tx, convKey, report.Created)
 		if err != nil {
 			return err
 		}
@@ -214,7 +214,7 @@ func (db *DB) importFrom(ctx context.Context, target parley.ImportTarget, attemp
 			if len(batch) == 0 {
 				break
 			}
-			present, err := presentSourceIDs(ctx, tx, convKey, sourceIDs(batch))
+			present, err := w.presentSourceIDs(ctx, tx, sourceIDs(batch))
 			if err != nil {
 				return err
 			}
@@ -402,19 +402,35 @@ func (db *DB) growReply(ctx context.Context, tx *txn, convKey, sourceID string, 
 	return true, nil
 }
 
+// sourceSpotsSQL finds where messages of a conversation ($1) with the source ids $2 are
+// in its tree: one index lookup per id, whatever the statistics say (with source_id =
+// ANY, once the conversation had grown by a few batches, Postgres scanned its messages
+// for each batch of an import).
+const sourceSpotsSQL = `SELECT m.source_id, m.segment, m.depth FROM unnest($2::text[]) AS s(source_id)
+	CROSS JOIN LATERAL (SELECT source_id, segment, depth FROM messages
+		WHERE conversation_id = $1 AND source_id = s.source_id) m`
+
 // presentSourceIDs returns which of ids the conversation's messages already have, and
-// where they are in its tree.
-func presentSourceIDs(ctx context.Context, tx *txn, convKey string, ids []string) (map[string]spot, error) {
+// where they are in its tree. In a conversation the import made, those are the rows it
+// sent, known here.
+func (w *bulkWriter) presentSourceIDs(ctx context.Context, tx *txn, ids []string) (map[string]spot, error) {
 	present := make(map[string]spot)
 	if len(ids) == 0 {
+		return present, nil
+	}
+	if w.fresh {
+		for _, id := range ids {
+			if _, ok := w.storedSources[id]; ok {
+				present[id] = w.place.bySource[id]
+			}
+		}
 		return present, nil
 	}
 	var found []struct {
 		SourceID string `db:"source_id"`
 		spot
 	}
-	if err := tx.SelectContext(ctx, &found, `SELECT source_id, segment, depth FROM messages
-		WHERE conversation_id = $1 AND source_id = ANY($2)`, convKey, pq.Array(ids)); err != nil {
+	if err := tx.SelectContext(ctx, &found, sourceSpotsSQL, w.convKey, pq.Array(ids)); err != nil {
 		return nil, fmt.Errorf("find imported source ids: %w", err)
 	}
 	for _, f := range found {

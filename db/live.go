@@ -207,10 +207,7 @@ func (db *DB) StartMessage(ctx context.Context, conversationID string, s parley.
 		}
 		query, args := startMessageSQL, []any{key, owner, s.Role, sql.NullString{String: s.ClientID, Valid: s.ClientID != ""}, want, provCol, lease}
 		if !s.Place.IsZero() {
-			if err := lockConversation(ctx, tx, key); err != nil {
-				return err
-			}
-			at, _, err := place(ctx, tx, key, s.Place)
+			at, _, err := db.place(ctx, tx, key, s.Place)
 			if err != nil {
 				return err
 			}

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"github.com/parley-dev/parley"
@@ -154,12 +156,18 @@ func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m pa
 	convID := parley.ConversationID(convKey)
 	res, isResult := m.(*parley.ToolResultMessage)
 	var at *placed
-	if isResult || !meta.Place.IsZero() {
-		// Placing a message reads the tree, which must not change meanwhile: lock first.
-		if err := lockConversation(ctx, tx, convKey); err != nil {
+	if !isResult && !meta.Place.IsZero() {
+		// Most often one statement places and inserts the message (insertUnderSQL);
+		// when it cannot, the statements below do, one step at a time.
+		done, err := db.insertUnder(ctx, tx, convKey, m, digest)
+		if done || err != nil {
 			return err
 		}
-		p, parent, err := place(ctx, tx, convKey, meta.Place)
+	}
+	if isResult || !meta.Place.IsZero() {
+		// Placing a message reads the tree, which must not change meanwhile: place locks
+		// the conversation first.
+		p, parent, err := db.place(ctx, tx, convKey, meta.Place)
 		if err != nil {
 			return err
 		}
@@ -201,6 +209,14 @@ func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m pa
 	} else if err != nil {
 		return fmt.Errorf("insert message into %s: %w", convID, err)
 	}
+	return db.inserted(ctx, tx, convKey, m, created)
+}
+
+// inserted fills in the meta fields of m, just stored as created, and records what
+// goes with it: its notification, its tool calls, its result's call.
+func (db *DB) inserted(ctx context.Context, tx *txn, convKey string, m parley.Message, created createdRow) error {
+	meta := m.Meta()
+	convID := parley.ConversationID(convKey)
 	meta.ID = parley.MessageID(created.ID)
 	meta.ConversationID = convID
 	meta.Position, meta.Seq = created.Depth, created.Position
@@ -263,7 +279,7 @@ const insertPlacedSQL = `
 	RETURNING id, conversation_id, position, depth, created_at, updated_at)
 	` + notifyInsertedSQL
 
-// notifyInsertedSQL ends insertMessageSQL and insertPlacedSQL: it returns the row
+// notifyInsertedSQL ends insertMessageSQL, insertPlacedSQL and insertUnderSQL: it returns the row
 // inserted (ins) and queues the notification that announces it, as notifyAdded would
 // (eventPayload's keys; the owner is $11, ctx's), in the same statement rather than one
 // round trip more. Postgres delivers it when the transaction commits, never when it
@@ -272,6 +288,89 @@ const notifyInsertedSQL = `SELECT id, position, depth, created_at, updated_at,
 		pg_notify('` + NotifyChannel + `', json_build_object('k', '` + string(parley.MessageAdded) + `', 'c', conversation_id,
 			'm', id, 'p', position, 'o', $11::text)::text) AS notified
 	FROM ins`
+
+// insertUnderSQL is insertPlacedSQL and lockPlaceSQL in one statement, for a message
+// placed under a named parent ($15, a sibling's parent when $16): the placement (placeSQL,
+// on the active leaf of the conversation's row as the statement's snapshot has it), the
+// lock and bump of the conversation, the segment the message starts when its parent has
+// a child (whose number it takes), and the insert. The conversation is updated only if
+// its row is still the snapshot's (xmin) once the lock is granted: when a concurrent
+// writer changed it meanwhile, the placement may be out of date, and nothing is written.
+// No row: nothing written (that, no such message or no such conversation), and
+// insertMessageAt goes step by step. Like insertMessageSQL, it queues the message's
+// notification (notifyInsertedSQL). It runs prepared (DB.prepare): it is the write.
+var insertUnderSQL = `
+	WITH own AS MATERIALIZED (
+		SELECT xmin AS version, active_segment AS aseg, ` + leafDepth + ` AS adepth FROM conversations WHERE id = $1 AND owner = $11
+	), pl AS MATERIALIZED (` + strings.NewReplacer("$2::uuid", "$15::uuid", "$3::boolean", "$16::boolean",
+	"$4::int", "(SELECT aseg FROM own)", "$5::int", "(SELECT adepth FROM own)",
+	"$4", "(SELECT aseg FROM own)", "$5", "(SELECT adepth FROM own)").Replace(placeSQL) + `
+	), conv AS (
+		UPDATE conversations c
+		SET last_position = c.last_position + 1, message_count = c.message_count + 1, updated_at = now(),
+			segments = c.segments + CASE WHEN pl.taken THEN 1 ELSE 0 END,
+			active_segment = CASE WHEN pl.activate THEN CASE WHEN pl.taken THEN c.segments + 1 ELSE pl.segment END
+				ELSE c.active_segment END,
+			active_depth = CASE WHEN pl.activate THEN pl.depth + 1 WHEN c.segments = 0 THEN c.last_position ELSE c.active_depth END
+		FROM own, pl
+		WHERE c.id = $1 AND c.owner = $11 AND c.xmin = own.version
+		RETURNING c.id, c.last_position, c.segments, pl.segment AS pseg, pl.depth AS pdepth, pl.taken
+	), seg AS (
+		INSERT INTO message_segments (conversation_id, segment, parent_segment, fork_depth)
+		SELECT conv.id, conv.segments, CASE WHEN conv.pdepth > 0 THEN conv.pseg END, conv.pdepth FROM conv WHERE conv.taken
+	), ins AS (
+	INSERT INTO messages (conversation_id, position, segment, depth, schema_version, kind, role, content,
+		tool_calls, tool_results, payload, source_id, created_at, client_message_id, body_digest, provenance)
+	SELECT conv.id, conv.last_position, CASE WHEN conv.taken THEN conv.segments ELSE conv.pseg END, conv.pdepth + 1,
+		$2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now()), $12, $13, $14
+	FROM conv
+	RETURNING id, conversation_id, position, depth, created_at, updated_at)
+	` + notifyInsertedSQL
+
+// insertUnder stores m under the parent its Place names in one statement
+// (insertUnderSQL) and fills in its meta fields, reporting whether it did; when it did
+// not, nothing was written.
+func (db *DB) insertUnder(ctx context.Context, tx *txn, convKey string, m parley.Message, digest []byte) (bool, error) {
+	meta := m.Meta()
+	if err := parley.CheckPlacement(meta.Place); err != nil {
+		return false, err
+	}
+	id, sibling := meta.Place.ParentID, false
+	if meta.Place.SiblingOf != "" {
+		id, sibling = meta.Place.SiblingOf, true
+	}
+	target, ok := parley.ParseMessageID(id)
+	if !ok {
+		return false, nil // the steps say what is wrong
+	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return false, err
+	}
+	if res, ok := m.(*parley.MCPResourceMessage); ok && res.RetrievedAt.IsZero() {
+		return false, nil // its time is the transaction's, read first by the steps
+	}
+	row, err := encodeMessage(m)
+	if err != nil {
+		return false, err
+	}
+	args := []any{convKey, row.SchemaVersion, row.Kind, row.Role, row.Content,
+		nullJSON(row.ToolCalls), nullJSON(row.ToolResults), row.Payload, row.SourceID, nullTime(meta.CreatedAt), owner,
+		sql.NullString{String: meta.Live.ClientID, Valid: meta.Live.ClientID != ""}, digest, encodeProvenance(meta.Live.Provenance),
+		target, sibling}
+	var created createdRow
+	if s := db.stmt(insertUnderSQL); s != nil {
+		err = tx.StmtxContext(ctx, s).GetContext(ctx, &created, args...)
+	} else {
+		err = tx.GetContext(ctx, &created, insertUnderSQL, args...)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("insert message into %s: %w", parley.ConversationID(convKey), err)
+	}
+	return true, db.inserted(ctx, tx, convKey, m, created)
+}
 
 type createdRow struct {
 	ID        string    `db:"id"`
@@ -285,19 +384,42 @@ type createdRow struct {
 // lockConversation locks the row of a conversation of the owner in ctx, reading the
 // transaction's time into tx along; ENOTFOUND when there is none.
 func lockConversation(ctx context.Context, tx *txn, convKey string) error {
+	_, err := lockActiveWith(ctx, tx, nil, convKey)
+	return err
+}
+
+// lockActive is lockConversation that also returns the conversation's active leaf,
+// read from the row it locks, in the same round trip.
+func (db *DB) lockActive(ctx context.Context, tx *txn, convKey string) (spot, error) {
+	return lockActiveWith(ctx, tx, db.stmt(lockSQL), convKey)
+}
+
+// lockSQL locks a conversation of an owner's and reads the transaction's time and its
+// active leaf.
+const lockSQL = `SELECT transaction_timestamp() AS now, active_segment AS segment, ` + leafDepth + ` AS depth
+	FROM conversations WHERE id = $1 AND owner = $2 FOR UPDATE`
+
+func lockActiveWith(ctx context.Context, tx *txn, stmt *sqlx.Stmt, convKey string) (spot, error) {
 	owner, err := ownerOf(ctx)
 	if err != nil {
-		return err
+		return spot{}, err
 	}
-	var now time.Time
-	err = tx.GetContext(ctx, &now, `SELECT transaction_timestamp() FROM conversations WHERE id = $1 AND owner = $2 FOR UPDATE`, convKey, owner)
+	var row struct {
+		Now time.Time `db:"now"`
+		spot
+	}
+	if stmt != nil {
+		err = tx.StmtxContext(ctx, stmt).GetContext(ctx, &row, convKey, owner)
+	} else {
+		err = tx.GetContext(ctx, &row, lockSQL, convKey, owner)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
-		return conversationNotFound(parley.ConversationID(convKey))
+		return spot{}, conversationNotFound(parley.ConversationID(convKey))
 	} else if err != nil {
-		return err
+		return spot{}, err
 	}
-	tx.setNow(now)
-	return nil
+	tx.setNow(row.Now)
+	return row.spot, nil
 }
 
 // toolCallForResult checks that a result sent by worker, to be added under parent,

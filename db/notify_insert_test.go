@@ -10,8 +10,9 @@ import (
 )
 
 // TestSaveNotifiesInItsStatement: a save queues its notification in the insert's own
-// statement (notifyInsertedSQL); a listener gets, for a message added at the end and
-// for one placed in the tree, the event notifyAdded would have sent: kind, conversation,
+// statement (notifyInsertedSQL); a listener gets, for a message added at the end, one
+// placed in the tree as a sibling or under a named parent (insertUnderSQL) and a tool
+// result (insertPlacedSQL), the event notifyAdded would have sent: kind, conversation,
 // message, position (its number in the conversation) and owner. A save that fails sends
 // nothing.
 func TestSaveNotifiesInItsStatement(t *testing.T) {
@@ -54,8 +55,22 @@ func TestSaveNotifiesInItsStatement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Under a named parent: insertUnderSQL, as the sibling; a tool result is placed by
+	// the steps (insertPlacedSQL).
+	under, err := d.AddMessage(ctx, conv.ID, text("under", parley.Placement{ParentID: first.Meta().ID}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	request, err := d.AddMessage(ctx, conv.ID, toolRequest("notified"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	result, err := d.AddMessage(ctx, conv.ID, toolResult("notified"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	key, _ := parley.ParseConversationID(conv.ID)
-	for _, m := range []parley.Message{first, placed} {
+	for _, m := range []parley.Message{first, placed, under, request, result} {
 		msgKey, _ := parley.ParseMessageID(m.Meta().ID)
 		want := parley.MessageEvent{Kind: parley.MessageAdded, ConversationID: parley.ConversationID(key),
 			MessageID: parley.MessageID(msgKey), Position: m.Meta().Seq, Owner: "notified"}

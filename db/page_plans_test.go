@@ -180,6 +180,7 @@ type planNode struct {
 	Removed  int        `json:"Rows Removed by Filter"`
 	Rows     int        `json:"Actual Rows"`
 	Loops    int        `json:"Actual Loops"`
+	Parent   string     `json:"Parent Relationship"`
 	Plans    []planNode `json:"Plans"`
 }
 

@@ -194,9 +194,12 @@ func (db *DB) FindConversationPage(ctx context.Context, id string, page parley.P
 // were read. Both run prepared (DB.prepare).
 //
 // Positions are depths, dense along a branch (1..its leaf's), so a page is a known
-// range of depths. The branch is a chain of segments, one per fork on its path (chain,
-// read through message_segments' primary key), and the page is, per segment of the
-// chain, a range of depths both of whose bounds are index conditions on
+// range of depths. The branch is a chain of segments, one per fork on its path, which
+// the leaf segment's row holds (message_segments.chain and chain_from, migration 000020:
+// one probe of its primary key, none for segment 0, whatever the number of forks);
+// only the segments whose part of the branch meets the page's range are read (one to
+// three for a page of 100 of the benchmark's tree), each a range of depths both of
+// whose bounds are index conditions on
 // (conversation_id, segment, depth): an index range scan of at most $4 entries in all,
 // whatever the tree's size, the statistics, and whether Postgres plans the statement
 // for its arguments or once for all (its plan cache switches a prepared statement to a
@@ -224,32 +227,43 @@ var pageSQL = map[bool]string{false: pageQuery(false), true: pageQuery(true)}
 const noBound = "2147483647"
 
 func pageQuery(backward bool) string {
-	return fmt.Sprintf(`WITH RECURSIVE chain(ord, conv, seg, hi, leaf, lvl) AS (
-			SELECT c.ord, own.id, b.seg, CASE WHEN own.segments = 0 THEN %s ELSE b.leaf END, b.leaf, 0
-			FROM unnest($1::uuid[]) WITH ORDINALITY AS c(id, ord)
-			JOIN conversations own ON own.id = c.id AND own.owner = $5
-			CROSS JOIN LATERAL (SELECT CASE WHEN $6::int >= 0 THEN $6::int ELSE own.active_segment END AS seg,
-				CASE WHEN $6::int >= 0 THEN $7::int ELSE %s END AS leaf) b
-			UNION ALL
-			%s)
-		SELECT m.* FROM (SELECT * FROM chain ORDER BY ord, lvl %s) ch
+	return fmt.Sprintf(`WITH chain AS (%s)
+		SELECT m.* FROM chain ch
 		CROSS JOIN LATERAL (%s) m`,
-		noBound, leafDepth, chainStep, chainOrder(backward), pageRange(backward, "$8", ""))
+		chainQuery(backward, "c.ord", `unnest($1::uuid[]) WITH ORDINALITY AS c(id, ord)
+				JOIN conversations own ON own.id = c.id AND own.owner = $5
+				CROSS JOIN LATERAL (SELECT CASE WHEN $6::int >= 0 THEN $6::int ELSE own.active_segment END AS seg,
+					CASE WHEN $6::int >= 0 THEN $7::int ELSE `+leafDepth+` END AS leaf) b`),
+		pageRange(backward, "$8", ""))
 }
 
-// chainStep is the recursive step of the page statements' chain: a segment's parent
-// segment, read up to the depth it forks at, through message_segments' primary key.
-const chainStep = `SELECT ch.ord, ch.conv, s.parent_segment, s.fork_depth, ch.leaf, ch.lvl + 1 FROM chain ch
-			JOIN message_segments s ON s.conversation_id = ch.conv AND s.segment = ch.seg
-			WHERE s.parent_segment IS NOT NULL`
-
-// chainOrder is the order of the chain's segments (by lvl, 0 at the branch's end) in
-// which a page visits them: root first forward, leaf first backward.
-func chainOrder(backward bool) string {
+// chainQuery reads the segments of a branch's chain that the page ($2, $3, $4) touches,
+// in the order the page visits them, from the leaf segment's row (chain and chain_from):
+// for each conversation own of from, whose branch ends at depth b.leaf of segment b.seg
+// (ord numbering the conversations), the rows (ord, conv, seg, lo, i, leaf, hi), each a
+// segment and its part of the branch, (lo, hi]. Shared by pageSQL and
+// conversationPageSQL, so that both find the page's segments the same way.
+func chainQuery(backward bool, ord, from string) string {
+	// touches keeps the segments of the chain whose part of the branch, (x.lo, x.hi],
+	// meets the page.
+	touches := `x.lo < $2::int + $4::int AND x.hi > $2::int AND x.lo + 1 < COALESCE(NULLIF($3::int, 0), ` + noBound + `)`
+	chainOrder := "ASC" // root first forward, leaf first backward
 	if backward {
-		return "ASC"
+		end := `COALESCE(NULLIF($3::int, 0), x.leaf + 1)`
+		touches = `x.lo + 1 < ` + end + ` AND x.hi >= ` + end + ` - $4::int AND x.hi > $2::int`
+		chainOrder = "DESC"
 	}
-	return "DESC"
+	return fmt.Sprintf(`SELECT x.* FROM (
+				SELECT %s AS ord, own.id AS conv, l.seg, l.lo, l.i, l.leaf,
+					COALESCE(l.next, CASE WHEN own.segments = 0 THEN %s ELSE b.leaf END) AS hi
+				FROM %s
+				CROSS JOIN LATERAL (SELECT CASE WHEN b.seg = 0 THEN '{0}' ELSE s.chain END AS chain,
+						CASE WHEN b.seg = 0 THEN '{0}' ELSE s.chain_from END AS chain_from
+					FROM (SELECT 1) one LEFT JOIN message_segments s ON s.conversation_id = own.id AND s.segment = b.seg AND b.seg > 0) sc
+				CROSS JOIN LATERAL (SELECT u.seg, u.lo, u.i, b.leaf, sc.chain_from[u.i + 1] AS next
+					FROM unnest(sc.chain, sc.chain_from) WITH ORDINALITY AS u(seg, lo, i)) l
+			) x WHERE %s
+			ORDER BY x.ord, x.i %s`, ord, noBound, from, touches, chainOrder)
 }
 
 // pageRange reads the page's rows of the chain's segment ch: a range of depths both of
@@ -289,24 +303,24 @@ func pageRange(backward bool, budget, parent string) string {
 // conversationWidth NULLs followed by a message's columns and its parent's id (when $7
 // and the conversation has no forks: its tree fields without treeSQL; see pageRange).
 // UNION ALL runs its branches in order. No row at all when the owner has no such
-// conversation. The page is read exactly as pageSQL reads it, index range scans whatever
-// the statistics and the plan cache (db/page_plans_test.go).
+// conversation. The page is read exactly as pageSQL reads it: its segments found from
+// the leaf segment's row (chainQuery), then index range scans whatever the statistics
+// and the plan cache (db/page_plans_test.go, db/chain_plans_test.go).
 var conversationPageSQL = map[bool]string{false: conversationPageQuery(false), true: conversationPageQuery(true)}
 
 func conversationPageQuery(backward bool) string {
 	nulls := func(n int) string { return strings.TrimSuffix(strings.Repeat("NULL, ", n), ", ") }
-	return fmt.Sprintf(`WITH RECURSIVE own AS (
+	return fmt.Sprintf(`WITH own AS (
 			SELECT %s, segments, active_segment, %s AS leaf FROM conversations WHERE id = $1 AND owner = $5),
-		chain(ord, conv, seg, hi, leaf, lvl) AS (
-			SELECT 1::bigint, own.id, own.active_segment, CASE WHEN own.segments = 0 THEN %s ELSE own.leaf END, own.leaf, 0 FROM own
-			UNION ALL
-			%s)
+		chain AS (%s)
 		SELECT id::text, title, created_at, updated_at, message_count, last_position, forked_from, segments, %s FROM own
 		UNION ALL
-		SELECT %s, m.* FROM (SELECT * FROM chain ORDER BY lvl %s) ch
+		SELECT %s, m.* FROM chain ch
 		CROSS JOIN LATERAL (%s) m`,
-		conversationColumns, leafDepth, noBound, chainStep, nulls(messageWidth+1), nulls(conversationWidth),
-		chainOrder(backward), pageRange(backward, "$6", "$7::boolean AND ch.hi = "+noBound))
+		conversationColumns, leafDepth,
+		chainQuery(backward, "1::bigint", `own CROSS JOIN LATERAL (SELECT own.active_segment AS seg, own.leaf AS leaf) b`),
+		nulls(messageWidth+1), nulls(conversationWidth),
+		pageRange(backward, "$6", "$7::boolean AND ch.hi = "+noBound))
 }
 
 // conversationWidth and messageWidth are how many columns conversationPageSQL's

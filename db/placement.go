@@ -34,6 +34,9 @@ type importPlacer struct {
 	// added or present, whose branch the import leaves active.
 	tip, last spot
 	lastSet   bool
+	// fresh says the import made the conversation: every stored message was placed
+	// here, so a parent not in bySource is not in the database either.
+	fresh bool
 }
 
 // fork is a row of message_segments.
@@ -60,15 +63,14 @@ func (p *importPlacer) resolve(ctx context.Context, tx *txn, msgs []parley.Impor
 			ids = append(ids, im.Parent)
 		}
 	}
-	if len(ids) == 0 {
+	if len(ids) == 0 || p.fresh {
 		return nil
 	}
 	var rows []struct {
 		SourceID string `db:"source_id"`
 		spot
 	}
-	if err := tx.SelectContext(ctx, &rows, `SELECT source_id, segment, depth FROM messages
-		WHERE conversation_id = $1 AND source_id = ANY($2)`, p.convKey, pq.Array(ids)); err != nil {
+	if err := tx.SelectContext(ctx, &rows, sourceSpotsSQL, p.convKey, pq.Array(ids)); err != nil {
 		return fmt.Errorf("find imported parents: %w", err)
 	}
 	for _, r := range rows {

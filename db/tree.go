@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lib/pq"
@@ -51,16 +52,36 @@ func chainSQL(conv, leafSeg, leafDepth string) string {
 }
 
 // onBranch reports whether the message at m is on the branch that ends at leaf (m is
-// leaf or one of its ancestors).
+// leaf or one of its ancestors): at most one probe of message_segments' primary key, for
+// the leaf's segment, whose chain (migration 000020) says which segment the branch runs
+// through at m's depth.
 func onBranch(ctx context.Context, tx *txn, convKey string, m, leaf spot) (bool, error) {
-	if m.Depth > leaf.Depth || m.Depth == 0 {
-		return m.Depth == 0, nil
+	switch {
+	case m.Depth == 0:
+		return true, nil
+	case m.Depth > leaf.Depth:
+		return false, nil
+	case m.Segment == leaf.Segment:
+		return true, nil
+	case leaf.Segment == 0:
+		return false, nil // segment 0's chain is itself
 	}
-	var on bool
-	err := tx.GetContext(ctx, &on, chainSQL("$1", "$2", "$3")+`
-		SELECT EXISTS (SELECT 1 FROM chain WHERE seg = $4 AND hi >= $5)`, convKey, leaf.Segment, leaf.Depth, m.Segment, m.Depth)
-	return on, err
+	var on sql.NullBool
+	err := tx.GetContext(ctx, &on, onBranchSQL, convKey, leaf.Segment, m.Segment, m.Depth)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, fmt.Errorf("segment %d has no row", leaf.Segment)
+	}
+	return on.Valid && on.Bool, err
 }
+
+// onBranchSQL is whether the message at depth $4 of segment $3 is on a branch through
+// segment $2, other than $3: $3 is on $2's chain and the branch leaves it at or after $4
+// (NULL when $3 is not on the chain).
+// TestChainPlansProbeOnce holds its plan, and those of the other readers of chains, to
+// one probe of the primary key (migration 000020 says why the fork index leads with
+// the fork depth).
+const onBranchSQL = `SELECT chain_from[array_position(chain, $3::int) + 1] >= $4::int
+	FROM message_segments WHERE conversation_id = $1 AND segment = $2`
 
 // spotOf returns the place of a message of the conversation; ENOTFOUND naming field
 // when the conversation has no such message.
@@ -76,77 +97,83 @@ func spotOf(ctx context.Context, tx *txn, convKey, field, id string) (spot, erro
 		}
 	}
 	if !ok {
-		return s, parley.Errorf(parley.ENOTFOUND, "%s: message %q not found in conversation %s", field, id, parley.ConversationID(convKey))
+		return s, messageNotInConversation(field, id, convKey)
 	}
 	return s, nil
 }
 
-// parentOf returns the place of the parent of the message at m: depth 0 for a root.
-func parentOf(ctx context.Context, tx *txn, convKey string, m spot) (spot, error) {
-	if m.Segment == 0 || m.Depth == 1 {
-		return spot{Segment: m.Segment, Depth: m.Depth - 1}, nil
-	}
-	var fork struct {
-		Parent sql.NullInt64 `db:"parent_segment"`
-		Depth  int           `db:"fork_depth"`
-	}
-	if err := tx.GetContext(ctx, &fork, `SELECT parent_segment, fork_depth FROM message_segments
-		WHERE conversation_id = $1 AND segment = $2`, convKey, m.Segment); err != nil {
-		return spot{}, fmt.Errorf("read segment %d: %w", m.Segment, err)
-	}
-	if m.Depth > fork.Depth+1 {
-		return spot{Segment: m.Segment, Depth: m.Depth - 1}, nil
-	}
-	return spot{Segment: int(fork.Parent.Int64), Depth: fork.Depth}, nil
-}
-
-// activeLeaf reads the conversation's active leaf; its row must be locked.
-func activeLeaf(ctx context.Context, tx *txn, convKey string) (spot, error) {
-	var s spot
-	err := tx.GetContext(ctx, &s, `SELECT active_segment AS segment, `+leafDepth+` AS depth FROM conversations WHERE id = $1`, convKey)
-	return s, err
-}
-
-// place decides where a message placed by p goes, and makes the segment it starts when
-// it forks. The conversation's row must be locked by tx. A message added under a
-// message of the active branch (an edit, another reply) becomes the active branch's
-// leaf; one added to another branch leaves the active branch as it is.
-func place(ctx context.Context, tx *txn, convKey string, p parley.Placement) (placed, spot, error) {
+// place locks the conversation's row (reading the transaction's time into tx along, as
+// lockConversation does), decides where a message placed by p goes, and makes the
+// segment it starts when it forks. A message added under a message of the active
+// branch (an edit, another reply) becomes the active branch's leaf; one added to
+// another branch leaves the active branch as it is. One statement (lockPlaceSQL) when
+// the message continues its parent's segment, two more when it starts a segment, one
+// more when a concurrent writer changed the conversation while this one waited for its
+// lock.
+func (db *DB) place(ctx context.Context, tx *txn, convKey string, p parley.Placement) (placed, spot, error) {
 	if err := parley.CheckPlacement(p); err != nil {
 		return placed{}, spot{}, err
 	}
-	active, err := activeLeaf(ctx, tx, convKey)
+	owner, err := ownerOf(ctx)
 	if err != nil {
 		return placed{}, spot{}, err
 	}
-	parent := active
-	switch {
-	case p.ParentID != "":
-		if parent, err = spotOf(ctx, tx, convKey, "parentId", p.ParentID); err != nil {
-			return placed{}, spot{}, err
+	field, id, sibling := "parentId", p.ParentID, false
+	if p.SiblingOf != "" {
+		field, id, sibling = "siblingOf", p.SiblingOf, true
+	}
+	var target any // nil: the active leaf
+	if id != "" {
+		key, ok := parley.ParseMessageID(id)
+		if !ok {
+			return placed{}, spot{}, messageNotInConversation(field, id, convKey)
 		}
-	case p.SiblingOf != "":
-		sib, err := spotOf(ctx, tx, convKey, "siblingOf", p.SiblingOf)
-		if err != nil {
-			return placed{}, spot{}, err
+		target = key
+	}
+	var at struct {
+		Now      time.Time     `db:"now"`
+		ASegment int           `db:"active_segment"`
+		ADepth   int           `db:"active_depth"`
+		Fresh    bool          `db:"fresh"`
+		Segment  sql.NullInt64 `db:"segment"`
+		Depth    sql.NullInt64 `db:"depth"`
+		Taken    sql.NullBool  `db:"taken"`
+		Activate sql.NullBool  `db:"activate"`
+	}
+	args := []any{convKey, target, sibling, owner}
+	if s := db.stmt(lockPlaceSQL); s != nil {
+		err = tx.StmtxContext(ctx, s).GetContext(ctx, &at, args...)
+	} else {
+		err = tx.GetContext(ctx, &at, lockPlaceSQL, args...)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return placed{}, spot{}, conversationNotFound(parley.ConversationID(convKey))
+	} else if err != nil {
+		return placed{}, spot{}, fmt.Errorf("place a message: %w", err)
+	}
+	tx.setNow(at.Now)
+	if !at.Fresh {
+		// The placement was read from before the lock: read it again, under the lock.
+		args = []any{convKey, target, sibling, at.ASegment, at.ADepth}
+		if s := db.stmt(placeSQL); s != nil {
+			err = tx.StmtxContext(ctx, s).GetContext(ctx, &at, args...)
+		} else {
+			err = tx.GetContext(ctx, &at, placeSQL, args...)
 		}
-		if parent, err = parentOf(ctx, tx, convKey, sib); err != nil {
-			return placed{}, spot{}, err
+		if errors.Is(err, sql.ErrNoRows) {
+			at.Segment.Valid = false
+		} else if err != nil {
+			return placed{}, spot{}, fmt.Errorf("place a message: %w", err)
 		}
 	}
-	activate, err := onBranch(ctx, tx, convKey, parent, active)
-	if err != nil {
-		return placed{}, spot{}, err
+	if !at.Segment.Valid {
+		return placed{}, spot{}, messageNotInConversation(field, id, convKey)
 	}
-	// The parent's own segment goes on unless it has a message past the parent.
+	parent := spot{Segment: int(at.Segment.Int64), Depth: int(at.Depth.Int64)}
 	next := spot{Segment: parent.Segment, Depth: parent.Depth + 1}
-	var taken bool
-	if err := tx.GetContext(ctx, &taken, `SELECT EXISTS (SELECT 1 FROM messages
-		WHERE conversation_id = $1 AND segment = $2 AND depth = $3)`, convKey, next.Segment, next.Depth); err != nil {
-		return placed{}, spot{}, err
-	}
-	if taken {
-		// The active depth is kept from the first fork on (leafDepth).
+	if at.Taken.Bool {
+		// The parent has a child: a new segment. The active depth is kept from the first
+		// fork on (leafDepth).
 		if err := tx.GetContext(ctx, &next.Segment, `UPDATE conversations SET segments = segments + 1,
 			active_depth = `+leafDepth+` WHERE id = $1 RETURNING segments`, convKey); err != nil {
 			return placed{}, spot{}, fmt.Errorf("number a segment: %w", err)
@@ -160,7 +187,69 @@ func place(ctx context.Context, tx *txn, convKey string, p parley.Placement) (pl
 			return placed{}, spot{}, fmt.Errorf("start a segment: %w", err)
 		}
 	}
-	return placed{spot: next, activate: activate}, parent, nil
+	return placed{spot: next, activate: at.Activate.Bool}, parent, nil
+}
+
+// placeSQL reads, under the conversation's lock, where a message placed under a parent
+// goes: the parent's place (the message $2 of conversation $1, or its parent when $3
+// says $2 is a sibling; the active leaf when $2 is NULL), whether the parent has a
+// child already (taken: the message starts a segment), and whether the parent is on the
+// active branch, which ends at depth $5 of segment $4 (activate). Each read is one probe
+// of an index, whatever the tree's size and the number of forks on the branch: the
+// message by its id, its segment's row (a sibling's parent), the parent's child on
+// messages_branch_idx, and the active leaf segment's chain (migration 000020).
+//
+// The parent of a message at (segment, depth) is at depth - 1: in its segment, unless
+// the message is the first of a segment that forks, whose parent is where it forks.
+// p is MATERIALIZED: the parent's segment, a subquery for a sibling, is read once. It
+// runs prepared (DB.prepare): it is the write's.
+const placeSQL = `
+	WITH t AS (
+		SELECT segment, depth FROM messages WHERE id = $2::uuid AND conversation_id = $1
+		UNION ALL
+		SELECT $4::int, $5::int WHERE $2::uuid IS NULL
+	), p AS MATERIALIZED (
+		SELECT CASE WHEN NOT $3::boolean OR t.segment = 0 OR t.depth = 1 THEN t.segment
+				ELSE (SELECT CASE WHEN t.depth > f.fork_depth + 1 THEN t.segment ELSE f.parent_segment END
+					FROM message_segments f WHERE f.conversation_id = $1 AND f.segment = t.segment)
+			END AS segment,
+			CASE WHEN $3::boolean THEN t.depth - 1 ELSE t.depth END AS depth
+		FROM t
+	)
+	SELECT p.segment, p.depth,
+		EXISTS (SELECT 1 FROM messages x WHERE x.conversation_id = $1 AND x.segment = p.segment AND x.depth = p.depth + 1) AS taken,
+		CASE WHEN p.depth = 0 OR (p.segment = $4 AND p.depth <= $5) THEN true
+			WHEN p.depth > $5 OR $4 = 0 THEN false
+			ELSE coalesce((SELECT s.chain_from[array_position(s.chain, p.segment) + 1] >= p.depth
+				FROM message_segments s WHERE s.conversation_id = $1 AND s.segment = $4), false)
+		END AS activate
+	FROM p`
+
+// lockPlaceSQL is lockSQL and placeSQL in one round trip: it locks the conversation $1
+// of the owner $4 and reads its active leaf from the row locked, and where a message
+// placed as placeSQL's $2 and $3 say goes. The placement is read from the statement's
+// snapshot, taken before the lock was granted: when a concurrent writer changed the
+// conversation meanwhile (the row locked is not the row of the snapshot: fresh is
+// false), it may be out of date, and place reads it again under the lock (placeSQL).
+// Every writer of a conversation's messages and segments changes its row (its count,
+// its last position, its number of segments) in the same transaction. No row: no such
+// conversation of the owner's; NULL placement: no such message in it. It runs prepared
+// (DB.prepare): it is the write's.
+var lockPlaceSQL = `
+	WITH a AS MATERIALIZED (
+		SELECT transaction_timestamp() AS now, active_segment AS aseg, ` + leafDepth + ` AS adepth, xmin::text AS version
+		FROM conversations WHERE id = $1 AND owner = $4 FOR UPDATE
+	), pl AS (` + strings.NewReplacer("$4::int", "(SELECT aseg FROM a)", "$5::int", "(SELECT adepth FROM a)",
+	"$4", "(SELECT aseg FROM a)", "$5", "(SELECT adepth FROM a)").Replace(placeSQL) + `)
+	SELECT a.now, a.aseg AS active_segment, a.adepth AS active_depth,
+		a.version = (SELECT xmin::text FROM conversations WHERE id = $1) AS fresh,
+		pl.segment, pl.depth, pl.taken, pl.activate
+	FROM a LEFT JOIN pl ON true`
+
+// messageNotInConversation is ENOTFOUND naming field, for a message the conversation
+// does not have.
+func messageNotInConversation(field, id, convKey string) error {
+	return parley.Errorf(parley.ENOTFOUND, "%s: message %q not found in conversation %s", field, id, parley.ConversationID(convKey))
 }
 
 // branchEnd returns the end of the branch through the message id of the conversation:
@@ -174,10 +263,11 @@ func (db *DB) branchEnd(ctx context.Context, convKey, id string) (spot, error) {
 	key, ok := parley.ParseMessageID(id)
 	var s spot
 	if ok {
-		err = db.db.GetContext(ctx, &s, `SELECT m.segment, (SELECT max(depth) FROM messages e
-				WHERE e.conversation_id = m.conversation_id AND e.segment = m.segment) AS depth
-			FROM messages m JOIN conversations own ON own.id = m.conversation_id AND own.owner = $3
-			WHERE m.id = $1 AND m.conversation_id = $2`, key, convKey, owner)
+		if stmt := db.stmt(branchEndSQL); stmt != nil {
+			err = stmt.GetContext(ctx, &s, key, convKey, owner)
+		} else {
+			err = db.db.GetContext(ctx, &s, branchEndSQL, key, convKey, owner)
+		}
 		if errors.Is(err, sql.ErrNoRows) {
 			ok = false
 		} else if err != nil {
@@ -189,6 +279,14 @@ func (db *DB) branchEnd(ctx context.Context, convKey, id string) (spot, error) {
 	}
 	return s, nil
 }
+
+// branchEndSQL is the place of the last message of the segment of message $1 of
+// conversation $2, the owner's ($3). It runs prepared (DB.prepare): a page of a named
+// branch reads it first.
+const branchEndSQL = `SELECT m.segment, (SELECT max(depth) FROM messages e
+		WHERE e.conversation_id = m.conversation_id AND e.segment = m.segment) AS depth
+	FROM messages m JOIN conversations own ON own.id = m.conversation_id AND own.owner = $3
+	WHERE m.id = $1 AND m.conversation_id = $2`
 
 // treeSQL reads where the messages $1 sit in their trees: each one's parent, and its
 // parent's children (the roots, for a root) oldest first. A message's parent is the
@@ -317,10 +415,7 @@ func (db *DB) SwitchBranch(ctx context.Context, conversationID, messageID, by st
 	var out *parley.SystemControlMessage
 	err = db.transact(ctx, func(tx *txn) error {
 		out = nil
-		if err := lockConversation(ctx, tx, key); err != nil {
-			return err
-		}
-		old, err := activeLeaf(ctx, tx, key)
+		old, err := db.lockActive(ctx, tx, key)
 		if err != nil {
 			return err
 		}
@@ -748,8 +843,8 @@ func (db *DB) FindTreeMessages(ctx context.Context, conv *parley.Conversation, a
 	return out, nil
 }
 
-// BranchContains implements parley.TreeService: the branch's end, then one walk of its
-// chain of segments (chainSQL).
+// BranchContains implements parley.TreeService: the branch's end, then the message and
+// the end's chain of segments (migration 000020), a probe each.
 func (db *DB) BranchContains(ctx context.Context, conversationID, branch, messageID string) (bool, error) {
 	key, ok := parley.ParseConversationID(conversationID)
 	if !ok {
@@ -778,9 +873,10 @@ func (db *DB) BranchContains(ctx context.Context, conversationID, branch, messag
 		return false, nil
 	}
 	var on bool
-	err = db.db.GetContext(ctx, &on, chainSQL("$1", "$2", "$3")+`
-		SELECT EXISTS (SELECT 1 FROM messages m JOIN chain ON chain.seg = m.segment AND m.depth <= chain.hi
-			WHERE m.id = $4 AND m.conversation_id = $1)`, key, end.Segment, end.Depth, mkey)
+	err = db.db.GetContext(ctx, &on, `SELECT EXISTS (SELECT 1 FROM messages m
+		WHERE m.id = $4 AND m.conversation_id = $1 AND m.depth <= $3 AND (m.segment = $2
+			OR (SELECT s.chain_from[array_position(s.chain, m.segment) + 1] >= m.depth FROM message_segments s
+				WHERE s.conversation_id = $1 AND s.segment = $2)))`, key, end.Segment, end.Depth, mkey)
 	if err != nil {
 		return false, classify(fmt.Errorf("find message %s on a branch: %w", messageID, err))
 	}

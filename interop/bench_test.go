@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,6 +18,7 @@ import (
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/pgtest"
+	"github.com/parley-dev/parley/internal/sessiongen"
 	"github.com/parley-dev/parley/interop"
 	"github.com/parley-dev/parley/interop/claudecode"
 )
@@ -141,6 +144,72 @@ func BenchmarkImportLargeSession(b *testing.B) {
 	// CPU, which the machine's other load does not change as it does the time taken.
 	b.ReportMetric((selfCPU()-cpu0).Seconds()/float64(b.N), "go-cpu-s/op")
 	b.ReportMetric((postgresCPU(b)-pg0).Seconds()/float64(b.N), "pg-cpu-s/op")
+}
+
+// BenchmarkImportBenchSession imports the session `make bench` times `parley import`
+// of (internal/sessiongen, 100,000 messages) into a new conversation each time: the
+// whole path of the command but the process's start and the progress line (streamed
+// parse, dedupe, COPY, commit), with the CPU of this process and of Postgres.
+//
+//	go test -run '^$' -bench ImportBenchSession -benchtime 1x -cpuprofile cpu.out ./interop/
+func BenchmarkImportBenchSession(b *testing.B) {
+	const n = 100000
+	ctx := parley.WithOwner(context.Background(), parley.LocalOwner)
+	var buf bytes.Buffer
+	if err := sessiongen.Write(&buf, n); err != nil {
+		b.Fatal(err)
+	}
+	data := buf.Bytes()
+	store, err := db.Open(ctx, pgtest.NewDatabase(b), db.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	svc := interop.New(store, store, store)
+	b.SetBytes(int64(len(data)))
+	cpu0, pg0 := selfCPU(), postgresCPU(b)
+	for b.Loop() {
+		rep, err := svc.ImportConversation(ctx, parley.ImportClaudeCode, bytes.NewReader(data), parley.ImportTarget{})
+		if err != nil || rep.Added != n {
+			b.Fatalf("got %+v, %v", rep, err)
+		}
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "msgs/s")
+	b.ReportMetric((selfCPU()-cpu0).Seconds()/float64(b.N), "go-cpu-s/op")
+	b.ReportMetric((postgresCPU(b)-pg0).Seconds()/float64(b.N), "pg-cpu-s/op")
+}
+
+// BenchmarkParseBenchSession reads the session BenchmarkImportBenchSession imports, without
+// storing it: the parse's share of the import.
+//
+//	go test -run '^$' -bench ParseBenchSession -benchtime 3x ./interop/
+func BenchmarkParseBenchSession(b *testing.B) {
+	const n = 100000
+	var buf bytes.Buffer
+	if err := sessiongen.Write(&buf, n); err != nil {
+		b.Fatal(err)
+	}
+	data := buf.Bytes()
+	b.SetBytes(int64(len(data)))
+	cpu0 := selfCPU()
+	for b.Loop() {
+		s := claudecode.Stream(bytes.NewReader(data))
+		got := 0
+		for {
+			_, err := s.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				b.Fatal(err)
+			}
+			got++
+		}
+		if got != n {
+			b.Fatalf("got %d messages, want %d", got, n)
+		}
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "msgs/s")
+	b.ReportMetric((selfCPU()-cpu0).Seconds()/float64(b.N), "cpu-s/op")
 }
 
 // selfCPU is the CPU time this process has used.

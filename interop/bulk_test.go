@@ -3,8 +3,10 @@ package interop_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/parley-dev/parley/internal/sessiongen"
 	"github.com/parley-dev/parley/internal/testserver"
 )
 
@@ -66,5 +68,36 @@ func TestImportBatchesLinkCalls(t *testing.T) {
 		map[string]any{"c": first.Conversation.ID, "i": obj{"toolResult": obj{"toolCallId": "call_x", "status": "SUCCESS", "content": "?"}}})
 	if got := r.ErrorCode(t); got != "BAD_USER_INPUT" {
 		t.Errorf("a result for an unknown call: got %s, want BAD_USER_INPUT", got)
+	}
+}
+
+// TestImportRecordRepeatedAcrossBatches imports into a new conversation a Claude Code
+// session longer than one COPY batch (5,000 messages) whose first records come again at
+// its end, as a resumed session copies them: the import into a conversation it made
+// knows what it has stored without asking the database (the parser folds most repeats
+// before they reach it), and must still store each record once, like the clean file;
+// a re-import, which asks the database, must add nothing.
+func TestImportRecordRepeatedAcrossBatches(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	var buf strings.Builder
+	if err := sessiongen.Write(&buf, 5200); err != nil {
+		t.Fatal(err)
+	}
+	clean := buf.String()
+	lines := strings.SplitAfter(clean, "\n")
+	repeated := clean + strings.Join(lines[1:9], "") // the summary line stays first only
+	want := importData(t, srv, "CLAUDE_CODE_JSONL", clean, "", "clean")
+	if want.Added < 5100 {
+		t.Fatalf("the clean session made %d messages, want more than one batch", want.Added)
+	}
+	got := importData(t, srv, "CLAUDE_CODE_JSONL", repeated, "", "repeated")
+	if got.Added != want.Added || got.Conversation.MessageCount != want.Added {
+		t.Fatalf("with its first records repeated at the end: added %d, messageCount %d; want %d as the clean file",
+			got.Added, got.Conversation.MessageCount, want.Added)
+	}
+	again := importData(t, srv, "CLAUDE_CODE_JSONL", repeated, got.Conversation.ID, "")
+	if again.Added != 0 || again.Conversation.MessageCount != want.Added {
+		t.Fatalf("re-import: added %d, messageCount %d; want 0, %d", again.Added, again.Conversation.MessageCount, want.Added)
 	}
 }

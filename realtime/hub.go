@@ -531,9 +531,13 @@ func (f *Hub) read(ctx context.Context, t *topic, kind, owner, conv string, afte
 			return fn(ctx)
 		})
 		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-r.done:
+		case <-r.done: // the common case at a conversation's tail: another subscriber's read, done
+		default:
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-r.done:
+			}
 		}
 		if r.err == nil {
 			return r.val, nil

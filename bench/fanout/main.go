@@ -69,6 +69,7 @@ type config struct {
 	keep        bool
 	debugAddr   string
 	hold        time.Duration
+	cpuprofile  string
 }
 
 func parseFlags(args []string) (config, error) {
@@ -86,6 +87,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (server log, database)")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "the server's --debug-addr (default: a free loopback port), to profile it (/debug/pprof/)")
 	fs.DurationVar(&c.hold, "hold", 0, "pause this long with the idle subscriptions open, to profile them")
+	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "write the server's CPU profile of the largest level's latency row to this file")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -238,9 +240,20 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
+		var profiled chan error
+		if cfg.cpuprofile != "" && n == maxSubs {
+			profiled = make(chan error, 1)
+			secs := max(1, int((time.Duration(cfg.messages) * cfg.interval).Seconds()))
+			go func() { profiled <- cpuProfile(ctx, cfg.debugAddr, secs, cfg.cpuprofile) }()
+		}
 		lat, err := b.latency(ctx, conv.ID, subs)
 		if err != nil {
 			return fmt.Errorf("%d subscribers: %w", n, err)
+		}
+		if profiled != nil {
+			if err := <-profiled; err != nil {
+				return err
+			}
 		}
 		cpu1, err := srv.CPUTime()
 		if err != nil {
@@ -378,6 +391,28 @@ func liveMemory(ctx context.Context, debugAddr string) (int64, error) {
 		return 0, fmt.Errorf("read the server's /debug/vars: %w", err)
 	}
 	return vars.Memstats.HeapAlloc + vars.Memstats.StackInuse, nil
+}
+
+// cpuProfile writes the server's CPU profile over the next secs seconds to path.
+func cpuProfile(ctx context.Context, debugAddr string, secs int, path string) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", debugAddr, secs), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("profile the server: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile the server: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // bench holds what the measurements share.

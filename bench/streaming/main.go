@@ -64,6 +64,8 @@ type config struct {
 	keep        bool
 	debugAddr   string
 	coalesce    bool
+	cpuprofile  string
+	appendOver  string
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -79,8 +81,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.BoolVar(&cfg.coalesce, "coalesce", false, "a writer that falls behind sends the deltas due so far in one append (up to 1,000), "+
 		"as a relay of a provider's stream does while its previous append is in flight; latencies are then measured from when each delta was due")
 	fs.StringVar(&cfg.debugAddr, "debug-addr", "", "serve the server's profiles (/debug/pprof/) at this loopback address, to profile a run")
+	fs.StringVar(&cfg.appendOver, "append-over", "http", "how writers send appends: http (a POST each) or websocket "+
+		"(each writer's appends as graphql-transport-ws operations on one websocket it keeps open, as a relay of a provider's stream may)")
+	fs.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write the server's CPU profile of the first run's load to this file (needs -debug-addr)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if cfg.appendOver != "http" && cfg.appendOver != "websocket" {
+		return fmt.Errorf("-append-over: %q is neither http nor websocket", cfg.appendOver)
 	}
 	dir, err := os.MkdirTemp("", "parley-streaming-")
 	if err != nil {
@@ -128,9 +136,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	defer srv.Stop()
 
 	fmt.Fprintf(out, "## Live messages\n\n`make bench-streaming` (bench/streaming): %s per run, one TEXT delta per append, "+
-		"%d websocket subscribers per stream, Postgres durability %s%s. Load average at the start: %s.\n\n",
+		"%d websocket subscribers per stream, Postgres durability %s%s, appends over %s. Load average at the start: %s.\n\n",
 		cfg.duration, cfg.subscribers, map[bool]string{true: "on", false: "off"}[cfg.durable],
 		map[bool]string{true: ", writers coalescing the deltas due while an append is in flight (latency from each delta's due time)", false: ""}[cfg.coalesce],
+		map[string]string{"http": "HTTP (a POST each)", "websocket": "one kept-open websocket per writer"}[cfg.appendOver],
 		parleyproc.LoadAverage())
 	fmt.Fprintln(out, "| streams × deltas/s | deltas/s done | appends/s | deliveries/s (deltas) | ack→subscriber p50 | p99 | max | send→subscriber p50 | p99 | DB commits/s | DB rows written/s | WAL per append | server CPU per delivered delta | stored = sent |")
 	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
@@ -253,6 +262,13 @@ func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, sta
 	if err != nil {
 		return r, err
 	}
+	var profiled chan error
+	if cfg.cpuprofile != "" && cfg.debugAddr != "" && n == cfg.streams {
+		profiled = make(chan error, 1)
+		go func() {
+			profiled <- cpuProfile(ctx, cfg.debugAddr, max(1, int(cfg.duration.Seconds())), cfg.cpuprofile)
+		}()
+	}
 	start := time.Now()
 	end := start.Add(cfg.duration)
 	interval := time.Second / time.Duration(cfg.rate)
@@ -263,6 +279,18 @@ func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, sta
 		writers.Add(1)
 		go func() {
 			defer writers.Done()
+			send := func(vars map[string]any) error { return gql(ctx, srv.URL, appendMutation, vars, nil) }
+			if cfg.appendOver == "websocket" {
+				ws, err := dialWriter(ctx, srv.URL)
+				if err != nil {
+					wmu.Lock()
+					werr = errors.Join(werr, err)
+					wmu.Unlock()
+					return
+				}
+				defer ws.CloseNow()
+				send = func(vars map[string]any) error { return wsMutation(ctx, ws, appendMutation, vars) }
+			}
 			// Stagger the streams over one interval, then pace each at its rate: delta k
 			// is due at next + k·interval.
 			first := start.Add(interval * time.Duration(i) / time.Duration(len(streams)))
@@ -292,9 +320,7 @@ func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, sta
 				s.mu.Lock()
 				s.sentAt[seq], s.due[seq] = time.Now(), dues
 				s.mu.Unlock()
-				err := gql(ctx, srv.URL, `mutation($m: ID!, $s: Int!, $d: [MessageDeltaInput!]!) {
-					appendMessageDeltas(messageId: $m, seq: $s, deltas: $d) { seq } }`,
-					map[string]any{"m": s.id, "s": seq, "d": deltas}, nil)
+				err := send(map[string]any{"m": s.id, "s": seq, "d": deltas})
 				at := time.Now()
 				if err != nil {
 					wmu.Lock()
@@ -314,6 +340,11 @@ func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, sta
 	elapsed := time.Since(start)
 	if werr != nil {
 		return r, werr
+	}
+	if profiled != nil {
+		if err := <-profiled; err != nil {
+			return r, err
+		}
 	}
 	// Wait (up to 30 s) for the subscribers to have every delta.
 	total := 0
@@ -415,6 +446,86 @@ func dbStats(ctx context.Context, stats *sqlx.DB) (commits, rows, wal int64, err
 		pg_current_wal_lsn() - '0/0'::pg_lsn
 		FROM pg_stat_database WHERE datname = current_database()`).Scan(&commits, &rows, &wal)
 	return commits, rows, wal, err
+}
+
+// cpuProfile writes the server's CPU profile over the next secs seconds to path.
+func cpuProfile(ctx context.Context, debugAddr string, secs int, path string) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", debugAddr, secs), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("profile the server: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile the server: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+const appendMutation = `mutation($m: ID!, $s: Int!, $d: [MessageDeltaInput!]!) {
+	appendMessageDeltas(messageId: $m, seq: $s, deltas: $d) { seq } }`
+
+// dialWriter opens a websocket for a writer's mutations (graphql-transport-ws).
+func dialWriter(ctx context.Context, url string) (*websocket.Conn, error) {
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(dctx, "ws"+strings.TrimPrefix(url, "http")+"/graphql",
+		&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+	if err != nil {
+		return nil, fmt.Errorf("dial: %w", err)
+	}
+	err = conn.Write(dctx, websocket.MessageText, []byte(`{"type":"connection_init"}`))
+	if err == nil {
+		_, _, err = conn.Read(dctx) // connection_ack
+	}
+	if err != nil {
+		conn.CloseNow()
+		return nil, fmt.Errorf("connection_init: %w", err)
+	}
+	return conn, nil
+}
+
+// wsMutation runs a mutation as an operation on ws and waits for its completion: one
+// at a time, so that a writer's appends stay in order.
+func wsMutation(ctx context.Context, ws *websocket.Conn, query string, vars map[string]any) error {
+	msg, _ := json.Marshal(map[string]any{"id": "m", "type": "subscribe", "payload": map[string]any{"query": query, "variables": vars}})
+	if err := ws.Write(ctx, websocket.MessageText, msg); err != nil {
+		return err
+	}
+	var failed error
+	for {
+		_, b, err := ws.Read(ctx)
+		if err != nil {
+			return err
+		}
+		var m struct {
+			Type    string
+			Payload struct{ Errors []struct{ Message string } }
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			return err
+		}
+		switch m.Type {
+		case "next":
+			if len(m.Payload.Errors) > 0 {
+				failed = errors.New(m.Payload.Errors[0].Message)
+			}
+		case "error":
+			return fmt.Errorf("append refused: %s", b)
+		case "ping":
+			ws.Write(ctx, websocket.MessageText, []byte(`{"type":"pong"}`))
+		case "complete":
+			return failed
+		}
+	}
 }
 
 var httpClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}

@@ -105,7 +105,8 @@ func (wsTransport) Supports(r *http.Request) bool { return KindOf(r.Context()) =
 // Do implements graphql.Transport: it accepts the websocket and returns, leaving the
 // connection to a goroutine of its own.
 func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	cw := &corkingWriter{ResponseWriter: w}
+	conn, err := websocket.Accept(cw, r, &websocket.AcceptOptions{
 		Subprotocols:   []string{protoTransportWS, protoLegacyWS},
 		OriginPatterns: t.origins,
 	})
@@ -118,7 +119,7 @@ func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	ctx = context.WithValue(ctx, openSubscriptionsKey{}, new(atomic.Int64))
 	c := &wsConn{
-		t: t, exec: exec, conn: conn, legacy: conn.Subprotocol() != protoTransportWS,
+		t: t, exec: exec, conn: conn, cork: cw.conn, legacy: conn.Subprotocol() != protoTransportWS,
 		ctx: ctx, cancel: cancel, opCtx: ctx, ops: map[string]*wsOp{},
 	}
 	c.mu.Lock()
@@ -133,6 +134,7 @@ type wsConn struct {
 	t            wsTransport
 	exec         graphql.GraphExecutor
 	conn         *websocket.Conn
+	cork         *corkConn // conn's network connection (nil if it could not be wrapped)
 	legacy       bool
 	ctx          context.Context // ends when the connection closes
 	cancel       context.CancelFunc
@@ -142,9 +144,15 @@ type wsConn struct {
 	wmu    sync.Mutex
 	closed bool
 	// writeTimer drops the connection when a write takes longer than writeTimeout; one
-	// per connection, reset for each write, rather than a context and timer per write.
+	// per connection rather than a context and timer per write, and not reset for each
+	// write either (a timer's reset and stop were 4% of a delivery's CPU): armed by a
+	// write when it is not, it looks at the write under way when it fires, and goes
+	// again for the rest of that write's time, or disarms when none is under way.
 	writeTimer *time.Timer
+	tmu        sync.Mutex // guards timerArmed and the timer's resets
+	timerArmed bool
 	writing    atomic.Bool
+	writeStart atomic.Int64 // when the write under way began (UnixNano)
 	tooSlow    atomic.Bool
 
 	mu          sync.Mutex
@@ -427,21 +435,49 @@ func (c *wsConn) send(m wsMessage) error {
 
 var errConnClosed = errors.New("websocket closed")
 
-func (c *wsConn) write(b []byte) error {
+// write writes messages, in order, within the write timeout (for them all). Several
+// messages go out in one write to the network (see corkConn).
+func (c *wsConn) write(msgs ...[]byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if c.closed || c.t.shutdown.Err() != nil {
 		return errConnClosed
 	}
-	if c.writeTimer == nil {
-		c.writeTimer = time.AfterFunc(c.t.writeTimeout, c.writeTimedOut)
-	} else {
-		c.writeTimer.Reset(c.t.writeTimeout)
+	c.writeStart.Store(time.Now().UnixNano())
+	c.writing.Store(true) // before looking at timerArmed: see writeTimedOut
+	c.tmu.Lock()
+	if !c.timerArmed {
+		c.timerArmed = true
+		if c.writeTimer == nil {
+			c.writeTimer = time.AfterFunc(c.t.writeTimeout, c.writeTimedOut)
+		} else {
+			c.writeTimer.Reset(c.t.writeTimeout)
+		}
 	}
-	c.writing.Store(true)
-	err := c.conn.Write(context.Background(), websocket.MessageText, b)
+	c.tmu.Unlock()
+	var err error
+	if len(msgs) > 1 && c.cork != nil {
+		c.cork.cork()
+		for _, b := range msgs {
+			if err = c.conn.Write(context.Background(), websocket.MessageText, b); err != nil {
+				break
+			}
+		}
+		if uerr := c.cork.uncork(); err == nil {
+			err = uerr
+		}
+	} else {
+		for _, b := range msgs {
+			if err = c.conn.Write(context.Background(), websocket.MessageText, b); err != nil {
+				break
+			}
+		}
+	}
+	if err == nil {
+		framesWritten.Add(int64(len(msgs)))
+		writesDone.Add(1)
+	}
 	c.writing.Store(false)
-	c.writeTimer.Stop()
 	if err != nil {
 		if c.tooSlow.Load() {
 			c.t.log.Warn("websocket client too slow: disconnected", "writeTimeout", c.t.writeTimeout,
@@ -454,12 +490,26 @@ func (c *wsConn) write(b []byte) error {
 }
 
 // writeTimedOut drops a connection whose write has not finished within writeTimeout: a
-// close frame could not get through its full buffers either.
+// close frame could not get through its full buffers either. A write under way that
+// began later has the rest of its time; with none under way the timer disarms, and the
+// next write arms it again. (A write that starts while this runs finds timerArmed under
+// tmu once this is done, so one of the two arms the timer.)
 func (c *wsConn) writeTimedOut() {
-	if c.writing.Load() {
-		c.tooSlow.Store(true)
-		c.conn.CloseNow()
+	c.tmu.Lock()
+	if !c.writing.Load() {
+		c.timerArmed = false
+		c.tmu.Unlock()
+		return
 	}
+	if left := c.t.writeTimeout - time.Since(time.Unix(0, c.writeStart.Load())); left > 0 {
+		c.writeTimer.Reset(left)
+		c.tmu.Unlock()
+		return
+	}
+	c.timerArmed = false
+	c.tmu.Unlock()
+	c.tooSlow.Store(true)
+	c.conn.CloseNow()
 }
 
 // close ends the connection and its operations, once. The close handshake runs in
@@ -524,20 +574,59 @@ func (c *wsConn) sendResponseID(id string, idJSON []byte, resp *graphql.Response
 // sendData frames a result that is data alone, by hand: json.Marshal would re-validate
 // and compact the data gqlgen has just written, for every subscriber.
 func (c *wsConn) sendData(idJSON, data []byte) error {
+	b := c.frameData(getFrame(), idJSON, data)
+	err := c.write(b)
+	putFrame(b)
+	return err
+}
+
+// frameData appends to b the message carrying data, the result of operation idJSON.
+func (c *wsConn) frameData(b, idJSON, data []byte) []byte {
 	typ := "next"
 	if c.legacy {
 		typ = "data"
 	}
-	b := make([]byte, 0, len(data)+len(idJSON)+48)
 	b = append(b, `{"id":`...)
 	b = append(b, idJSON...)
 	b = append(b, `,"type":"`...)
 	b = append(b, typ...)
 	b = append(b, `","payload":{"data":`...)
 	b = append(b, data...)
-	b = append(b, "}}"...)
-	return c.write(b)
+	return append(b, "}}"...)
 }
+
+// frames pools the buffers messages are framed in: a delivery to a thousand
+// subscribers framed a thousand fresh copies of the shared result for the garbage
+// collector. coder/websocket copies what it is given, so a buffer comes back as soon as
+// its write returns.
+var frames sync.Pool
+
+func getFrame() []byte {
+	if b, ok := frames.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, 1024)
+}
+
+func putFrame(b []byte) {
+	if cap(b) > 64<<10 { // a rare large one is left to the garbage collector
+		return
+	}
+	frames.Put(&b)
+}
+
+// framesWritten and writesDone count the messages written to websockets and the writes
+// that carried them (several messages a write when a drain had them ready), for tests.
+var framesWritten, writesDone atomic.Int64
+
+// Bounds of the events one drain frames before writing them (in one write): a
+// subscriber behind by more gets them in several writes, each waiting for the client
+// to take the previous, so that what the server holds for a slow client stays this
+// small (the rest waits in the database).
+const (
+	maxBatchMessages = 64
+	maxBatchBytes    = 256 << 10
+)
 
 // wsOp is one operation of a connection.
 type wsOp struct {
@@ -654,15 +743,39 @@ func (op *wsOp) wake() {
 	go op.drain()
 }
 
-// drain writes every event that is ready, then ends. Writing blocks while the client
-// is slow to read, which is the back-pressure: the stream reads the database at the
-// pace of these writes, and a client that stops reading is cut off by the write
-// timeout.
+// drain writes every event that is ready, then ends. The events ready at once are
+// framed first and written together, up to maxBatchMessages or maxBatchBytes at a time
+// (one write to the network rather than one per event: see corkConn). Writing blocks
+// while the client is slow to read, which is the back-pressure: the stream reads the
+// database at the pace of these writes, and a client that stops reading is cut off by
+// the write timeout.
 func (op *wsOp) drain() {
 	c := op.c
+	var batch [][]byte
+	size := 0
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := c.write(batch...)
+		for _, b := range batch {
+			putFrame(b)
+		}
+		clear(batch)
+		batch, size = batch[:0], 0
+		return err
+	}
 	for {
+		if len(batch) >= maxBatchMessages || size >= maxBatchBytes {
+			if flush() != nil {
+				return
+			}
+		}
 		event, ready, err := op.poll(op.rctx)
 		if err != nil {
+			if flush() != nil {
+				return
+			}
 			if op.ctx.Err() == nil && parley.ErrorCode(err) != parley.ENOTFOUND {
 				c.sendErrors(op.id, gqlerror.List{c.t.present(op.rctx, err)})
 				op.end(false)
@@ -672,6 +785,9 @@ func (op *wsOp) drain() {
 			return
 		}
 		if !ready {
+			if flush() != nil {
+				return
+			}
 			op.mu.Lock()
 			if op.again && !op.ended {
 				op.again = false
@@ -693,15 +809,22 @@ func (op *wsOp) drain() {
 		} else {
 			resp = execute()
 		}
+		if data == nil && plainData(resp) {
+			data = resp.Data
+		}
 		if data != nil {
-			err = c.sendData(op.idJSON, data)
-		} else if resp == nil {
+			b := c.frameData(getFrame(), op.idJSON, data)
+			batch, size = append(batch, b), size+len(b)
+			continue
+		}
+		if flush() != nil {
+			return
+		}
+		if resp == nil {
 			op.end(true)
 			return
-		} else {
-			err = c.sendResponseID(op.id, op.idJSON, resp)
 		}
-		if err != nil {
+		if c.sendResponseID(op.id, op.idJSON, resp) != nil {
 			return
 		}
 	}

@@ -15,11 +15,11 @@ import (
 //     even when a turn added more blocks than the API looks back over (20).
 //
 // Thinking blocks cannot carry a breakpoint: the block before one is marked instead.
-func placeBreakpoints(system []sdk.TextBlockParam, msgs []sdk.MessageParam, n int) {
-	mark := func(m *sdk.MessageParam) bool {
-		for i := len(m.Content) - 1; i >= 0; i-- {
-			if cc := m.Content[i].GetCacheControl(); cc != nil {
-				*cc = sdk.NewCacheControlEphemeralParam()
+func placeBreakpoints(system []sdk.TextBlockParam, msgs []outMessage, n int) {
+	mark := func(m *outMessage) bool {
+		for i := len(m.content) - 1; i >= 0; i-- {
+			if m.content[i].cacheable() {
+				m.content[i].cache = true
 				return true
 			}
 		}
@@ -37,7 +37,7 @@ func placeBreakpoints(system []sdk.TextBlockParam, msgs []sdk.MessageParam, n in
 		n--
 	}
 	for i := last - 1; i >= 0 && n > 0; i-- {
-		if msgs[i].Role == sdk.MessageParamRoleUser && mark(&msgs[i]) {
+		if msgs[i].role == sdk.MessageParamRoleUser && mark(&msgs[i]) {
 			n--
 		}
 	}

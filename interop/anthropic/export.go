@@ -9,7 +9,6 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/packages/param"
 
 	"github.com/parley-dev/parley"
-	"github.com/parley-dev/parley/interop/internal/jsonlist"
 	"github.com/parley-dev/parley/interop/internal/notes"
 )
 
@@ -25,9 +24,9 @@ const (
 // turn is one message of the output being assembled.
 type turn struct {
 	role     sdk.MessageParamRole
-	thinking []sdk.ContentBlockParamUnion // first in an assistant turn, as the API requires
-	results  []sdk.ContentBlockParamUnion // first in a user turn, as the API requires
-	blocks   []sdk.ContentBlockParamUnion
+	thinking []outBlock // first in an assistant turn, as the API requires
+	results  []outBlock // first in a user turn, as the API requires
+	blocks   []outBlock
 }
 
 type builder struct {
@@ -52,7 +51,7 @@ func (b *builder) text(role sdk.MessageParamRole, text string) {
 		return // the API refuses empty text blocks
 	}
 	t := b.current(role)
-	t.blocks = append(t.blocks, sdk.NewTextBlock(text))
+	t.blocks = append(t.blocks, outBlock{kind: textBlock, text: text})
 }
 
 // body adds a message's parts: signed and redacted thinking, unmodified and in their
@@ -64,18 +63,18 @@ func (b *builder) body(role sdk.MessageParamRole, body parley.Body) {
 		b.inOrder(&parley.ToolRequestMessage{Body: body})
 		return
 	}
-	var thinking []sdk.ContentBlockParamUnion
+	var thinking []outBlock
 	for _, p := range body.Parts {
 		switch {
 		case p.Kind == parley.PartRedactedThinking:
-			thinking = append(thinking, sdk.NewRedactedThinkingBlock(p.Signature))
+			thinking = append(thinking, outBlock{kind: redactedBlock, signature: p.Signature})
 		case p.Kind != parley.PartThinking:
 		case p.Signature == "":
 			b.notes.Add(noteUnsigned)
 		default:
 			// Signed thinking is sent even with no text: models that omit the display
 			// of their thinking sign an empty one.
-			thinking = append(thinking, sdk.NewThinkingBlock(p.Signature, p.Text))
+			thinking = append(thinking, outBlock{kind: thinkingBlock, signature: p.Signature, text: p.Text})
 		}
 	}
 	if len(thinking) > 0 {
@@ -98,7 +97,7 @@ type Options struct {
 }
 
 // toolUse is a call as a tool_use block, its input as the model produced it.
-func (b *builder) toolUse(c *parley.ToolCall) sdk.ContentBlockParamUnion {
+func (b *builder) toolUse(c *parley.ToolCall) outBlock {
 	args := json.RawMessage(c.Arguments)
 	switch {
 	case c.ArgumentsInvalid:
@@ -109,7 +108,7 @@ func (b *builder) toolUse(c *parley.ToolCall) sdk.ContentBlockParamUnion {
 	case c.Arguments.IsNull():
 		args = json.RawMessage("{}")
 	}
-	return sdk.NewToolUseBlock(c.ID, args, c.Name)
+	return outBlock{kind: toolUseBlock, id: c.ID, name: c.Name, input: args}
 }
 
 // resultContent is a tool result's text and images, in the order the tool gave them.
@@ -138,37 +137,41 @@ func (b *builder) inOrder(m *parley.ToolRequestMessage) {
 	t := b.current(sdk.MessageParamRoleAssistant)
 	opening := true
 	m.InOrder(func(p *parley.Part, c *parley.ToolCall) {
-		var block sdk.ContentBlockParamUnion
+		var blk outBlock
 		switch {
 		case c != nil:
-			block = b.toolUse(c)
+			blk = b.toolUse(c)
 		case p.Kind == parley.PartRedactedThinking:
-			block = sdk.NewRedactedThinkingBlock(p.Signature)
+			blk = outBlock{kind: redactedBlock, signature: p.Signature}
 		case p.Kind == parley.PartThinking && p.Signature == "":
 			b.notes.Add(noteUnsigned)
 			return
 		case p.Kind == parley.PartThinking:
-			block = sdk.NewThinkingBlock(p.Signature, p.Text)
+			blk = outBlock{kind: thinkingBlock, signature: p.Signature, text: p.Text}
 		case p.Kind == parley.PartServerTool:
-			if err := json.Unmarshal(p.Raw, &block); err != nil || param.IsOmitted(block) {
+			var u sdk.ContentBlockParamUnion
+			if err := json.Unmarshal(p.Raw, &u); err != nil || param.IsOmitted(u) {
 				b.notes.Add(noteServerTool)
 				return
 			}
+			blk = outBlock{kind: sdkBlock, sdk: &u}
 		case strings.TrimSpace(p.Text) == "":
 			return // the API refuses empty text blocks
-		default:
+		case len(p.Citations) > 0:
 			text := sdk.TextBlockParam{Text: p.Text}
-			if len(p.Citations) > 0 && json.Unmarshal(p.Citations, &text.Citations) != nil {
+			if json.Unmarshal(p.Citations, &text.Citations) != nil {
 				b.notes.Add(noteCitations)
 			}
-			block = sdk.ContentBlockParamUnion{OfText: &text}
+			blk = outBlock{kind: sdkBlock, sdk: &sdk.ContentBlockParamUnion{OfText: &text}}
+		default:
+			blk = outBlock{kind: textBlock, text: p.Text}
 		}
 		if opening && c == nil && (p.Kind == parley.PartThinking || p.Kind == parley.PartRedactedThinking) {
-			t.thinking = append(t.thinking, block)
+			t.thinking = append(t.thinking, blk)
 			return
 		}
 		opening = false
-		t.blocks = append(t.blocks, block)
+		t.blocks = append(t.blocks, blk)
 	})
 }
 
@@ -197,6 +200,19 @@ func Export(msgs []parley.Message, system string) (parley.JSON, []string, error)
 // tool_result blocks in the user turn right after them, consecutive same-role turns
 // merged. The history must be ready to send (see the interop package's planner).
 func ExportWith(msgs []parley.Message, opts Options) (parley.JSON, []string, error) {
+	system, out, notes, err := request(msgs, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, err := appendRequest(nil, system, out, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	return raw, notes, nil
+}
+
+// request maps msgs to the system blocks and messages of a request, and its notes.
+func request(msgs []parley.Message, opts Options) ([]sdk.TextBlockParam, []outMessage, []string, error) {
 	b := &builder{}
 	if strings.TrimSpace(opts.System) != "" {
 		b.system = append(b.system, sdk.TextBlockParam{Text: opts.System})
@@ -230,11 +246,11 @@ func ExportWith(msgs []parley.Message, opts Options) (parley.JSON, []string, err
 				continue
 			}
 			t := b.current(sdk.MessageParamRoleUser)
+			img := sdk.NewImageBlock(sdk.URLImageSourceParam{URL: m.Source.URL})
 			if m.Source.Data != "" {
-				t.blocks = append(t.blocks, sdk.NewImageBlockBase64(m.Source.MediaType, m.Source.Data))
-			} else {
-				t.blocks = append(t.blocks, sdk.NewImageBlock(sdk.URLImageSourceParam{URL: m.Source.URL}))
+				img = sdk.NewImageBlockBase64(m.Source.MediaType, m.Source.Data)
 			}
+			t.blocks = append(t.blocks, outBlock{kind: sdkBlock, sdk: &img})
 		case *parley.FileReferenceMessage, *parley.MCPResourceMessage:
 			text, _ := parley.ContextText(m)
 			b.text(sdk.MessageParamRoleUser, text)
@@ -249,61 +265,43 @@ func ExportWith(msgs []parley.Message, opts Options) (parley.JSON, []string, err
 				t.blocks = append(t.blocks, b.toolUse(&m.ToolCalls[i]))
 			}
 		case *parley.ToolResultMessage:
-			r := sdk.ToolResultBlockParam{ToolUseID: m.ToolCallID}
+			r := outBlock{kind: toolResultBlock, id: m.ToolCallID, isError: m.Status == parley.ToolError}
 			if parley.HasImages(m.Body) {
-				r.Content = resultContent(m.Body)
+				u := r.param()
+				u.OfToolResult.Content = resultContent(m.Body)
+				r = outBlock{kind: sdkBlock, sdk: &u}
 			} else if text := m.ResultText(); strings.TrimSpace(text) != "" {
-				r.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: text}}}
-			}
-			if m.Status == parley.ToolError {
-				r.IsError = param.NewOpt(true)
+				r.text, r.hasText = text, true
 			}
 			t := b.current(sdk.MessageParamRoleUser)
-			t.results = append(t.results, sdk.ContentBlockParamUnion{OfToolResult: &r})
+			t.results = append(t.results, r)
 		case *parley.CompactionMessage:
 			if m.Provider == parley.CompactionAnthropic {
 				// The API's own block, sent back as it came, in the assistant turn it came in.
 				t := b.current(sdk.MessageParamRoleAssistant)
-				t.blocks = append(t.blocks, param.Override[sdk.ContentBlockParamUnion](json.RawMessage(m.Data)))
+				u := param.Override[sdk.ContentBlockParamUnion](json.RawMessage(m.Data))
+				t.blocks = append(t.blocks, outBlock{kind: sdkBlock, sdk: &u})
 				continue
 			}
 			b.text(sdk.MessageParamRoleUser, m.Text())
 		default:
-			return nil, nil, fmt.Errorf("anthropic: cannot export a %T", m)
+			return nil, nil, nil, fmt.Errorf("anthropic: cannot export a %T", m)
 		}
 	}
-	out := struct {
-		System   []sdk.TextBlockParam `json:"system,omitempty"`
-		Messages []sdk.MessageParam   `json:"messages"`
-	}{System: b.system, Messages: make([]sdk.MessageParam, 0, len(b.turns))}
+	system := b.system
+	out := make([]outMessage, 0, len(b.turns))
 	for _, t := range b.turns {
-		content := append(append(append([]sdk.ContentBlockParamUnion{}, t.thinking...), t.results...), t.blocks...)
+		content := append(append(append(make([]outBlock, 0, len(t.thinking)+len(t.results)+len(t.blocks)), t.thinking...), t.results...), t.blocks...)
 		if len(content) == 0 {
 			continue
 		}
-		out.Messages = append(out.Messages, sdk.MessageParam{Role: t.role, Content: content})
+		out = append(out, outMessage{role: t.role, content: content})
 	}
-	if len(out.Messages) > 0 && out.Messages[0].Role == sdk.MessageParamRoleAssistant && !opts.Continuation && !startsWithCompaction(msgs) {
+	if len(out) > 0 && out[0].role == sdk.MessageParamRoleAssistant && !opts.Continuation && !startsWithCompaction(msgs) {
 		b.notes.Add(noteStartsWithAI)
 	}
-	placeBreakpoints(out.System, out.Messages, opts.CacheBreakpoints)
-	// As json.Marshal(out) would write it, without checking each message's output again.
-	raw := []byte{'{'}
-	if len(out.System) > 0 {
-		raw = append(raw, `"system":`...)
-		var err error
-		if raw, err = jsonlist.Append(raw, out.System); err != nil {
-			return nil, nil, fmt.Errorf("encode system: %w", err)
-		}
-		raw = append(raw, ',')
-	}
-	raw = append(raw, `"messages":`...)
-	raw, err := jsonlist.Append(raw, out.Messages)
-	if err != nil {
-		return nil, nil, fmt.Errorf("encode messages: %w", err)
-	}
-	raw = append(raw, '}')
-	return raw, b.notes.List(), nil
+	placeBreakpoints(system, out, opts.CacheBreakpoints)
+	return system, out, b.notes.List(), nil
 }
 
 // startsWithCompaction reports whether msgs start with an Anthropic compaction block,

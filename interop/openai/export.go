@@ -58,10 +58,26 @@ func outputItems(body parley.Body) responses.ResponseFunctionCallOutputItemListP
 
 // ExportChat writes msgs as a Chat Completions messages array, system first.
 func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, error) {
+	out, notes, err := chatMessages(msgs, system)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := appendChat(nil, out, false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode chat messages: %w", err)
+	}
+	return b, notes, nil
+}
+
+// chatMessages maps msgs to the messages of a Chat Completions request.
+func chatMessages(msgs []parley.Message, system string) ([]chatOut, []string, error) {
 	var n notes.Notes
-	out := make([]sdk.ChatCompletionMessageParamUnion, 0, len(msgs)+1)
+	out := make([]chatOut, 0, len(msgs)+1)
+	text := func(role, content string) {
+		out = append(out, chatOut{role: role, content: content, hasContent: true})
+	}
 	if strings.TrimSpace(system) != "" {
-		out = append(out, sdk.SystemMessage(system))
+		text("system", system)
 	}
 	// A tool result's images follow the run of tool messages they came in, so that the
 	// calls' results stay together after the assistant message, as the API requires.
@@ -74,7 +90,8 @@ func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, er
 		for i, u := range images {
 			parts[i] = sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: u})
 		}
-		out, images = append(out, sdk.UserMessage(parts)), nil
+		m := sdk.UserMessage(parts)
+		out, images = append(out, chatOut{sdk: &m}), nil
 	}
 	for _, m := range msgs {
 		if _, ok := m.(*parley.ToolResultMessage); !ok {
@@ -87,74 +104,167 @@ func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, er
 			}
 			switch m.Role {
 			case parley.RoleUser:
-				out = append(out, sdk.UserMessage(m.Text()))
+				text("user", m.Text())
 			case parley.RoleAssistant:
-				out = append(out, sdk.AssistantMessage(m.Text()))
+				text("assistant", m.Text())
 			case parley.RoleSupervisor:
-				out = append(out, sdk.SystemMessage(m.Text()))
+				text("system", m.Text())
 			}
 		case *parley.ImageMessage:
-			asImage, text := m.LLMContent()
+			asImage, content := m.LLMContent()
 			switch {
 			case asImage:
-				out = append(out, sdk.UserMessage([]sdk.ChatCompletionContentPartUnionParam{
+				u := sdk.UserMessage([]sdk.ChatCompletionContentPartUnionParam{
 					sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: m.Source.DataURL()}),
-				}))
+				})
+				out = append(out, chatOut{sdk: &u})
 			case m.Role == parley.RoleAssistant:
 				n.Add(noteImageAsText)
-				out = append(out, sdk.AssistantMessage(text))
+				text("assistant", content)
 			default:
 				n.Add(noteImageAsText)
-				out = append(out, sdk.UserMessage(text))
+				text("user", content)
 			}
 		case *parley.FileReferenceMessage, *parley.MCPResourceMessage:
-			text, _ := parley.ContextText(m)
-			out = append(out, sdk.UserMessage(text))
+			content, _ := parley.ContextText(m)
+			text("user", content)
 		case *parley.ToolRequestMessage:
 			if m.Thinking() != "" {
 				n.Add(noteThinking)
 			}
-			a := sdk.ChatCompletionAssistantMessageParam{}
+			a := chatOut{role: "assistant", calls: m.ToolCalls}
 			if t := m.Text(); strings.TrimSpace(t) != "" {
-				a.Content.OfString = param.NewOpt(t)
+				a.content, a.hasContent = t, true
 			}
 			for _, c := range m.ToolCalls {
-				call := &sdk.ChatCompletionMessageFunctionToolCallParam{
-					ID:       c.ID,
-					Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.ArgumentsText()},
-				}
 				if c.ThoughtSignature != "" {
-					// Where Gemini's OpenAI-compatible API gave it (replay sends it only there).
-					call.SetExtraFields(map[string]any{"extra_content": map[string]any{
-						"google": map[string]any{"thought_signature": c.ThoughtSignature}}})
+					// Where Gemini's OpenAI-compatible API gave it (replay sends it only
+					// there): an extra field, which the SDK writes.
+					p := a.param()
+					a = chatOut{sdk: &p}
+					break
 				}
-				a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{OfFunction: call})
 			}
-			out = append(out, sdk.ChatCompletionMessageParamUnion{OfAssistant: &a})
+			out = append(out, a)
 		case *parley.ToolResultMessage:
-			text := m.ResultText()
-			if strings.TrimSpace(text) == "" {
+			content := m.ResultText()
+			if strings.TrimSpace(content) == "" {
 				n.Add(noteNoOutput)
-				text = "(no output)"
+				content = "(no output)"
 			}
-			out = append(out, sdk.ToolMessage(text, m.ToolCallID))
+			out = append(out, chatOut{role: "tool", content: content, hasContent: true, toolCallID: m.ToolCallID})
 			if urls := resultImages(m.Body); len(urls) > 0 {
 				n.Add(noteToolImages)
 				images = append(images, urls...)
 			}
 		case *parley.CompactionMessage:
 			// Only a client's summary reaches Chat Completions (the planner sees to it).
-			out = append(out, sdk.UserMessage(m.Text()))
+			text("user", m.Text())
 		default:
 			return nil, nil, fmt.Errorf("openai: cannot export a %T", m)
 		}
 	}
 	flushImages()
-	b, err := jsonlist.Append(nil, out)
-	if err != nil {
-		return nil, nil, fmt.Errorf("encode chat messages: %w", err)
+	return out, n.List(), nil
+}
+
+// chatOut is a message of a Chat Completions request: a text message of a role, a
+// tool message (toolCallID) or an assistant message with calls, which appendJSON
+// writes directly, or another shape, which the SDK writes (sdk). Writing the common
+// shapes directly spares encoding/json's reflection over the SDK's params, most of an
+// export's CPU; param builds the same message as the SDK's param, and the tests hold
+// appendJSON's bytes to the SDK's.
+type chatOut struct {
+	role       string
+	content    string
+	hasContent bool
+	toolCallID string
+	calls      []parley.ToolCall
+	sdk        *sdk.ChatCompletionMessageParamUnion
+}
+
+// param is m as the SDK's param.
+func (m *chatOut) param() sdk.ChatCompletionMessageParamUnion {
+	switch {
+	case m.sdk != nil:
+		return *m.sdk
+	case m.role == "system":
+		return sdk.SystemMessage(m.content)
+	case m.role == "user":
+		return sdk.UserMessage(m.content)
+	case m.role == "tool":
+		return sdk.ToolMessage(m.content, m.toolCallID)
 	}
-	return b, n.List(), nil
+	a := sdk.ChatCompletionAssistantMessageParam{}
+	if m.hasContent {
+		a.Content.OfString = param.NewOpt(m.content)
+	}
+	for _, c := range m.calls {
+		call := &sdk.ChatCompletionMessageFunctionToolCallParam{
+			ID:       c.ID,
+			Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.ArgumentsText()},
+		}
+		if c.ThoughtSignature != "" {
+			call.SetExtraFields(map[string]any{"extra_content": map[string]any{
+				"google": map[string]any{"thought_signature": c.ThoughtSignature}}})
+		}
+		a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{OfFunction: call})
+	}
+	return sdk.ChatCompletionMessageParamUnion{OfAssistant: &a}
+}
+
+// appendJSON appends m as encoding/json.Marshal(m.param()) writes it; viaSDK writes it
+// with the SDK (the reference the tests compare with).
+func (m *chatOut) appendJSON(dst []byte, viaSDK bool) ([]byte, error) {
+	if viaSDK || m.sdk != nil {
+		return jsonlist.AppendMarshaler(dst, m.param())
+	}
+	dst = append(dst, '{')
+	if m.hasContent {
+		dst = append(dst, `"content":`...)
+		dst = jsonlist.AppendString(dst, m.content)
+		dst = append(dst, ',')
+	}
+	if m.role == "tool" {
+		dst = append(dst, `"tool_call_id":`...)
+		dst = jsonlist.AppendString(dst, m.toolCallID)
+		dst = append(dst, ',')
+	}
+	if len(m.calls) > 0 {
+		dst = append(dst, `"tool_calls":[`...)
+		for i := range m.calls {
+			c := &m.calls[i]
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"id":`...)
+			dst = jsonlist.AppendString(dst, c.ID)
+			dst = append(dst, `,"function":{"arguments":`...)
+			dst = jsonlist.AppendString(dst, c.ArgumentsText())
+			dst = append(dst, `,"name":`...)
+			dst = jsonlist.AppendString(dst, c.Name)
+			dst = append(dst, `},"type":"function"}`...)
+		}
+		dst = append(dst, "],"...)
+	}
+	dst = append(dst, `"role":"`...)
+	dst = append(dst, m.role...)
+	return append(dst, `"}`...), nil
+}
+
+// appendChat appends msgs as a JSON array (viaSDK: as appendJSON says).
+func appendChat(dst []byte, msgs []chatOut, viaSDK bool) ([]byte, error) {
+	dst = append(dst, '[')
+	for i := range msgs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = msgs[i].appendJSON(dst, viaSDK); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, ']'), nil
 }
 
 // ExportResponses writes msgs as Responses API input items: messages (the system
