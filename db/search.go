@@ -144,18 +144,33 @@ func filterSQL(f *parley.SearchFilter, a *args) (string, error) {
 	if len(f.Roles) > 0 {
 		where = append(where, `m.role = ANY(`+a.add(pq.Array(f.Roles))+`::text[])`)
 	}
-	if len(f.ToolNames) > 0 {
-		likes := make([]string, len(f.ToolNames))
-		for i, n := range f.ToolNames {
-			likes[i] = parley.ToolNameLike(n)
-		}
-		p := a.add(pq.Array(likes))
-		where = append(where, `(m.kind = 'tool_result' AND m.tool_results->0->>'toolName' LIKE ANY(`+p+`::text[])
-			OR m.kind = 'tool_request' AND EXISTS (SELECT 1 FROM jsonb_array_elements(m.tool_calls) tc
-				WHERE tc->>'name' LIKE ANY(`+p+`::text[])))`)
-	}
 	if f.ToolResultStatus != "" {
+		// Only tool results have a status: a tool name then names a result's tool, and
+		// both are conditions of messages_search_tool_result_idx (migration 000019).
 		where = append(where, `m.kind = 'tool_result' AND m.tool_results->0->>'status' = `+a.add(string(f.ToolResultStatus)))
+	}
+	if len(f.ToolNames) > 0 {
+		result := `m.tool_results->0->>'toolName' `
+		var request string
+		if names, exact := exactToolNames(f.ToolNames); exact {
+			p := a.add(pq.Array(names))
+			result += `= ANY(` + p + `::text[])`
+			request = `tc->>'name' = ANY(` + p + `::text[])`
+		} else {
+			likes := make([]string, len(f.ToolNames))
+			for i, n := range f.ToolNames {
+				likes[i] = parley.ToolNameLike(n)
+			}
+			p := a.add(pq.Array(likes))
+			result += `LIKE ANY(` + p + `::text[])`
+			request = `tc->>'name' LIKE ANY(` + p + `::text[])`
+		}
+		if f.ToolResultStatus != "" {
+			where = append(where, result)
+		} else {
+			where = append(where, `(m.kind = 'tool_result' AND `+result+`
+			OR m.kind = 'tool_request' AND EXISTS (SELECT 1 FROM jsonb_array_elements(m.tool_calls) tc WHERE `+request+`))`)
+		}
 	}
 	if f.ApprovalStatus != "" {
 		where = append(where, `m.kind = 'tool_request' AND EXISTS (SELECT 1 FROM jsonb_array_elements(m.tool_calls) tc
@@ -180,6 +195,17 @@ func filterSQL(f *parley.SearchFilter, a *args) (string, error) {
 		return "true", nil
 	}
 	return strings.Join(where, "\n\t\tAND "), nil
+}
+
+// exactToolNames is the tool names of globs when none has a wildcard: an equality, which
+// an index can answer, rather than LIKE.
+func exactToolNames(globs []string) ([]string, bool) {
+	for _, g := range globs {
+		if strings.ContainsAny(g, "*?") {
+			return nil, false
+		}
+	}
+	return globs, true
 }
 
 // Search implements parley.SearchService.
@@ -241,7 +267,7 @@ func (db *DB) Search(ctx context.Context, req parley.SearchRequest) (*parley.Sea
 	if req.Order == parley.SearchByNewest {
 		found = `SELECT ` + cols + `, ` + rank + ` AS rank, (extract(epoch FROM m.created_at) * 1e6)::bigint AS micros
 			FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1
-			WHERE m.search_vector @@ ` + wq + `
+			WHERE m.owner = $1 AND m.search_vector @@ ` + wq + `
 				AND m.deleted_at IS NULL
 				AND ` + filters + `
 				` + cursorCond + `
@@ -267,7 +293,7 @@ func (db *DB) Search(ctx context.Context, req parley.SearchRequest) (*parley.Sea
 			FROM (SELECT m.id, ` + rank + ` AS rank
 				FROM (SELECT m.id, m.search_vector
 					FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1
-					WHERE m.search_vector @@ ` + candidates + `
+					WHERE m.owner = $1 AND m.search_vector @@ ` + candidates + `
 						AND m.deleted_at IS NULL
 						AND ` + filters + `
 					ORDER BY c.updated_at DESC, c.id DESC, m.segment DESC, m.depth DESC
@@ -434,7 +460,7 @@ func (db *DB) SearchConversations(ctx context.Context, req parley.SearchRequest)
 	stmt := `WITH hits AS (
 			SELECT m.conversation_id, count(*) AS n, max(ts_rank_cd(m.search_vector, ` + qp + `)) AS best
 			FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1
-			WHERE m.search_vector @@ ` + a.add(weightTSQuery(query, "ABC")) + `::tsquery
+			WHERE m.owner = $1 AND m.search_vector @@ ` + a.add(weightTSQuery(query, "ABC")) + `::tsquery
 				AND m.deleted_at IS NULL AND ` + onActiveBranch + `
 			GROUP BY m.conversation_id),
 		found AS (
