@@ -1,7 +1,5 @@
 DROP INDEX messages_search_tool_result_idx;
 DROP INDEX messages_search_newest_idx;
-DROP INDEX messages_search_idx;
-CREATE INDEX messages_search_idx ON messages USING gin (conversation_id, search_vector) WHERE search_vector IS NOT NULL;
 
 CREATE OR REPLACE FUNCTION messages_search_vector() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
