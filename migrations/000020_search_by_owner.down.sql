@@ -3,6 +3,9 @@ DROP INDEX messages_search_newest_idx;
 
 CREATE OR REPLACE FUNCTION messages_search_vector() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    IF TG_OP = 'INSERT' AND NEW.search_vector IS NOT NULL THEN
+        RETURN NEW;
+    END IF;
     IF NEW.status = 'streaming' OR NEW.deleted_at IS NOT NULL THEN
         NEW.search_vector := NULL;
     ELSE

@@ -23,6 +23,10 @@ CREATE OR REPLACE FUNCTION messages_search_vector() RETURNS trigger LANGUAGE plp
 BEGIN
     IF TG_OP = 'INSERT' THEN
         NEW.owner := (SELECT owner FROM conversations WHERE id = NEW.conversation_id);
+        -- A fork's copy brings its vector (migration 000019).
+        IF NEW.search_vector IS NOT NULL THEN
+            RETURN NEW;
+        END IF;
     END IF;
     IF NEW.status = 'streaming' OR NEW.deleted_at IS NOT NULL THEN
         NEW.search_vector := NULL;
