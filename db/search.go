@@ -146,7 +146,7 @@ func filterSQL(f *parley.SearchFilter, a *args) (string, error) {
 	}
 	if f.ToolResultStatus != "" {
 		// Only tool results have a status: a tool name then names a result's tool, and
-		// both are conditions of messages_search_tool_result_idx (migration 000020).
+		// both are conditions of messages_search_tool_result_idx (migration 000021).
 		where = append(where, `m.kind = 'tool_result' AND m.tool_results->0->>'status' = `+a.add(string(f.ToolResultStatus)))
 	}
 	if len(f.ToolNames) > 0 {

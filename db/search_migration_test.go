@@ -15,10 +15,10 @@ import (
 )
 
 // searchOwnerMigration is the number of the migration that gives messages their
-// owner (000020_search_by_owner).
-const searchOwnerMigration = 20
+// owner (000021_search_by_owner).
+const searchOwnerMigration = 21
 
-// Migration 000020 fills messages.owner in place for the messages stored before it,
+// Migration 000021 fills messages.owner in place for the messages stored before it,
 // each with its conversation's owner, and later messages get theirs from the trigger;
 // searches then find each owner's messages only, newest first too. Down removes the
 // column and the indexes, and search still works on 000018's schema (checked in SQL).
@@ -117,7 +117,7 @@ func TestSearchOwnerMigrationFillsOwners(t *testing.T) {
 	if columns != 0 || indexes != 0 {
 		t.Errorf("after migrating down: got %d owner columns and %d of the indexes, want none", columns, indexes)
 	}
-	// The trigger of 000019 is back: a message inserted now gets its vector.
+	// The trigger of 000019 is back (000020 does not change it): a message inserted now gets its vector.
 	var found int
 	if _, err := conn.Exec(`INSERT INTO messages (conversation_id, position, depth, kind, role, content) VALUES ($1, 30, 30, 'text', 'user', 'zanzibar')`,
 		convs["bob"]); err != nil {

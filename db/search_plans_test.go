@@ -45,7 +45,7 @@ SELECT c.id, p, p, CASE WHEN p % 5 = 0 THEN 'tool_result' ELSE 'text' END, CASE 
 FROM c CROSS JOIN generate_series(1, 50) p
 CROSS JOIN LATERAL (SELECT (hashtext(c.id::text || p) & 2147483647)::bigint AS h) x`
 
-// searchPlanQueries are the benchmark's queries that migration 000020's indexes serve
+// searchPlanQueries are the benchmark's queries that migration 000021's indexes serve
 // (bench/search), each with the most rows of messages its plan may read for the heavy
 // owner beyond the page's own reads, as a fraction of the owner's matches of the words
 // (before filters).
