@@ -5,6 +5,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/parley-dev/parley"
 )
 
 // Transact exposes transact to the tests of package db_test.
@@ -68,3 +70,16 @@ func (db *DB) PageRowBytes(ctx context.Context, key, owner string, n int) ([]int
 
 // TreeSQL is treeSQL, for the plan tests.
 const TreeSQL = treeSQL
+
+// SearchSQL is the statement Search runs for req as owner, and its arguments, for the
+// plan tests (the query parsed as Search parses it).
+func (db *DB) SearchSQL(ctx context.Context, owner string, req parley.SearchRequest) (string, []any, error) {
+	if err := checkSearchPage(&req); err != nil {
+		return "", nil, err
+	}
+	cfg, query, err := db.searchQuery(ctx, req)
+	if err != nil {
+		return "", nil, err
+	}
+	return searchSQL(&req, nil, owner, cfg, query)
+}

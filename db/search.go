@@ -144,18 +144,33 @@ func filterSQL(f *parley.SearchFilter, a *args) (string, error) {
 	if len(f.Roles) > 0 {
 		where = append(where, `m.role = ANY(`+a.add(pq.Array(f.Roles))+`::text[])`)
 	}
-	if len(f.ToolNames) > 0 {
-		likes := make([]string, len(f.ToolNames))
-		for i, n := range f.ToolNames {
-			likes[i] = parley.ToolNameLike(n)
-		}
-		p := a.add(pq.Array(likes))
-		where = append(where, `(m.kind = 'tool_result' AND m.tool_results->0->>'toolName' LIKE ANY(`+p+`::text[])
-			OR m.kind = 'tool_request' AND EXISTS (SELECT 1 FROM jsonb_array_elements(m.tool_calls) tc
-				WHERE tc->>'name' LIKE ANY(`+p+`::text[])))`)
-	}
 	if f.ToolResultStatus != "" {
+		// Only tool results have a status: a tool name then names a result's tool, and
+		// both are conditions of messages_search_tool_result_idx (migration 000021).
 		where = append(where, `m.kind = 'tool_result' AND m.tool_results->0->>'status' = `+a.add(string(f.ToolResultStatus)))
+	}
+	if len(f.ToolNames) > 0 {
+		result := `m.tool_results->0->>'toolName' `
+		var request string
+		if names, exact := exactToolNames(f.ToolNames); exact {
+			p := a.add(pq.Array(names))
+			result += `= ANY(` + p + `::text[])`
+			request = `tc->>'name' = ANY(` + p + `::text[])`
+		} else {
+			likes := make([]string, len(f.ToolNames))
+			for i, n := range f.ToolNames {
+				likes[i] = parley.ToolNameLike(n)
+			}
+			p := a.add(pq.Array(likes))
+			result += `LIKE ANY(` + p + `::text[])`
+			request = `tc->>'name' LIKE ANY(` + p + `::text[])`
+		}
+		if f.ToolResultStatus != "" {
+			where = append(where, result)
+		} else {
+			where = append(where, `(m.kind = 'tool_result' AND `+result+`
+			OR m.kind = 'tool_request' AND EXISTS (SELECT 1 FROM jsonb_array_elements(m.tool_calls) tc WHERE `+request+`))`)
+		}
 	}
 	if f.ApprovalStatus != "" {
 		where = append(where, `m.kind = 'tool_request' AND EXISTS (SELECT 1 FROM jsonb_array_elements(m.tool_calls) tc
@@ -182,6 +197,17 @@ func filterSQL(f *parley.SearchFilter, a *args) (string, error) {
 	return strings.Join(where, "\n\t\tAND "), nil
 }
 
+// exactToolNames is the tool names of globs when none has a wildcard: an equality, which
+// an index can answer, rather than LIKE.
+func exactToolNames(globs []string) ([]string, bool) {
+	for _, g := range globs {
+		if strings.ContainsAny(g, "*?") {
+			return nil, false
+		}
+	}
+	return globs, true
+}
+
 // Search implements parley.SearchService.
 func (db *DB) Search(ctx context.Context, req parley.SearchRequest) (*parley.SearchPage, error) {
 	owner, err := ownerOf(ctx)
@@ -206,86 +232,10 @@ func (db *DB) Search(ctx context.Context, req parley.SearchRequest) (*parley.Sea
 	if err != nil {
 		return nil, err
 	}
-
-	a := args{owner}
-	qp := a.add(query) + `::tsquery`
-	filters, err := filterSQL(&req.Filter, &a)
+	stmt, a, err := searchSQL(&req, after, owner, cfg, query)
 	if err != nil {
 		return nil, err
 	}
-	// The thinking is weight D: without it, the query's words must match at weights A-C
-	// (wq). The index cannot tell weights, so every row it finds for wq is read again
-	// (its vector) to check them.
-	wq := qp
-	if !req.Filter.IncludeThinking {
-		wq = a.add(weightTSQuery(query, "ABC")) + `::tsquery`
-	}
-	rank := `ts_rank_cd(m.search_vector, ` + wq + `)`
-	order, cursorCond := `rank DESC, m.id`, ``
-	if req.Order == parley.SearchByNewest {
-		order = `m.created_at DESC, m.id DESC`
-	}
-	if after != nil {
-		if req.Order == parley.SearchByNewest {
-			t := a.add(after.Micro)
-			cursorCond = `AND (m.created_at, m.id) < (to_timestamp(` + t + `::float8 / 1e6), ` + a.add(after.Key) + `::uuid)`
-		} else {
-			r := a.add(after.Rank)
-			cursorCond = `AND (` + rank + ` < ` + r + `::real OR ` + rank + ` = ` + r + `::real AND m.id > ` + a.add(after.Key) + `::uuid)`
-		}
-	}
-	limit := a.add(req.First + 1)
-	cfgP := a.add(cfg)
-	cols := `m.` + strings.ReplaceAll(messageColumns, ", ", ", m.")
-	var found string
-	if req.Order == parley.SearchByNewest {
-		found = `SELECT ` + cols + `, ` + rank + ` AS rank, (extract(epoch FROM m.created_at) * 1e6)::bigint AS micros
-			FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1
-			WHERE m.search_vector @@ ` + wq + `
-				AND m.deleted_at IS NULL
-				AND ` + filters + `
-				` + cursorCond + `
-			ORDER BY ` + order + ` LIMIT ` + limit
-	} else {
-		// Relevance ranks a bounded set of candidates: the matches of the owner's most
-		// recently updated conversations, newest conversation first, at most
-		// parley.SearchRelevanceCandidates. They are chosen without reading a vector
-		// (the index answers qp exactly), so a common word costs the candidates, not
-		// every match of the owner; the weights are checked and the rank computed on
-		// them only.
-		weightCheck, candidates := ``, qp
-		if wq != qp {
-			weightCheck = `AND m.search_vector @@ ` + wq
-			if strings.Contains(query, "!") {
-				// An excluded word may be in the thinking alone: qp would leave out a
-				// message that wq finds. Such a query chooses by wq, reading vectors.
-				candidates = wq
-			}
-		}
-		// Candidates and ranks carry only ids and vectors; the page's rows are read by id.
-		found = `SELECT ` + cols + `, r.rank, (extract(epoch FROM m.created_at) * 1e6)::bigint AS micros
-			FROM (SELECT m.id, ` + rank + ` AS rank
-				FROM (SELECT m.id, m.search_vector
-					FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1
-					WHERE m.search_vector @@ ` + candidates + `
-						AND m.deleted_at IS NULL
-						AND ` + filters + `
-					ORDER BY c.updated_at DESC, c.id DESC, m.segment DESC, m.depth DESC
-					LIMIT ` + strconv.Itoa(parley.SearchRelevanceCandidates) + `) m
-				WHERE true ` + weightCheck + `
-					` + cursorCond + `
-				ORDER BY ` + order + ` LIMIT ` + limit + `) r
-			JOIN messages m ON m.id = r.id`
-	}
-	// The page's rows are found first; their snippets, branch and leaf are made for them only.
-	stmt := `SELECT h.*, ts_headline(` + cfgP + `::regconfig, message_search_document(h.kind, h.content, h.payload, h.tool_calls,
-			h.tool_results, ` + a.add(req.Filter.IncludeThinking) + `), ` + qp + `, '` + headlineOptions + `') AS headline,
-			onactive, ` + branchLeafOf + ` AS leaf
-		FROM (` + found + `) h
-		JOIN conversations c ON c.id = h.conversation_id,
-		LATERAL (SELECT h.segment, h.depth) m,
-		LATERAL (SELECT ` + activeOf(req.Filter.AllBranches) + ` AS onactive) ob
-		ORDER BY ` + strings.NewReplacer("m.", "h.").Replace(order)
 	rows, err := db.db.QueryxContext(ctx, stmt, a...)
 	if err != nil {
 		return nil, classify(fmt.Errorf("search: %w", err))
@@ -343,6 +293,95 @@ func (db *DB) Search(ctx context.Context, req parley.SearchRequest) (*parley.Sea
 		}
 	}
 	return page, nil
+}
+
+// searchSQL is the statement that finds the page of req (checked, its cursor after,
+// its query parsed into the tsquery query with configuration cfg) among owner's
+// messages, and its arguments.
+func searchSQL(req *parley.SearchRequest, after *parley.SearchCursor, owner, cfg, query string) (string, args, error) {
+	a := args{owner}
+	qp := a.add(query) + `::tsquery`
+	filters, err := filterSQL(&req.Filter, &a)
+	if err != nil {
+		return "", nil, err
+	}
+	// The thinking is weight D: without it, the query's words must match at weights A-C
+	// (wq). The index cannot tell weights, so every row it finds for wq is read again
+	// (its vector) to check them.
+	wq := qp
+	if !req.Filter.IncludeThinking {
+		wq = a.add(weightTSQuery(query, "ABC")) + `::tsquery`
+	}
+	rank := `ts_rank_cd(m.search_vector, ` + wq + `)`
+	order, cursorCond := `rank DESC, m.id`, ``
+	if req.Order == parley.SearchByNewest {
+		order = `m.created_at DESC, m.id DESC`
+	}
+	if after != nil {
+		if req.Order == parley.SearchByNewest {
+			t := a.add(after.Micro)
+			cursorCond = `AND (m.created_at, m.id) < (to_timestamp(` + t + `::float8 / 1e6), ` + a.add(after.Key) + `::uuid)`
+		} else {
+			r := a.add(after.Rank)
+			cursorCond = `AND (` + rank + ` < ` + r + `::real OR ` + rank + ` = ` + r + `::real AND m.id > ` + a.add(after.Key) + `::uuid)`
+		}
+	}
+	limit := a.add(req.First + 1)
+	cfgP := a.add(cfg)
+	cols := `m.` + strings.ReplaceAll(messageColumns, ", ", ", m.")
+	var found string
+	if req.Order == parley.SearchByNewest {
+		// Newest first: for a common word Postgres walks the owner's messages newest
+		// first (messages_search_newest_idx) and stops at the page; for a rare one it
+		// reads the word's matches through the search index and sorts them.
+		found = `SELECT ` + cols + `, ` + rank + ` AS rank, (extract(epoch FROM m.created_at) * 1e6)::bigint AS micros
+			FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1
+			WHERE m.owner = $1 AND m.search_vector @@ ` + wq + `
+				AND m.deleted_at IS NULL
+				AND ` + filters + `
+				` + cursorCond + `
+			ORDER BY ` + order + ` LIMIT ` + limit
+	} else {
+		// Relevance ranks a bounded set of candidates: the matches of the owner's most
+		// recently updated conversations, newest conversation first, at most
+		// parley.SearchRelevanceCandidates. They are chosen without reading a vector
+		// (the index answers qp exactly), so a common word costs the candidates, not
+		// every match of the owner; the weights are checked and the rank computed on
+		// them only.
+		weightCheck, candidates := ``, qp
+		if wq != qp {
+			weightCheck = `AND m.search_vector @@ ` + wq
+			if strings.Contains(query, "!") {
+				// An excluded word may be in the thinking alone: qp would leave out a
+				// message that wq finds. Such a query chooses by wq, reading vectors.
+				candidates = wq
+			}
+		}
+		// Candidates and ranks carry only ids and vectors; the page's rows are read by id.
+		found = `SELECT ` + cols + `, r.rank, (extract(epoch FROM m.created_at) * 1e6)::bigint AS micros
+			FROM (SELECT m.id, ` + rank + ` AS rank
+				FROM (SELECT m.id, m.search_vector
+					FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1
+					WHERE m.owner = $1 AND m.search_vector @@ ` + candidates + `
+						AND m.deleted_at IS NULL
+						AND ` + filters + `
+					ORDER BY c.updated_at DESC, c.id DESC, m.segment DESC, m.depth DESC
+					LIMIT ` + strconv.Itoa(parley.SearchRelevanceCandidates) + `) m
+				WHERE true ` + weightCheck + `
+					` + cursorCond + `
+				ORDER BY ` + order + ` LIMIT ` + limit + `) r
+			JOIN messages m ON m.id = r.id`
+	}
+	// The page's rows are found first; their snippets, branch and leaf are made for them only.
+	stmt := `SELECT h.*, ts_headline(` + cfgP + `::regconfig, message_search_document(h.kind, h.content, h.payload, h.tool_calls,
+			h.tool_results, ` + a.add(req.Filter.IncludeThinking) + `), ` + qp + `, '` + headlineOptions + `') AS headline,
+			onactive, ` + branchLeafOf + ` AS leaf
+		FROM (` + found + `) h
+		JOIN conversations c ON c.id = h.conversation_id,
+		LATERAL (SELECT h.segment, h.depth) m,
+		LATERAL (SELECT ` + activeOf(req.Filter.AllBranches) + ` AS onactive) ob
+		ORDER BY ` + strings.NewReplacer("m.", "h.").Replace(order)
+	return stmt, a, nil
 }
 
 // activeOf is whether a hit m of conversation c is on its active branch: it is when
@@ -434,7 +473,7 @@ func (db *DB) SearchConversations(ctx context.Context, req parley.SearchRequest)
 	stmt := `WITH hits AS (
 			SELECT m.conversation_id, count(*) AS n, max(ts_rank_cd(m.search_vector, ` + qp + `)) AS best
 			FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1
-			WHERE m.search_vector @@ ` + a.add(weightTSQuery(query, "ABC")) + `::tsquery
+			WHERE m.owner = $1 AND m.search_vector @@ ` + a.add(weightTSQuery(query, "ABC")) + `::tsquery
 				AND m.deleted_at IS NULL AND ` + onActiveBranch + `
 			GROUP BY m.conversation_id),
 		found AS (

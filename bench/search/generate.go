@@ -21,53 +21,73 @@ import (
 // trigger calls (message_search_vector), with the session's triggers off
 // (session_replication_role, the cluster is the benchmark's own and it runs as a
 // superuser): no trigger call, no foreign-key check per row. checkVectors then asserts on
-// a sample that the trigger computes the same vectors. The GIN index is dropped first;
-// run builds it after the load (its definition, the migration's, is returned).
-func generate(ctx context.Context, raw *sql.DB, conversations, perConv int, progress io.Writer) (indexDef string, err error) {
-	if err := raw.QueryRowContext(ctx, `SELECT indexdef FROM pg_indexes WHERE indexname = 'messages_search_idx'`).Scan(&indexDef); err != nil {
-		return "", fmt.Errorf("read the search index's definition: %w", err)
+// a sample that the trigger computes the same vectors and owners. The search indexes
+// are dropped first; run builds them after the load (their definitions, the
+// migrations', are returned).
+func generate(ctx context.Context, raw *sql.DB, conversations, perConv int, progress io.Writer) (indexes []searchIndex, err error) {
+	rows, err := raw.QueryContext(ctx, `SELECT indexname, indexdef FROM pg_indexes
+		WHERE tablename = 'messages' AND indexname LIKE 'messages\_search%' ORDER BY indexname`)
+	if err != nil {
+		return nil, fmt.Errorf("read the search indexes' definitions: %w", err)
+	}
+	for rows.Next() {
+		var ix searchIndex
+		if err := rows.Scan(&ix.name, &ix.def); err != nil {
+			return nil, err
+		}
+		indexes = append(indexes, ix)
+	}
+	if err := rows.Err(); err != nil || len(indexes) == 0 {
+		return nil, fmt.Errorf("read the search indexes' definitions: %d found: %v", len(indexes), err)
 	}
 	conn, err := raw.Conn(ctx)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer conn.Close()
+	for _, ix := range indexes {
+		if _, err := conn.ExecContext(ctx, `DROP INDEX `+ix.name); err != nil {
+			return nil, err
+		}
+	}
 	for _, stmt := range []string{
-		`DROP INDEX messages_search_idx`,
 		// One seed for the session's random(): the same history every run.
 		`SELECT setseed(0.42)`,
 		`SET session_replication_role = replica`,
 		`CREATE TABLE bench_text (i integer PRIMARY KEY, t text NOT NULL)`,
 	} {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
-			return "", fmt.Errorf("%s: %w", stmt[:min(len(stmt), 40)], err)
+			return nil, fmt.Errorf("%s: %w", stmt[:min(len(stmt), 40)], err)
 		}
 	}
 	if err := copyPieces(ctx, conn); err != nil {
-		return "", fmt.Errorf("pieces of text: %w", err)
+		return nil, fmt.Errorf("pieces of text: %w", err)
 	}
 	if _, err := conn.ExecContext(ctx, `INSERT INTO conversations (owner, title, created_at, updated_at, last_position, message_count)
 		SELECT CASE WHEN i % 2 = 0 THEN 'heavy' ELSE 'owner' || (i % 99) END, 'Session ' || i,
 			now() - make_interval(days => 200) + make_interval(mins => i * 20), now() - make_interval(days => 200) + make_interval(mins => i * 20 + 60),
 			$2, $2
 		FROM generate_series(1, $1) i`, conversations, perConv); err != nil {
-		return "", err
+		return nil, err
 	}
 	const batch = 500 // conversations a statement
 	for start := 0; start < conversations; start += batch {
 		t0 := time.Now()
 		if _, err := conn.ExecContext(ctx, generateSQL, pq.Array(tools), pq.Array(paths), perConv, start, batch); err != nil {
-			return "", fmt.Errorf("messages of conversations %d to %d: %w", start, start+batch, err)
+			return nil, fmt.Errorf("messages of conversations %d to %d: %w", start, start+batch, err)
 		}
 		fmt.Fprintf(progress, "generated conversations %d-%d in %s\n", start+1, min(start+batch, conversations), time.Since(t0).Round(time.Millisecond))
 	}
 	for _, stmt := range []string{`SET session_replication_role = origin`, `DROP TABLE bench_text`} {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
-	return indexDef, nil
+	return indexes, nil
 }
+
+// searchIndex is one of the search's indexes: its name and definition.
+type searchIndex struct{ name, def string }
 
 // pieces is how many pieces of text the messages are made of: each of 10 to 60 words
 // drawn Zipf-like from the vocabulary (the cube of a uniform draw indexes it, most
@@ -121,10 +141,10 @@ func piece(n int) string {
 // position) agree on the tool by a hash of the request's place.
 var generateSQL = strings.NewReplacer("PIECE0", piece(0), "PIECE1", piece(1), "PIECE2", piece(2), "PIECE3", piece(3)).Replace(`
 WITH c AS (
-	SELECT id, created_at, ci FROM (SELECT id, created_at, row_number() OVER (ORDER BY created_at) AS ci FROM conversations) c
+	SELECT id, owner, created_at, ci FROM (SELECT id, owner, created_at, row_number() OVER (ORDER BY created_at) AS ci FROM conversations) c
 	WHERE ci > $4 AND ci <= $4 + $5),
 m AS (
-	SELECT c.id AS conversation_id, p, c.created_at + make_interval(secs => p * 30) AS at, x.*
+	SELECT c.id AS conversation_id, c.owner, p, c.created_at + make_interval(secs => p * 30) AS at, x.*
 	FROM c CROSS JOIN generate_series(1, $3) p
 	CROSS JOIN LATERAL (
 		SELECT 'text' AS kind, 'user' AS role, PIECE0 AS content, NULL::jsonb AS tool_calls, NULL::jsonb AS tool_results, NULL::jsonb AS provenance,
@@ -168,15 +188,15 @@ r AS (
 			'resolution', jsonb_build_object('Status', 'COMPLETED', 'Content', thinking, 'ResolvedAt', now()))
 		ELSE '{}' END AS payload
 	FROM m)
-INSERT INTO messages (conversation_id, position, segment, depth, kind, role, content, payload, tool_calls, tool_results, provenance,
+INSERT INTO messages (conversation_id, owner, position, segment, depth, kind, role, content, payload, tool_calls, tool_results, provenance,
 	created_at, updated_at, search_vector)
-SELECT conversation_id, p, 0, p, kind, role, content, payload, tool_calls, tool_results, provenance, at, at,
+SELECT conversation_id, owner, p, 0, p, kind, role, content, payload, tool_calls, tool_results, provenance, at, at,
 	message_search_vector((SELECT config FROM search_config), kind, content, payload, tool_calls, tool_results)
 FROM r`)
 
 // checkVectors asserts that the generated vectors are the trigger's: it makes the
 // trigger recompute a sample of n messages' (in a transaction rolled back) and counts
-// those that differ.
+// those that differ, or whose owner is not their conversation's.
 func checkVectors(ctx context.Context, raw *sql.DB, n int) error {
 	tx, err := raw.BeginTx(ctx, nil)
 	if err != nil {
@@ -187,8 +207,12 @@ func checkVectors(ctx context.Context, raw *sql.DB, n int) error {
 	if err := tx.QueryRowContext(ctx, `WITH sample AS (
 			SELECT id, search_vector FROM messages TABLESAMPLE SYSTEM (1) REPEATABLE (7) LIMIT $1),
 		redone AS (
-			UPDATE messages m SET kind = m.kind FROM sample s WHERE m.id = s.id RETURNING m.id, m.search_vector)
-		SELECT count(*), count(*) FILTER (WHERE r.search_vector IS DISTINCT FROM s.search_vector)
+			UPDATE messages m SET kind = m.kind FROM sample s WHERE m.id = s.id RETURNING m.id, m.search_vector),
+		reinserted AS (
+			SELECT s.id, (SELECT owner FROM conversations c WHERE c.id = m.conversation_id) AS want, m.owner
+			FROM sample s JOIN messages m ON m.id = s.id)
+		SELECT count(*), count(*) FILTER (WHERE r.search_vector IS DISTINCT FROM s.search_vector
+			OR (SELECT owner IS DISTINCT FROM want FROM reinserted o WHERE o.id = s.id))
 		FROM sample s JOIN redone r USING (id)`, n).Scan(&sampled, &differ); err != nil {
 		return fmt.Errorf("check vectors: %w", err)
 	}

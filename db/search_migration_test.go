@@ -1,0 +1,132 @@
+package db_test
+
+import (
+	"database/sql"
+	"testing"
+
+	"github.com/golang-migrate/migrate/v4"
+	"github.com/golang-migrate/migrate/v4/database/postgres"
+	"github.com/golang-migrate/migrate/v4/source/iofs"
+
+	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/db"
+	"github.com/parley-dev/parley/internal/pgtest"
+	"github.com/parley-dev/parley/migrations"
+)
+
+// searchOwnerMigration is the number of the migration that gives messages their
+// owner (000021_search_by_owner).
+const searchOwnerMigration = 21
+
+// Migration 000021 fills messages.owner in place for the messages stored before it,
+// each with its conversation's owner, and later messages get theirs from the trigger;
+// searches then find each owner's messages only, newest first too. Down removes the
+// column and the indexes, and search still works on 000018's schema (checked in SQL).
+func TestSearchOwnerMigrationFillsOwners(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDatabase(t)
+	conn, err := sql.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	src, err := iofs.New(migrations.FS, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	driver, err := postgres.WithInstance(conn, &postgres.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := migrate.NewWithInstance("iofs", src, "postgres", driver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Migrate(searchOwnerMigration - 1); err != nil {
+		t.Fatalf("migrate down to before the owner column: %v", err)
+	}
+	// History as the previous version stored it: two owners, the same words.
+	convs := map[string]string{}
+	for _, owner := range []string{"ann", "bob"} {
+		var conv string
+		if err := conn.QueryRow(`INSERT INTO conversations (owner, title, last_position, message_count) VALUES ($1, 'old', 20, 20) RETURNING id`,
+			owner).Scan(&conv); err != nil {
+			t.Fatal(err)
+		}
+		convs[owner] = conv
+		if _, err := conn.Exec(`INSERT INTO messages (conversation_id, position, depth, kind, role, content, created_at)
+			SELECT $1, p, p, 'text', 'user', 'deploy error ' || p, now() - make_interval(mins => 20 - p) FROM generate_series(1, 20) p`, conv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Up(); err != nil {
+		t.Fatalf("migrate up: %v", err)
+	}
+	var missing int
+	if err := conn.QueryRow(`SELECT count(*) FROM messages m JOIN conversations c ON c.id = m.conversation_id
+		WHERE m.owner IS DISTINCT FROM c.owner`).Scan(&missing); err != nil {
+		t.Fatal(err)
+	}
+	if missing != 0 {
+		t.Errorf("after migrating up: %d messages without their conversation's owner, want 0", missing)
+	}
+	d, err := db.Open(t.Context(), dsn, db.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx := parley.WithOwner(t.Context(), "ann")
+	added, err := d.AddMessage(ctx, parley.ConversationID(convs["ann"]), &parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser},
+		Body: parley.TextBody("deploy error after")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var owner sql.NullString
+	addedKey, _ := parley.ParseMessageID(added.Meta().ID)
+	if err := conn.QueryRow(`SELECT owner FROM messages WHERE id = $1`, addedKey).Scan(&owner); err != nil {
+		t.Fatal(err)
+	}
+	if owner.String != "ann" {
+		t.Errorf("a message added after migrating: got owner %q, want ann", owner.String)
+	}
+	for _, order := range []parley.SearchOrder{parley.SearchByRelevance, parley.SearchByNewest} {
+		page, err := d.Search(ctx, parley.SearchRequest{Query: "deploy error", Order: order, First: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Hits) != 21 {
+			t.Errorf("%s: got %d hits, want ann's 21", order, len(page.Hits))
+		}
+		for _, h := range page.Hits {
+			if key, _ := parley.ParseConversationID(h.Conversation.ID); key != convs["ann"] {
+				t.Errorf("%s: got a hit in conversation %s, want ann's only", order, h.Conversation.ID)
+			}
+		}
+		if order == parley.SearchByNewest && len(page.Hits) > 0 && page.Hits[0].Message.Meta().ID != added.Meta().ID {
+			t.Errorf("newest first: got %s first, want the message added last", page.Hits[0].Message.Meta().ID)
+		}
+	}
+	if err := m.Migrate(searchOwnerMigration - 1); err != nil {
+		t.Fatalf("migrate down: %v", err)
+	}
+	var columns, indexes int
+	if err := conn.QueryRow(`SELECT (SELECT count(*) FROM information_schema.columns WHERE table_name = 'messages' AND column_name = 'owner'),
+		(SELECT count(*) FROM pg_indexes WHERE indexname IN ('messages_search_newest_idx', 'messages_search_tool_result_idx'))`).Scan(&columns, &indexes); err != nil {
+		t.Fatal(err)
+	}
+	if columns != 0 || indexes != 0 {
+		t.Errorf("after migrating down: got %d owner columns and %d of the indexes, want none", columns, indexes)
+	}
+	// The trigger of 000019 is back (000020 does not change it): a message inserted now gets its vector.
+	var found int
+	if _, err := conn.Exec(`INSERT INTO messages (conversation_id, position, depth, kind, role, content) VALUES ($1, 30, 30, 'text', 'user', 'zanzibar')`,
+		convs["bob"]); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(`SELECT count(*) FROM messages WHERE search_vector @@ 'zanzibar'::tsquery`).Scan(&found); err != nil {
+		t.Fatal(err)
+	}
+	if found != 1 {
+		t.Errorf("after migrating down, a message inserted: got %d found by its word, want 1", found)
+	}
+}
