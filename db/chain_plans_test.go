@@ -1,7 +1,6 @@
 package db_test
 
 import (
-	stdsql "database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -9,16 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-migrate/migrate/v4"
-	"github.com/golang-migrate/migrate/v4/database/postgres"
-	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/db"
-	"github.com/parley-dev/parley/internal/pgtest"
-	"github.com/parley-dev/parley/migrations"
 )
 
 // chainTree stores, as the tree benchmark builds it, a conversation of branches
@@ -253,24 +247,7 @@ func TestChainPlansProbeOnce(t *testing.T) {
 // that migrating down and up again gives the same chains.
 func TestSegmentChainsMigration(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.NewDatabase(t)
-	conn, err := stdsql.Open("postgres", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	src, err := iofs.New(migrations.FS, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	driver, err := postgres.WithInstance(conn, &postgres.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := migrate.NewWithInstance("iofs", src, "postgres", driver)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, conn, m := newMigrator(t)
 	if err := m.Migrate(chainsMigration - 1); err != nil {
 		t.Fatalf("migrate down to before the chains: %v", err)
 	}

@@ -4,14 +4,8 @@ import (
 	"database/sql"
 	"testing"
 
-	"github.com/golang-migrate/migrate/v4"
-	"github.com/golang-migrate/migrate/v4/database/postgres"
-	"github.com/golang-migrate/migrate/v4/source/iofs"
-
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/db"
-	"github.com/parley-dev/parley/internal/pgtest"
-	"github.com/parley-dev/parley/migrations"
 )
 
 // searchOwnerMigration is the number of the migration that gives messages their
@@ -24,24 +18,7 @@ const searchOwnerMigration = 21
 // column and the indexes, and search still works on 000018's schema (checked in SQL).
 func TestSearchOwnerMigrationFillsOwners(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.NewDatabase(t)
-	conn, err := sql.Open("postgres", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	src, err := iofs.New(migrations.FS, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	driver, err := postgres.WithInstance(conn, &postgres.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := migrate.NewWithInstance("iofs", src, "postgres", driver)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dsn, conn, m := newMigrator(t)
 	if err := m.Migrate(searchOwnerMigration - 1); err != nil {
 		t.Fatalf("migrate down to before the owner column: %v", err)
 	}

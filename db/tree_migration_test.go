@@ -1,19 +1,12 @@
 package db_test
 
 import (
-	"database/sql"
 	"slices"
 	"strconv"
 	"testing"
 
-	"github.com/golang-migrate/migrate/v4"
-	"github.com/golang-migrate/migrate/v4/database/postgres"
-	"github.com/golang-migrate/migrate/v4/source/iofs"
-
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/db"
-	"github.com/parley-dev/parley/internal/pgtest"
-	"github.com/parley-dev/parley/migrations"
 )
 
 // treeMigration is the number of the conversation tree's migration
@@ -26,24 +19,7 @@ const treeMigration = 13
 // conversation has branches.
 func TestTreeMigrationKeepsLinearConversations(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.NewDatabase(t)
-	conn, err := sql.Open("postgres", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	src, err := iofs.New(migrations.FS, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	driver, err := postgres.WithInstance(conn, &postgres.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := migrate.NewWithInstance("iofs", src, "postgres", driver)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dsn, conn, m := newMigrator(t)
 	if err := m.Migrate(treeMigration - 1); err != nil {
 		t.Fatalf("migrate down to before the tree: %v", err)
 	}
