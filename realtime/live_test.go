@@ -162,13 +162,16 @@ func TestStreamAcrossReplicas(t *testing.T) {
 			t.Errorf("subscriber %d: got %d bytes of text, want %d", i, len(got), want.Len())
 		}
 	}
-	// The other replica reads every append from the database, never from a tail: the
-	// appends were written through a. (How many reads depends on how its notifications
-	// bunch up: two subscribers at one cursor share a read, and one read may take several
-	// appends.)
-	if st := b.Hub.Stats(); st.StreamStoreReads == 0 || st.StreamStoreReads > appends || st.StreamTailReads != 0 {
-		t.Errorf("the other replica read the database %d times and its tail %d times for %d appends; want at most one read each, all of the database",
-			st.StreamStoreReads, st.StreamTailReads, appends)
+	// The other replica reads the appends from the database: they were written through
+	// a, so its tail holds none (a wake that was not an append's notification finds that
+	// empty tail and takes nothing from it: a handful at most). How many database reads
+	// depends on how its notifications bunch up: the two subscribers at one cursor share
+	// a read, one read may take several appends, and the resumed subscriber reads at its
+	// own cursor, so on an idle machine (one notification per append) it is up to one
+	// read per append for the pair plus one per append after the resume for the third.
+	if st := b.Hub.Stats(); st.StreamStoreReads == 0 || st.StreamStoreReads > 2*appends || st.StreamTailReads > 5 {
+		t.Errorf("the other replica read the database %d times and its tail %d times for %d appends; want between 1 and %d database reads and at most 5 (empty) tail reads",
+			st.StreamStoreReads, st.StreamTailReads, appends, 2*appends)
 	}
 	st := a.Hub.Stats()
 	if reads := st.StreamStoreReads - before.StreamStoreReads; reads > appends/10 || st.StreamTailReads < appends/2 {
