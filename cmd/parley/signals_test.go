@@ -211,10 +211,21 @@ func TestSIGTERM(t *testing.T) {
 	inflight, _ := json.Marshal(map[string]any{"query": addMessage, "variables": map[string]any{"c": conv, "t": "in flight during SIGTERM"}})
 	half := len(inflight) / 2
 	fmt.Fprintf(conn, "POST /graphql HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(inflight), inflight[:half])
-	// The server has the request once its connection is active, which Shutdown respects;
-	// a request on another connection tells when it has been read that far.
-	if _, err := gql(p.url, `{ __typename }`, nil); err != nil {
+	// Shutdown waits for a connection the server has accepted; one still in the
+	// listener's backlog is reset when the listener closes. The server accepts
+	// connections in the order they came, so a request on a connection dialed after this
+	// one tells when it has been accepted: a new connection, not one kept alive from the
+	// requests above (that answered whether or not this one had been accepted, and the
+	// fresh-clone CI run once got no response here).
+	probe := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	pr, err := probe.Post(p.url+"/graphql", "application/json", strings.NewReader(`{"query":"{ __typename }"}`))
+	if err != nil {
 		t.Fatal(err)
+	}
+	io.Copy(io.Discard, pr.Body)
+	pr.Body.Close()
+	if pr.StatusCode != http.StatusOK {
+		t.Fatalf("the probe on a new connection: %s", pr.Status)
 	}
 
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
