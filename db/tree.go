@@ -39,16 +39,19 @@ type placed struct {
 	activate bool
 }
 
-// chainSQL is a recursive CTE, chain(seg, hi), of the segments of the branch that ends at
+// chainSQL is a CTE, chain(seg, hi), of the segments of the branch that ends at
 // ($leafSeg, $leafDepth) in conversation $conv: each segment with the depth its part of
-// the branch ends at. One row per fork on the path, read through the primary key.
+// the branch ends at, read from the leaf segment's row (its chain and chain_from,
+// migration 000020: one probe of the primary key, none for segment 0), as pages find
+// theirs (chainQuery).
 func chainSQL(conv, leafSeg, leafDepth string) string {
-	return `WITH RECURSIVE chain(seg, hi) AS (
-		SELECT ` + leafSeg + `::int, ` + leafDepth + `::int
-		UNION ALL
-		SELECT s.parent_segment, s.fork_depth FROM chain
-		JOIN message_segments s ON s.conversation_id = ` + conv + ` AND s.segment = chain.seg
-		WHERE s.parent_segment IS NOT NULL)`
+	return `WITH chain(seg, hi) AS (
+		SELECT u.seg, COALESCE(sc.chain_from[u.i + 1], ` + leafDepth + `::int)
+		FROM (SELECT CASE WHEN ` + leafSeg + `::int = 0 THEN '{0}' ELSE s.chain END AS chain,
+				CASE WHEN ` + leafSeg + `::int = 0 THEN '{0}' ELSE s.chain_from END AS chain_from
+			FROM (SELECT 1) one LEFT JOIN message_segments s
+				ON s.conversation_id = ` + conv + ` AND s.segment = ` + leafSeg + `::int AND ` + leafSeg + `::int > 0) sc
+		CROSS JOIN LATERAL unnest(sc.chain, sc.chain_from) WITH ORDINALITY AS u(seg, lo, i))`
 }
 
 // onBranch reports whether the message at m is on the branch that ends at leaf (m is
