@@ -35,6 +35,7 @@ import (
 	_ "github.com/lib/pq"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/bench/internal/parleyproc"
 	"github.com/parley-dev/parley/localpg"
 )
 
@@ -789,7 +790,7 @@ func (e *env) profile(ctx context.Context, cfg *config, m measurement, res *resu
 	logf("profiling Parley for %s under %s", cfg.profileFor, m.key)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- fetch(ctx, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", e.debugURL, int(cfg.profileFor.Seconds())), path)
+		errc <- parleyproc.CPUProfile(ctx, e.debugURL, int(cfg.profileFor.Seconds()), path)
 	}()
 	if _, err := measure(ctx, m.clients, 0, cfg.profileFor+time.Second, m.op, nil); err != nil {
 		return err
@@ -805,31 +806,6 @@ func (e *env) profile(ctx context.Context, cfg *config, m measurement, res *resu
 	res.Breakdowns[m.key] = profileBreakdown(string(out), strings.Split(m.key, "/")[0])
 	res.ProfileFiles = append(res.ProfileFiles, path)
 	return nil
-}
-
-func fetch(ctx context.Context, url, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("GET %s: status %d: %s", url, resp.StatusCode, b)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // parleyRevision is the commit the binary was built from: its VCS stamp, else (builds

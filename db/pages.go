@@ -84,7 +84,8 @@ type pageBounds struct {
 	limit         int                // the page's size
 	// backward pages read down from before and are reversed; forward pages read up
 	// from after.
-	backward bool // lineTree: the rows are of a conversation without forks and hold their parents
+	backward bool
+	// lineTree: the rows are of a conversation without forks and hold their parents
 	// (conversationPageSQL), from which assemblePage fills in the tree fields.
 	lineTree bool
 }

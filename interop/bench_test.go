@@ -124,42 +124,15 @@ func BenchmarkImportClaudeCode(b *testing.B) {
 //
 //	go test -run '^$' -bench ImportLargeSession -benchtime 1x -cpuprofile cpu.out ./interop/
 func BenchmarkImportLargeSession(b *testing.B) {
-	ctx := parley.WithOwner(context.Background(), parley.LocalOwner)
-	data := genSession(20000)
-	store, err := db.Open(ctx, pgtest.NewDatabase(b), db.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
-	svc := interop.New(store, store, store)
-	b.SetBytes(int64(len(data)))
-	cpu0, pg0 := selfCPU(), postgresCPU(b)
-	for b.Loop() {
-		rep, err := svc.ImportConversation(ctx, parley.ImportClaudeCode, bytes.NewReader(data), parley.ImportTarget{})
-		if err != nil || rep.Added != 100000 {
-			b.Fatalf("got %+v, %v", rep, err)
-		}
-	}
-	b.ReportMetric(float64(100000*b.N)/b.Elapsed().Seconds(), "msgs/s")
-	// CPU, which the machine's other load does not change as it does the time taken.
-	b.ReportMetric((selfCPU()-cpu0).Seconds()/float64(b.N), "go-cpu-s/op")
-	b.ReportMetric((postgresCPU(b)-pg0).Seconds()/float64(b.N), "pg-cpu-s/op")
+	benchImport(b, genSession(20000), 100000)
 }
 
-// BenchmarkImportBenchSession imports the session `make bench` times `parley import`
-// of (internal/sessiongen, 100,000 messages) into a new conversation each time: the
-// whole path of the command but the process's start and the progress line (streamed
-// parse, dedupe, COPY, commit), with the CPU of this process and of Postgres.
-//
-//	go test -run '^$' -bench ImportBenchSession -benchtime 1x -cpuprofile cpu.out ./interop/
-func BenchmarkImportBenchSession(b *testing.B) {
-	const n = 100000
+// benchImport imports data, a Claude Code session making n messages, into a new
+// conversation each time, and reports messages/s and the CPU of this process and of
+// Postgres per import (CPU, which the machine's other load does not change as it does
+// the time taken).
+func benchImport(b *testing.B, data []byte, n int) {
 	ctx := parley.WithOwner(context.Background(), parley.LocalOwner)
-	var buf bytes.Buffer
-	if err := sessiongen.Write(&buf, n); err != nil {
-		b.Fatal(err)
-	}
-	data := buf.Bytes()
 	store, err := db.Open(ctx, pgtest.NewDatabase(b), db.Config{})
 	if err != nil {
 		b.Fatal(err)
@@ -177,6 +150,21 @@ func BenchmarkImportBenchSession(b *testing.B) {
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "msgs/s")
 	b.ReportMetric((selfCPU()-cpu0).Seconds()/float64(b.N), "go-cpu-s/op")
 	b.ReportMetric((postgresCPU(b)-pg0).Seconds()/float64(b.N), "pg-cpu-s/op")
+}
+
+// BenchmarkImportBenchSession imports the session `make bench` times `parley import`
+// of (internal/sessiongen, 100,000 messages) into a new conversation each time: the
+// whole path of the command but the process's start and the progress line (streamed
+// parse, dedupe, COPY, commit), with the CPU of this process and of Postgres.
+//
+//	go test -run '^$' -bench ImportBenchSession -benchtime 1x -cpuprofile cpu.out ./interop/
+func BenchmarkImportBenchSession(b *testing.B) {
+	const n = 100000
+	var buf bytes.Buffer
+	if err := sessiongen.Write(&buf, n); err != nil {
+		b.Fatal(err)
+	}
+	benchImport(b, buf.Bytes(), n)
 }
 
 // BenchmarkParseBenchSession reads the session BenchmarkImportBenchSession imports, without

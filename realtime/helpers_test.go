@@ -542,3 +542,24 @@ func writeConcurrently(t *testing.T, baseURL, conv string, writers, n int) {
 		t.Fatalf("writer: %v", err)
 	}
 }
+
+// startMessage starts a streaming message in conv through baseURL, as a child of parent
+// (the active branch when ""), and returns its id.
+func startMessage(t *testing.T, baseURL, conv, parent string) string {
+	t.Helper()
+	vars := map[string]any{"c": conv}
+	if parent != "" {
+		vars["p"] = parent
+	}
+	data, err := post(baseURL, `mutation($c: ID!, $p: ID) { startMessage(conversationId: $c, input: {parentId: $p}) { node { ... on MessageBase { id } } } }`, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started struct {
+		StartMessage struct{ Node struct{ ID string } }
+	}
+	if err := json.Unmarshal(data, &started); err != nil {
+		t.Fatal(err)
+	}
+	return started.StartMessage.Node.ID
+}

@@ -125,17 +125,7 @@ func TestStreamAcrossReplicas(t *testing.T) {
 	})
 	before := a.Hub.Stats()
 
-	data, err := post(a.URL, `mutation($c: ID!) { startMessage(conversationId: $c) { node { ... on MessageBase { id } } } }`, map[string]any{"c": conv})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var started struct {
-		StartMessage struct{ Node struct{ ID string } }
-	}
-	if err := json.Unmarshal(data, &started); err != nil {
-		t.Fatal(err)
-	}
-	id := started.StartMessage.Node.ID
+	id := startMessage(t, a.URL, conv, "")
 	var want strings.Builder
 	var resumed *sub
 	for i := 1; i <= appends; i++ {
@@ -219,17 +209,7 @@ func TestStreamWriterMovesBetweenReplicas(t *testing.T) {
 	pollUntil(t, "the subscribers to start", func() bool {
 		return a.Hub.Stats().Subscribers == 1 && b.Hub.Stats().Subscribers == 1
 	})
-	data, err := post(a.URL, `mutation($c: ID!) { startMessage(conversationId: $c) { node { ... on MessageBase { id } } } }`, map[string]any{"c": conv})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var started struct {
-		StartMessage struct{ Node struct{ ID string } }
-	}
-	if err := json.Unmarshal(data, &started); err != nil {
-		t.Fatal(err)
-	}
-	id := started.StartMessage.Node.ID
+	id := startMessage(t, a.URL, conv, "")
 	var want strings.Builder
 	for i := 1; i <= appends; i++ {
 		url := a.URL

@@ -19,17 +19,7 @@ func TestStreamDeliversCallPlaces(t *testing.T) {
 		delta { seq deltas { kind index text toolCallId partIndex itemId } } } }`, map[string]any{"c": conv})
 	pollUntil(t, "the subscriber to start", func() bool { return a.Hub.Stats().Subscribers == 1 })
 
-	data, err := post(a.URL, `mutation($c: ID!) { startMessage(conversationId: $c) { node { ... on MessageBase { id } } } }`, map[string]any{"c": conv})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var started struct {
-		StartMessage struct{ Node struct{ ID string } }
-	}
-	if err := json.Unmarshal(data, &started); err != nil {
-		t.Fatal(err)
-	}
-	id := started.StartMessage.Node.ID
+	id := startMessage(t, a.URL, conv, "")
 	type call struct {
 		CallID    string
 		PartIndex *int

@@ -177,18 +177,7 @@ func TestDeletionStreamedToSubscribers(t *testing.T) {
 // (a subscriber behind gets them folded into the message).
 func streamOn(t *testing.T, baseURL, conv, parent, text string, s *sub) string {
 	t.Helper()
-	data, err := post(baseURL, `mutation($c: ID!, $p: ID) { startMessage(conversationId: $c, input: {parentId: $p}) { node { ... on MessageBase { id } } } }`,
-		map[string]any{"c": conv, "p": parent})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var started struct {
-		StartMessage struct{ Node struct{ ID string } }
-	}
-	if err := json.Unmarshal(data, &started); err != nil {
-		t.Fatal(err)
-	}
-	id := started.StartMessage.Node.ID
+	id := startMessage(t, baseURL, conv, parent)
 	waitStream(t, s, func(ev streamEvent) bool { return ev.Message != nil && ev.Message.ID == id })
 	for i, piece := range []string{text, " and more"} {
 		if _, err := post(baseURL, `mutation($m: ID!, $s: Int!, $d: [MessageDeltaInput!]!) { appendMessageDeltas(messageId: $m, seq: $s, deltas: $d) { seq } }`,

@@ -244,7 +244,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if cfg.cpuprofile != "" && n == maxSubs {
 			profiled = make(chan error, 1)
 			secs := max(1, int((time.Duration(cfg.messages) * cfg.interval).Seconds()))
-			go func() { profiled <- cpuProfile(ctx, cfg.debugAddr, secs, cfg.cpuprofile) }()
+			go func() { profiled <- parleyproc.CPUProfile(ctx, "http://"+cfg.debugAddr, secs, cfg.cpuprofile) }()
 		}
 		lat, err := b.latency(ctx, conv.ID, subs)
 		if err != nil {
@@ -391,28 +391,6 @@ func liveMemory(ctx context.Context, debugAddr string) (int64, error) {
 		return 0, fmt.Errorf("read the server's /debug/vars: %w", err)
 	}
 	return vars.Memstats.HeapAlloc + vars.Memstats.StackInuse, nil
-}
-
-// cpuProfile writes the server's CPU profile over the next secs seconds to path.
-func cpuProfile(ctx context.Context, debugAddr string, secs int, path string) error {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", debugAddr, secs), nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("profile the server: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("profile the server: %s", resp.Status)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // bench holds what the measurements share.

@@ -266,7 +266,7 @@ func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, sta
 	if cfg.cpuprofile != "" && cfg.debugAddr != "" && n == cfg.streams {
 		profiled = make(chan error, 1)
 		go func() {
-			profiled <- cpuProfile(ctx, cfg.debugAddr, max(1, int(cfg.duration.Seconds())), cfg.cpuprofile)
+			profiled <- parleyproc.CPUProfile(ctx, "http://"+cfg.debugAddr, max(1, int(cfg.duration.Seconds())), cfg.cpuprofile)
 		}()
 	}
 	start := time.Now()
@@ -446,28 +446,6 @@ func dbStats(ctx context.Context, stats *sqlx.DB) (commits, rows, wal int64, err
 		pg_current_wal_lsn() - '0/0'::pg_lsn
 		FROM pg_stat_database WHERE datname = current_database()`).Scan(&commits, &rows, &wal)
 	return commits, rows, wal, err
-}
-
-// cpuProfile writes the server's CPU profile over the next secs seconds to path.
-func cpuProfile(ctx context.Context, debugAddr string, secs int, path string) error {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", debugAddr, secs), nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("profile the server: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("profile the server: %s", resp.Status)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 const appendMutation = `mutation($m: ID!, $s: Int!, $d: [MessageDeltaInput!]!) {

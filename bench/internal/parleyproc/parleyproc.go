@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -115,4 +117,32 @@ func LoadAverage() string {
 		return f[0]
 	}
 	return "unknown"
+}
+
+// CPUProfile writes the CPU profile of the Parley whose --debug-addr serves debugURL
+// (e.g. http://127.0.0.1:6061), taken over the next secs seconds, to path.
+func CPUProfile(ctx context.Context, debugURL string, secs int, path string) error {
+	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", debugURL, secs)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("profile the server: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("profile the server: GET %s: %s: %s", url, resp.Status, b)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
