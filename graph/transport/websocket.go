@@ -105,8 +105,8 @@ func (wsTransport) Supports(r *http.Request) bool { return KindOf(r.Context()) =
 // Do implements graphql.Transport: it accepts the websocket and returns, leaving the
 // connection to a goroutine of its own.
 func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
-	cw := &corkingWriter{ResponseWriter: w}
-	conn, err := websocket.Accept(cw, r, &websocket.AcceptOptions{
+	fw := &framingWriter{ResponseWriter: w}
+	conn, err := websocket.Accept(fw, r, &websocket.AcceptOptions{
 		Subprotocols:   []string{protoTransportWS, protoLegacyWS},
 		OriginPatterns: t.origins,
 	})
@@ -119,7 +119,7 @@ func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	ctx = context.WithValue(ctx, openSubscriptionsKey{}, new(atomic.Int64))
 	c := &wsConn{
-		t: t, exec: exec, conn: conn, cork: cw.conn, legacy: conn.Subprotocol() != protoTransportWS,
+		t: t, exec: exec, conn: conn, frames: fw.conn, legacy: conn.Subprotocol() != protoTransportWS,
 		ctx: ctx, cancel: cancel, opCtx: ctx, ops: map[string]*wsOp{},
 	}
 	c.mu.Lock()
@@ -134,7 +134,7 @@ type wsConn struct {
 	t            wsTransport
 	exec         graphql.GraphExecutor
 	conn         *websocket.Conn
-	cork         *corkConn // conn's network connection (nil if it could not be wrapped)
+	frames       *frameConn // conn's network connection, written to directly (nil if it could not be wrapped)
 	legacy       bool
 	ctx          context.Context // ends when the connection closes
 	cancel       context.CancelFunc
@@ -436,7 +436,7 @@ func (c *wsConn) send(m wsMessage) error {
 var errConnClosed = errors.New("websocket closed")
 
 // write writes messages, in order, within the write timeout (for them all). Several
-// messages go out in one write to the network (see corkConn).
+// messages go out in one write to the network (see frameConn).
 func (c *wsConn) write(msgs ...[]byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
@@ -456,16 +456,8 @@ func (c *wsConn) write(msgs ...[]byte) error {
 	}
 	c.tmu.Unlock()
 	var err error
-	if len(msgs) > 1 && c.cork != nil {
-		c.cork.cork()
-		for _, b := range msgs {
-			if err = c.conn.Write(context.Background(), websocket.MessageText, b); err != nil {
-				break
-			}
-		}
-		if uerr := c.cork.uncork(); err == nil {
-			err = uerr
-		}
+	if c.frames != nil {
+		err = c.frames.writeMessages(msgs...)
 	} else {
 		for _, b := range msgs {
 			if err = c.conn.Write(context.Background(), websocket.MessageText, b); err != nil {
@@ -745,7 +737,7 @@ func (op *wsOp) wake() {
 
 // drain writes every event that is ready, then ends. The events ready at once are
 // framed first and written together, up to maxBatchMessages or maxBatchBytes at a time
-// (one write to the network rather than one per event: see corkConn). Writing blocks
+// (one write to the network rather than one per event: see frameConn). Writing blocks
 // while the client is slow to read, which is the back-pressure: the stream reads the
 // database at the pace of these writes, and a client that stops reading is cut off by
 // the write timeout.

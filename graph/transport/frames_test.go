@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -39,7 +38,7 @@ func (c *countingConn) count() int {
 }
 
 // serveConn starts a websocket server whose accepted connection is wrapped as the
-// transport wraps it (corkingWriter), under a countingConn, and returns it as a wsConn
+// transport wraps it (framingWriter), under a countingConn, and returns it as a wsConn
 // with the given write timeout, and the client's end.
 func serveConn(t *testing.T, writeTimeout time.Duration) (*wsConn, *countingConn, *websocket.Conn) {
 	t.Helper()
@@ -50,11 +49,11 @@ func serveConn(t *testing.T, writeTimeout time.Duration) (*wsConn, *countingConn
 	got := make(chan accepted, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var count *countingConn
-		cw := &corkingWriter{ResponseWriter: hijackWrapper{w, func(nc net.Conn) net.Conn {
+		fw := &framingWriter{ResponseWriter: hijackWrapper{w, func(nc net.Conn) net.Conn {
 			count = &countingConn{Conn: nc}
 			return count
 		}}}
-		conn, err := websocket.Accept(cw, r, nil)
+		conn, err := websocket.Accept(fw, r, nil)
 		if err != nil {
 			t.Error(err)
 			return
@@ -62,7 +61,7 @@ func serveConn(t *testing.T, writeTimeout time.Duration) (*wsConn, *countingConn
 		ctx, cancel := context.WithCancel(context.Background())
 		c := &wsConn{
 			t:    wsTransport{writeTimeout: writeTimeout, shutdown: context.Background(), log: slog.New(slog.DiscardHandler)},
-			conn: conn, cork: cw.conn, ctx: ctx, cancel: cancel, ops: map[string]*wsOp{},
+			conn: conn, frames: fw.conn, ctx: ctx, cancel: cancel, ops: map[string]*wsOp{},
 			timer: time.NewTimer(time.Hour),
 		}
 		got <- accepted{c, count}
@@ -96,8 +95,8 @@ func (w hijackWrapper) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 // Messages written together reach the client whole and in order, in one write to the
-// network; a single message is one write too, and the connection holds no buffer
-// afterwards.
+// network; a single message is one write too. The sizes cover each of a frame's three
+// length encodings and their edges.
 func TestBatchedWritesKeepOrderInOneWrite(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -107,7 +106,12 @@ func TestBatchedWritesKeepOrderInOneWrite(t *testing.T) {
 	}{
 		{"one message", 1, 10},
 		{"small messages", 50, 20},
+		{"the largest 7-bit length", 3, 125 - 2},
+		{"the smallest 16-bit length", 3, 126 - 2},
 		{"messages larger than the write buffer", 5, 20 << 10},
+		{"the largest 16-bit length", 2, 0xffff - 2},
+		{"64-bit lengths", 3, 0x10000 - 2},
+		{"large messages", 2, 1 << 20},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,7 +119,7 @@ func TestBatchedWritesKeepOrderInOneWrite(t *testing.T) {
 			c, count, client := serveConn(t, 10*time.Second)
 			var msgs [][]byte
 			for i := range tt.messages {
-				msgs = append(msgs, fmt.Appendf(nil, "%d %s", i, strings.Repeat("x", tt.size)))
+				msgs = append(msgs, fmt.Appendf(nil, "%d %s", i%10, strings.Repeat("x", tt.size)))
 			}
 			before := count.count()
 			if err := c.write(msgs...); err != nil {
@@ -123,9 +127,6 @@ func TestBatchedWritesKeepOrderInOneWrite(t *testing.T) {
 			}
 			if got := count.count() - before; got != 1 {
 				t.Errorf("got %d writes to the network for %d messages, want 1", got, tt.messages)
-			}
-			if c.cork.buf != nil {
-				t.Errorf("the connection still holds a buffer of %d bytes", cap(c.cork.buf))
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -168,35 +169,58 @@ func TestBatchedWriteToStuckClientTimesOut(t *testing.T) {
 	}
 }
 
-// Writes while corked are held back and sent, in order, in one write by uncork; writes
-// while not corked go straight through.
-func TestCorkConn(t *testing.T) {
+// coder/websocket's own frames (here the pongs it answers a client's pings with) reach
+// the client whole between the transport's, which arrive whole and in order.
+func TestControlFramesBetweenMessages(t *testing.T) {
 	t.Parallel()
-	server, client := net.Pipe()
-	defer client.Close()
-	count := &countingConn{Conn: server}
-	c := &corkConn{Conn: count}
-	read := make(chan []byte, 1)
+	c, _, client := serveConn(t, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	go c.conn.Read(ctx) // the server reads: that is where pings are answered
+	const batches, perBatch = 200, 5
+	read := make(chan error, 1)
 	go func() {
-		b, _ := io.ReadAll(client)
-		read <- b
+		for i := range batches * perBatch {
+			_, got, err := client.Read(ctx)
+			if err != nil {
+				read <- fmt.Errorf("message %d: %w", i, err)
+				return
+			}
+			if want := fmt.Sprintf("%d %s", i, strings.Repeat("y", i%300)); string(got) != want {
+				read <- fmt.Errorf("message %d: got %.40q, want %.40q", i, got, want)
+				return
+			}
+		}
+		read <- nil
+		for { // and on, for the pings still under way: a client's Ping needs its reader
+			if _, _, err := client.Read(ctx); err != nil {
+				return
+			}
+		}
 	}()
-	c.Write([]byte("a"))
-	c.cork()
-	c.Write([]byte("b"))
-	c.Write([]byte("c"))
-	if got := count.count(); got != 1 {
-		t.Errorf("got %d writes before uncork, want 1", got)
+	pinged := make(chan error, 1)
+	go func() {
+		for range 50 {
+			if err := client.Ping(ctx); err != nil {
+				pinged <- err
+				return
+			}
+		}
+		pinged <- nil
+	}()
+	for i := 0; i < batches*perBatch; i += perBatch {
+		var msgs [][]byte
+		for j := i; j < i+perBatch; j++ {
+			msgs = append(msgs, fmt.Appendf(nil, "%d %s", j, strings.Repeat("y", j%300)))
+		}
+		if err := c.write(msgs...); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := c.uncork(); err != nil {
+	if err := <-read; err != nil {
 		t.Fatal(err)
 	}
-	c.Write([]byte("d"))
-	if got := count.count(); got != 3 {
-		t.Errorf("got %d writes, want 3 (a, bc, d)", got)
-	}
-	server.Close()
-	if got := string(<-read); got != "abcd" {
-		t.Errorf("got %q, want %q", got, "abcd")
+	if err := <-pinged; err != nil {
+		t.Fatalf("ping: %v", err)
 	}
 }

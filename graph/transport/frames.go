@@ -1,0 +1,96 @@
+package transport
+
+import (
+	"bufio"
+	"encoding/binary"
+	"net"
+	"net/http"
+	"sync"
+
+	"github.com/parley-dev/parley/internal/bufpool"
+)
+
+// frameConn is a websocket's network connection, to which the transport writes its
+// messages as websocket frames itself, several in one write, rather than through
+// coder/websocket's Conn.Write. The library's write of a message takes two locks made of
+// channels, checks its close state under a third, writes the frame's header into its
+// buffer a byte at a time and flushes each message with a system call of its own: a
+// sixth of a delivery's CPU besides the system call, for a frame that is a few header
+// bytes before the payload (RFC 6455 section 5.2; a server's frames are not masked, and
+// compression is off, so there is nothing else to it). coder/websocket still reads the
+// connection and writes its own control frames (pong, close) to it: each of those is
+// one write of a whole frame to frameConn, which mu keeps from interleaving with the
+// transport's.
+//
+// Everything the transport sends goes through writeMessages (wsConn.write), so no
+// message of coder/websocket's is ever split around one of ours.
+type frameConn struct {
+	net.Conn
+
+	mu sync.Mutex // held across each write to Conn, so that frames stay whole
+}
+
+// Write implements io.Writer: coder/websocket's writes (its control frames, and the
+// handshake's rest).
+func (c *frameConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+// writeMessages writes msgs as text messages, one unfragmented frame each, in order, in
+// one write to the network.
+func (c *frameConn) writeMessages(msgs ...[]byte) error {
+	b := bufpool.Get()
+	for _, m := range msgs {
+		b = appendTextFrame(b, m)
+	}
+	c.mu.Lock()
+	_, err := c.Conn.Write(b)
+	c.mu.Unlock()
+	bufpool.Put(b)
+	return err
+}
+
+// appendTextFrame appends to b a server's text frame carrying p: FIN and the text
+// opcode, no mask, the payload's length in 7, 7+16 or 7+64 bits, then the payload.
+func appendTextFrame(b, p []byte) []byte {
+	const finText = 0x80 | 0x1
+	switch n := len(p); {
+	case n <= 125:
+		b = append(b, finText, byte(n))
+	case n <= 0xffff:
+		b = append(b, finText, 126)
+		b = binary.BigEndian.AppendUint16(b, uint16(n))
+	default:
+		b = append(b, finText, 127)
+		b = binary.BigEndian.AppendUint64(b, uint64(n))
+	}
+	return append(b, p...)
+}
+
+// framingWriter is the upgrade's response writer, whose Hijack hands coder/websocket a
+// frameConn in place of the connection, and a buffered writer over it.
+type framingWriter struct {
+	http.ResponseWriter
+	conn *frameConn // set by Hijack
+}
+
+// Hijack implements http.Hijacker.
+func (w *framingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	nc, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	// Whatever the server still holds of its response goes out before the connection
+	// is handed over (net/http has flushed it already; this costs nothing then).
+	if err := brw.Writer.Flush(); err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	w.conn = &frameConn{Conn: nc}
+	return w.conn, bufio.NewReadWriter(brw.Reader, bufio.NewWriterSize(w.conn, 4096)), nil
+}
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (w *framingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
