@@ -141,6 +141,24 @@ type watcher struct {
 	// (before the wake-up) by every event but the appends this process committed
 	// itself, which a live subscriber may take from its topic's tail instead.
 	dirty atomic.Bool
+	// next, set by a caught-up stream, is the read its next wake-up will make: the
+	// topic starts it when it publishes and wakes the watcher once it is done (see
+	// topic.publish). Taken by the wake-up it serves.
+	next atomic.Pointer[readAhead]
+}
+
+// readAhead is the read a caught-up stream makes when woken: its key, and the stream,
+// which makes it (built only by the topic's publish, once for all those alike: a
+// delivery allocates as little as it can).
+type readAhead struct {
+	key readKey
+	r   aheadReader
+}
+
+// aheadReader is a stream that can say how it reads.
+type aheadReader interface {
+	// readFrom returns the stream's read of what follows after, as Hub.read runs it.
+	readFrom(after int64) func(context.Context) (any, error)
 }
 
 func (w *watcher) wake() {
@@ -209,17 +227,53 @@ func (f *Hub) Publish(ev parley.MessageEvent) {
 }
 
 // publish wakes the topic's watchers of kind. The caller holds the Hub's lock.
+//
+// A caught-up stream's watcher (one that says what it will read next: watcher.next) is
+// woken only once that read is done: the topic starts one read for all those that
+// will ask for the same thing, and their wake-ups find it answered. Woken at once, a
+// thousand subscribers of a conversation each parked on the one read and were each
+// woken again when it answered: two scheduler round trips a delivery, a tenth of its
+// CPU.
 func (t *topic) publish(kind parley.MessageEventKind) {
-	t.epoch.Add(1)
+	epoch := t.epoch.Add(1)
+	var ahead map[readKey]*heldWakes
 	for w, k := range t.watchers {
 		if k == liveKind && kind != parley.ToolCallClaimed {
 			w.dirty.Store(true)
 			w.wake()
 		} else if k == kind || kind == parley.ConversationDeleted || (k == "" && kind != parley.MessageDelta) ||
 			(k == listKind && kind != parley.MessageDelta && kind != parley.ToolCallClaimed) {
-			w.wake()
+			next := w.next.Swap(nil)
+			if next == nil {
+				w.wake()
+				continue
+			}
+			if ahead == nil {
+				ahead = map[readKey]*heldWakes{}
+			}
+			h := ahead[next.key]
+			if h == nil {
+				h = &heldWakes{fn: next.r.readFrom(next.key.after)}
+				ahead[next.key] = h
+			}
+			h.watchers = append(h.watchers, w)
 		}
 	}
+	for key, h := range ahead {
+		r := t.shared(key, epoch, h.fn)
+		go func() {
+			<-r.done // failed or not: the streams' own reads retry
+			for _, w := range h.watchers {
+				w.wake()
+			}
+		}()
+	}
+}
+
+// heldWakes are the watchers woken once the read they will all make is done.
+type heldWakes struct {
+	fn       func(context.Context) (any, error)
+	watchers []*watcher
 }
 
 // Resync wakes every subscriber, to read whatever events were lost (the listening
@@ -403,6 +457,7 @@ func (s *addedStream) Next(ctx context.Context) (parley.Message, error) {
 
 // Poll implements parley.MessageStream.
 func (s *addedStream) Poll(ctx context.Context) (parley.Message, error) {
+	s.w.next.Store(nil) // the stream moves on: what it would have read next may change
 	if s.w.woken() {
 		s.stale = true
 	}
@@ -415,21 +470,35 @@ func (s *addedStream) Poll(ctx context.Context) (parley.Message, error) {
 				return m, nil
 			}
 		}
+		key := readKey{"a", s.owner, int64(s.last)}
 		if !s.stale {
+			s.w.next.Store(&readAhead{key, s})
 			return nil, nil
 		}
-		conv, last, size, budget := s.conv, s.last, s.f.cfg.PageSize, s.f.cfg.PageBytes
-		res, err := s.f.read(ctx, s.w.t, "a", s.owner, conv, int64(last), func(ctx context.Context) (any, error) {
-			msgs, more, err := s.f.store.MessagesAfter(ctx, conv, last, size, budget)
-			return added{msgs, more}, err
-		})
-		if err != nil {
-			s.cancel()
-			return nil, err
+		res, ok := s.w.t.done(key)
+		if !ok {
+			var err error
+			if res, err = s.f.read(ctx, s.w.t, "a", s.owner, s.conv, int64(s.last), s.readAfter(s.last)); err != nil {
+				s.cancel()
+				return nil, err
+			}
 		}
 		a := res.(added)
 		s.pending, s.stale = a.msgs, a.more
 	}
+}
+
+// readAfter returns the read of the messages after position last.
+func (s *addedStream) readAfter(last int) func(context.Context) (any, error) {
+	conv, size, budget := s.conv, s.f.cfg.PageSize, s.f.cfg.PageBytes
+	return func(ctx context.Context) (any, error) {
+		msgs, more, err := s.f.store.MessagesAfter(ctx, conv, last, size, budget)
+		return added{msgs, more}, err
+	}
+}
+
+func (s *addedStream) readFrom(after int64) func(context.Context) (any, error) {
+	return s.f.attempt(s.owner, s.readAfter(int(after)))
 }
 
 // OnWake implements parley.MessageStream.
@@ -468,6 +537,7 @@ func (s *updatedStream) Next(ctx context.Context) (parley.Message, error) {
 
 // Poll implements parley.MessageStream.
 func (s *updatedStream) Poll(ctx context.Context) (parley.Message, error) {
+	s.w.next.Store(nil) // see addedStream.Poll
 	if s.w.woken() {
 		s.stale = true
 	}
@@ -477,21 +547,35 @@ func (s *updatedStream) Poll(ctx context.Context) (parley.Message, error) {
 			s.pending = s.pending[1:]
 			return m, nil
 		}
+		key := readKey{"u", s.owner, s.last}
 		if !s.stale {
+			s.w.next.Store(&readAhead{key, s})
 			return nil, nil
 		}
-		conv, after, size, budget := s.conv, s.last, s.f.cfg.PageSize, s.f.cfg.PageBytes
-		res, err := s.f.read(ctx, s.w.t, "u", s.owner, conv, after, func(ctx context.Context) (any, error) {
-			msgs, last, more, err := s.f.store.MessagesChangedAfter(ctx, conv, after, size, budget)
-			return changes{msgs, last, more}, err
-		})
-		if err != nil {
-			s.cancel()
-			return nil, err
+		res, ok := s.w.t.done(key)
+		if !ok {
+			var err error
+			if res, err = s.f.read(ctx, s.w.t, "u", s.owner, s.conv, s.last, s.readChangedAfter(s.last)); err != nil {
+				s.cancel()
+				return nil, err
+			}
 		}
 		c := res.(changes)
 		s.pending, s.last, s.stale = c.msgs, c.last, c.more
 	}
+}
+
+// readChangedAfter returns the read of the messages changed after change number after.
+func (s *updatedStream) readChangedAfter(after int64) func(context.Context) (any, error) {
+	conv, size, budget := s.conv, s.f.cfg.PageSize, s.f.cfg.PageBytes
+	return func(ctx context.Context) (any, error) {
+		msgs, last, more, err := s.f.store.MessagesChangedAfter(ctx, conv, after, size, budget)
+		return changes{msgs, last, more}, err
+	}
+}
+
+func (s *updatedStream) readFrom(after int64) func(context.Context) (any, error) {
+	return s.f.attempt(s.owner, s.readChangedAfter(after))
 }
 
 // OnWake implements parley.MessageStream.
@@ -524,12 +608,9 @@ func (f *Hub) read(ctx context.Context, t *topic, kind, owner, conv string, afte
 	deadline := time.Now().Add(f.cfg.RetryFor)
 	backoff := 50 * time.Millisecond
 	key := readKey{kind, owner, after}
+	attempt := f.attempt(owner, fn)
 	for {
-		r := t.shared(key, t.epoch.Load(), func(ctx context.Context) (any, error) {
-			ctx, cancel := context.WithTimeout(parley.WithOwner(ctx, owner), f.cfg.ReadTimeout)
-			defer cancel()
-			return fn(ctx)
-		})
+		r := t.shared(key, t.epoch.Load(), attempt)
 		select {
 		case <-r.done: // the common case at a conversation's tail: another subscriber's read, done
 		default:
@@ -559,6 +640,35 @@ func (f *Hub) read(ctx context.Context, t *topic, kind, owner, conv string, afte
 		case <-t.C:
 		}
 		backoff *= 2
+	}
+}
+
+// attempt returns one attempt of read's: fn on behalf of owner, under the read timeout.
+func (f *Hub) attempt(owner string, fn func(context.Context) (any, error)) func(context.Context) (any, error) {
+	return func(ctx context.Context) (any, error) {
+		ctx, cancel := context.WithTimeout(parley.WithOwner(ctx, owner), f.cfg.ReadTimeout)
+		defer cancel()
+		return fn(ctx)
+	}
+}
+
+// done returns the value of a read of key that a subscriber waking now may use (see
+// sharedRead), if one has succeeded: the common case at a conversation's tail, since
+// publish has made the read before the wake-up (and Hub.read, for this, would allocate
+// a read the subscriber does not need).
+func (t *topic) done(key readKey) (any, bool) {
+	epoch := t.epoch.Load()
+	t.mu.Lock()
+	r := t.reads[key]
+	t.mu.Unlock()
+	if r == nil || r.epoch < epoch {
+		return nil, false
+	}
+	select {
+	case <-r.done:
+		return r.val, r.err == nil
+	default:
+		return nil, false
 	}
 }
 
