@@ -75,10 +75,11 @@ bench-go: deps
 bench-realtime: deps build
 	$(GO) run ./bench/fanout -parley $(BIN) $(REALTIME_ARGS)
 
-# bench-streaming: live messages, 100 streams at 50 appends/s with 10 websocket
-# subscribers each, then one stream: ack-to-subscriber latency, DB writes, server CPU per
-# delivery (a Markdown report on stdout). STREAMING_ARGS passes flags, e.g.
-# STREAMING_ARGS="-duration 3s".
+# bench-streaming: live messages, 100 streams at 50 deltas/s with 10 websocket
+# subscribers each, written as a relay of a provider's stream does (the deltas due since
+# the last acknowledgement in each append) and one delta per append, then one stream:
+# delivery latency, append round trip, DB writes, server CPU per delivery (a Markdown
+# report on stdout). STREAMING_ARGS passes flags, e.g. STREAMING_ARGS="-duration 3s".
 bench-streaming: deps build
 	$(GO) run ./bench/streaming -parley $(BIN) $(STREAMING_ARGS)
 

@@ -1,20 +1,31 @@
 // Command streaming measures live messages (`make bench-streaming`): S concurrent
-// streaming messages (one conversation each), each appended to at R appends a second
-// (one TEXT delta each) through Parley's GraphQL API, each watched by N websocket
-// subscribers of messageStream. It reports the delivery latency from the writer's
-// acknowledgement to a subscriber reading the delta (p50, p99), the appends and
-// deliveries per second achieved, the database's commits and row writes per second,
-// and the server's CPU per delivered delta; then checks that every stored message is
-// exactly the deltas sent. It runs the configured load and a single stream. Since the
-// writer's own replica hands a committed append to its subscribers before acknowledging
-// it, a delivery often precedes the acknowledgement: it also reports the latency from
-// the writer sending the append to a subscriber reading it (send to subscriber), which
-// includes the append's request and commit.
+// streaming messages (one conversation each), each fed R TEXT deltas a second through
+// Parley's GraphQL API, each watched by N websocket subscribers of messageStream. It
+// reports the deltas per second achieved, the appends that carried them, the latency
+// from a delta's origin and from its acknowledgement to a subscriber reading it (p50,
+// p99), the append's round trip, the database's commits and row writes per second and
+// the server's CPU per delivered delta; then checks that every stored message is exactly
+// the deltas sent.
+//
+// Writers follow one of two models, each run by default (-models):
+//   - relay (the headline): a relay of a provider's stream. Deltas arrive open-loop, at
+//     R a second per stream whatever Parley does; the writer sends every delta that has
+//     come since its last acknowledgement in one append (up to 1,000), waits for the
+//     acknowledgement, and goes on. A delta's origin is when it was due.
+//   - closed: one delta per append, the writer waiting for each acknowledgement before
+//     making the next delta, never sooner than R a second. A delta's origin is when its
+//     append was sent. Its rate is bounded by the round trip: R a second needs every
+//     round trip under 1/R.
+//
+// Then a single stream, closed loop. Since the writer's own replica hands a committed
+// append to its subscribers before acknowledging it, a delivery often precedes the
+// acknowledgement (ack→subscriber then counts 0 ms): origin→subscriber is the
+// end-to-end figure.
 //
 // It starts its own PostgreSQL (localpg, durability off unless -durable, as
 // bench/fanout) and one `parley serve` from the binary given with -parley, on loopback;
 // writers and subscribers run in this process and share the machine's CPUs with the
-// server. A delivery read before its writer saw the acknowledgement counts as 0 ms.
+// server.
 package main
 
 import (
@@ -40,6 +51,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq"
 
+	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/bench/internal/parleyproc"
 	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/localpg"
@@ -63,7 +75,7 @@ type config struct {
 	durable     bool
 	keep        bool
 	debugAddr   string
-	coalesce    bool
+	models      []string
 	cpuprofile  string
 	appendOver  string
 }
@@ -73,13 +85,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("streaming", flag.ContinueOnError)
 	fs.StringVar(&cfg.parley, "parley", "bin/parley", "the parley binary to run")
 	fs.IntVar(&cfg.streams, "streams", 100, "concurrent streaming messages")
-	fs.IntVar(&cfg.rate, "rate", 50, "appends per second per stream (one delta each)")
+	fs.IntVar(&cfg.rate, "rate", 50, "deltas per second per stream")
 	fs.IntVar(&cfg.subscribers, "subscribers", 10, "websocket subscribers per stream")
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "length of each run")
 	fs.BoolVar(&cfg.durable, "durable", false, "run Postgres with fsync and synchronous commit on")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (server log, database)")
-	fs.BoolVar(&cfg.coalesce, "coalesce", false, "a writer that falls behind sends the deltas due so far in one append (up to 1,000), "+
-		"as a relay of a provider's stream does while its previous append is in flight; latencies are then measured from when each delta was due")
+	models := fs.String("models", "relay,closed", "the writers' models to run with -streams, in order: relay (deltas due open-loop, each append "+
+		"carrying every delta due since the last acknowledgement, as a relay of a provider's stream does) and closed (one delta per append, "+
+		"each waiting for the acknowledgement before the next)")
 	fs.StringVar(&cfg.debugAddr, "debug-addr", "", "serve the server's profiles (/debug/pprof/) at this loopback address, to profile a run")
 	fs.StringVar(&cfg.appendOver, "append-over", "http", "how writers send appends: http (a POST each) or websocket "+
 		"(each writer's appends as graphql-transport-ws operations on one websocket it keeps open, as a relay of a provider's stream may)")
@@ -89,6 +102,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if cfg.appendOver != "http" && cfg.appendOver != "websocket" {
 		return fmt.Errorf("-append-over: %q is neither http nor websocket", cfg.appendOver)
+	}
+	for m := range strings.SplitSeq(*models, ",") {
+		if m != modelRelay && m != modelClosed {
+			return fmt.Errorf("-models: %q is neither %s nor %s", m, modelRelay, modelClosed)
+		}
+		cfg.models = append(cfg.models, m)
 	}
 	dir, err := os.MkdirTemp("", "parley-streaming-")
 	if err != nil {
@@ -135,32 +154,60 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer srv.Stop()
 
-	fmt.Fprintf(out, "## Live messages\n\n`make bench-streaming` (bench/streaming): %s per run, one TEXT delta per append, "+
-		"%d websocket subscribers per stream, Postgres durability %s%s, appends over %s. Load average at the start: %s.\n\n",
+	fmt.Fprintf(out, "## Live messages\n\n`make bench-streaming` (bench/streaming): %s per run, %d websocket subscribers per stream, "+
+		"Postgres durability %s, appends over %s. Load average at the start: %s.\n\n",
 		cfg.duration, cfg.subscribers, map[bool]string{true: "on", false: "off"}[cfg.durable],
-		map[bool]string{true: ", writers coalescing the deltas due while an append is in flight (latency from each delta's due time)", false: ""}[cfg.coalesce],
 		map[string]string{"http": "HTTP (a POST each)", "websocket": "one kept-open websocket per writer"}[cfg.appendOver],
 		parleyproc.LoadAverage())
-	fmt.Fprintln(out, "| streams × deltas/s | deltas/s done | appends/s | deliveries/s (deltas) | ack→subscriber p50 | p99 | max | send→subscriber p50 | p99 | DB commits/s | DB rows written/s | WAL per append | server CPU per delivered delta | stored = sent |")
-	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-	for _, streams := range []int{cfg.streams, 1} {
-		r, err := measure(ctx, cfg, streams, srv, stats)
+	fmt.Fprintf(out, "- **relay**: deltas due open-loop at %d/s per stream; each append carries every delta due since the writer's last "+
+		"acknowledgement (a relay of a provider's stream). A delta's origin is its due time.\n", cfg.rate)
+	fmt.Fprintf(out, "- **closed**: one delta per append, each sent after the previous one's acknowledgement and no sooner than "+
+		"%d/s. A delta's origin is when its append was sent.\n", cfg.rate)
+	fmt.Fprintln(out, "- deltas/s: deltas acknowledged that were sent within the run, per second of the run. Deliveries count deltas "+
+		"read by subscribers (an append's deltas arrive in one event). ack→subscriber counts 0 ms for a delta read before its "+
+		"writer had the acknowledgement. Round trip: an append's send to its acknowledgement.")
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "| writers | streams × deltas/s | deltas/s done | appends/s | deltas per append | deliveries/s | origin→subscriber p50 | p99 | "+
+		"ack→subscriber p50 | p99 | max | origin→ack p99 | round trip p50 | p99 | DB commits/s | DB rows written/s | WAL per append | "+
+		"server CPU per delivered delta | stored = sent |")
+	fmt.Fprintln(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	type row struct {
+		model   string
+		streams int
+	}
+	var rows []row
+	for _, m := range cfg.models {
+		rows = append(rows, row{m, cfg.streams})
+	}
+	rows = append(rows, row{modelClosed, 1})
+	for _, rw := range rows {
+		r, err := measure(ctx, cfg, rw.model, rw.streams, srv, stats)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "| %d × %d | %.0f | %.0f | %.0f | %s | %s | %s | %s | %s | %.0f | %.0f | %.0f B | %.1f µs | %s |\n",
-			streams, cfg.rate, r.deltasPerSec, r.appendsPerSec, r.deliveriesPerSec, ms(pct(r.latencies, 50)), ms(pct(r.latencies, 99)),
-			ms(pct(r.latencies, 100)), ms(pct(r.fromSend, 50)), ms(pct(r.fromSend, 99)),
+		fmt.Fprintf(out, "| %s | %d × %d | %.0f | %.0f | %.1f | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %.0f B | %.1f µs | %s |\n",
+			rw.model, rw.streams, cfg.rate, r.deltasPerSec, r.appendsPerSec, r.deltasPerSec/max(r.appendsPerSec, 1e-9), r.deliveriesPerSec,
+			ms(pct(r.fromOrigin, 50)), ms(pct(r.fromOrigin, 99)),
+			ms(pct(r.latencies, 50)), ms(pct(r.latencies, 99)), ms(pct(r.latencies, 100)),
+			ms(pct(r.originToAck, 99)), ms(pct(r.roundTrips, 50)), ms(pct(r.roundTrips, 99)),
 			r.commitsPerSec, r.rowsPerSec, r.walPerAppend, r.cpuPerDelivery, r.check)
 	}
 	fmt.Fprintln(out)
 	return nil
 }
 
+// The writers' models (see the package comment).
+const (
+	modelRelay  = "relay"
+	modelClosed = "closed"
+)
+
 type result struct {
 	deltasPerSec, appendsPerSec, deliveriesPerSec float64
-	latencies                                     []time.Duration // from the acknowledgement
-	fromSend                                      []time.Duration // from sending the append (or the delta's due time, coalescing)
+	latencies                                     []time.Duration // a delivered delta's, from the acknowledgement
+	fromOrigin                                    []time.Duration // a delivered delta's, from its origin (due time or send)
+	originToAck                                   []time.Duration // a delta's, from its origin to its acknowledgement
+	roundTrips                                    []time.Duration // an append's, from its send to its acknowledgement
 	commitsPerSec, rowsPerSec                     float64
 	walPerAppend                                  float64 // bytes
 	cpuPerDelivery                                float64 // µs
@@ -172,18 +219,22 @@ type stream struct {
 	conv, id string
 	mu       sync.Mutex
 	acked    map[int]time.Time   // seq → when the writer read the acknowledgement
-	sentAt   map[int]time.Time   // seq → when the writer sent it
-	due      map[int][]time.Time // seq → when each of its deltas was due (coalescing)
+	origins  map[int][]time.Time // seq → when each of its deltas originated
 	deltas   int                 // sent
-	text     strings.Builder
-	sent     int
+	// roundTrips and originToAck are each append's send to acknowledgement, and each
+	// delta's origin to acknowledgement.
+	roundTrips, originToAck []time.Duration
+	text                    strings.Builder
+	sent                    int
 }
 
-func (s *stream) ackedAt(seq int) (acked, sent time.Time, due []time.Time, ok bool) {
+// ackedAt returns when the writer read append seq's acknowledgement, and when each of
+// its deltas originated.
+func (s *stream) ackedAt(seq int) (acked time.Time, origins []time.Time, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	acked, ok = s.acked[seq]
-	return acked, s.sentAt[seq], s.due[seq], ok
+	return acked, s.origins[seq], ok
 }
 
 // delivery is one append a subscriber read (of n deltas), and when.
@@ -194,12 +245,13 @@ type delivery struct {
 	at  time.Time
 }
 
-func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, stats *sqlx.DB) (result, error) {
+func measure(ctx context.Context, cfg config, model string, n int, srv *parleyproc.Server, stats *sqlx.DB) (result, error) {
 	var r result
-	fmt.Fprintf(os.Stderr, "streaming: %d streams...\n", n)
+	relay := model == modelRelay
+	fmt.Fprintf(os.Stderr, "streaming: %d streams, %s...\n", n, model)
 	streams := make([]*stream, n)
 	for i := range streams {
-		s := &stream{acked: map[int]time.Time{}, sentAt: map[int]time.Time{}, due: map[int][]time.Time{}}
+		s := &stream{acked: map[int]time.Time{}, origins: map[int][]time.Time{}}
 		var c struct {
 			CreateConversation struct{ ID string }
 		}
@@ -263,7 +315,7 @@ func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, sta
 		return r, err
 	}
 	var profiled chan error
-	if cfg.cpuprofile != "" && cfg.debugAddr != "" && n == cfg.streams {
+	if cfg.cpuprofile != "" && cfg.debugAddr != "" && n == cfg.streams && model == cfg.models[0] {
 		profiled = make(chan error, 1)
 		go func() {
 			profiled <- parleyproc.CPUProfile(ctx, "http://"+cfg.debugAddr, max(1, int(cfg.duration.Seconds())), cfg.cpuprofile)
@@ -292,7 +344,8 @@ func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, sta
 				send = func(vars map[string]any) error { return wsMutation(ctx, ws, appendMutation, vars) }
 			}
 			// Stagger the streams over one interval, then pace each at its rate: delta k
-			// is due at next + k·interval.
+			// is due at first + k·interval. A relay sends every delta due by now; a
+			// closed-loop writer makes one.
 			first := start.Add(interval * time.Duration(i) / time.Duration(len(streams)))
 			dueAt := func(k int) time.Time { return first.Add(interval * time.Duration(k)) }
 			for seq, k := 1, 0; ; seq++ {
@@ -304,7 +357,7 @@ func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, sta
 					return
 				}
 				n := 1
-				for cfg.coalesce && n < 1000 && !dueAt(k+n).After(now) && dueAt(k+n).Before(end) {
+				for relay && n < parley.MaxDeltasPerAppend && !dueAt(k+n).After(now) && dueAt(k+n).Before(end) {
 					n++
 				}
 				deltas := make([]map[string]any, n)
@@ -317,8 +370,12 @@ func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, sta
 					dues[j] = dueAt(k + j)
 				}
 				k += n
+				sentAt := time.Now()
+				if !relay {
+					dues = []time.Time{sentAt} // a closed-loop delta originates when it is sent
+				}
 				s.mu.Lock()
-				s.sentAt[seq], s.due[seq] = time.Now(), dues
+				s.origins[seq] = dues
 				s.mu.Unlock()
 				err := send(map[string]any{"m": s.id, "s": seq, "d": deltas})
 				at := time.Now()
@@ -330,6 +387,10 @@ func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, sta
 				}
 				s.mu.Lock()
 				s.acked[seq] = at
+				s.roundTrips = append(s.roundTrips, at.Sub(sentAt))
+				for _, d := range dues {
+					s.originToAck = append(s.originToAck, at.Sub(d))
+				}
 				s.text.WriteString(text.String())
 				s.sent, s.deltas = seq, s.deltas+n
 				s.mu.Unlock()
@@ -337,7 +398,6 @@ func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, sta
 		}()
 	}
 	writers.Wait()
-	elapsed := time.Since(start)
 	if werr != nil {
 		return r, werr
 	}
@@ -385,8 +445,10 @@ func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, sta
 	for _, d := range ds {
 		delivered += d.n
 	}
-	r.appendsPerSec = float64(sent) / elapsed.Seconds()
-	r.deltasPerSec = float64(deltas) / elapsed.Seconds()
+	// Every append counted was sent within the run (the writers send none after its
+	// end) and acknowledged; the last acknowledgements may come after it.
+	r.appendsPerSec = float64(sent) / cfg.duration.Seconds()
+	r.deltasPerSec = float64(deltas) / cfg.duration.Seconds()
 	r.deliveriesPerSec = float64(delivered) / drained.Seconds()
 	r.commitsPerSec = float64(commits1-commits0) / drained.Seconds()
 	r.rowsPerSec = float64(rows1-rows0) / drained.Seconds()
@@ -395,23 +457,25 @@ func measure(ctx context.Context, cfg config, n int, srv *parleyproc.Server, sta
 		r.cpuPerDelivery = float64((cpu1 - cpu0).Microseconds()) / float64(delivered)
 	}
 	for _, d := range ds {
-		acked, sent, due, ok := d.s.ackedAt(d.seq)
+		acked, origins, ok := d.s.ackedAt(d.seq)
 		for j := range d.n {
 			if ok {
 				r.latencies = append(r.latencies, max(d.at.Sub(acked), 0))
 			} else {
 				r.latencies = append(r.latencies, 0) // read before the writer had its acknowledgement
 			}
-			switch {
-			case cfg.coalesce && j < len(due):
-				r.fromSend = append(r.fromSend, max(d.at.Sub(due[j]), 0))
-			case !sent.IsZero():
-				r.fromSend = append(r.fromSend, max(d.at.Sub(sent), 0))
+			if j < len(origins) {
+				r.fromOrigin = append(r.fromOrigin, max(d.at.Sub(origins[j]), 0))
 			}
 		}
 	}
-	slices.Sort(r.latencies)
-	slices.Sort(r.fromSend)
+	for _, s := range streams {
+		r.roundTrips = append(r.roundTrips, s.roundTrips...)
+		r.originToAck = append(r.originToAck, s.originToAck...)
+	}
+	for _, ds := range [][]time.Duration{r.latencies, r.fromOrigin, r.roundTrips, r.originToAck} {
+		slices.Sort(ds)
+	}
 	missing := total - delivered
 	// Complete every message and compare the stored text with what was sent.
 	bad := 0
