@@ -67,6 +67,8 @@ type DB struct {
 	// by a group commit (OnAppended).
 	origin   string
 	appended func(conversationID string, b *parley.DeltaBatch)
+	// timed receives each group-committed append's times (OnGroupCommit).
+	timed func(queued, written time.Duration)
 }
 
 // Origin returns the name this DB gives the notifications of the appends it delivers
@@ -79,6 +81,12 @@ func (db *DB) Origin() string { return db.origin }
 // subscribers must read the database. Set it before the DB is used; f must not block.
 // Its notifications name this DB's Origin, so that the process's Listener skips them.
 func (db *DB) OnAppended(f func(conversationID string, b *parley.DeltaBatch)) { db.appended = f }
+
+// OnGroupCommit sets f to receive, for each append written by a group commit, how long
+// it waited for the batch in flight before its own batch began (queued), and how long
+// its batch's statement and commit took (written): together, what group commit adds to
+// an append's acknowledgement. Set it before the DB is used; f must not block.
+func (db *DB) OnGroupCommit(f func(queued, written time.Duration)) { db.timed = f }
 
 // Open connects to the database at dsn (a lib/pq URL or key=value string). It does not
 // migrate: call Migrate first.

@@ -59,10 +59,11 @@ type pendingAppend struct {
 	conv  string
 	batch parley.DeltaBatch
 
-	done  chan struct{} // closed when the fields below are set
-	lease time.Time
-	ok    bool // written; false: its check failed and nothing of it was
-	err   error
+	queued time.Time     // when it joined the queue
+	done   chan struct{} // closed when the fields below are set
+	lease  time.Time
+	ok     bool // written; false: its check failed and nothing of it was
+	err    error
 }
 
 // appendGroup gathers appends and writes them a batch at a time, one batch in flight.
@@ -78,6 +79,7 @@ type appendGroup struct {
 // writer, not knowing, sends it again, and a repeated append is acknowledged as such).
 func (g *appendGroup) write(ctx context.Context, p *pendingAppend) error {
 	p.done = make(chan struct{})
+	p.queued = time.Now()
 	g.mu.Lock()
 	g.queue = append(g.queue, p)
 	if !g.running {
@@ -126,6 +128,7 @@ func (g *appendGroup) flush(batch []*pendingAppend) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
+	began := time.Now()
 	err := g.db.writeAppends(ctx, batch)
 	switch {
 	case err == nil:
@@ -138,6 +141,12 @@ func (g *appendGroup) flush(batch []*pendingAppend) {
 	default:
 		for _, p := range batch {
 			p.err = err
+		}
+	}
+	if f := g.db.timed; f != nil {
+		written := time.Since(began)
+		for _, p := range batch {
+			f(began.Sub(p.queued), written)
 		}
 	}
 	g.db.delivered(batch)

@@ -30,6 +30,9 @@ type Metrics struct {
 	subscriptions prometheus.Gauge
 	reconnects    prometheus.Counter
 	lag           prometheus.Histogram
+	groupCommit   *prometheus.HistogramVec
+	queued        prometheus.Observer // groupCommit's phases
+	written       prometheus.Observer
 	refused       *prometheus.CounterVec
 }
 
@@ -64,12 +67,20 @@ func New() *Metrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}),
 	}
+	m.groupCommit = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "parley_append_group_commit_seconds",
+		Help: "What group commit adds to a streaming message's append (appendMessageDeltas, appendProviderEvents) " +
+			"before its acknowledgement, by phase: queued (waiting for the batch in flight to commit) and written " +
+			"(its own batch's statement and commit). Appends that take the locking path are not counted.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+	}, []string{"phase"})
+	m.queued, m.written = m.groupCommit.WithLabelValues("queued"), m.groupCommit.WithLabelValues("written")
 	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "parley_http_refused_total",
 		Help: "Requests to /graphql answered with an error before GraphQL read them, by HTTP status: " +
 			"401 unauthenticated, 403 origin or cross-origin refused, 405, 406, 413 body too large, 415, 421 local mode, 429 rate limited, 400 unreadable body.",
 	}, []string{"status"})
-	m.reg.MustRegister(m.requests, m.duration, m.subscriptions, m.reconnects, m.lag, m.refused, buildInfo(buildinfo.Get()),
+	m.reg.MustRegister(m.requests, m.duration, m.subscriptions, m.reconnects, m.lag, m.groupCommit, m.refused, buildInfo(buildinfo.Get()),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -120,6 +131,15 @@ func (m *Metrics) ListenerReconnected() {
 func (m *Metrics) ObserveDeliveryLag(d time.Duration) {
 	if m != nil {
 		m.lag.Observe(max(d, 0).Seconds())
+	}
+}
+
+// ObserveGroupCommit records how long an append waited for the batch in flight
+// (queued) and for its own batch's statement and commit (written).
+func (m *Metrics) ObserveGroupCommit(queued, written time.Duration) {
+	if m != nil {
+		m.queued.Observe(max(queued, 0).Seconds())
+		m.written.Observe(max(written, 0).Seconds())
 	}
 }
 

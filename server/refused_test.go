@@ -31,12 +31,7 @@ func TestRefusedCounted(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err == nil {
 		resp.Body.Close()
 	}
-	resp, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b := scrapeMetrics(t, srv.URL)
 	for _, want := range []string{`parley_http_refused_total{status="401"} 2`, `parley_http_refused_total{status="405"} 1`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("/metrics: no %s in\n%s", want, grepLines(string(b), "parley_http_refused"))
@@ -45,6 +40,21 @@ func TestRefusedCounted(t *testing.T) {
 	if strings.Contains(string(b), `status="200"`) {
 		t.Errorf("an answered request was counted as refused:\n%s", grepLines(string(b), "parley_http_refused"))
 	}
+}
+
+// scrapeMetrics returns the server's /metrics.
+func scrapeMetrics(t *testing.T, url string) []byte {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func grepLines(s, sub string) string {

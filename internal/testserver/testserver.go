@@ -21,6 +21,7 @@ import (
 	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/pgtest"
 	"github.com/parley-dev/parley/internal/wire"
+	"github.com/parley-dev/parley/metrics"
 	"github.com/parley-dev/parley/realtime"
 	"github.com/parley-dev/parley/server"
 )
@@ -68,6 +69,8 @@ type Options struct {
 	// SweepInterval is how often the server closes streaming messages whose lease ran
 	// out (wire.Config.SweepInterval).
 	SweepInterval time.Duration
+	// Metrics, when set, counts what the server and its store do, served at /metrics.
+	Metrics *metrics.Metrics
 }
 
 // New starts a server on a fresh database and stops it when t ends.
@@ -87,7 +90,7 @@ func NewWith(t testing.TB, opts Options) *Server {
 	}
 	wc := wire.Config{DSN: dsn, Config: cfg, Version: "test", Logger: log, DB: opts.DB,
 		Realtime: opts.Realtime, Listener: opts.Listener, Configure: opts.Configure,
-		SweepInterval: opts.SweepInterval}
+		SweepInterval: opts.SweepInterval, Metrics: opts.Metrics, ServeMetrics: opts.Metrics != nil}
 	if opts.DB.Logger != nil {
 		wc.Logger = opts.DB.Logger
 	}

@@ -139,6 +139,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	// The appends this process commits reach its subscribers from memory (the hub's
 	// tail); its listener skips their notifications, meant for the other replicas.
 	s.Store.OnAppended(s.Hub.PublishAppend)
+	if cfg.Metrics != nil {
+		s.Store.OnGroupCommit(cfg.Metrics.ObserveGroupCommit)
+	}
 	s.Processing = newProcessing(cfg.Config, s.Store, s.Hub, cfg.Version, log)
 	// One LISTEN connection per process hears every replica's commits and wakes this
 	// process's subscribers through the hub, who read what changed from the database.
