@@ -36,6 +36,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/signal"
@@ -50,6 +51,9 @@ import (
 	"github.com/coder/websocket"
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/bench/internal/parleyproc"
@@ -165,12 +169,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		"%d/s. A delta's origin is when its append was sent.\n", cfg.rate)
 	fmt.Fprintln(out, "- deltas/s: deltas acknowledged that were sent within the run, per second of the run. Deliveries count deltas "+
 		"read by subscribers (an append's deltas arrive in one event). ack→subscriber counts 0 ms for a delta read before its "+
-		"writer had the acknowledgement. Round trip: an append's send to its acknowledgement.")
+		"writer had the acknowledgement. Round trip: an append's send to its acknowledgement; in the server: "+
+		"the part of it from the server receiving the request to having its response (parley_graphql_request_duration_seconds "+
+		"of the run's mutations, the p99 as its histogram bucket's bound), the rest being the HTTP exchange and waiting for a CPU. Group commit: of the time in the server, the mean "+
+		"an append waited for the batch in flight (queued) and for its own batch's statement and commit (written), "+
+		"parley_append_group_commit_seconds.")
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "| writers | streams × deltas/s | deltas/s done | appends/s | deltas per append | deliveries/s | origin→subscriber p50 | p99 | "+
-		"ack→subscriber p50 | p99 | max | origin→ack p99 | round trip p50 | p99 | DB commits/s | DB rows written/s | WAL per append | "+
+		"ack→subscriber p50 | p99 | max | origin→ack p99 | round trip p50 | p99 | in the server: mean | p99 ≤ | group commit queued | written | DB commits/s | DB rows written/s | WAL per append | "+
 		"server CPU per delivered delta | stored = sent |")
-	fmt.Fprintln(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	type row struct {
 		model   string
 		streams int
@@ -185,11 +193,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "| %s | %d × %d | %.0f | %.0f | %.1f | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %.0f B | %.1f µs | %s |\n",
+		fmt.Fprintf(out, "| %s | %d × %d | %.0f | %.0f | %.1f | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %.0f B | %.1f µs | %s |\n",
 			rw.model, rw.streams, cfg.rate, r.deltasPerSec, r.appendsPerSec, r.deltasPerSec/max(r.appendsPerSec, 1e-9), r.deliveriesPerSec,
 			ms(pct(r.fromOrigin, 50)), ms(pct(r.fromOrigin, 99)),
 			ms(pct(r.latencies, 50)), ms(pct(r.latencies, 99)), ms(pct(r.latencies, 100)),
 			ms(pct(r.originToAck, 99)), ms(pct(r.roundTrips, 50)), ms(pct(r.roundTrips, 99)),
+			ms(r.serverMean), ms(time.Duration(r.serverP99*float64(time.Second))), ms(r.queuedMean), ms(r.writtenMean),
 			r.commitsPerSec, r.rowsPerSec, r.walPerAppend, r.cpuPerDelivery, r.check)
 	}
 	fmt.Fprintln(out)
@@ -208,6 +217,9 @@ type result struct {
 	fromOrigin                                    []time.Duration // a delivered delta's, from its origin (due time or send)
 	originToAck                                   []time.Duration // a delta's, from its origin to its acknowledgement
 	roundTrips                                    []time.Duration // an append's, from its send to its acknowledgement
+	serverMean                                    time.Duration   // an append's mean time in the server's GraphQL execution
+	serverP99                                     float64         // the upper bound (s) of the bucket holding the p99 of it
+	queuedMean, writtenMean                       time.Duration   // of serverMean, the group commit's: waiting for the batch in flight, then its own
 	commitsPerSec, rowsPerSec                     float64
 	walPerAppend                                  float64 // bytes
 	cpuPerDelivery                                float64 // µs
@@ -314,6 +326,10 @@ func measure(ctx context.Context, cfg config, model string, n int, srv *parleypr
 	if err != nil {
 		return r, err
 	}
+	mut0, queued0, written0, err := serverTimes(ctx, srv.URL)
+	if err != nil {
+		return r, err
+	}
 	var profiled chan error
 	if cfg.cpuprofile != "" && cfg.debugAddr != "" && n == cfg.streams && model == cfg.models[0] {
 		profiled = make(chan error, 1)
@@ -401,6 +417,13 @@ func measure(ctx context.Context, cfg config, model string, n int, srv *parleypr
 	if werr != nil {
 		return r, werr
 	}
+	mut1, queued1, written1, err := serverTimes(ctx, srv.URL)
+	if err != nil {
+		return r, err
+	}
+	r.serverMean, r.serverP99 = mut1.since(mut0)
+	r.queuedMean, _ = queued1.since(queued0)
+	r.writtenMean, _ = written1.since(written0)
 	if profiled != nil {
 		if err := <-profiled; err != nil {
 			return r, err
@@ -671,3 +694,70 @@ func pct(ds []time.Duration, p float64) time.Duration {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+// histogram is the server's parley_graphql_request_duration_seconds for mutations (from
+// receiving the request to having its response: decoding, GraphQL execution, the append
+// and its group commit, not the HTTP connection's reading and writing).
+type histogram struct {
+	count  uint64
+	sum    float64
+	bounds []float64
+	counts []uint64 // cumulative, per bound
+}
+
+// serverTimes scrapes the server's /metrics for its mutations' histogram, and its group
+// commit's phases (parley_append_group_commit_seconds).
+func serverTimes(ctx context.Context, url string) (mutations, queued, written histogram, err error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/metrics", nil)
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return mutations, queued, written, err
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return mutations, queued, written, fmt.Errorf("/metrics: %w", err)
+	}
+	return histogramOf(fams, "parley_graphql_request_duration_seconds", "operation_type", "mutation"),
+		histogramOf(fams, "parley_append_group_commit_seconds", "phase", "queued"),
+		histogramOf(fams, "parley_append_group_commit_seconds", "phase", "written"), nil
+}
+
+// histogramOf returns the series of the histogram name whose label is value.
+func histogramOf(fams map[string]*dto.MetricFamily, name, label, value string) histogram {
+	var h histogram
+	for _, m := range fams[name].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label && l.GetValue() == value {
+				hg := m.GetHistogram()
+				h.count, h.sum = hg.GetSampleCount(), hg.GetSampleSum()
+				for _, b := range hg.GetBucket() {
+					h.bounds = append(h.bounds, b.GetUpperBound())
+					h.counts = append(h.counts, b.GetCumulativeCount())
+				}
+			}
+		}
+	}
+	return h
+}
+
+// since returns the mean of the mutations between h0 and h, and the upper bound of the
+// bucket that holds their 99th percentile.
+func (h histogram) since(h0 histogram) (mean time.Duration, p99 float64) {
+	n := h.count - h0.count
+	if n == 0 {
+		return 0, 0
+	}
+	mean = time.Duration((h.sum - h0.sum) / float64(n) * float64(time.Second))
+	for i, b := range h.bounds {
+		c := h.counts[i]
+		if i < len(h0.counts) {
+			c -= h0.counts[i]
+		}
+		if float64(c) >= 0.99*float64(n) {
+			return mean, b
+		}
+	}
+	return mean, math.Inf(1)
+}
