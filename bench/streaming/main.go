@@ -167,7 +167,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		"acknowledgement (a relay of a provider's stream). A delta's origin is its due time.\n", cfg.rate)
 	fmt.Fprintf(out, "- **closed**: one delta per append, each sent after the previous one's acknowledgement and no sooner than "+
 		"%d/s. A delta's origin is when its append was sent.\n", cfg.rate)
-	fmt.Fprintln(out, "- deltas/s: deltas acknowledged that were sent within the run, per second of the run. Deliveries count deltas "+
+	fmt.Fprintln(out, "- deltas/s: deltas acknowledged that were sent within the run, per second of the run; behind at the end: deltas "+
+		"due within the run (at the rate) that a stream had not sent when it ended, per stream: a writer keeping up is behind by "+
+		"about what comes due during one round trip, one falling behind by more the longer it runs. Deliveries count deltas "+
 		"read by subscribers (an append's deltas arrive in one event). ack→subscriber counts 0 ms for a delta read before its "+
 		"writer had the acknowledgement. Round trip: an append's send to its acknowledgement; in the server: "+
 		"the part of it from the server receiving the request to having its response (parley_graphql_request_duration_seconds "+
@@ -175,10 +177,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		"an append waited for the batch in flight (queued) and for its own batch's statement and commit (written), "+
 		"parley_append_group_commit_seconds.")
 	fmt.Fprintln(out)
-	fmt.Fprintln(out, "| writers | streams × deltas/s | deltas/s done | appends/s | deltas per append | deliveries/s | origin→subscriber p50 | p99 | "+
+	fmt.Fprintln(out, "| writers | streams × deltas/s | deltas/s done | behind at the end | appends/s | deltas per append | deliveries/s | origin→subscriber p50 | p99 | "+
 		"ack→subscriber p50 | p99 | max | origin→ack p99 | round trip p50 | p99 | in the server: mean | p99 ≤ | group commit queued | written | DB commits/s | DB rows written/s | WAL per append | "+
 		"server CPU per delivered delta | stored = sent |")
-	fmt.Fprintln(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	type row struct {
 		model   string
 		streams int
@@ -193,8 +195,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "| %s | %d × %d | %.0f | %.0f | %.1f | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %.0f B | %.1f µs | %s |\n",
-			rw.model, rw.streams, cfg.rate, r.deltasPerSec, r.appendsPerSec, r.deltasPerSec/max(r.appendsPerSec, 1e-9), r.deliveriesPerSec,
+		fmt.Fprintf(out, "| %s | %d × %d | %.0f | %.1f | %.0f | %.1f | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %.0f B | %.1f µs | %s |\n",
+			rw.model, rw.streams, cfg.rate, r.deltasPerSec, r.behind, r.appendsPerSec, r.deltasPerSec/max(r.appendsPerSec, 1e-9), r.deliveriesPerSec,
 			ms(pct(r.fromOrigin, 50)), ms(pct(r.fromOrigin, 99)),
 			ms(pct(r.latencies, 50)), ms(pct(r.latencies, 99)), ms(pct(r.latencies, 100)),
 			ms(pct(r.originToAck, 99)), ms(pct(r.roundTrips, 50)), ms(pct(r.roundTrips, 99)),
@@ -220,6 +222,7 @@ type result struct {
 	serverMean                                    time.Duration   // an append's mean time in the server's GraphQL execution
 	serverP99                                     float64         // the upper bound (s) of the bucket holding the p99 of it
 	queuedMean, writtenMean                       time.Duration   // of serverMean, the group commit's: waiting for the batch in flight, then its own
+	behind                                        float64         // deltas due within the run and not sent by its end, per stream
 	commitsPerSec, rowsPerSec                     float64
 	walPerAppend                                  float64 // bytes
 	cpuPerDelivery                                float64 // µs
@@ -233,6 +236,7 @@ type stream struct {
 	acked    map[int]time.Time   // seq → when the writer read the acknowledgement
 	origins  map[int][]time.Time // seq → when each of its deltas originated
 	deltas   int                 // sent
+	behind   int                 // due within the run (at the rate), not sent by its end
 	// roundTrips and originToAck are each append's send to acknowledgement, and each
 	// delta's origin to acknowledgement.
 	roundTrips, originToAck []time.Duration
@@ -370,6 +374,13 @@ func measure(ctx context.Context, cfg config, model string, n int, srv *parleypr
 				}
 				now := time.Now()
 				if now.After(end) {
+					behind := 0 // due within the run, never sent
+					for dueAt(k + behind).Before(end) {
+						behind++
+					}
+					s.mu.Lock()
+					s.behind = behind
+					s.mu.Unlock()
 					return
 				}
 				n := 1
@@ -460,11 +471,13 @@ func measure(ctx context.Context, cfg config, model string, n int, srv *parleypr
 	dmu.Lock()
 	ds := slices.Clone(deliveries)
 	dmu.Unlock()
-	sent, deltas, delivered := 0, 0, 0
+	sent, deltas, delivered, behind := 0, 0, 0, 0
 	for _, s := range streams {
 		sent += s.sent
 		deltas += s.deltas
+		behind += s.behind
 	}
+	r.behind = float64(behind) / float64(len(streams))
 	for _, d := range ds {
 		delivered += d.n
 	}
