@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/parley-dev/parley/bench/internal/parleyproc"
 )
 
 func TestPercentile(t *testing.T) {
@@ -185,12 +187,12 @@ func TestTreeCPUKeepsExitedChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	before := treeCPU(readProcs(), cmd.Process.Pid)
+	before := parleyproc.TreeCPU(parleyproc.ReadProcs(), cmd.Process.Pid)
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil || line != "done\n" {
 		t.Fatalf("got %q, %v from the child, want done", line, err)
 	}
-	after := treeCPU(readProcs(), cmd.Process.Pid)
+	after := parleyproc.TreeCPU(parleyproc.ReadProcs(), cmd.Process.Pid)
 	// The loop costs well over 100 ms of CPU in any shell; the parent alone costs none.
 	if after-before < 100*time.Millisecond {
 		t.Errorf("got %s of CPU across the child's life, want at least 100ms: the exited child's CPU was lost", after-before)

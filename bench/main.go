@@ -390,10 +390,10 @@ func (e *env) cpuOf(key string) func() cpuTimes {
 	case "postgraphile":
 		server = e.pg.cmd.Process.Pid
 	}
-	postmaster := postmasterPID(filepath.Join(e.cluster.DataDir(), "pgdata"))
+	postmaster := parleyproc.PostmasterPID(filepath.Join(e.cluster.DataDir(), "pgdata"))
 	return func() cpuTimes {
-		procs := readProcs()
-		return cpuTimes{Server: treeCPU(procs, server), Postgres: treeCPU(procs, postmaster), Client: selfCPU()}
+		procs := parleyproc.ReadProcs()
+		return cpuTimes{Server: parleyproc.TreeCPU(procs, server), Postgres: parleyproc.TreeCPU(procs, postmaster), Client: parleyproc.SelfCPU()}
 	}
 }
 

@@ -41,6 +41,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -82,6 +83,7 @@ type config struct {
 	models      []string
 	cpuprofile  string
 	appendOver  string
+	postmaster  int // the pid of the benchmark's Postgres
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -131,6 +133,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer cluster.Stop(context.Background())
+	cfg.postmaster = parleyproc.PostmasterPID(filepath.Join(cluster.DataDir(), "pgdata"))
 	admin, err := sqlx.Open("postgres", cluster.DSN("postgres"))
 	if err != nil {
 		return err
@@ -175,12 +178,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		"the part of it from the server receiving the request to having its response (parley_graphql_request_duration_seconds "+
 		"of the run's mutations, the p99 as its histogram bucket's bound), the rest being the HTTP exchange and waiting for a CPU. Group commit: of the time in the server, the mean "+
 		"an append waited for the batch in flight (queued) and for its own batch's statement and commit (written), "+
-		"parley_append_group_commit_seconds.")
+		"parley_append_group_commit_seconds. CPUs used: CPU seconds per second of the run and its drain, of the server, "+
+		"Postgres (the postmaster and its backends) and this program (the writers and the subscribers' readers), out of the machine's "+
+		fmt.Sprint(runtime.NumCPU())+"; the rest of the load average is other work.")
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "| writers | streams × deltas/s | deltas/s done | behind at the end | appends/s | deltas per append | deliveries/s | origin→subscriber p50 | p99 | "+
 		"ack→subscriber p50 | p99 | max | origin→ack p99 | round trip p50 | p99 | in the server: mean | p99 ≤ | group commit queued | written | DB commits/s | DB rows written/s | WAL per append | "+
-		"server CPU per delivered delta | stored = sent |")
-	fmt.Fprintln(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+		"server CPU per delivered delta | CPUs used: server | Postgres | benchmark | stored = sent |")
+	fmt.Fprintln(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	type row struct {
 		model   string
 		streams int
@@ -195,13 +200,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "| %s | %d × %d | %.0f | %.1f | %.0f | %.1f | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %.0f B | %.1f µs | %s |\n",
+		fmt.Fprintf(out, "| %s | %d × %d | %.0f | %.1f | %.0f | %.1f | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %.0f B | %.1f µs | %.2f | %.2f | %.2f | %s |\n",
 			rw.model, rw.streams, cfg.rate, r.deltasPerSec, r.behind, r.appendsPerSec, r.deltasPerSec/max(r.appendsPerSec, 1e-9), r.deliveriesPerSec,
 			ms(pct(r.fromOrigin, 50)), ms(pct(r.fromOrigin, 99)),
 			ms(pct(r.latencies, 50)), ms(pct(r.latencies, 99)), ms(pct(r.latencies, 100)),
 			ms(pct(r.originToAck, 99)), ms(pct(r.roundTrips, 50)), ms(pct(r.roundTrips, 99)),
 			ms(r.serverMean), ms(time.Duration(r.serverP99*float64(time.Second))), ms(r.queuedMean), ms(r.writtenMean),
-			r.commitsPerSec, r.rowsPerSec, r.walPerAppend, r.cpuPerDelivery, r.check)
+			r.commitsPerSec, r.rowsPerSec, r.walPerAppend, r.cpuPerDelivery, r.cpus[0], r.cpus[1], r.cpus[2], r.check)
 	}
 	fmt.Fprintln(out)
 	return nil
@@ -223,6 +228,7 @@ type result struct {
 	serverP99                                     float64         // the upper bound (s) of the bucket holding the p99 of it
 	queuedMean, writtenMean                       time.Duration   // of serverMean, the group commit's: waiting for the batch in flight, then its own
 	behind                                        float64         // deltas due within the run and not sent by its end, per stream
+	cpus                                          [3]float64      // CPUs used by the server, Postgres and this program over the run and its drain
 	commitsPerSec, rowsPerSec                     float64
 	walPerAppend                                  float64 // bytes
 	cpuPerDelivery                                float64 // µs
@@ -330,6 +336,8 @@ func measure(ctx context.Context, cfg config, model string, n int, srv *parleypr
 	if err != nil {
 		return r, err
 	}
+	procs := parleyproc.ReadProcs()
+	pg0, self0 := parleyproc.TreeCPU(procs, cfg.postmaster), parleyproc.SelfCPU()
 	mut0, queued0, written0, err := serverTimes(ctx, srv.URL)
 	if err != nil {
 		return r, err
@@ -463,6 +471,10 @@ func measure(ctx context.Context, cfg config, model string, n int, srv *parleypr
 	if err != nil {
 		return r, err
 	}
+	procs = parleyproc.ReadProcs()
+	pg1, self1 := parleyproc.TreeCPU(procs, cfg.postmaster), parleyproc.SelfCPU()
+	r.cpus = [3]float64{(cpu1 - cpu0).Seconds() / drained.Seconds(), (pg1 - pg0).Seconds() / drained.Seconds(),
+		(self1 - self0).Seconds() / drained.Seconds()}
 	time.Sleep(1500 * time.Millisecond) // the counters settle (see dbStats)
 	commits1, rows1, wal1, err := dbStats(ctx, stats)
 	if err != nil {
