@@ -3,9 +3,10 @@
 // Parley's GraphQL API, each watched by N websocket subscribers of messageStream. It
 // reports the deltas per second achieved, the appends that carried them, the latency
 // from a delta's origin and from its acknowledgement to a subscriber reading it (p50,
-// p99), the append's round trip, the database's commits and row writes per second and
-// the server's CPU per delivered delta; then checks that every stored message is exactly
-// the deltas sent.
+// p99), the append's round trip and how much of it the server and its group commit took
+// (from the server's /metrics), the database's commits and row writes per second, the
+// server's CPU per delivered delta and the CPUs the server, Postgres and this program
+// used; then checks that every stored message is exactly the deltas sent.
 //
 // Writers follow one of two models, each run by default (-models):
 //   - relay (the headline): a relay of a provider's stream. Deltas arrive open-loop, at
