@@ -48,6 +48,9 @@ type messageRow struct {
 	DeletedAt sql.NullTime `db:"deleted_at"`
 	// Parent is the message's parent, when the statement reads it (conversationPageSQL).
 	Parent sql.NullString `db:"-"`
+	// Bytes is what the stored message takes as read (body_bytes), when the statement
+	// reads it (pageColumns).
+	Bytes int `db:"-"`
 }
 
 // messageColumns lists messageRow's columns, for SELECT and RETURNING.

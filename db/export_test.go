@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/parley-dev/parley"
 )
@@ -53,17 +52,20 @@ func (db *DB) FlushAppends(owner string, appends []*TestAppend) {
 	}
 }
 
-// PageRowBytes reads the first page of conversation key (its first n messages, no budget)
-// as FindMessagePages does, and returns each row's size as scanPage measures it.
+// PageRowBytes reads the first n messages of conversation key, every column as
+// FindMessageByID reads them, and returns each row's size as read (its text, calls,
+// results, payload and provenance): what a page counts against its budget with
+// body_bytes, whose agreement with this the tests check.
 func (db *DB) PageRowBytes(ctx context.Context, key, owner string, n int) ([]int, error) {
-	rows, err := db.db.QueryContext(ctx, pageSQL[false], pq.Array([]string{key}), 0, 0, n, owner, -1, 0, 0)
-	read, _, err := scanPage(rows, err, n, 0)
+	rows, err := db.db.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
+		WHERE conversation_id = $1 AND `+ownedMessage("2")+` ORDER BY position LIMIT $3`, key, owner, n)
+	read, err := scanMessages(rows, err, n)
 	if err != nil {
 		return nil, err
 	}
 	sizes := make([]int, len(read))
-	for i := range read {
-		sizes[i] = rowBytes(&read[i])
+	for i, r := range read {
+		sizes[i] = len(r.Content) + len(r.ToolCalls) + len(r.ToolResults) + len(r.Payload) + len(r.Provenance)
 	}
 	return sizes, nil
 }

@@ -42,7 +42,7 @@ func scanHeadedPage(rows *sql.Rows, err error, expect, budget int, head *convers
 	}
 	dest = append(dest, &r.ID, &r.ConversationID, &r.Position, &r.SchemaVersion, &r.Kind, &r.Role, &r.Content,
 		&r.ToolCalls, &r.ToolResults, &r.Payload, &r.SourceID, &r.CreatedAt, &r.UpdatedAt,
-		&r.Status, &r.StatusReason, &r.ClientID, &r.Provenance, &r.StreamSeq, &r.Segment, &r.Depth, &r.Hidden, &r.DeletedAt)
+		&r.Status, &r.StatusReason, &r.ClientID, &r.Provenance, &r.StreamSeq, &r.Segment, &r.Depth, &r.Hidden, &r.DeletedAt, &r.Bytes)
 	if head != nil {
 		dest = append(dest, &r.Parent)
 	}
@@ -63,7 +63,7 @@ func scanHeadedPage(rows *sql.Rows, err error, expect, budget int, head *convers
 		if err := rows.Scan(dest...); err != nil {
 			return nil, nil, err
 		}
-		size := rowBytes(&r)
+		size := r.Bytes
 		if !fitsPage(budget, used, size, held[r.ConversationID], cut[r.ConversationID]) {
 			if cut == nil {
 				cut = map[string]bool{}
@@ -89,10 +89,4 @@ type conversationHead struct {
 // a page is left out, every later one is too, so that the page stays contiguous.
 func fitsPage(budget, used, size, held int, cut bool) bool {
 	return !cut && parley.FitsBudget(budget, used, size, held)
-}
-
-// rowBytes is what a stored message takes: its text, calls, results, payload and
-// provenance, as read.
-func rowBytes(r *messageRow) int {
-	return len(r.Content) + len(r.ToolCalls) + len(r.ToolResults) + len(r.Payload) + len(r.Provenance)
 }

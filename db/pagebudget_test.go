@@ -6,9 +6,10 @@ import (
 
 // TestBodyBytesIsWhatIsRead checks that the size Postgres keeps for a message
 // (body_bytes, which the page statement sums against the byte budget) is the size
-// scanPage measures of the row as read (rowBytes), for text and jsonb with multi-byte
-// characters, escapes, nulls and nesting: were they to differ, Postgres could drop a row
-// the budget holds room for.
+// its columns take as read (content, calls, results, payload, provenance), for text and
+// jsonb with multi-byte characters, escapes, nulls and nesting: a page counts body_bytes
+// against its budget without reading content (pageColumns), so were they to differ, a
+// page could hold more than its budget, or Postgres drop a row the budget holds room for.
 func TestBodyBytesIsWhatIsRead(t *testing.T) {
 	t.Parallel()
 	d := openDB(t)

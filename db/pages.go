@@ -280,14 +280,14 @@ func pageRange(backward bool, budget, parent string) string {
 		end := `COALESCE(NULLIF($3, 0), ch.leaf + 1)`
 		rng, order, prev = `depth < `+end+` AND depth >= `+end+` - $4 AND depth > $2 AND depth <= ch.hi`, "DESC", "lead"
 	}
-	cols, parentCol := strings.ReplaceAll(messageColumns, "\n", " "), ""
+	cols, parentCol := strings.ReplaceAll(messageColumns, "\n", " ")+", body_bytes", ""
 	if parent != "" {
 		cols += ", parent"
 		parentCol = fmt.Sprintf(`, CASE WHEN %s THEN COALESCE(%s(id::text) OVER w, (SELECT x.id::text FROM messages x
 				WHERE x.conversation_id = ch.conv AND x.segment = ch.seg AND x.depth = messages.depth - 1)) END AS parent`, parent, prev)
 	}
 	return fmt.Sprintf(`SELECT %s FROM (
-			SELECT %s, body_bytes, sum(body_bytes) OVER w AS page_bytes%s
+			SELECT %s, sum(body_bytes) OVER w AS page_bytes%s
 			FROM messages WHERE conversation_id = ch.conv AND segment = ch.seg AND %s
 			WINDOW w AS (ORDER BY depth %s ROWS UNBOUNDED PRECEDING)
 			ORDER BY depth %s LIMIT $4) s
@@ -326,14 +326,20 @@ func conversationPageQuery(backward bool) string {
 
 // conversationWidth and messageWidth are how many columns conversationPageSQL's
 // conversation and messages take before (conversationColumns and the number of
-// segments) and in messageColumns.
-const conversationWidth, messageWidth = 8, 22
+// segments) and in pageColumns.
+const conversationWidth, messageWidth = 8, 23
 
-// pageColumns are messageColumns with the ids as text: lib/pq reads a uuid in binary
-// and formats it into a new buffer that database/sql then copies into a string, two
-// allocations per id where text is one.
-var pageColumns = strings.Replace(strings.Replace(messageColumns,
-	"id, conversation_id,", "id::text AS id, conversation_id::text AS conversation_id,", 1), "\n", " ", -1)
+// pageColumns are messageColumns as a page reads them, and body_bytes: the ids as text
+// (lib/pq reads a uuid in binary and formats it into a new buffer that database/sql then
+// copies into a string, two allocations per id where text is one), and content only for
+// rows of schema version 1, the only ones decodeMessage builds from it (a version 2 row
+// holds its text in its payload too): a tool result's text was sent, received and
+// copied twice. What the row takes as read comes from body_bytes (migration 000017),
+// which counts content whether or not it is sent.
+var pageColumns = strings.NewReplacer(
+	"id, conversation_id,", "id::text AS id, conversation_id::text AS conversation_id,",
+	" content,", " CASE WHEN schema_version = 1 THEN content ELSE '' END AS content,",
+	"\n", " ").Replace(messageColumns) + ", body_bytes"
 
 // assemblePage turns the rows read for one conversation (limit+1 at most, in read order)
 // into its page of a branch ending at position last.
@@ -361,7 +367,7 @@ func (db *DB) assemblePage(rows []messageRow, page parley.PageRequest, limit, af
 			meta.Tree = &parley.TreeInfo{ParentID: messageIDOf(rows[i].Parent), SiblingIDs: []string{meta.ID}}
 		}
 		out.Messages = append(out.Messages, m)
-		out.Bytes += rowBytes(&rows[i])
+		out.Bytes += rows[i].Bytes
 	}
 	// Positions are dense, so what lies beyond the page follows from its bounds; "more"
 	// covers messages added since conv was read.

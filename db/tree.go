@@ -827,7 +827,7 @@ func (db *DB) FindTreeMessages(ctx context.Context, conv *parley.Conversation, a
 			return nil, err
 		}
 		out.Messages = append(out.Messages, m)
-		out.Bytes += rowBytes(&rows[i])
+		out.Bytes += rows[i].Bytes
 		keys[i] = rows[i].ID
 	}
 	info, err := findTree(ctx, db.db, keys)
