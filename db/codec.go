@@ -7,16 +7,19 @@ import (
 	"log/slog"
 	"time"
 
-	segmentjson "github.com/segmentio/encoding/json"
+	gojson "github.com/goccy/go-json"
 
 	"github.com/parley-dev/parley"
 )
 
 // unmarshal decodes the payloads of the rows read. It is most of a history read's
-// database side, and segmentio's drop-in encoding/json decodes them about 2.5 times as
-// fast as the standard library, with fewer allocations (bench/report.md). Encoding stays
+// database side and of a transcript's. goccy/go-json is a drop-in encoding/json; it
+// decodes them in about 55% of the CPU segmentio's encoding/json took (which replaced
+// the standard library, 2.5 times slower, before: bench/report.md), most of the
+// difference in unquoting long strings, which segmentio re-encodes rune by rune
+// (BenchmarkDecodeExportRows: a tool result's 2 kB of test output). Encoding stays
 // with encoding/json.
-var unmarshal = segmentjson.Unmarshal
+var unmarshal = gojson.Unmarshal
 
 // messageRow is a row of the messages table.
 type messageRow struct {

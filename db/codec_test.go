@@ -36,6 +36,11 @@ func codecRows(t testing.TB) []messageRow {
 		&parley.ImageMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser}, Source: parley.ImageSource{Kind: parley.ImageURL, URL: "https://example.com/x.png"},
 			RecognitionMode: parley.RecognitionAuto, Recognition: &parley.ImageRecognition{Status: "COMPLETED", ModeUsed: &mode, RecognizedText: tricky,
 				Confidence: &conf, Language: "eng", ProcessedAt: now, Error: &parley.ProcessingError{Message: "m", Retryable: true}}},
+		&parley.CompactionMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleAssistant}, Body: parley.TextBody(tricky),
+			Provider: "anthropic", Data: parley.JSON(`{"type":"compaction","content":"x"}`), CoversThrough: 3},
+		&parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleAssistant}, Body: parley.Body{Parts: []parley.Part{
+			{Kind: parley.PartRedactedThinking, Raw: parley.JSON(`{"type": "redacted_thinking", "data": "abc"}`)},
+			{Kind: parley.PartText, Text: tricky, ItemID: "msg_1", Citations: parley.JSON(`[{"type": "char_location", "cited_text": "é\n"}]`)}}}},
 	}
 	var rows []messageRow
 	for i, m := range msgs {
@@ -46,6 +51,9 @@ func codecRows(t testing.TB) []messageRow {
 		r.ID, r.ConversationID, r.Position, r.CreatedAt, r.UpdatedAt = "a1607837-3c50-4a07-99b2-71380aeb50cd", "b1607837-3c50-4a07-99b2-71380aeb50cd", i+1, now, now
 		rows = append(rows, r)
 	}
+	// A reply's provenance, as stored beside it.
+	rows[1].Provenance = []byte(encodeProvenance(&parley.Provenance{Provider: "anthropic", Model: "claude", ResponseID: "msg_1",
+		FinishReason: "end_turn", Usage: parley.Usage{InputTokens: 10, OutputTokens: 20, CachedInputTokens: 3}, TimeToFirstTokenMs: 120, DurationMs: 900}).(string))
 	return rows
 }
 
@@ -79,6 +87,45 @@ func TestDecodeAsTheStandardLibraryDoes(t *testing.T) {
 // BenchmarkDecodeMessages decodes rows of every variant, as a history read does.
 func BenchmarkDecodeMessages(b *testing.B) {
 	rows := codecRows(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range rows {
+			if _, err := decodeMessage(&rows[i], nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// exportRows are the rows of one exchange of the export benchmarks' sessions: a prompt,
+// a reply with a tool call, its result of about 2 kB of test output (tabs and newlines
+// to unescape) and an answer.
+func exportRows(t testing.TB) []messageRow {
+	t.Helper()
+	output := strings.Repeat("ok  \tgithub.com/acme/app/internal/pkg\t0.012s\n", 45)
+	msgs := []parley.Message{
+		&parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser}, Body: parley.TextBody("Step 7: run the tests and fix what fails.")},
+		&parley.ToolRequestMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleInvocation}, Body: parley.TextBody("Running the tests in both modules."),
+			ToolCalls: []parley.ToolCall{{ID: "toolu_7_a", Name: "Bash", Arguments: parley.JSON(`{"command": "go test ./..."}`), ApprovalStatus: parley.ApprovalApproved, Imported: true}}},
+		&parley.ToolResultMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleResult}, Body: parley.TextBody(output),
+			ToolCallID: "toolu_7_a", ToolName: "Bash", Status: parley.ToolSuccess},
+		&parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleAssistant}, Body: parley.TextBody("All green.")},
+	}
+	rows := make([]messageRow, len(msgs))
+	for i, m := range msgs {
+		r, err := encodeMessage(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.ID, r.ConversationID, r.Position = "a1607837-3c50-4a07-99b2-71380aeb50cd", "b1607837-3c50-4a07-99b2-71380aeb50cd", i+1
+		rows[i] = r
+	}
+	return rows
+}
+
+// BenchmarkDecodeExportRows decodes the rows of exportRows, as a transcript's read does.
+func BenchmarkDecodeExportRows(b *testing.B) {
+	rows := exportRows(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		for i := range rows {
