@@ -140,6 +140,25 @@ func (b *outBlock) appendJSON(dst []byte, viaSDK bool) ([]byte, error) {
 	}
 }
 
+// requestSize is about what appendRequest writes of system and msgs, a little more when
+// their text needs escapes: a transcript of thousands of messages is megabytes, and
+// growing the buffer as it was written took a quarter of writing it (each step a new
+// allocation, zeroed, and a copy).
+func requestSize(system []sdk.TextBlockParam, msgs []outMessage) int {
+	n := 32
+	for _, b := range system {
+		n += 32 + jsonlist.EscapedSize(b.Text)
+	}
+	for i := range msgs {
+		n += 32
+		for j := range msgs[i].content {
+			b := &msgs[i].content[j]
+			n += 64 + jsonlist.EscapedSize(b.text) + len(b.signature) + len(b.id) + len(b.name) + 2*len(b.input)
+		}
+	}
+	return n
+}
+
 // appendRequest appends the {system, messages} object, as encoding/json.Marshal writes
 // it with the SDK's params; viaSDK writes it from those params (the reference).
 func appendRequest(dst []byte, system []sdk.TextBlockParam, msgs []outMessage, viaSDK bool) ([]byte, error) {

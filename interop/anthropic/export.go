@@ -204,7 +204,7 @@ func ExportWith(msgs []parley.Message, opts Options) (parley.JSON, []string, err
 	if err != nil {
 		return nil, nil, err
 	}
-	raw, err := appendRequest(nil, system, out, false)
+	raw, err := appendRequest(make([]byte, 0, requestSize(system, out)), system, out, false)
 	if err != nil {
 		return nil, nil, err
 	}

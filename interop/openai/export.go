@@ -62,11 +62,27 @@ func ExportChat(msgs []parley.Message, system string) (parley.JSON, []string, er
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := appendChat(nil, out, false)
+	b, err := appendChat(make([]byte, 0, chatSize(out)), out, false)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode chat messages: %w", err)
 	}
 	return b, notes, nil
+}
+
+// chatSize is about what appendChat writes of msgs, a little more when their text needs
+// escapes: a transcript of thousands of messages is megabytes, and growing the buffer as
+// it was written took a quarter of writing it (each step a new allocation, zeroed, and
+// a copy).
+func chatSize(msgs []chatOut) int {
+	n := 2
+	for i := range msgs {
+		m := &msgs[i]
+		n += 48 + len(m.role) + len(m.toolCallID) + jsonlist.EscapedSize(m.content)
+		for _, c := range m.calls {
+			n += 96 + len(c.ID) + len(c.Name) + 2*len(c.Arguments)
+		}
+	}
+	return n
 }
 
 // chatMessages maps msgs to the messages of a Chat Completions request.

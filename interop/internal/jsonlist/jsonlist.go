@@ -47,6 +47,13 @@ func AppendString(dst []byte, s string) []byte {
 	return segmentjson.AppendEscape(dst, s, segmentjson.EscapeHTML)
 }
 
+// EscapedSize is about how many bytes AppendString writes of s, without looking at s:
+// its length, its quotes and room for one escape in sixteen bytes (a line of text with a
+// tab or two and its newline), to size a buffer before writing.
+func EscapedSize(s string) int {
+	return len(s) + len(s)/16 + 2
+}
+
 // AppendRaw appends raw JSON as encoding/json.Marshal(json.RawMessage(raw)) writes it:
 // compacted and HTML-escaped, empty as null (as a nil json.RawMessage), refused when it
 // is not JSON.
