@@ -63,16 +63,20 @@ type Live struct {
 func (m *MessageMeta) MessageStatus() MessageStatus { return m.Live.Status.Normal() }
 
 // StatusReason returns why the message ended as it did, nil when there is nothing to say.
-func (m *MessageMeta) StatusReason() *string { return nonEmpty(m.Live.Reason) }
+func (m *MessageMeta) StatusReason() *string { return nonEmpty(&m.Live.Reason) }
 
 // ClientMessageID returns the client's id for the message, nil when none was given.
-func (m *MessageMeta) ClientMessageID() *string { return nonEmpty(m.Live.ClientID) }
+func (m *MessageMeta) ClientMessageID() *string { return nonEmpty(&m.Live.ClientID) }
 
-func nonEmpty(s string) *string {
-	if s == "" {
+// nonEmpty returns s, the field itself, or nil when it is empty. The getters built on it
+// hand GraphQL's writers a pointer to the message's own field, not to a copy: a copy
+// escapes to the heap, several allocations per message of every page read. Callers
+// read through the pointer and never write.
+func nonEmpty(s *string) *string {
+	if *s == "" {
 		return nil
 	}
-	return &s
+	return s
 }
 
 // Limits of streaming writes.
