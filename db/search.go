@@ -128,8 +128,8 @@ func (a *args) add(v any) string {
 	return "$" + strconv.Itoa(len(*a))
 }
 
-// filterSQL is the conditions of f on message m, its parameters added to a.
-func filterSQL(f *parley.SearchFilter, a *args) (string, error) {
+// filterSQL is the conditions of f on message m of owner, its parameters added to a.
+func filterSQL(f *parley.SearchFilter, owner string, a *args) (string, error) {
 	var where []string
 	if len(f.ConversationIDs) > 0 {
 		keys := make([]string, len(f.ConversationIDs))
@@ -145,11 +145,28 @@ func filterSQL(f *parley.SearchFilter, a *args) (string, error) {
 		where = append(where, `m.role = ANY(`+a.add(pq.Array(f.Roles))+`::text[])`)
 	}
 	if f.ToolResultStatus != "" {
-		// Only tool results have a status: a tool name then names a result's tool, and
-		// both are conditions of messages_search_tool_result_idx (migration 000021).
-		where = append(where, `m.kind = 'tool_result' AND m.tool_results->0->>'status' = `+a.add(string(f.ToolResultStatus)))
-	}
-	if len(f.ToolNames) > 0 {
+		// Only tool results have a status: a tool name then names a result's tool. Both
+		// are keys of the search index (search_tool_keys, migration 000022), which
+		// intersects them with the words: owner<US>status, or owner<US>status<US>tool for
+		// each exact name (m.owner is the owner's already, so a key names the status and
+		// tool exactly).
+		keys := `search_tool_keys(m.owner, m.kind, m.tool_results)`
+		prefix := owner + "\x1f" + string(f.ToolResultStatus)
+		names, exact := exactToolNames(f.ToolNames)
+		switch {
+		case len(f.ToolNames) == 0:
+			where = append(where, keys+` @> `+a.add(pq.Array([]string{prefix}))+`::text[]`)
+		case exact:
+			want := make([]string, len(names))
+			for i, n := range names {
+				want[i] = prefix + "\x1f" + n
+			}
+			where = append(where, keys+` && `+a.add(pq.Array(want))+`::text[]`)
+		default:
+			where = append(where, keys+` @> `+a.add(pq.Array([]string{prefix}))+`::text[]
+			AND m.tool_results->0->>'toolName' LIKE ANY(`+a.add(pq.Array(toolNameLikes(f.ToolNames)))+`::text[])`)
+		}
+	} else if len(f.ToolNames) > 0 {
 		result := `m.tool_results->0->>'toolName' `
 		var request string
 		if names, exact := exactToolNames(f.ToolNames); exact {
@@ -157,20 +174,12 @@ func filterSQL(f *parley.SearchFilter, a *args) (string, error) {
 			result += `= ANY(` + p + `::text[])`
 			request = `tc->>'name' = ANY(` + p + `::text[])`
 		} else {
-			likes := make([]string, len(f.ToolNames))
-			for i, n := range f.ToolNames {
-				likes[i] = parley.ToolNameLike(n)
-			}
-			p := a.add(pq.Array(likes))
+			p := a.add(pq.Array(toolNameLikes(f.ToolNames)))
 			result += `LIKE ANY(` + p + `::text[])`
 			request = `tc->>'name' LIKE ANY(` + p + `::text[])`
 		}
-		if f.ToolResultStatus != "" {
-			where = append(where, result)
-		} else {
-			where = append(where, `(m.kind = 'tool_result' AND `+result+`
+		where = append(where, `(m.kind = 'tool_result' AND `+result+`
 			OR m.kind = 'tool_request' AND EXISTS (SELECT 1 FROM jsonb_array_elements(m.tool_calls) tc WHERE `+request+`))`)
-		}
 	}
 	if f.ApprovalStatus != "" {
 		where = append(where, `m.kind = 'tool_request' AND EXISTS (SELECT 1 FROM jsonb_array_elements(m.tool_calls) tc
@@ -195,6 +204,15 @@ func filterSQL(f *parley.SearchFilter, a *args) (string, error) {
 		return "true", nil
 	}
 	return strings.Join(where, "\n\t\tAND "), nil
+}
+
+// toolNameLikes is the LIKE patterns of tool name globs.
+func toolNameLikes(globs []string) []string {
+	likes := make([]string, len(globs))
+	for i, g := range globs {
+		likes[i] = parley.ToolNameLike(g)
+	}
+	return likes
 }
 
 // exactToolNames is the tool names of globs when none has a wildcard: an equality, which
@@ -301,7 +319,7 @@ func (db *DB) Search(ctx context.Context, req parley.SearchRequest) (*parley.Sea
 func searchSQL(req *parley.SearchRequest, after *parley.SearchCursor, owner, cfg, query string) (string, args, error) {
 	a := args{owner}
 	qp := a.add(query) + `::tsquery`
-	filters, err := filterSQL(&req.Filter, &a)
+	filters, err := filterSQL(&req.Filter, owner, &a)
 	if err != nil {
 		return "", nil, err
 	}

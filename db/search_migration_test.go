@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"database/sql"
+	"slices"
 	"testing"
 
 	"github.com/parley-dev/parley"
@@ -105,5 +106,91 @@ func TestSearchOwnerMigrationFillsOwners(t *testing.T) {
 	}
 	if found != 1 {
 		t.Errorf("after migrating down, a message inserted: got %d found by its word, want 1", found)
+	}
+}
+
+// searchToolKeysMigration is the number of the migration that puts a tool result's
+// owner, status and tool in the search index (000022_search_tool_keys).
+const searchToolKeysMigration = 22
+
+// Migration 000022 rebuilds the search index with the tool results' keys for the
+// messages stored before it: a search filtered by status and tool finds them, each
+// owner's only. Down puts back 000021's index and b-tree and drops the keys' function.
+func TestSearchToolKeysMigration(t *testing.T) {
+	t.Parallel()
+	dsn, conn, m := newMigrator(t)
+	if err := m.Migrate(searchToolKeysMigration - 1); err != nil {
+		t.Fatalf("migrate down to before the tool keys: %v", err)
+	}
+	convs := map[string]string{}
+	for _, owner := range []string{"ann", "bob"} {
+		var conv string
+		if err := conn.QueryRow(`INSERT INTO conversations (owner, title, last_position, message_count) VALUES ($1, 'old', 20, 20) RETURNING id`,
+			owner).Scan(&conv); err != nil {
+			t.Fatal(err)
+		}
+		convs[owner] = conv
+		// Results 1 to 20: bash for odd positions, grep for even; an error for positions in threes.
+		if _, err := conn.Exec(`INSERT INTO messages (conversation_id, position, depth, kind, role, content, tool_results)
+			SELECT $1, p, p, 'tool_result', 'result', 'gecko ' || p, jsonb_build_array(jsonb_build_object('toolCallId', 'c' || p,
+				'toolName', CASE WHEN p % 2 = 1 THEN 'bash' ELSE 'grep' END, 'status', CASE WHEN p % 3 = 0 THEN 'ERROR' ELSE 'SUCCESS' END))
+			FROM generate_series(1, 20) p`, conv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Up(); err != nil {
+		t.Fatalf("migrate up: %v", err)
+	}
+	d, err := db.Open(t.Context(), dsn, db.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx := parley.WithOwner(t.Context(), "ann")
+	page, err := d.Search(ctx, parley.SearchRequest{Query: "gecko", First: 50,
+		Filter: parley.SearchFilter{ToolNames: []string{"bash"}, ToolResultStatus: parley.ToolError}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var positions []int
+	for _, h := range page.Hits {
+		if key, _ := parley.ParseConversationID(h.Conversation.ID); key != convs["ann"] {
+			t.Errorf("got a hit in conversation %s, want ann's only", h.Conversation.ID)
+		}
+		positions = append(positions, h.Message.Meta().Position)
+	}
+	slices.Sort(positions)
+	if want := []int{3, 9, 15}; !slices.Equal(positions, want) {
+		t.Errorf("bash errors after migrating up: got positions %v, want %v", positions, want)
+	}
+	var keyed, btree int
+	if err := conn.QueryRow(`SELECT (SELECT count(*) FROM pg_indexes WHERE indexname = 'messages_search_idx' AND indexdef LIKE '%search_tool_keys%'),
+		(SELECT count(*) FROM pg_indexes WHERE indexname = 'messages_search_tool_result_idx')`).Scan(&keyed, &btree); err != nil {
+		t.Fatal(err)
+	}
+	if keyed != 1 || btree != 0 {
+		t.Errorf("after migrating up: got %d search indexes with the keys and %d of 000021's b-tree, want 1 and 0", keyed, btree)
+	}
+
+	if err := m.Migrate(searchToolKeysMigration - 1); err != nil {
+		t.Fatalf("migrate down: %v", err)
+	}
+	var functions int
+	if err := conn.QueryRow(`SELECT (SELECT count(*) FROM pg_indexes WHERE indexname = 'messages_search_idx' AND indexdef LIKE '%search_tool_keys%'),
+		(SELECT count(*) FROM pg_indexes WHERE indexname = 'messages_search_tool_result_idx'),
+		(SELECT count(*) FROM pg_proc WHERE proname = 'search_tool_keys')`).Scan(&keyed, &btree, &functions); err != nil {
+		t.Fatal(err)
+	}
+	if keyed != 0 || btree != 1 || functions != 0 {
+		t.Errorf("after migrating down: got %d search indexes with the keys, %d of 000021's b-tree, %d functions; want 0, 1, 0", keyed, btree, functions)
+	}
+	// 000021's filter, in SQL, on its schema.
+	var found int
+	if err := conn.QueryRow(`SELECT count(*) FROM messages WHERE owner = 'bob' AND kind = 'tool_result'
+		AND tool_results->0->>'status' = 'ERROR' AND tool_results->0->>'toolName' = 'bash' AND search_vector @@ 'gecko'::tsquery`).Scan(&found); err != nil {
+		t.Fatal(err)
+	}
+	if found != 3 {
+		t.Errorf("after migrating down, bob's bash errors: got %d, want 3", found)
 	}
 }

@@ -219,6 +219,11 @@ func TestSearchFilters(t *testing.T) {
 		{"created before", map[string]any{"createdBefore": cut}, []string{c.question, c.reply, c.readCall, c.readErr, c.ghCall, c.ghResult, c.mcp, c.xss}},
 		{"created after", map[string]any{"createdAfter": cut}, []string{c.bQuestion, c.bAnswer}},
 		{"tool name and status", map[string]any{"toolNames": []string{"*"}, "toolResultStatus": "SUCCESS"}, []string{c.ghResult}},
+		{"exact tool name and status", map[string]any{"toolNames": []string{"read_file"}, "toolResultStatus": "ERROR"}, []string{c.readErr}},
+		{"exact tool names and status", map[string]any{"toolNames": []string{"read_file", "mcp__github__search"}, "toolResultStatus": "SUCCESS"},
+			[]string{c.ghResult}},
+		{"exact tool name of another status", map[string]any{"toolNames": []string{"mcp__github__search"}, "toolResultStatus": "ERROR"}, nil},
+		{"tool glob and status", map[string]any{"toolNames": []string{"read_*"}, "toolResultStatus": "ERROR"}, []string{c.readErr}},
 		{"provider and role", map[string]any{"providers": []string{"openai"}, "roles": []string{"USER"}}, []string{c.bQuestion}},
 		{"conversation and kind", map[string]any{"conversationIds": []string{c.a}, "kinds": []string{"TEXT"}}, []string{c.question, c.reply, c.xss}},
 		{"contradicting", map[string]any{"kinds": []string{"TEXT"}, "toolResultStatus": "ERROR"}, nil},
@@ -393,6 +398,98 @@ func TestSearchKeptCurrent(t *testing.T) {
 	srv.MustDo(t, `mutation($m: ID!) { completeMessage(messageId: $m) { __typename } }`, map[string]any{"m": live}, nil)
 	if got, want := hitIDs(search(t, srv, "armadillo", nil)), sorted(live); !slices.Equal(got, want) {
 		t.Errorf("completed: got %v, want %v", got, want)
+	}
+}
+
+// TestSearchToolResultFilter: a search by tool result status, alone or with tool names
+// (the search index's keys, migration 000022), finds each owner's results of that
+// status and tool only, follows branch scope when a result is edited into another
+// status, and loses a deleted result at once.
+func TestSearchToolResultFilter(t *testing.T) {
+	t.Parallel()
+	srv := testserver.NewWith(t, testserver.Options{Auth: func(store *db.DB) auth.Config {
+		return auth.Config{Tokens: store}
+	}})
+	aliceToken, _ := token(t, srv, "alice", nil)
+	bobToken, _ := token(t, srv, "bob", nil)
+	alice, bob := srv.As(aliceToken), srv.As(bobToken)
+	request := func(id, tool string) map[string]any {
+		return map[string]any{"toolRequest": map[string]any{"content": "running",
+			"toolCalls": []any{map[string]any{"id": id, "name": tool, "arguments": map[string]any{"q": "gecko"}}}}}
+	}
+	// call adds a call of tool and its result of status, both with the word "gecko",
+	// and returns the result's id.
+	call := func(srv *testserver.Server, conv, id, tool, status string) string {
+		t.Helper()
+		srv.AddMessage(t, conv, request(id, tool))
+		result := map[string]any{"toolCallId": id, "status": status, "content": "gecko " + id}
+		if status == "ERROR" {
+			result["error"] = map[string]any{"message": "gecko failed"}
+		}
+		return srv.AddMessage(t, conv, map[string]any{"toolResult": result}).ID
+	}
+	ac := alice.CreateConversation(t, "tools")
+	bashErr := call(alice, ac, "a1", "bash", "ERROR")
+	bashOK := call(alice, ac, "a2", "bash", "SUCCESS")
+	grepErr := call(alice, ac, "a3", "grep", "ERROR")
+	edited := call(alice, ac, "a4", "bash", "ERROR")
+	bc := bob.CreateConversation(t, "tools")
+	bobBashErr := call(bob, bc, "b1", "bash", "ERROR")
+
+	find := func(srv *testserver.Server, f map[string]any) []string {
+		t.Helper()
+		return hitIDs(search(t, srv, "gecko", map[string]any{"f": f, "first": 100}))
+	}
+	bashErrors := map[string]any{"toolNames": []string{"bash"}, "toolResultStatus": "ERROR"}
+	for _, tt := range []struct {
+		name   string
+		filter map[string]any
+		want   []string
+	}{
+		{"status", map[string]any{"toolResultStatus": "ERROR"}, []string{bashErr, grepErr, edited}},
+		{"status and tool", bashErrors, []string{bashErr, edited}},
+		{"status and tools", map[string]any{"toolNames": []string{"grep", "bash"}, "toolResultStatus": "ERROR"}, []string{bashErr, grepErr, edited}},
+		{"status and glob", map[string]any{"toolNames": []string{"g*"}, "toolResultStatus": "ERROR"}, []string{grepErr}},
+		{"other status and tool", map[string]any{"toolNames": []string{"bash"}, "toolResultStatus": "SUCCESS"}, []string{bashOK}},
+		{"a tool without results of that status", map[string]any{"toolNames": []string{"grep"}, "toolResultStatus": "SUCCESS"}, nil},
+	} {
+		if got, want := find(alice, tt.filter), sorted(tt.want...); !slices.Equal(got, want) {
+			t.Errorf("alice, %s: got %v, want %v", tt.name, got, want)
+		}
+	}
+	if got, want := find(bob, bashErrors), sorted(bobBashErr); !slices.Equal(got, want) {
+		t.Errorf("bob, status and tool: got %v, want %v", got, want)
+	}
+
+	// The last call retried, its result a success: a new active branch from the call's
+	// parent, the error off it.
+	var retry struct {
+		AddMessage struct{ Node struct{ ID string } } `json:"addMessage"`
+	}
+	var parent struct {
+		Message struct{ ParentID string } `json:"message"`
+	}
+	alice.MustDo(t, `query($m: ID!) { message(id: $m) { ... on MessageBase { parentId } } }`, map[string]any{"m": edited}, &parent)
+	alice.MustDo(t, `mutation($c: ID!, $i: MessageInput!, $s: ID) { addMessage(conversationId: $c, input: $i, siblingOf: $s) { node { ... on MessageBase { id } } } }`,
+		map[string]any{"c": ac, "i": request("a5", "bash"), "s": parent.Message.ParentID}, &retry)
+	fixed := alice.AddMessage(t, ac, map[string]any{"toolResult": map[string]any{"toolCallId": "a5", "status": "SUCCESS", "content": "gecko fixed"}}).ID
+	if got, want := find(alice, bashErrors), sorted(bashErr); !slices.Equal(got, want) {
+		t.Errorf("after the edit, active branch: got %v, want %v", got, want)
+	}
+	if got, want := find(alice, map[string]any{"toolNames": []string{"bash"}, "toolResultStatus": "SUCCESS"}), sorted(bashOK, fixed); !slices.Equal(got, want) {
+		t.Errorf("after the edit, successes: got %v, want %v", got, want)
+	}
+	all := map[string]any{"toolNames": []string{"bash"}, "toolResultStatus": "ERROR", "branches": "ALL"}
+	if got, want := find(alice, all), sorted(bashErr, edited); !slices.Equal(got, want) {
+		t.Errorf("after the edit, all branches: got %v, want %v", got, want)
+	}
+
+	alice.MustDo(t, `mutation($m: ID!) { deleteMessage(messageId: $m) { __typename } }`, map[string]any{"m": bashErr}, nil)
+	if got, want := find(alice, all), sorted(edited); !slices.Equal(got, want) {
+		t.Errorf("after deleting one: got %v, want %v", got, want)
+	}
+	if got, want := find(bob, bashErrors), sorted(bobBashErr); !slices.Equal(got, want) {
+		t.Errorf("bob, after alice's changes: got %v, want %v", got, want)
 	}
 }
 
