@@ -149,9 +149,9 @@ const startMessageSQL = `
 		RETURNING id, last_position, active_segment, active_depth
 	)
 	INSERT INTO messages (conversation_id, position, segment, depth, schema_version, kind, role, payload, status,
-		client_message_id, body_digest, provenance, lease_seconds, lease_until)
+		client_message_id, body_digest, provenance, lease_seconds, lease_until, owner)
 	SELECT conv.id, conv.last_position, conv.active_segment, conv.active_depth, 2, 'text', $3, '{}', 'streaming',
-		$4, $5, $6::jsonb, $7::int, now() + make_interval(secs => $7::int)
+		$4, $5, $6::jsonb, $7::int, now() + make_interval(secs => $7::int), $2
 	FROM conv
 	RETURNING ` + messageColumns
 
@@ -167,9 +167,9 @@ const startPlacedSQL = `
 		RETURNING id, last_position
 	)
 	INSERT INTO messages (conversation_id, position, segment, depth, schema_version, kind, role, payload, status,
-		client_message_id, body_digest, provenance, lease_seconds, lease_until)
+		client_message_id, body_digest, provenance, lease_seconds, lease_until, owner)
 	SELECT conv.id, conv.last_position, $8, $9, 2, 'text', $3, '{}', 'streaming',
-		$4, $5, $6::jsonb, $7::int, now() + make_interval(secs => $7::int)
+		$4, $5, $6::jsonb, $7::int, now() + make_interval(secs => $7::int), $2
 	FROM conv
 	RETURNING ` + messageColumns
 

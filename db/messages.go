@@ -242,7 +242,8 @@ func (db *DB) inserted(ctx context.Context, tx *txn, convKey string, m parley.Me
 
 // insertMessageSQL takes the conversation's next number, continues its active branch
 // (the next depth of the active leaf's segment: a leaf ends its segment), bumps the
-// conversation, inserts the row and queues its notification (notifyInsertedSQL), in one
+// conversation, inserts the row with its owner ($11: the search trigger then need not
+// read it, migration 000022) and queues its notification (notifyInsertedSQL), in one
 // statement. It runs prepared (DB.prepare): it is the write.
 const insertMessageSQL = `
 	WITH conv AS (
@@ -253,9 +254,9 @@ const insertMessageSQL = `
 		RETURNING id, last_position, active_segment, active_depth
 	), ins AS (
 	INSERT INTO messages (conversation_id, position, segment, depth, schema_version, kind, role, content,
-		tool_calls, tool_results, payload, source_id, created_at, client_message_id, body_digest, provenance)
+		tool_calls, tool_results, payload, source_id, created_at, client_message_id, body_digest, provenance, owner)
 	SELECT conv.id, conv.last_position, conv.active_segment, conv.active_depth, $2, $3, $4, $5, $6, $7, $8, $9,
-		coalesce($10, now()), $12, $13, $14
+		coalesce($10, now()), $12, $13, $14, $11
 	FROM conv
 	RETURNING id, conversation_id, position, depth, created_at, updated_at)
 	` + notifyInsertedSQL
@@ -273,8 +274,8 @@ const insertPlacedSQL = `
 		RETURNING id, last_position
 	), ins AS (
 	INSERT INTO messages (conversation_id, position, segment, depth, schema_version, kind, role, content,
-		tool_calls, tool_results, payload, source_id, created_at, client_message_id, body_digest, provenance)
-	SELECT conv.id, conv.last_position, $15, $16, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now()), $12, $13, $14
+		tool_calls, tool_results, payload, source_id, created_at, client_message_id, body_digest, provenance, owner)
+	SELECT conv.id, conv.last_position, $15, $16, $2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now()), $12, $13, $14, $11
 	FROM conv
 	RETURNING id, conversation_id, position, depth, created_at, updated_at)
 	` + notifyInsertedSQL
@@ -320,9 +321,9 @@ var insertUnderSQL = `
 		SELECT conv.id, conv.segments, CASE WHEN conv.pdepth > 0 THEN conv.pseg END, conv.pdepth FROM conv WHERE conv.taken
 	), ins AS (
 	INSERT INTO messages (conversation_id, position, segment, depth, schema_version, kind, role, content,
-		tool_calls, tool_results, payload, source_id, created_at, client_message_id, body_digest, provenance)
+		tool_calls, tool_results, payload, source_id, created_at, client_message_id, body_digest, provenance, owner)
 	SELECT conv.id, conv.last_position, CASE WHEN conv.taken THEN conv.segments ELSE conv.pseg END, conv.pdepth + 1,
-		$2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now()), $12, $13, $14
+		$2, $3, $4, $5, $6, $7, $8, $9, coalesce($10, now()), $12, $13, $14, $11
 	FROM conv
 	RETURNING id, conversation_id, position, depth, created_at, updated_at)
 	` + notifyInsertedSQL

@@ -171,6 +171,15 @@ func TestSearchToolKeysMigration(t *testing.T) {
 	if keyed != 1 || btree != 0 {
 		t.Errorf("after migrating up: got %d search indexes with the keys and %d of 000021's b-tree, want 1 and 0", keyed, btree)
 	}
+	// An insert that leaves the owner out (an import's COPY) still gets it from the trigger.
+	var owner sql.NullString
+	if err := conn.QueryRow(`INSERT INTO messages (conversation_id, position, depth, kind, role, content) VALUES ($1, 30, 30, 'text', 'user', 'gecko')
+		RETURNING owner`, convs["bob"]).Scan(&owner); err != nil {
+		t.Fatal(err)
+	}
+	if owner.String != "bob" {
+		t.Errorf("a message inserted without its owner: got owner %q, want bob", owner.String)
+	}
 
 	if err := m.Migrate(searchToolKeysMigration - 1); err != nil {
 		t.Fatalf("migrate down: %v", err)
