@@ -13,6 +13,25 @@ import (
 // owner (000021_search_by_owner).
 const searchOwnerMigration = 21
 
+// oldHistory stores a conversation of 20 messages for each of ann and bob, its messages
+// inserted by messages (the conversation's id is $1), and returns the conversations by owner.
+func oldHistory(t *testing.T, conn *sql.DB, messages string) map[string]string {
+	t.Helper()
+	convs := map[string]string{}
+	for _, owner := range []string{"ann", "bob"} {
+		var conv string
+		if err := conn.QueryRow(`INSERT INTO conversations (owner, title, last_position, message_count) VALUES ($1, 'old', 20, 20) RETURNING id`,
+			owner).Scan(&conv); err != nil {
+			t.Fatal(err)
+		}
+		convs[owner] = conv
+		if _, err := conn.Exec(messages, conv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return convs
+}
+
 // Migration 000021 fills messages.owner in place for the messages stored before it,
 // each with its conversation's owner, and later messages get theirs from the trigger;
 // searches then find each owner's messages only, newest first too. Down removes the
@@ -24,19 +43,8 @@ func TestSearchOwnerMigrationFillsOwners(t *testing.T) {
 		t.Fatalf("migrate down to before the owner column: %v", err)
 	}
 	// History as the previous version stored it: two owners, the same words.
-	convs := map[string]string{}
-	for _, owner := range []string{"ann", "bob"} {
-		var conv string
-		if err := conn.QueryRow(`INSERT INTO conversations (owner, title, last_position, message_count) VALUES ($1, 'old', 20, 20) RETURNING id`,
-			owner).Scan(&conv); err != nil {
-			t.Fatal(err)
-		}
-		convs[owner] = conv
-		if _, err := conn.Exec(`INSERT INTO messages (conversation_id, position, depth, kind, role, content, created_at)
-			SELECT $1, p, p, 'text', 'user', 'deploy error ' || p, now() - make_interval(mins => 20 - p) FROM generate_series(1, 20) p`, conv); err != nil {
-			t.Fatal(err)
-		}
-	}
+	convs := oldHistory(t, conn, `INSERT INTO messages (conversation_id, position, depth, kind, role, content, created_at)
+		SELECT $1, p, p, 'text', 'user', 'deploy error ' || p, now() - make_interval(mins => 20 - p) FROM generate_series(1, 20) p`)
 	if err := m.Up(); err != nil {
 		t.Fatalf("migrate up: %v", err)
 	}
@@ -122,22 +130,11 @@ func TestSearchToolKeysMigration(t *testing.T) {
 	if err := m.Migrate(searchToolKeysMigration - 1); err != nil {
 		t.Fatalf("migrate down to before the tool keys: %v", err)
 	}
-	convs := map[string]string{}
-	for _, owner := range []string{"ann", "bob"} {
-		var conv string
-		if err := conn.QueryRow(`INSERT INTO conversations (owner, title, last_position, message_count) VALUES ($1, 'old', 20, 20) RETURNING id`,
-			owner).Scan(&conv); err != nil {
-			t.Fatal(err)
-		}
-		convs[owner] = conv
-		// Results 1 to 20: bash for odd positions, grep for even; an error for positions in threes.
-		if _, err := conn.Exec(`INSERT INTO messages (conversation_id, position, depth, kind, role, content, tool_results)
-			SELECT $1, p, p, 'tool_result', 'result', 'gecko ' || p, jsonb_build_array(jsonb_build_object('toolCallId', 'c' || p,
-				'toolName', CASE WHEN p % 2 = 1 THEN 'bash' ELSE 'grep' END, 'status', CASE WHEN p % 3 = 0 THEN 'ERROR' ELSE 'SUCCESS' END))
-			FROM generate_series(1, 20) p`, conv); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// Results 1 to 20 of each owner: bash for odd positions, grep for even; an error for positions in threes.
+	convs := oldHistory(t, conn, `INSERT INTO messages (conversation_id, position, depth, kind, role, content, tool_results)
+		SELECT $1, p, p, 'tool_result', 'result', 'gecko ' || p, jsonb_build_array(jsonb_build_object('toolCallId', 'c' || p,
+			'toolName', CASE WHEN p % 2 = 1 THEN 'bash' ELSE 'grep' END, 'status', CASE WHEN p % 3 = 0 THEN 'ERROR' ELSE 'SUCCESS' END))
+		FROM generate_series(1, 20) p`)
 	if err := m.Up(); err != nil {
 		t.Fatalf("migrate up: %v", err)
 	}
