@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/parley-dev/parley/auth"
@@ -89,5 +91,72 @@ func TestForkPastAStreamingMessage(t *testing.T) {
 	srv.MustDo(t, forkMutation, map[string]any{"m": first}, &f)
 	if f.ForkConversation.MessageCount != 1 {
 		t.Errorf("fork before the streaming message: got %d messages, want 1", f.ForkConversation.MessageCount)
+	}
+}
+
+// TestForkStaysWhenItsSourceChanges: a fork's history is its own from the moment it is
+// made. Hiding, deleting or editing a message of the path in the source, and deleting
+// the source conversation, leave what the fork reads (its page, count, exports and
+// search) as it was; deleting the source only clears the fork's link back. A fork that
+// shares the source's rows instead of copying them must keep this.
+func TestForkStaysWhenItsSourceChanges(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	src := srv.CreateConversation(t, "source")
+	u1 := addAt(t, srv, src, "walrus one", "", "")
+	a1 := addAt(t, srv, src, "walrus two", "", "")
+	u2 := addAt(t, srv, src, "walrus three", "", "")
+	var f forkResult
+	srv.MustDo(t, forkMutation, map[string]any{"m": u2.ID}, &f)
+	fork := f.ForkConversation.ID
+
+	const read = `query($c: ID!) { conversation(id: $c) { messageCount
+		messages(first: 10) { totalCount edges { node { ` + treeFields + ` ... on TextMessage { hidden deletedAt } } } }
+		markdown: transcript(format: MARKDOWN) parley: transcript(format: PARLEY_JSON) openai: transcript(format: OPENAI_CHAT) } }`
+	type view struct {
+		Conversation json.RawMessage
+		Hits         []string
+	}
+	look := func() view {
+		t.Helper()
+		var v view
+		srv.MustDo(t, read, map[string]any{"c": fork}, &v)
+		v.Hits = hitIDs(search(t, srv, "walrus", map[string]any{"f": map[string]any{"conversationIds": []string{fork}}}))
+		return v
+	}
+	want := look()
+	if len(want.Hits) != 3 || !strings.Contains(string(want.Conversation), "walrus two") {
+		t.Fatalf("the fork before any change: got %s and hits %v, want its three messages found", want.Conversation, want.Hits)
+	}
+	for _, step := range []struct {
+		name   string
+		change func()
+	}{
+		{"hide a message of the path in the source", func() {
+			srv.MustDo(t, `mutation($m: ID!) { setMessageHidden(messageId: $m, hidden: true) { __typename } }`, map[string]any{"m": u1.ID}, nil)
+		}},
+		{"delete a message of the path in the source", func() {
+			srv.MustDo(t, `mutation($m: ID!) { deleteMessage(messageId: $m) { __typename } }`, map[string]any{"m": a1.ID}, nil)
+		}},
+		{"edit a message of the path in the source", func() {
+			srv.MustDo(t, `mutation($m: ID!, $i: MessageInput!) { editMessage(messageId: $m, input: $i) { cursor } }`,
+				map[string]any{"m": u2.ID, "i": testserver.Text("USER", "walrus edited")}, nil)
+		}},
+		{"delete the source", func() {
+			srv.MustDo(t, `mutation($c: ID!) { deleteConversation(id: $c) }`, map[string]any{"c": src}, nil)
+		}},
+	} {
+		step.change()
+		got := look()
+		if string(got.Conversation) != string(want.Conversation) || !slices.Equal(got.Hits, want.Hits) {
+			t.Errorf("after %s: the fork reads %s, found %v; want %s, found %v", step.name, got.Conversation, got.Hits, want.Conversation, want.Hits)
+		}
+	}
+	var link struct {
+		Conversation struct{ ForkedFromID *string }
+	}
+	srv.MustDo(t, `query($c: ID!) { conversation(id: $c) { forkedFromId } }`, map[string]any{"c": fork}, &link)
+	if link.Conversation.ForkedFromID != nil {
+		t.Errorf("the fork's link after its source was deleted: got %s, want null", *link.Conversation.ForkedFromID)
 	}
 }
