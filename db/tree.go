@@ -728,21 +728,22 @@ func (db *DB) ForkConversation(ctx context.Context, messageID, title string) (*p
 		// The path is as deep as the message (depths along a branch are gap-free), so a
 		// copy of fewer rows left out a streaming message. The search vectors are copied
 		// too: a message's vector depends only on what is copied with it (migration
-		// 000019), and recomputing it was most of a fork's time.
+		// 000019), and recomputing it was most of a fork's time. With its vector and its
+		// owner given, a row does not fire the search trigger at all (migration 000022).
 		var copied int
 		if err := tx.GetContext(ctx, &copied, chainSQL("$1", "$2", "$3")+`,
 			ins AS (
 				INSERT INTO messages (conversation_id, position, segment, depth, schema_version, kind, role, content,
 					tool_calls, tool_results, payload, source_id, created_at, updated_at, status, status_reason,
-					client_message_id, body_digest, provenance, hidden, deleted_at, search_vector)
+					client_message_id, body_digest, provenance, hidden, deleted_at, search_vector, owner)
 				SELECT $4, m.depth, 0, m.depth, m.schema_version, m.kind, m.role, m.content, m.tool_calls, m.tool_results,
 					m.payload, m.source_id, m.created_at, m.updated_at, m.status, m.status_reason, m.client_message_id,
-					m.body_digest, m.provenance, m.hidden, m.deleted_at, m.search_vector
+					m.body_digest, m.provenance, m.hidden, m.deleted_at, m.search_vector, $5
 				FROM chain JOIN messages m ON m.conversation_id = $1 AND m.segment = chain.seg AND m.depth <= chain.hi
 				WHERE m.status <> 'streaming'
 				RETURNING 1)
 			SELECT count(*) FROM ins`,
-			src.Conv, src.Segment, src.Depth, conv); err != nil {
+			src.Conv, src.Segment, src.Depth, conv, owner); err != nil {
 			return fmt.Errorf("copy the path: %w", err)
 		}
 		if copied != src.Depth {
