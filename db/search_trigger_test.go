@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The search trigger (migrations 000016, 000019, 000021, 000022) on a row written in
+// The search trigger (migrations 000016, 000019, 000021, 000022, 000023) on a row written in
 // SQL: an insert that brings both its vector and its owner (a fork's copy) is stored as
 // given; one missing either gets the owner of its conversation, and its vector computed
 // unless it brings one (a fork by a replica of the previous version, which sends no

@@ -729,7 +729,7 @@ func (db *DB) ForkConversation(ctx context.Context, messageID, title string) (*p
 		// copy of fewer rows left out a streaming message. The search vectors are copied
 		// too: a message's vector depends only on what is copied with it (migration
 		// 000019), and recomputing it was most of a fork's time. With its vector and its
-		// owner given, a row does not fire the search trigger at all (migration 000022).
+		// owner given, a row does not fire the search trigger at all (migration 000023).
 		var copied int
 		if err := tx.GetContext(ctx, &copied, chainSQL("$1", "$2", "$3")+`,
 			ins AS (

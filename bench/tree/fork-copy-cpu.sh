@@ -4,7 +4,7 @@
 # transactions, each with one part changed, interleaved (ROUNDS rounds), and prints each
 # variant's median backend CPU (utime + stime from /proc/<backend pid>/stat: run it on
 # the machine of the database, e.g. one left by `go run ./bench/tree -database-url ...`).
-#   split      the search trigger as migration 000022 has it (the fork's rows skip it)
+#   split      the search trigger as migration 000023 has it (the fork's rows skip it)
 #   combined   000021's one trigger, called for every row
 #   no_gin     split, without the GIN search index
 #   no_fk      split, without the foreign key to conversations
