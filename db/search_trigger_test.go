@@ -7,9 +7,10 @@ import (
 
 // The search trigger (migrations 000016, 000019, 000021, 000022, 000023) on a row written in
 // SQL: an insert that brings both its vector and its owner (a fork's copy) is stored as
-// given; one missing either gets the owner of its conversation, and its vector computed
-// unless it brings one (a fork by a replica of the previous version, which sends no
-// owner); an update of the searched columns computes the vector again.
+// given; one without an owner gets its conversation's, and one without a vector gets it
+// computed (every store's insert brings the owner, migration 000022, and no vector; a
+// fork by a replica of an older version sends a vector and no owner); an update of the
+// searched columns computes the vector again.
 func TestSearchTriggerFillsWhatAnInsertLacks(t *testing.T) {
 	t.Parallel()
 	q := openDB(t).SQL()
@@ -47,7 +48,7 @@ func TestSearchTriggerFillsWhatAnInsertLacks(t *testing.T) {
 		{"a fork's copy: vector and owner given", given, "bob", row{sql.NullString{String: "bob", Valid: true}, given}},
 		{"a fork by the previous version: vector without owner", given, nil, row{sql.NullString{String: "ann", Valid: true}, given}},
 		{"a message: neither", nil, nil, row{sql.NullString{String: "ann", Valid: true}, computed(t, "walrus ahoy")}},
-		{"owner without vector", nil, "bob", row{sql.NullString{String: "ann", Valid: true}, computed(t, "walrus ahoy")}},
+		{"a message from the store: owner without vector", nil, "bob", row{sql.NullString{String: "bob", Valid: true}, computed(t, "walrus ahoy")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var id string
