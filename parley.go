@@ -86,6 +86,9 @@ type PageRequest struct {
 	Branch string
 	// Tree asks for each message's TreeInfo.
 	Tree bool
+	// ForLLM reads only what an LLM export uses: each message's CreatedAt, UpdatedAt and
+	// SourceID are left zero (parsing the times alone is a tenth of reading a page).
+	ForLLM bool
 }
 
 // FitsBudget reports whether a message of size bytes may join a page that holds held

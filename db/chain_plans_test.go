@@ -111,7 +111,8 @@ func TestChainPlansProbeOnce(t *testing.T) {
 	defer conn.Close()
 	for name, q := range map[string]string{"page_forward": db.PageSQL[false], "page_backward": db.PageSQL[true],
 		"place": db.PlaceSQL, "lock_place": db.LockPlaceSQL, "on_branch": db.OnBranchSQL, "tree": db.TreeSQL,
-		"conversation_page_forward": db.ConversationPageSQL[false], "conversation_page_backward": db.ConversationPageSQL[true]} {
+		"conversation_page_forward": db.ConversationPageSQL[false], "conversation_page_backward": db.ConversationPageSQL[true],
+		"llm_page_forward": db.LLMPageSQL[false]} {
 		if _, err := conn.ExecContext(ctx, `PREPARE `+name+` AS `+q); err != nil {
 			t.Fatalf("prepare %s: %v", name, err)
 		}
@@ -163,6 +164,8 @@ func TestChainPlansProbeOnce(t *testing.T) {
 			{"last page", "page_backward", fmt.Sprintf(`'{%s}', 0, 0, 101, '%s', -1, 0, 0`, conv, owner), 101, 2},
 			{"backward page before 2500", "page_backward", fmt.Sprintf(`'{%s}', 0, 2500, 101, '%s', -1, 0, 0`, conv, owner), 101, 3},
 			{"first page", "page_forward", fmt.Sprintf(`'{%s}', 0, 0, 101, '%s', -1, 0, 0`, conv, owner), 101, 3},
+			// An LLM export's read (PageRequest.ForLLM): the same page, fewer columns.
+			{"forward page in the middle, for an LLM", "llm_page_forward", fmt.Sprintf(`'{%s}', 2475, 0, 101, '%s', -1, 0, 0`, conv, owner), 101, 3},
 			// The conversation and its page in one statement (its row first: one row
 			// more), the tree fields asked for: a conversation with forks reads them apart.
 			{"conversation and a forward page in the middle", "conversation_page_forward", fmt.Sprintf(`'%s', 2475, 0, 101, '%s', 0, true`, conv, owner), 102, 3},

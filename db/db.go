@@ -143,7 +143,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 // and the placement), reading a conversation and a page of its history (of a named
 // branch too; apart, and in one statement), and appending to a streaming message.
 var hotStatements = []string{insertMessageSQL, insertPlacedSQL, insertUnderSQL, lockPlaceSQL, placeSQL, notifySQL, findConversationSQL, branchEndSQL,
-	pageSQL[false], pageSQL[true], conversationPageSQL[false], conversationPageSQL[true], appendGroupSQL}
+	pageSQL[false], pageSQL[true], llmPageSQL[false], conversationPageSQL[false], conversationPageSQL[true], appendGroupSQL}
 
 // prepare prepares the statements of the hottest paths on the pool. database/sql then
 // prepares each once on every connection that runs it and keeps it, so running one is

@@ -19,6 +19,9 @@ const MaxAttempts = maxAttempts
 // PageSQL is pageSQL (forward: false, backward: true), for the plan tests.
 var PageSQL = pageSQL
 
+// LLMPageSQL is llmPageSQL, for the plan tests.
+var LLMPageSQL = llmPageSQL
+
 // ConversationPageSQL is conversationPageSQL, for the plan tests.
 var ConversationPageSQL = conversationPageSQL
 

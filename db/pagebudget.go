@@ -16,14 +16,20 @@ import (
 // Rows come conversation by conversation, each page in read order (backward pages
 // newest first), so a cut page keeps the rows nearest its starting cursor, and the next
 // page, from its end cursor, reads what it left.
-func scanPage(rows *sql.Rows, err error, expect, budget int) ([]messageRow, map[string]bool, error) {
-	return scanHeadedPage(rows, err, expect, budget, nil)
+// With forLLM, the rows are of llmPageSQL, whose times are NULL: they are skipped.
+func scanPage(rows *sql.Rows, err error, expect, budget int, forLLM bool) ([]messageRow, map[string]bool, error) {
+	return scanRows(rows, err, expect, budget, nil, forLLM)
 }
 
 // scanHeadedPage is scanPage, and with head, for the rows of conversationPageSQL: the
 // first is the conversation's, scanned into head (which is then found), and each later
 // row is a message after conversationWidth NULL columns, and its parent (Parent).
 func scanHeadedPage(rows *sql.Rows, err error, expect, budget int, head *conversationHead) ([]messageRow, map[string]bool, error) {
+	return scanRows(rows, err, expect, budget, head, false)
+}
+
+// scanRows is scanPage and scanHeadedPage.
+func scanRows(rows *sql.Rows, err error, expect, budget int, head *conversationHead, forLLM bool) ([]messageRow, map[string]bool, error) {
 	if err != nil {
 		return nil, nil, err
 	}
@@ -34,6 +40,10 @@ func scanHeadedPage(rows *sql.Rows, err error, expect, budget int, head *convers
 	used := 0
 	var r messageRow
 	var skip [messageWidth + 1]sql.RawBytes // the columns of the other kind of row: NULL
+	var created, updated any = &r.CreatedAt, &r.UpdatedAt
+	if forLLM {
+		created, updated = &skip[0], &skip[1]
+	}
 	dest := make([]any, 0, conversationWidth+messageWidth+1)
 	if head != nil {
 		for i := range conversationWidth {
@@ -41,7 +51,7 @@ func scanHeadedPage(rows *sql.Rows, err error, expect, budget int, head *convers
 		}
 	}
 	dest = append(dest, &r.ID, &r.ConversationID, &r.Position, &r.SchemaVersion, &r.Kind, &r.Role, &r.Content,
-		&r.ToolCalls, &r.ToolResults, &r.Payload, &r.SourceID, &r.CreatedAt, &r.UpdatedAt,
+		&r.ToolCalls, &r.ToolResults, &r.Payload, &r.SourceID, created, updated,
 		&r.Status, &r.StatusReason, &r.ClientID, &r.Provenance, &r.StreamSeq, &r.Segment, &r.Depth, &r.Hidden, &r.DeletedAt, &r.Bytes)
 	if head != nil {
 		dest = append(dest, &r.Parent)

@@ -45,13 +45,17 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 		}
 	}
 	args := []any{pq.Array(keys), after, before, limit + 1, owner, branch.Segment, branch.Depth, max(page.MaxBytes, 0)}
+	query := pageSQL[backward]
+	if page.ForLLM {
+		query = llmPageSQL[backward]
+	}
 	var result *sql.Rows
-	if s := db.stmt(pageSQL[backward]); s != nil {
+	if s := db.stmt(query); s != nil {
 		result, err = s.QueryContext(ctx, args...)
 	} else {
-		result, err = db.db.QueryContext(ctx, pageSQL[backward], args...)
+		result, err = db.db.QueryContext(ctx, query, args...)
 	}
-	rows, cut, err := scanPage(result, err, min(len(keys)*(limit+1), 1024), page.MaxBytes)
+	rows, cut, err := scanPage(result, err, min(len(keys)*(limit+1), 1024), page.MaxBytes, page.ForLLM)
 	if err != nil {
 		return nil, classify(fmt.Errorf("find messages: %w", err))
 	}
@@ -221,13 +225,16 @@ func (db *DB) FindConversationPage(ctx context.Context, id string, page parley.P
 // segment of a page (a page of a conversation without forks is one segment). A running
 // sum over the whole page would need its rows sorted by (page, depth), which cost more
 // Postgres time than the page's index scan itself.
-var pageSQL = map[bool]string{false: pageQuery(false), true: pageQuery(true)}
+var pageSQL = map[bool]string{false: pageQuery(false, pageColumns), true: pageQuery(true, pageColumns)}
+
+// llmPageSQL is pageSQL reading llmPageColumns, for PageRequest.ForLLM.
+var llmPageSQL = map[bool]string{false: pageQuery(false, llmPageColumns), true: pageQuery(true, llmPageColumns)}
 
 // noBound stands for "no upper bound" in the forward page's range: larger than any
 // position (an integer column).
 const noBound = "2147483647"
 
-func pageQuery(backward bool) string {
+func pageQuery(backward bool, columns string) string {
 	return fmt.Sprintf(`WITH chain AS (%s)
 		SELECT m.* FROM chain ch
 		CROSS JOIN LATERAL (%s) m`,
@@ -235,7 +242,7 @@ func pageQuery(backward bool) string {
 				JOIN conversations own ON own.id = c.id AND own.owner = $5
 				CROSS JOIN LATERAL (SELECT CASE WHEN $6::int >= 0 THEN $6::int ELSE own.active_segment END AS seg,
 					CASE WHEN $6::int >= 0 THEN $7::int ELSE `+leafDepth+` END AS leaf) b`),
-		pageRange(backward, "$8", ""))
+		pageRange(backward, columns, "$8", ""))
 }
 
 // chainQuery reads the segments of a branch's chain that the page ($2, $3, $4) touches,
@@ -273,7 +280,7 @@ func chainQuery(backward bool, ord, from string) string {
 // parent is true (else NULL): in a conversation without forks, the message before it,
 // which for every row but the range's first is the range's row before it (lag, or lead
 // reading down), and for the first one probe of the index.
-func pageRange(backward bool, budget, parent string) string {
+func pageRange(backward bool, columns, budget, parent string) string {
 	rng, order, prev := `depth > $2 AND depth <= LEAST(ch.hi, $2 + $4) AND depth < COALESCE(NULLIF($3, 0), `+noBound+`)`, "ASC", "lag"
 	if backward {
 		// The end: before ($3), or just past the branch's leaf.
@@ -292,7 +299,7 @@ func pageRange(backward bool, budget, parent string) string {
 			WINDOW w AS (ORDER BY depth %s ROWS UNBOUNDED PRECEDING)
 			ORDER BY depth %s LIMIT $4) s
 		WHERE %s = 0 OR s.page_bytes <= %s OR s.page_bytes = s.body_bytes`,
-		cols, pageColumns, parentCol, rng, order, order, budget, budget)
+		cols, columns, parentCol, rng, order, order, budget, budget)
 }
 
 // conversationPageSQL reads a conversation ($1) of the owner $5 and a page of its active
@@ -321,7 +328,7 @@ func conversationPageQuery(backward bool) string {
 		conversationColumns, leafDepth,
 		chainQuery(backward, "1::bigint", `own CROSS JOIN LATERAL (SELECT own.active_segment AS seg, own.leaf AS leaf) b`),
 		nulls(messageWidth+1), nulls(conversationWidth),
-		pageRange(backward, "$6", "$7::boolean AND ch.hi = "+noBound))
+		pageRange(backward, pageColumns, "$6", "$7::boolean AND ch.hi = "+noBound))
 }
 
 // conversationWidth and messageWidth are how many columns conversationPageSQL's
@@ -340,6 +347,12 @@ var pageColumns = strings.NewReplacer(
 	"id, conversation_id,", "id::text AS id, conversation_id::text AS conversation_id,",
 	" content,", " CASE WHEN schema_version = 1 THEN content ELSE '' END AS content,",
 	"\n", " ").Replace(messageColumns) + ", body_bytes"
+
+// llmPageColumns are pageColumns without what no LLM export uses (PageRequest.ForLLM):
+// the times, NULL (lib/pq parses each timestamp from its text), and source_id, NULL.
+var llmPageColumns = strings.NewReplacer(
+	" source_id, created_at, updated_at,", " NULL::text AS source_id, NULL::timestamptz AS created_at, NULL::timestamptz AS updated_at,",
+).Replace(pageColumns)
 
 // assemblePage turns the rows read for one conversation (limit+1 at most, in read order)
 // into its page of a branch ending at position last.

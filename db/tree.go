@@ -813,7 +813,7 @@ func (db *DB) FindTreeMessages(ctx context.Context, conv *parley.Conversation, a
 	}
 	result, err := db.db.QueryContext(ctx, `SELECT `+pageColumns+` FROM messages
 		WHERE conversation_id = $1 AND position > $2 ORDER BY position LIMIT $3`, key, afterSeq, first+1)
-	rows, cut, err := scanPage(result, err, first+1, maxBytes)
+	rows, cut, err := scanPage(result, err, first+1, maxBytes, false)
 	if err != nil {
 		return nil, classify(fmt.Errorf("read the tree of %s: %w", conv.ID, err))
 	}

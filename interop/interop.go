@@ -161,7 +161,7 @@ func (s *Service) Transcript(ctx context.Context, conversationID string, format 
 	if format.ForLLM() && opts.After != nil && opts.MaxTokens == nil {
 		return s.increment(ctx, conv, format, opts)
 	}
-	msgs, _, err := s.readHistory(ctx, conv, opts.Branch, nil, 0, 0)
+	msgs, _, err := s.readHistory(ctx, conv, historyRead(format, opts), nil, 0, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -177,12 +177,12 @@ func (s *Service) Transcript(ctx context.Context, conversationID string, format 
 // body is the same: what the whole history's transcript holds after the cursor.
 func (s *Service) increment(ctx context.Context, conv *parley.Conversation, format parley.TranscriptFormat, opts parley.TranscriptOptions) (*parley.Transcript, error) {
 	cursor := parley.MessageCursor(*opts.After)
-	tail, used, err := s.readHistory(ctx, conv, opts.Branch, &cursor, 0, 0)
+	tail, used, err := s.readHistory(ctx, conv, historyRead(format, opts), &cursor, 0, 0)
 	if err != nil {
 		return nil, err
 	}
 	if *opts.After > 0 && !standsAlone(tail, format) { // after 0, the tail is the whole history
-		head, _, err := s.readHistory(ctx, conv, opts.Branch, nil, *opts.After, used)
+		head, _, err := s.readHistory(ctx, conv, historyRead(format, opts), nil, *opts.After, used)
 		if err != nil {
 			return nil, err
 		}
@@ -223,16 +223,23 @@ func standsAlone(tail []parley.Message, format parley.TranscriptFormat) bool {
 	return true
 }
 
-// readHistory reads a conversation's history (of branch) after the cursor after (nil:
+// historyRead is how a transcript in format reads its history: along opts.Branch, and
+// for an LLM only what the LLM exports use (parley.PageRequest.ForLLM: no times).
+func historyRead(format parley.TranscriptFormat, opts parley.TranscriptOptions) parley.PageRequest {
+	return parley.PageRequest{Branch: opts.Branch, ForLLM: format.ForLLM()}
+}
+
+// readHistory reads a conversation's history (as read says: its branch, and whether
+// for an LLM) after the cursor after (nil:
 // from the first message), through the message at position through (0: to the end),
 // refusing it with ETRANSCRIPTTOOLARGE once it holds more than s.maxBytes of stored
 // messages, used of them being spent already. Each page is read with what is left of
 // the limit as its byte budget, so a page ends where the limit is reached and the read
 // stops at the first message past it: memory holds the limit and one message, never
 // the whole history. Returns the messages and the bytes spent in all.
-func (s *Service) readHistory(ctx context.Context, conv *parley.Conversation, branch string, after *string, through, used int) ([]parley.Message, int, error) {
+func (s *Service) readHistory(ctx context.Context, conv *parley.Conversation, read parley.PageRequest, after *string, through, used int) ([]parley.Message, int, error) {
 	var msgs []parley.Message
-	page := parley.PageRequest{Branch: branch, After: after}
+	page := parley.PageRequest{Branch: read.Branch, ForLLM: read.ForLLM, After: after}
 	last := 0 // the position of the last message read
 	for {
 		first := pageSize
