@@ -40,6 +40,22 @@ func scanRows(rows *sql.Rows, err error, expect, budget int, head *conversationH
 	used := 0
 	var r messageRow
 	var skip [messageWidth + 1]sql.RawBytes // the columns of the other kind of row: NULL
+	// The jsonb columns are scanned as the driver holds them, then copied into chunks
+	// shared by the page's rows (keep) once a row is kept: database/sql would allocate
+	// a copy of each, four a message.
+	var calls, results, payload, provenance sql.RawBytes
+	var chunk []byte
+	keep := func(b sql.RawBytes) []byte {
+		if b == nil {
+			return nil // NULL stays nil
+		}
+		if cap(chunk)-len(chunk) < len(b) {
+			chunk = make([]byte, 0, max(64<<10, len(b)))
+		}
+		n := len(chunk)
+		chunk = append(chunk, b...)
+		return chunk[n:len(chunk):len(chunk)]
+	}
 	var created, updated any = &r.CreatedAt, &r.UpdatedAt
 	if forLLM {
 		created, updated = &skip[0], &skip[1]
@@ -51,8 +67,8 @@ func scanRows(rows *sql.Rows, err error, expect, budget int, head *conversationH
 		}
 	}
 	dest = append(dest, &r.ID, &r.ConversationID, &r.Position, &r.SchemaVersion, &r.Kind, &r.Role, &r.Content,
-		&r.ToolCalls, &r.ToolResults, &r.Payload, &r.SourceID, created, updated,
-		&r.Status, &r.StatusReason, &r.ClientID, &r.Provenance, &r.StreamSeq, &r.Segment, &r.Depth, &r.Hidden, &r.DeletedAt, &r.Bytes)
+		&calls, &results, &payload, &r.SourceID, created, updated,
+		&r.Status, &r.StatusReason, &r.ClientID, &provenance, &r.StreamSeq, &r.Segment, &r.Depth, &r.Hidden, &r.DeletedAt, &r.Bytes)
 	if head != nil {
 		dest = append(dest, &r.Parent)
 	}
@@ -83,6 +99,7 @@ func scanRows(rows *sql.Rows, err error, expect, budget int, head *conversationH
 		}
 		used += size
 		held[r.ConversationID]++
+		r.ToolCalls, r.ToolResults, r.Payload, r.Provenance = keep(calls), keep(results), keep(payload), keep(provenance)
 		out = append(out, r)
 	}
 	return out, cut, rows.Err()
