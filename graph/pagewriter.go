@@ -6,10 +6,12 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/parley-dev/parley"
@@ -36,6 +38,10 @@ import (
 // writeMessagePages returns a field middleware (handler.Server.AroundFields) that writes
 // the html fields with renderer, as the resolvers do.
 func writeMessagePages(renderer *render.Renderer) graphql.FieldMiddleware {
+	compiled, err := lru.New[*ast.OperationDefinition, *compiledOperation](compiledOperations)
+	if err != nil {
+		panic(err) // only for a size below 1
+	}
 	return func(ctx context.Context, next graphql.Resolver) (any, error) {
 		fc := graphql.GetFieldContext(ctx)
 		if fc == nil || fc.Object != "MessageConnection" || fc.Field.Field == nil || fc.Field.Name != "edges" {
@@ -49,25 +55,123 @@ func writeMessagePages(renderer *render.Renderer) graphql.FieldMiddleware {
 		if !ok {
 			return res, err
 		}
-		if out, ok := writeEdges(graphql.GetOperationContext(ctx), fc.Field.Selections, edges, renderer); ok {
-			pagesWritten.Add(1)
-			return out, nil
+		write, ok := compileEdgeOnce(compiled, graphql.GetOperationContext(ctx), fc.Field)
+		if ok {
+			if out, ok := writeEdges(write, edges, renderer); ok {
+				pagesWritten.Add(1)
+				return out, nil
+			}
 		}
 		leftToGqlgen.Add(1)
 		return res, nil
 	}
 }
 
-// pagesWritten and leftToGqlgen count the pages written here and those left to gqlgen.
-var pagesWritten, leftToGqlgen atomic.Int64
+// pagesWritten and leftToGqlgen count the pages written here and those left to gqlgen;
+// selectionsCompiled counts the edges selections compiled (compileEdgeOnce).
+var pagesWritten, leftToGqlgen, selectionsCompiled atomic.Int64
 
-// writeEdges writes a [MessageEdge!]! selection for edges, or reports false when it
-// cannot write it exactly as gqlgen would.
-func writeEdges(oc *graphql.OperationContext, sel ast.SelectionSet, edges []*model.MessageEdge, renderer *render.Renderer) (graphql.Marshaler, bool) {
-	write, ok := compileEdge(oc, sel)
-	if !ok {
+// compiledOperations is how many operations' compiled selections are kept: as many as
+// the query cache keeps documents (handler.go), whose operations are the keys.
+const compiledOperations = 1000
+
+// compiledOperation holds the compiled edges selections of one operation of a cached
+// document, by the selections themselves (selectionKey). plain: the operation has no directive anywhere, so what
+// CollectFields makes of its selections does not depend on the variables (only @skip and
+// @include read them here, and a directive anywhere can decide which fields of one
+// response key are merged), and each selection is compiled once for every request.
+type compiledOperation struct {
+	plain bool
+	mu    sync.Mutex
+	edges map[selectionKey]compiledEdge
+}
+
+// selectionKey identifies an edges field's selections by their nodes in the document.
+// Not the field alone: CollectFields merges the selections of the fields of one response
+// key, so a field in a fragment spread in two places can have different selections in
+// each.
+type selectionKey [4]ast.Selection
+
+// keyOf returns sel's key, and false when sel has too many selections for one.
+func keyOf(sel ast.SelectionSet) (selectionKey, bool) {
+	var k selectionKey
+	if len(sel) > len(k) {
+		return k, false
+	}
+	copy(k[:], sel)
+	return k, true
+}
+
+type compiledEdge struct {
+	write writeFunc[*model.MessageEdge]
+	ok    bool
+}
+
+// compileEdgeOnce compiles f's selection (compileEdge), once for each operation of a
+// document gqlgen's query cache keeps when the operation has no directives: compiling a
+// page's selection for every read was 5-10% of a history read's CPU (issue 15 §6).
+func compileEdgeOnce(cache *lru.Cache[*ast.OperationDefinition, *compiledOperation], oc *graphql.OperationContext, f graphql.CollectedField) (writeFunc[*model.MessageEdge], bool) {
+	if oc == nil || oc.Operation == nil {
 		return nil, false
 	}
+	op, ok := cache.Get(oc.Operation)
+	if !ok {
+		op = &compiledOperation{plain: !hasDirectives(oc.Doc, oc.Operation.SelectionSet, map[string]bool{})}
+		cache.Add(oc.Operation, op)
+	}
+	key, fits := keyOf(f.Selections)
+	if !op.plain || !fits {
+		selectionsCompiled.Add(1)
+		return compileEdge(oc, f.Selections)
+	}
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	c, ok := op.edges[key]
+	if !ok {
+		selectionsCompiled.Add(1)
+		c.write, c.ok = compileEdge(oc, f.Selections)
+		if op.edges == nil {
+			op.edges = map[selectionKey]compiledEdge{}
+		}
+		op.edges[key] = c
+	}
+	return c.write, c.ok
+}
+
+// hasDirectives reports whether sel, or a fragment it spreads, carries a directive.
+func hasDirectives(doc *ast.QueryDocument, sel ast.SelectionSet, seen map[string]bool) bool {
+	for _, s := range sel {
+		switch s := s.(type) {
+		case *ast.Field:
+			if len(s.Directives) > 0 || hasDirectives(doc, s.SelectionSet, seen) {
+				return true
+			}
+		case *ast.InlineFragment:
+			if len(s.Directives) > 0 || hasDirectives(doc, s.SelectionSet, seen) {
+				return true
+			}
+		case *ast.FragmentSpread:
+			if len(s.Directives) > 0 {
+				return true
+			}
+			if seen[s.Name] {
+				continue
+			}
+			seen[s.Name] = true
+			def := doc.Fragments.ForName(s.Name)
+			if def == nil || len(def.Directives) > 0 || hasDirectives(doc, def.SelectionSet, seen) {
+				return true // nil: not for this file to judge; compiled per request
+			}
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// writeEdges writes edges with a compiled [MessageEdge!]! selection, or reports false
+// when it cannot write them exactly as gqlgen would.
+func writeEdges(write writeFunc[*model.MessageEdge], edges []*model.MessageEdge, renderer *render.Renderer) (graphql.Marshaler, bool) {
 	w := &jsonWriter{b: bufpool.Get(), html: renderer}
 	w.b = append(w.b, '[')
 	for i, e := range edges {
@@ -389,68 +493,72 @@ func list[T any, C any](t *objectType[*C], get func(T) []C) fieldCompiler[T] {
 }
 
 // compileEdge compiles a MessageEdge selection. Its node is a union: each variant's
-// selection is compiled when a message of that variant first comes.
+// selection is compiled with it, so that the result holds no operation context and may
+// be shared by the requests of one operation (compileEdgeOnce).
 func compileEdge(oc *graphql.OperationContext, sel ast.SelectionSet) (writeFunc[*model.MessageEdge], bool) {
 	edge := &objectType[*model.MessageEdge]{name: "MessageEdge", implementors: messageEdgeImplementors,
 		fields: map[string]fieldCompiler[*model.MessageEdge]{
 			"cursor": str(func(e *model.MessageEdge) string { return e.Cursor }),
 			"node": func(oc *graphql.OperationContext, f graphql.CollectedField) (writeFunc[*model.MessageEdge], bool) {
-				n := &nodeWriter{oc: oc, sel: f.Selections}
+				n := compileNode(oc, f.Selections)
 				return func(w *jsonWriter, e *model.MessageEdge) bool { return n.write(w, e.Node) }, true
 			},
 		}}
 	return edge.compile(oc, sel)
 }
 
-// nodeWriter writes the Message union, compiling each variant's selection once.
+// nodeWriter writes the Message union, each variant with its compiled selection (nil:
+// cannot be written here).
 type nodeWriter struct {
-	oc  *graphql.OperationContext
-	sel ast.SelectionSet
-
-	text     variant[*parley.TextMessage]
-	image    variant[*parley.ImageMessage]
-	file     variant[*parley.FileReferenceMessage]
-	request  variant[*parley.ToolRequestMessage]
-	result   variant[*parley.ToolResultMessage]
-	control  variant[*parley.SystemControlMessage]
-	resource variant[*parley.MCPResourceMessage]
-	compact  variant[*parley.CompactionMessage]
-	unknown  variant[*parley.UnknownMessage]
+	text     writeFunc[*parley.TextMessage]
+	image    writeFunc[*parley.ImageMessage]
+	file     writeFunc[*parley.FileReferenceMessage]
+	request  writeFunc[*parley.ToolRequestMessage]
+	result   writeFunc[*parley.ToolResultMessage]
+	control  writeFunc[*parley.SystemControlMessage]
+	resource writeFunc[*parley.MCPResourceMessage]
+	compact  writeFunc[*parley.CompactionMessage]
+	unknown  writeFunc[*parley.UnknownMessage]
 }
 
-type variant[T any] struct {
-	compiled bool
-	write    writeFunc[T] // nil: cannot be written here
+func compileNode(oc *graphql.OperationContext, sel ast.SelectionSet) *nodeWriter {
+	n := &nodeWriter{}
+	n.text, _ = textMessageType.compile(oc, sel)
+	n.image, _ = imageMessageType.compile(oc, sel)
+	n.file, _ = fileReferenceMessageType.compile(oc, sel)
+	n.request, _ = toolRequestMessageType.compile(oc, sel)
+	n.result, _ = toolResultMessageType.compile(oc, sel)
+	n.control, _ = systemControlMessageType.compile(oc, sel)
+	n.resource, _ = mcpResourceMessageType.compile(oc, sel)
+	n.compact, _ = compactionMessageType.compile(oc, sel)
+	n.unknown, _ = unknownMessageType.compile(oc, sel)
+	return n
 }
 
-func writeVariant[T any](n *nodeWriter, v *variant[T], t *objectType[T], w *jsonWriter, m T) bool {
-	if !v.compiled {
-		v.write, _ = t.compile(n.oc, n.sel)
-		v.compiled = true
-	}
-	return v.write != nil && v.write(w, m)
+func writeVariant[T any](write writeFunc[T], w *jsonWriter, m T) bool {
+	return write != nil && write(w, m)
 }
 
 func (n *nodeWriter) write(w *jsonWriter, m parley.Message) bool {
 	switch m := m.(type) {
 	case *parley.TextMessage:
-		return m != nil && writeVariant(n, &n.text, textMessageType, w, m)
+		return m != nil && writeVariant(n.text, w, m)
 	case *parley.ImageMessage:
-		return m != nil && writeVariant(n, &n.image, imageMessageType, w, m)
+		return m != nil && writeVariant(n.image, w, m)
 	case *parley.FileReferenceMessage:
-		return m != nil && writeVariant(n, &n.file, fileReferenceMessageType, w, m)
+		return m != nil && writeVariant(n.file, w, m)
 	case *parley.ToolRequestMessage:
-		return m != nil && writeVariant(n, &n.request, toolRequestMessageType, w, m)
+		return m != nil && writeVariant(n.request, w, m)
 	case *parley.ToolResultMessage:
-		return m != nil && writeVariant(n, &n.result, toolResultMessageType, w, m)
+		return m != nil && writeVariant(n.result, w, m)
 	case *parley.SystemControlMessage:
-		return m != nil && writeVariant(n, &n.control, systemControlMessageType, w, m)
+		return m != nil && writeVariant(n.control, w, m)
 	case *parley.MCPResourceMessage:
-		return m != nil && writeVariant(n, &n.resource, mcpResourceMessageType, w, m)
+		return m != nil && writeVariant(n.resource, w, m)
 	case *parley.CompactionMessage:
-		return m != nil && writeVariant(n, &n.compact, compactionMessageType, w, m)
+		return m != nil && writeVariant(n.compact, w, m)
 	case *parley.UnknownMessage:
-		return m != nil && writeVariant(n, &n.unknown, unknownMessageType, w, m)
+		return m != nil && writeVariant(n.unknown, w, m)
 	}
 	return false // nil, or a type gqlgen would have to deal with
 }

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/internal/selection"
@@ -60,6 +62,7 @@ func pageHandlers(msgs []parley.Message) (plain, direct http.Handler) {
 		r := &Resolver{ConversationService: fakeConversations{msgs: msgs}, MessageService: fakeMessages{msgs: msgs}, Renderer: renderer}
 		srv := handler.New(NewExecutableSchema(Config{Resolvers: r}))
 		srv.AddTransport(transport.POST{})
+		srv.SetQueryCache(lru.New[*ast.QueryDocument](100)) // as NewHandler does: compiled selections are kept by document
 		if withWriter {
 			srv.AroundFields(writeMessagePages(renderer))
 		}
@@ -182,6 +185,57 @@ func TestPageWriterWritesWhatGqlgenWrites(t *testing.T) {
 			}
 			if pagesWritten.Load() == before {
 				t.Errorf("the page writer left this page to gqlgen")
+			}
+		})
+	}
+}
+
+// TestPageWriterCompilesOnce sends each query several times, with different variables,
+// to handlers with a query cache: a selection without directives is compiled by its first
+// request only, one with @skip or @include by every request (the variables decide its
+// fields), and every answer is gqlgen's.
+func TestPageWriterCompilesOnce(t *testing.T) {
+	tests := []struct {
+		name     string
+		query    string
+		vars     []map[string]any
+		compiles int // selections compiled for all of vars
+	}{
+		{"every field", `query($c: ID!) { conversation(id: $c) { messages(first: 100) { edges { cursor node {` + selection.MessageFields + `} } } } }`,
+			[]map[string]any{{"c": "conv_x"}, {"c": "conv_x"}, {"c": "conv_x"}}, 1},
+		{"skip and include", `query($c: ID!, $yes: Boolean!) { conversation(id: $c) { messages { edges {
+			cursor @skip(if: $yes) node { ... on MessageBase @include(if: $yes) { id position } } } } } }`,
+			[]map[string]any{{"c": "conv_x", "yes": true}, {"c": "conv_x", "yes": false}, {"c": "conv_x", "yes": true}}, 3},
+		{"a directive elsewhere decides what is merged", `query($c: ID!, $yes: Boolean!) { conversation(id: $c) { messages {
+			edges { cursor } edges @include(if: $yes) { node { ... on MessageBase { id } } } } } }`,
+			[]map[string]any{{"c": "conv_x", "yes": true}, {"c": "conv_x", "yes": false}}, 2},
+		// One edges field of a fragment, merged with another selection in one place only:
+		// two selections, each compiled once.
+		{"one fragment in two places", `query($c: ID!) { conversation(id: $c) { messages { ...E edges { cursor } } }
+			conversations { edges { node { messages(first: 3) { ...E } } } } }
+			fragment E on MessageConnection { edges { node { ... on MessageBase { id position } } } }`,
+			[]map[string]any{{"c": "conv_x"}, {"c": "conv_x"}}, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			plain, direct := pageHandlers(everyMessage())
+			compiled, written := selectionsCompiled.Load(), pagesWritten.Load()
+			for _, vars := range tc.vars {
+				want := post(t, plain, tc.query, vars)
+				got := post(t, direct, tc.query, vars)
+				if got != want {
+					t.Errorf("variables %v: the page writer wrote\n%s\nwant (gqlgen)\n%s\nfirst difference at byte %d", vars, got, want, firstDiff(got, want))
+				}
+				if strings.Contains(want, `"errors"`) {
+					t.Errorf("gqlgen's answer is not a clean page: %.300s", want)
+				}
+			}
+			if pagesWritten.Load() == written {
+				t.Errorf("the page writer left every page to gqlgen")
+			}
+			// Parallel tests start only after this one ends: the counter is its own.
+			if got := selectionsCompiled.Load() - compiled; got != int64(tc.compiles) {
+				t.Errorf("compiled %d selections, want %d", got, tc.compiles)
 			}
 		})
 	}
