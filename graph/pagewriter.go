@@ -17,6 +17,7 @@ import (
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/graph/model"
 	"github.com/parley-dev/parley/internal/bufpool"
+	"github.com/parley-dev/parley/internal/jsonscan"
 	"github.com/parley-dev/parley/render"
 )
 
@@ -228,26 +229,23 @@ const hexDigits = "0123456789ABCDEF"
 func (w *jsonWriter) str(s string) {
 	w.b = append(w.b, '"')
 	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c == '\\' || c == '"' {
-			w.b = append(w.b, s[start:i]...)
-			switch c {
-			case '\t':
-				w.b = append(w.b, `\t`...)
-			case '\r':
-				w.b = append(w.b, `\r`...)
-			case '\n':
-				w.b = append(w.b, `\n`...)
-			case '\\':
-				w.b = append(w.b, `\\`...)
-			case '"':
-				w.b = append(w.b, `\"`...)
-			default:
-				w.b = append(w.b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			start = i + 1
+	for i := jsonscan.Escaped(s, 0); i < len(s); i = jsonscan.Escaped(s, i+1) {
+		w.b = append(w.b, s[start:i]...)
+		switch c := s[i]; c {
+		case '\t':
+			w.b = append(w.b, `\t`...)
+		case '\r':
+			w.b = append(w.b, `\r`...)
+		case '\n':
+			w.b = append(w.b, `\n`...)
+		case '\\':
+			w.b = append(w.b, `\\`...)
+		case '"':
+			w.b = append(w.b, `\"`...)
+		default:
+			w.b = append(w.b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 		}
+		start = i + 1
 	}
 	w.b = append(w.b, s[start:]...)
 	w.b = append(w.b, '"')

@@ -9,6 +9,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 
 	"github.com/parley-dev/parley/internal/bufpool"
+	"github.com/parley-dev/parley/internal/jsonscan"
 )
 
 // writeResponse writes the response of an executed operation as gqlgen's transports do,
@@ -51,9 +52,7 @@ func appendData(b, data []byte) ([]byte, bool) {
 	start, i, n := 0, 0, len(data)
 	for i < n {
 		if inString {
-			for i < n && !stringSpecial[data[i]] {
-				i++
-			}
+			i = jsonscan.InString(data, i, &stringSpecial)
 			if i == n {
 				break
 			}
@@ -99,8 +98,8 @@ func appendData(b, data []byte) ([]byte, bool) {
 	return append(b, '}'), true
 }
 
-// stringSpecial and valueSpecial mark the bytes appendData looks at inside strings and
-// between them.
+// stringSpecial and valueSpecial mark the bytes appendData looks at inside strings
+// (found eight at a time by jsonscan.InString, which supports these) and between them.
 var stringSpecial, valueSpecial [256]bool
 
 func init() {

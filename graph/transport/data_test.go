@@ -24,6 +24,9 @@ func TestAppendDataIsJSONMarshal(t *testing.T) {
 		{"invalid utf-8 in a string", "{\"a\":\"\xff\xfe\"}"},
 		{"scalars", `{"n":-1.5e+10,"s":""}`},
 		{"backslash before quote", `{"a":"\\\"","b":"c"}`},
+		// Longer than a word of eight bytes (jsonscan): specials and runes past it, at
+		// every offset within one.
+		{"long strings", "{\"a\":\"" + strings.Repeat("plain text, eight at a time <b>é & \u2028 \\\" ", 3) + "\",\"b\":\"0123456789abcdef\xe2\x80\xa8\"}"},
 	}
 	for _, tc := range tests {
 		want, err := json.Marshal(&graphql.Response{Data: json.RawMessage(tc.data)})
