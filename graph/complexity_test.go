@@ -22,7 +22,35 @@ func costOf(t *testing.T, query string) int {
 	if errs != nil {
 		t.Fatalf("%s: %v", query, errs)
 	}
-	return operationComplexity(context.Background(), es, &graphql.OperationContext{Operation: doc.Operations[0], Variables: map[string]any{}})
+	n, _ := operationComplexity(context.Background(), es, &graphql.OperationContext{Operation: doc.Operations[0], Variables: map[string]any{}})
+	return n
+}
+
+// TestComplexityFixed: an operation's cost is remembered only when no variable goes into
+// it (operationComplexity's fixed).
+func TestComplexityFixed(t *testing.T) {
+	t.Parallel()
+	cfg := Config{}
+	complexityFuncs(&cfg.Complexity, Limits{}.withDefaults())
+	es := NewExecutableSchema(cfg)
+	for _, tc := range []struct {
+		name, query string
+		fixed       bool
+	}{
+		{"no variables", `{ conversation(id: "c") { messages(first: 5) { edges { cursor } } } }`, true},
+		{"a variable the cost does not read", `query($c: ID!) { conversation(id: $c) { messages(first: 5) { edges { cursor } } } }`, true},
+		{"a page size in a variable", `query($n: Int) { conversation(id: "c") { messages(first: $n) { edges { cursor } } } }`, false},
+		{"a page size in a fragment", `query($n: Int) { ...Q } fragment Q on Query { conversations(last: $n) { totalCount } }`, false},
+		{"a complexity function's argument", `query($ids: [ID!]!) { nodes(ids: $ids) { id } }`, false},
+	} {
+		doc, errs := gqlparser.LoadQuery(es.Schema(), tc.query)
+		if errs != nil {
+			t.Fatalf("%s: %v", tc.name, errs)
+		}
+		if _, fixed := operationComplexity(context.Background(), es, &graphql.OperationContext{Operation: doc.Operations[0], Variables: map[string]any{}}); fixed != tc.fixed {
+			t.Errorf("%s: fixed %v, want %v", tc.name, fixed, tc.fixed)
+		}
+	}
 }
 
 // TestComplexityWorstCase: a selection on the Message union costs what its most

@@ -38,6 +38,7 @@ func TestLimits(t *testing.T) {
 		fragment H on Query { z: __typename }`
 	// 100 × 100 messages of 2 fields each: over 2000, though no page is over 100.
 	complexQ := `{ conversations(first: 100) { edges { node { messages(first: 100) { edges { cursor } } } } } }`
+	complexVar := `query($n: Int) { conversations(first: $n) { edges { node { messages(first: 100) { edges { cursor } } } } } }`
 	// Fragments spreading fragments twice each, ten deep: 2^10 fields once expanded.
 	var nested strings.Builder
 	nested.WriteString(`{ ...F0 }`)
@@ -60,6 +61,10 @@ func TestLimits(t *testing.T) {
 		{"complex", complexQ, nil, "QUERY_TOO_COMPLEX"},
 		{"complex by fragments", nested.String(), nil, "QUERY_TOO_COMPLEX"},
 		{"within complexity", `{ conversations(first: 10) { edges { node { messages(first: 10) { edges { cursor } } } } } }`, nil, ""},
+		// One document, within and then over: a cost that depends on the variables is
+		// not remembered for the document (limits.go keeps the others').
+		{"complexity in a variable, within", complexVar, map[string]any{"n": 10}, ""},
+		{"the same document, over", complexVar, map[string]any{"n": 100}, "QUERY_TOO_COMPLEX"},
 		{"page literal", `{ conversations(first: 101) { totalCount } }`, nil, "PAGE_TOO_LARGE"},
 		{"page in a variable", `query($n: Int) { conversation(id: "` + conv + `") { messages(last: $n) { totalCount } } }`,
 			map[string]any{"n": 500}, "PAGE_TOO_LARGE"},
