@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -248,6 +249,28 @@ func (w *jsonWriter) str(s string) {
 		start = i + 1
 	}
 	w.b = append(w.b, s[start:]...)
+	w.b = append(w.b, '"')
+}
+
+// upper writes strings.ToUpper(s) as str does: the API's spelling of the enums stored
+// in lower case (Role.String, MessageStatus.String), without a new string for each
+// (1.2% of a read's CPU). Anything but printable ASCII without quotes and backslashes
+// goes through strings.ToUpper and str.
+func (w *jsonWriter) upper(s string) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 || c < 0x20 || c == '"' || c == '\\' {
+			w.str(strings.ToUpper(s))
+			return
+		}
+	}
+	w.b = append(w.b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		w.b = append(w.b, c)
+	}
 	w.b = append(w.b, '"')
 }
 
@@ -569,13 +592,13 @@ func messageFields[T parley.Message](more map[string]fieldCompiler[T]) map[strin
 	fs := map[string]fieldCompiler[T]{
 		"id":              str(func(m T) string { return m.Meta().ID }),
 		"conversationId":  str(func(m T) string { return m.Meta().ConversationID }),
-		"role":            scalar(func(w *jsonWriter, m T) bool { w.str(m.Meta().Role.String()); return true }),
+		"role":            scalar(func(w *jsonWriter, m T) bool { w.upper(string(m.Meta().Role)); return true }), // Role.String
 		"position":        integer(func(m T) int { return m.Meta().Position }),
 		"createdAt":       timestamp(func(m T) time.Time { return m.Meta().CreatedAt }),
 		"updatedAt":       timestamp(func(m T) time.Time { return m.Meta().UpdatedAt }),
 		"label":           str(func(m T) string { return m.Label() }),
 		"sourceId":        optStr(func(m T) *string { return m.Meta().OptSourceID() }),
-		"messageStatus":   scalar(func(w *jsonWriter, m T) bool { w.str(m.Meta().MessageStatus().String()); return true }),
+		"messageStatus":   scalar(func(w *jsonWriter, m T) bool { w.upper(string(m.Meta().MessageStatus())); return true }), // MessageStatus.String
 		"statusReason":    optStr(func(m T) *string { return m.Meta().StatusReason() }),
 		"clientMessageId": optStr(func(m T) *string { return m.Meta().ClientMessageID() }),
 		"provenance":      optObject(provenanceType, func(m T) *parley.Provenance { return m.Meta().Provenance() }),

@@ -241,6 +241,18 @@ func TestPageWriterCompilesOnce(t *testing.T) {
 	}
 }
 
+// TestUpperIsToUpper: jsonWriter.upper writes what str writes of strings.ToUpper.
+func TestUpperIsToUpper(t *testing.T) {
+	for _, s := range []string{"", "user", "assistant", "completed", "mixed_Case-1 z{a}", "straße", "é", "a\"b", "a\\b", "tab\t", "\x7f~"} {
+		var got, want jsonWriter
+		got.upper(s)
+		want.str(strings.ToUpper(s))
+		if string(got.b) != string(want.b) {
+			t.Errorf("upper(%q) = %s, want %s", s, got.b, want.b)
+		}
+	}
+}
+
 // TestPageWriterLeavesToGqlgen covers values gqlgen answers with errors: the writer
 // leaves those pages to it, so the answer (errors and nulls) is gqlgen's own.
 func TestPageWriterLeavesToGqlgen(t *testing.T) {
