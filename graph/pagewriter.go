@@ -17,6 +17,7 @@ import (
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/graph/model"
+	"github.com/parley-dev/parley/graph/transport"
 	"github.com/parley-dev/parley/internal/bufpool"
 	"github.com/parley-dev/parley/internal/jsonscan"
 	"github.com/parley-dev/parley/render"
@@ -59,7 +60,7 @@ func writeMessagePages(renderer *render.Renderer) graphql.FieldMiddleware {
 		}
 		write, ok := compileEdgeOnce(compiled, graphql.GetOperationContext(ctx), fc.Field)
 		if ok {
-			if out, ok := writeEdges(write, edges, renderer); ok {
+			if out, ok := writeEdges(write, edges, renderer, transport.FinalOf(ctx)); ok {
 				pagesWritten.Add(1)
 				return out, nil
 			}
@@ -172,9 +173,11 @@ func hasDirectives(doc *ast.QueryDocument, sel ast.SelectionSet, seen map[string
 }
 
 // writeEdges writes edges with a compiled [MessageEdge!]! selection, or reports false
-// when it cannot write them exactly as gqlgen would.
-func writeEdges(write writeFunc[*model.MessageEdge], edges []*model.MessageEdge, renderer *render.Renderer) (graphql.Marshaler, bool) {
-	w := &jsonWriter{b: bufpool.Get(), html: renderer}
+// when it cannot write them exactly as gqlgen would. With final (a response over HTTP,
+// transport.FinalOf), the page is written in the final form of the response's data,
+// which the transport then copies as it is: the same bytes in the end.
+func writeEdges(write writeFunc[*model.MessageEdge], edges []*model.MessageEdge, renderer *render.Renderer, final *transport.Final) (graphql.Marshaler, bool) {
+	w := &jsonWriter{b: bufpool.Get(), html: renderer, final: final != nil}
 	w.b = append(w.b, '[')
 	for i, e := range edges {
 		if e == nil {
@@ -191,14 +194,19 @@ func writeEdges(write writeFunc[*model.MessageEdge], edges []*model.MessageEdge,
 	}
 	w.b = append(w.b, ']')
 	// gqlgen copies the page into its response once, when it writes the response; the
-	// buffer then goes back to the pool. (A page gqlgen never writes, its parent nulled
-	// by another field's error, leaves its buffer to the garbage collector.)
+	// buffer then goes back to the pool, through final when the page is in its final
+	// form. (A page gqlgen never writes, its parent nulled by another field's error,
+	// leaves its buffer to the garbage collector.)
 	return graphql.WriterFunc(func(out io.Writer) {
 		if w.b == nil {
 			panic("graph: a message page was written twice")
 		}
 		out.Write(w.b)
-		bufpool.Put(w.b)
+		if w.final {
+			final.Add(w.b)
+		} else {
+			bufpool.Put(w.b)
+		}
 		w.b = nil
 	}), true
 }
@@ -206,9 +214,16 @@ func writeEdges(write writeFunc[*model.MessageEdge], edges []*model.MessageEdge,
 // jsonWriter appends JSON to b. It is an io.Writer, for the domain's MarshalGQL methods.
 // html renders the html fields: the page's one dependency, carried with the buffer so
 // that the field writers stay plain functions.
+//
+// final: what is written is in the final form of a response's data over HTTP
+// (transport.AppendFinal): strings are escaped as gqlgen escapes them and then as the
+// transport does, JSON values compacted. A value that cannot be (a JSON value ending
+// inside a string) is written as gqlgen writes it, and final turns false: the transport
+// then scans the page as it scans the rest.
 type jsonWriter struct {
-	b    []byte
-	html *render.Renderer
+	b     []byte
+	html  *render.Renderer
+	final bool
 }
 
 func (w *jsonWriter) Write(p []byte) (int, error) {
@@ -228,6 +243,10 @@ const hexDigits = "0123456789ABCDEF"
 // invalid UTF-8 too) as it is. Bytes of multi-byte runes are never ASCII, so looking at
 // bytes finds what its loop over runes finds.
 func (w *jsonWriter) str(s string) {
+	if w.final {
+		w.finalStr(s)
+		return
+	}
 	w.b = append(w.b, '"')
 	start := 0
 	for i := jsonscan.Escaped(s, 0); i < len(s); i = jsonscan.Escaped(s, i+1) {
@@ -250,6 +269,61 @@ func (w *jsonWriter) str(s string) {
 	}
 	w.b = append(w.b, s[start:]...)
 	w.b = append(w.b, '"')
+}
+
+// finalStr writes s as str does and then transport.AppendFinal would: <, > and & as
+// \u003c, \u003e and \u0026, U+2028 and U+2029 as \u2028 and \u2029.
+func (w *jsonWriter) finalStr(s string) {
+	w.b = append(w.b, '"')
+	start := 0
+	for i := jsonscan.InString(s, 0, &finalSpecial); i < len(s); i = jsonscan.InString(s, i+1, &finalSpecial) {
+		c := s[i]
+		if c == 0xE2 { // U+2028 and U+2029 begin so, as do other runes
+			if i+2 >= len(s) || s[i+1] != 0x80 || s[i+2]&^1 != 0xA8 {
+				continue
+			}
+			w.b = append(w.b, s[start:i]...)
+			w.b = append(w.b, '\\', 'u', '2', '0', '2', lowerHex[s[i+2]&0xf])
+			i += 2
+			start = i + 1
+			continue
+		}
+		w.b = append(w.b, s[start:i]...)
+		switch c {
+		case '\t':
+			w.b = append(w.b, `\t`...)
+		case '\r':
+			w.b = append(w.b, `\r`...)
+		case '\n':
+			w.b = append(w.b, `\n`...)
+		case '\\':
+			w.b = append(w.b, `\\`...)
+		case '"':
+			w.b = append(w.b, `\"`...)
+		case '<', '>', '&':
+			w.b = append(w.b, '\\', 'u', '0', '0', lowerHex[c>>4], lowerHex[c&0xf])
+		default:
+			w.b = append(w.b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	w.b = append(w.b, s[start:]...)
+	w.b = append(w.b, '"')
+}
+
+// lowerHex is encoding/json's hex alphabet, which the transport's escapes use.
+const lowerHex = "0123456789abcdef"
+
+// finalSpecial marks the bytes finalStr looks at.
+var finalSpecial [256]bool
+
+func init() {
+	for c := range 0x20 {
+		finalSpecial[c] = true
+	}
+	for _, c := range []byte{'"', '\\', '<', '>', '&', 0xE2} {
+		finalSpecial[c] = true
+	}
 }
 
 // upper writes strings.ToUpper(s) as str does: the API's spelling of the enums stored
@@ -327,7 +401,7 @@ func (w *jsonWriter) json(j parley.JSON) bool {
 	if j == nil {
 		return false
 	}
-	j.MarshalGQL(w)
+	w.jsonValue(j)
 	return true
 }
 
@@ -336,6 +410,18 @@ func (w *jsonWriter) optJSON(j parley.JSON) {
 	if j == nil {
 		w.null()
 		return
+	}
+	w.jsonValue(j)
+}
+
+// jsonValue writes j as its MarshalGQL does, in its final form when the writer is final.
+func (w *jsonWriter) jsonValue(j parley.JSON) {
+	if w.final && len(j) > 0 {
+		if b, ok := transport.AppendFinal(w.b, j); ok {
+			w.b = b
+			return
+		}
+		w.final = false
 	}
 	j.MarshalGQL(w)
 }

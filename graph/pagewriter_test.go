@@ -14,10 +14,11 @@ import (
 
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
-	"github.com/99designs/gqlgen/graphql/handler/transport"
+	gqltransport "github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/graph/transport"
 	"github.com/parley-dev/parley/internal/selection"
 	"github.com/parley-dev/parley/render"
 )
@@ -57,18 +58,28 @@ var testTime = time.Date(2025, 3, 4, 5, 6, 7, 890123000, time.FixedZone("", 2*36
 // pageHandlers returns gqlgen's handler for a conversation of msgs, and the same with the
 // page writer.
 func pageHandlers(msgs []parley.Message) (plain, direct http.Handler) {
+	plain, direct, _ = pageHandlersFinal(msgs)
+	return plain, direct
+}
+
+// pageHandlersFinal is pageHandlers, and the page writer behind Parley's HTTP transport
+// (final), which writes pages in their final form (transport.Final).
+func pageHandlersFinal(msgs []parley.Message) (plain, direct, final http.Handler) {
 	renderer := render.New(render.Config{})
-	mk := func(withWriter bool) http.Handler {
+	mk := func(withWriter, parleys bool) http.Handler {
 		r := &Resolver{ConversationService: fakeConversations{msgs: msgs}, MessageService: fakeMessages{msgs: msgs}, Renderer: renderer}
 		srv := handler.New(NewExecutableSchema(Config{Resolvers: r}))
-		srv.AddTransport(transport.POST{})
 		srv.SetQueryCache(lru.New[*ast.QueryDocument](100)) // as NewHandler does: compiled selections are kept by document
 		if withWriter {
 			srv.AroundFields(writeMessagePages(renderer))
 		}
+		if parleys {
+			return transport.New(srv, transport.Config{MaxBodyBytes: 1 << 20})
+		}
+		srv.AddTransport(gqltransport.POST{})
 		return srv
 	}
-	return mk(false), mk(true)
+	return mk(false, false), mk(true, false), mk(true, true)
 }
 
 func post(t testing.TB, h http.Handler, query string, vars map[string]any) string {
@@ -167,7 +178,7 @@ var pageQueries = []struct {
 // TestPageWriterWritesWhatGqlgenWrites compares the writer's pages with gqlgen's, byte for
 // byte, and checks that the writer wrote them.
 func TestPageWriterWritesWhatGqlgenWrites(t *testing.T) {
-	plain, direct := pageHandlers(everyMessage())
+	plain, direct, final := pageHandlersFinal(everyMessage())
 	for _, tc := range pageQueries {
 		t.Run(tc.name, func(t *testing.T) {
 			vars := map[string]any{"c": "conv_x"}
@@ -179,6 +190,10 @@ func TestPageWriterWritesWhatGqlgenWrites(t *testing.T) {
 			got := post(t, direct, tc.query, vars)
 			if got != want {
 				t.Errorf("the page writer wrote\n%s\nwant (gqlgen)\n%s\nfirst difference at byte %d", got, want, firstDiff(got, want))
+			}
+			// Behind Parley's transport, in the response's final form (transport.Final).
+			if got := post(t, final, tc.query, vars); got != want {
+				t.Errorf("the page writer behind Parley's transport wrote\n%s\nwant (gqlgen)\n%s\nfirst difference at byte %d", got, want, firstDiff(got, want))
 			}
 			if !strings.HasPrefix(want, "200 OK {\"data\"") || strings.Contains(want, `"errors"`) {
 				t.Errorf("gqlgen's answer is not a clean page: %.300s", want)
@@ -238,6 +253,21 @@ func TestPageWriterCompilesOnce(t *testing.T) {
 				t.Errorf("compiled %d selections, want %d", got, tc.compiles)
 			}
 		})
+	}
+}
+
+// TestFinalStrIsAppendFinal: finalStr writes what the transport makes of str's string.
+func TestFinalStrIsAppendFinal(t *testing.T) {
+	for _, s := range []string{"", "plain", "<p>x & y</p>", "line\u2028para\u2029 other \u2027\u202a runes é 😀", "\xe2\x80", "\xe2",
+		"quote \" backslash \\ tab \t nl \n cr \r nul \x00 esc \x1b del \x7f", "invalid \xff\xfe utf-8", strings.Repeat("long <text> & more, ", 9)} {
+		var str, fin jsonWriter
+		str.str(s)
+		fin.final = true
+		fin.str(s)
+		want, ok := transport.AppendFinal(nil, str.b)
+		if !ok || string(fin.b) != string(want) {
+			t.Errorf("final str(%q) = %s, want %s", s, fin.b, want)
+		}
 	}
 }
 

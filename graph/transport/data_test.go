@@ -33,13 +33,56 @@ func TestAppendDataIsJSONMarshal(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: json.Marshal: %v", tc.name, err)
 		}
-		got, ok := appendData(nil, []byte(tc.data))
+		got, ok := appendData(nil, []byte(tc.data), nil)
 		if !ok || string(got) != string(want) {
 			t.Errorf("%s: got %s (%v), want %s", tc.name, got, ok, want)
 		}
 	}
-	if _, ok := appendData(nil, []byte(`{"a":"unterminated}`)); ok {
+	if _, ok := appendData(nil, []byte(`{"a":"unterminated}`), nil); ok {
 		t.Errorf("data ending inside a string was written")
+	}
+}
+
+// TestAppendDataCopiesFinalPieces: pieces of the data in their final form (Final) are
+// copied where they are found outside a string, and the bytes are json.Marshal's all
+// the same; a piece found inside a string leaves the response to json.Marshal.
+func TestAppendDataCopiesFinalPieces(t *testing.T) {
+	page := `[{"t":"\u003cp\u003ex \u0026 y\u003c/p\u003e","n":1},{"t":"\u2028","j":{"a":[1,2]}}]`
+	tests := []struct {
+		name   string
+		data   string
+		pieces []string
+		copied int64 // pieces copied; -1: left to json.Marshal
+	}{
+		{"one page", `{"c":{"title":"<b>","m":{"edges":` + page + `,"n":2}}}`, []string{page}, 1},
+		{"two pages, whitespace around", "{\"a\": " + page + " ,\"b\":\t" + page + "}", []string{page, page}, 2},
+		{"a piece not there", `{"a":"<x>"}`, []string{page}, 0},
+		{"a piece inside a string", `{"a":"abc <&> abc","b":"abc"}`, []string{`abc`}, -1},
+	}
+	for _, tc := range tests {
+		want, err := json.Marshal(&graphql.Response{Data: json.RawMessage(tc.data)})
+		if err != nil {
+			t.Fatalf("%s: json.Marshal: %v", tc.name, err)
+		}
+		var pieces [][]byte
+		for _, p := range tc.pieces {
+			pieces = append(pieces, []byte(p))
+		}
+		before := piecesCopied.Load()
+		got, ok := appendData(nil, []byte(tc.data), pieces)
+		if tc.copied < 0 {
+			if ok {
+				t.Errorf("%s: written as %s, want it left to json.Marshal", tc.name, got)
+			}
+			continue
+		}
+		if !ok || string(got) != string(want) {
+			t.Errorf("%s: got %s (%v), want %s", tc.name, got, ok, want)
+		}
+		// Not parallel, and the parallel tests start after it: the counter is its own.
+		if n := piecesCopied.Load() - before; n != tc.copied {
+			t.Errorf("%s: copied %d pieces, want %d", tc.name, n, tc.copied)
+		}
 	}
 }
 
@@ -76,7 +119,7 @@ func TestWriteResponse(t *testing.T) {
 			}
 			rec := httptest.NewRecorder()
 			before := dataWritten.Load()
-			writeResponse(rec, tc.resp)
+			writeResponse(rec, tc.resp, nil)
 			if got := rec.Body.String(); got != string(want) {
 				t.Errorf("got %s, want %s", got, want)
 			}
@@ -110,7 +153,7 @@ func BenchmarkAppendData(b *testing.B) {
 	b.SetBytes(int64(len(benchData)))
 	buf := make([]byte, 0, 2*len(benchData))
 	for b.Loop() {
-		if _, ok := appendData(buf[:0], benchData); !ok {
+		if _, ok := appendData(buf[:0], benchData, nil); !ok {
 			b.Fatal("not written")
 		}
 	}

@@ -149,8 +149,9 @@ func (httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 		writeRequestError(w, status, exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs))
 		return
 	}
+	ctx, final := withFinal(ctx)
 	responses, ctx := exec.DispatchOperation(ctx, rc)
-	writeResponse(w, responses(ctx))
+	writeResponse(w, responses(ctx), final)
 }
 
 // validated reports whether rc's document parsed and validated, with its variables:

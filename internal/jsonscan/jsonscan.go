@@ -43,13 +43,13 @@ func Escaped[T ~string | ~[]byte](s T, i int) int {
 }
 
 // InString returns the index of the first byte of s at or after i that is marked in
-// special, or len(s). special may mark '"', '\\', '<', '>', '&' and any byte from 0x80
-// (the words holding one of those are looked at byte by byte); any other byte it marks
-// may be missed.
-func InString(s []byte, i int, special *[256]bool) int {
+// special, or len(s). special may mark control characters, '"', '\\', '<', '>', '&'
+// and any byte from 0x80 (the words holding one of those are looked at byte by byte);
+// any other byte it marks may be missed.
+func InString[T ~string | ~[]byte](s T, i int, special *[256]bool) int {
 	for ; i+8 <= len(s); i += 8 {
 		x := load(s, i)
-		if (x|is(x, '"')|is(x, '\\')|is(x, '<')|is(x, '>')|is(x, '&'))&highs == 0 {
+		if (x|less(x, 0x20)|is(x, '"')|is(x, '\\')|is(x, '<')|is(x, '>')|is(x, '&'))&highs == 0 {
 			continue
 		}
 		for j := i; j < i+8; j++ {

@@ -18,11 +18,16 @@ func naive(s []byte, i int, marked func(byte) bool) int {
 
 func escapes(c byte) bool { return c < 0x20 || c == '"' || c == '\\' }
 
-var htmlSpecial [256]bool
+// htmlSpecial marks what appendData looks for; finalSpecial adds control characters, as
+// package graph's finalStr does.
+var htmlSpecial, finalSpecial [256]bool
 
 func init() {
 	for _, c := range []byte{'\\', '"', '<', '>', '&', 0xE2} {
-		htmlSpecial[c] = true
+		htmlSpecial[c], finalSpecial[c] = true, true
+	}
+	for c := range 0x20 {
+		finalSpecial[c] = true
 	}
 }
 
@@ -44,6 +49,9 @@ func TestEveryByteEverywhere(t *testing.T) {
 					if got, want := InString(s, i, &htmlSpecial), naive(s, i, func(c byte) bool { return htmlSpecial[c] }); got != want {
 						t.Fatalf("InString(%q, %d) = %d, want %d", s, i, got, want)
 					}
+					if got, want := InString(string(s), i, &finalSpecial), naive(s, i, func(c byte) bool { return finalSpecial[c] }); got != want {
+						t.Fatalf("InString(string %q, %d) with control characters = %d, want %d", s, i, got, want)
+					}
 				}
 			}
 		}
@@ -62,6 +70,9 @@ func FuzzScans(f *testing.F) {
 		}
 		if got, want := InString(s, i, &htmlSpecial), naive(s, i, func(c byte) bool { return htmlSpecial[c] }); got != want {
 			t.Fatalf("InString(%q, %d) = %d, want %d", s, i, got, want)
+		}
+		if got, want := InString(s, i, &finalSpecial), naive(s, i, func(c byte) bool { return finalSpecial[c] }); got != want {
+			t.Fatalf("InString(%q, %d) with control characters = %d, want %d", s, i, got, want)
 		}
 	})
 }
