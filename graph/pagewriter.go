@@ -251,24 +251,29 @@ func (w *jsonWriter) str(s string) {
 	start := 0
 	for i := jsonscan.Escaped(s, 0); i < len(s); i = jsonscan.Escaped(s, i+1) {
 		w.b = append(w.b, s[start:i]...)
-		switch c := s[i]; c {
-		case '\t':
-			w.b = append(w.b, `\t`...)
-		case '\r':
-			w.b = append(w.b, `\r`...)
-		case '\n':
-			w.b = append(w.b, `\n`...)
-		case '\\':
-			w.b = append(w.b, `\\`...)
-		case '"':
-			w.b = append(w.b, `\"`...)
-		default:
-			w.b = append(w.b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
+		w.escape(s[i])
 		start = i + 1
 	}
 	w.b = append(w.b, s[start:]...)
 	w.b = append(w.b, '"')
+}
+
+// escape writes c, a control character, backslash or quote, escaped as gqlgen escapes it.
+func (w *jsonWriter) escape(c byte) {
+	switch c {
+	case '\t':
+		w.b = append(w.b, `\t`...)
+	case '\r':
+		w.b = append(w.b, `\r`...)
+	case '\n':
+		w.b = append(w.b, `\n`...)
+	case '\\':
+		w.b = append(w.b, `\\`...)
+	case '"':
+		w.b = append(w.b, `\"`...)
+	default:
+		w.b = append(w.b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+	}
 }
 
 // finalStr writes s as str does and then transport.AppendFinal would: <, > and & as
@@ -289,21 +294,10 @@ func (w *jsonWriter) finalStr(s string) {
 			continue
 		}
 		w.b = append(w.b, s[start:i]...)
-		switch c {
-		case '\t':
-			w.b = append(w.b, `\t`...)
-		case '\r':
-			w.b = append(w.b, `\r`...)
-		case '\n':
-			w.b = append(w.b, `\n`...)
-		case '\\':
-			w.b = append(w.b, `\\`...)
-		case '"':
-			w.b = append(w.b, `\"`...)
-		case '<', '>', '&':
+		if c == '<' || c == '>' || c == '&' {
 			w.b = append(w.b, '\\', 'u', '0', '0', lowerHex[c>>4], lowerHex[c&0xf])
-		default:
-			w.b = append(w.b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		} else {
+			w.escape(c)
 		}
 		start = i + 1
 	}
