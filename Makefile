@@ -32,14 +32,14 @@ test-go:
 	$(GO) test -race -count=1 ./...
 
 # test-fuzz runs each importer's and stream assembler's fuzz target, and the domain's (JSON
-# values, cursors, ids, free text), for a fixed number of inputs (FUZZTIME=1m, or 200000x, for
+# values, cursors, ids, free text) and the JSON string scans (internal/jsonscan), for a fixed number of inputs (FUZZTIME=1m, or 200000x, for
 # longer); inputs that fail are saved under the package's testdata/fuzz, which test-go replays.
 # A count rather than a duration: Go 1.26's fuzz coordinator can fail a duration-bounded run
 # with a spurious "context deadline exceeded" when the deadline strikes while a starved worker
 # is mid-input (golang/go#75804, fixed in Go 1.27); a count has no deadline to race.
 FUZZTIME ?= 10000x
 FUZZ_TARGETS := FuzzClaudeCode:interop/claudecode FuzzOpenAIChat:interop/openai FuzzAnthropicMessages:interop/anthropic \
-	FuzzParleyJSON:interop/parleyjson FuzzChatStream:interop/openai FuzzMessageStream:interop/anthropic FuzzJSONScalar:. FuzzMessageCursor:. FuzzConversationCursor:. FuzzIDs:. FuzzCleanText:.
+	FuzzParleyJSON:interop/parleyjson FuzzChatStream:interop/openai FuzzMessageStream:interop/anthropic FuzzJSONScalar:. FuzzMessageCursor:. FuzzConversationCursor:. FuzzIDs:. FuzzCleanText:. FuzzScans:internal/jsonscan
 test-fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t%%:*} for $(FUZZTIME)"; \
