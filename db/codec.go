@@ -1,6 +1,7 @@
 package db
 
 import (
+	"bytes"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -292,6 +293,30 @@ func encodeMessage(m parley.Message) (messageRow, error) {
 
 // decodeMessage turns a row of any schema version into its variant.
 func decodeMessage(row *messageRow, log *slog.Logger) (parley.Message, error) {
+	var d rowDecoder
+	return d.decode(row, log)
+}
+
+// rowDecoder decodes the rows of one read (a page) one after the other, reusing the
+// slices their payloads are decoded into: what decode returns is copied out of them
+// (decodeBody, decodeToolCalls), so each row's parts, calls and results cost no slice
+// of their own (goccy/go-json grows a new one through reflect for each otherwise:
+// a tenth of a transcript's allocated bytes).
+type rowDecoder struct {
+	parts   []partJSON
+	calls   []toolCallJSON
+	results []toolResultJSON
+}
+
+// reuse returns s emptied, its elements zeroed: the decoder appends parley.JSON fields
+// into what an element holds, which an earlier message now owns.
+func reuse[T any](s []T) []T {
+	clear(s[:cap(s)])
+	return s[:0]
+}
+
+// decode is decodeMessage.
+func (d *rowDecoder) decode(row *messageRow, log *slog.Logger) (parley.Message, error) {
 	meta := parley.MessageMeta{
 		ID:             parley.MessageID(row.ID),
 		ConversationID: parley.ConversationID(row.ConversationID),
@@ -329,9 +354,9 @@ func decodeMessage(row *messageRow, log *slog.Logger) (parley.Message, error) {
 	)
 	switch kind := parley.MessageKind(row.Kind.String); kind {
 	case parley.KindText:
-		var p bodyPayload
+		p := bodyPayload{Parts: reuse(d.parts)}
 		err = unmarshal(row.Payload, &p)
-		m = &parley.TextMessage{MessageMeta: meta, Body: decodeBody(p)}
+		m, d.parts = &parley.TextMessage{MessageMeta: meta, Body: decodeBody(p)}, p.Parts
 	case parley.KindImage:
 		var p imagePayload
 		err = unmarshal(row.Payload, &p)
@@ -343,18 +368,20 @@ func decodeMessage(row *messageRow, log *slog.Logger) (parley.Message, error) {
 		err = unmarshal(row.Payload, &p)
 		m = &parley.FileReferenceMessage{MessageMeta: meta, Path: p.Path, StartLine: p.StartLine, EndLine: p.EndLine, Resolution: p.Resolution}
 	case parley.KindToolRequest:
-		var p bodyPayload
-		var calls []toolCallJSON
+		p := bodyPayload{Parts: reuse(d.parts)}
+		calls := reuse(d.calls)
 		if err = unmarshal(row.Payload, &p); err == nil {
 			err = unmarshal(row.ToolCalls, &calls)
 		}
 		m = &parley.ToolRequestMessage{MessageMeta: meta, Body: decodeBody(p), ToolCalls: decodeToolCalls(calls)}
+		d.parts, d.calls = p.Parts, calls
 	case parley.KindToolResult:
-		var p bodyPayload
-		var results []toolResultJSON
+		p := bodyPayload{Parts: reuse(d.parts)}
+		results := reuse(d.results)
 		if err = unmarshal(row.Payload, &p); err == nil {
 			err = unmarshal(row.ToolResults, &results)
 		}
+		d.parts, d.results = p.Parts, results
 		if err == nil && len(results) != 1 {
 			err = fmt.Errorf("want one tool result, found %d", len(results))
 		}
@@ -390,7 +417,8 @@ func decodeMessage(row *messageRow, log *slog.Logger) (parley.Message, error) {
 		if log != nil {
 			log.Warn("message of unknown kind", "kind", kind, "message", meta.ID)
 		}
-		return &parley.UnknownMessage{MessageMeta: meta, TypeTag: string(kind), Raw: parley.JSON(row.Payload)}, nil
+		// A copy: a page's rows are decoded from the driver's buffer (scanRows).
+		return &parley.UnknownMessage{MessageMeta: meta, TypeTag: string(kind), Raw: parley.JSON(bytes.Clone(row.Payload))}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("decode %s message %s: %w", row.Kind.String, row.ID, err)

@@ -2,6 +2,7 @@ package db
 
 import (
 	"database/sql"
+	"log/slog"
 
 	"github.com/parley-dev/parley"
 )
@@ -17,45 +18,50 @@ import (
 // newest first), so a cut page keeps the rows nearest its starting cursor, and the next
 // page, from its end cursor, reads what it left.
 // With forLLM, the rows are of llmPageSQL, whose times are NULL: they are skipped.
-func scanPage(rows *sql.Rows, err error, expect, budget int, forLLM bool) ([]messageRow, map[string]bool, error) {
-	return scanRows(rows, err, expect, budget, nil, forLLM)
+func scanPage(rows *sql.Rows, err error, expect, budget int, forLLM bool, log *slog.Logger) ([]pageRow, map[string]bool, error) {
+	return scanRows(rows, err, expect, budget, nil, forLLM, log)
 }
 
 // scanHeadedPage is scanPage, and with head, for the rows of conversationPageSQL: the
 // first is the conversation's, scanned into head (which is then found), and each later
 // row is a message after conversationWidth NULL columns, and its parent (Parent).
-func scanHeadedPage(rows *sql.Rows, err error, expect, budget int, head *conversationHead) ([]messageRow, map[string]bool, error) {
-	return scanRows(rows, err, expect, budget, head, false)
+func scanHeadedPage(rows *sql.Rows, err error, expect, budget int, head *conversationHead, log *slog.Logger) ([]pageRow, map[string]bool, error) {
+	return scanRows(rows, err, expect, budget, head, false, log)
 }
 
-// scanRows is scanPage and scanHeadedPage.
-func scanRows(rows *sql.Rows, err error, expect, budget int, head *conversationHead, forLLM bool) ([]messageRow, map[string]bool, error) {
+// pageRow is a message of a page as scanRows read it, decoded as it arrived, with what
+// the page is assembled from.
+type pageRow struct {
+	msg parley.Message
+	// err is why the row could not be decoded: the page fails if it keeps the row (the
+	// row after a page, read only to tell that there are more, does not fail it).
+	err            error
+	id             string // the message's key, as messageRow.ID
+	conversationID string // its conversation's key
+	depth, bytes   int    // messageRow.Depth, messageRow.Bytes
+	parent         sql.NullString
+}
+
+// message is the row's message, or why it could not be decoded.
+func (r *pageRow) message() (parley.Message, error) { return r.msg, r.err }
+
+// scanRows is scanPage and scanHeadedPage. Each kept row is decoded as soon as it is
+// scanned, its jsonb columns straight from the driver's buffer (sql.RawBytes), which
+// the next row overwrites: nothing of a row is copied to be decoded later, and the
+// page holds messages, never rows and their payloads beside them.
+func scanRows(rows *sql.Rows, err error, expect, budget int, head *conversationHead, forLLM bool, log *slog.Logger) ([]pageRow, map[string]bool, error) {
 	if err != nil {
 		return nil, nil, err
 	}
 	defer rows.Close()
-	out := make([]messageRow, 0, expect)
+	out := make([]pageRow, 0, expect)
 	var cut map[string]bool
 	held := map[string]int{}
 	used := 0
 	var r messageRow
+	var dec rowDecoder
 	var skip [messageWidth + 1]sql.RawBytes // the columns of the other kind of row: NULL
-	// The jsonb columns are scanned as the driver holds them, then copied into chunks
-	// shared by the page's rows (keep) once a row is kept: database/sql would allocate
-	// a copy of each, four a message.
 	var calls, results, payload, provenance sql.RawBytes
-	var chunk []byte
-	keep := func(b sql.RawBytes) []byte {
-		if b == nil {
-			return nil // NULL stays nil
-		}
-		if cap(chunk)-len(chunk) < len(b) {
-			chunk = make([]byte, 0, max(64<<10, len(b)))
-		}
-		n := len(chunk)
-		chunk = append(chunk, b...)
-		return chunk[n:len(chunk):len(chunk)]
-	}
 	var created, updated any = &r.CreatedAt, &r.UpdatedAt
 	if forLLM {
 		created, updated = &skip[0], &skip[1]
@@ -99,8 +105,10 @@ func scanRows(rows *sql.Rows, err error, expect, budget int, head *conversationH
 		}
 		used += size
 		held[r.ConversationID]++
-		r.ToolCalls, r.ToolResults, r.Payload, r.Provenance = keep(calls), keep(results), keep(payload), keep(provenance)
-		out = append(out, r)
+		r.ToolCalls, r.ToolResults, r.Payload, r.Provenance = calls, results, payload, provenance
+		m, err := dec.decode(&r, log)
+		out = append(out, pageRow{msg: m, err: err, id: r.ID, conversationID: r.ConversationID,
+			depth: r.Depth, bytes: r.Bytes, parent: r.Parent})
 	}
 	return out, cut, rows.Err()
 }

@@ -55,16 +55,16 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 	} else {
 		result, err = db.db.QueryContext(ctx, query, args...)
 	}
-	rows, cut, err := scanPage(result, err, min(len(keys)*(limit+1), 1024), page.MaxBytes, page.ForLLM)
+	rows, cut, err := scanPage(result, err, min(len(keys)*(limit+1), 1024), page.MaxBytes, page.ForLLM, db.log)
 	if err != nil {
 		return nil, classify(fmt.Errorf("find messages: %w", err))
 	}
-	grouped := make([][]messageRow, len(convs))
+	grouped := make([][]pageRow, len(convs))
 	if len(convs) == 1 {
 		grouped[0] = rows // the commonest case: no copies
 	} else {
 		for _, r := range rows {
-			i := index[r.ConversationID]
+			i := index[r.conversationID]
 			grouped[i] = append(grouped[i], r)
 		}
 	}
@@ -121,7 +121,7 @@ func boundsOf(page parley.PageRequest) (pageBounds, error) {
 
 // finishPage assembles one conversation's page from its rows (assemblePage) and fills in
 // what the rows do not hold: the tree fields when asked for, streaming messages' content.
-func (db *DB) finishPage(ctx context.Context, rows []messageRow, b pageBounds, last int, cut bool) (*parley.MessagePage, error) {
+func (db *DB) finishPage(ctx context.Context, rows []pageRow, b pageBounds, last int, cut bool) (*parley.MessagePage, error) {
 	p, err := db.assemblePage(rows, b.page, b.limit, b.after, b.before, last, cut, b.lineTree)
 	if err != nil {
 		return nil, err
@@ -171,7 +171,7 @@ func (db *DB) FindConversationPage(ctx context.Context, id string, page parley.P
 		result, err = db.db.QueryContext(ctx, q, args...)
 	}
 	var head conversationHead
-	rows, cut, err := scanHeadedPage(result, err, b.limit+1, page.MaxBytes, &head)
+	rows, cut, err := scanHeadedPage(result, err, b.limit+1, page.MaxBytes, &head, db.log)
 	if err != nil {
 		return nil, nil, classify(fmt.Errorf("find conversation %s and its messages: %w", id, err))
 	}
@@ -358,7 +358,7 @@ var llmPageColumns = strings.NewReplacer(
 // into its page of a branch ending at position last.
 // With lineTree, each message's tree fields come from its row: its parent (Parent), and
 // itself alone among its siblings, as in a conversation without forks.
-func (db *DB) assemblePage(rows []messageRow, page parley.PageRequest, limit, after, before, last int, cut, lineTree bool) (*parley.MessagePage, error) {
+func (db *DB) assemblePage(rows []pageRow, page parley.PageRequest, limit, after, before, last int, cut, lineTree bool) (*parley.MessagePage, error) {
 	backward := page.First == nil
 	more := len(rows) > limit || cut // cut: the byte budget left rows out (scanPage)
 	if len(rows) > limit {
@@ -371,22 +371,22 @@ func (db *DB) assemblePage(rows []messageRow, page parley.PageRequest, limit, af
 	}
 	out := &parley.MessagePage{Messages: make([]parley.Message, 0, len(rows)), TotalCount: last}
 	for i := range rows {
-		m, err := decodeMessage(&rows[i], db.log)
+		m, err := rows[i].message()
 		if err != nil {
 			return nil, err
 		}
 		if lineTree {
 			meta := m.Meta()
-			meta.Tree = &parley.TreeInfo{ParentID: messageIDOf(rows[i].Parent), SiblingIDs: []string{meta.ID}}
+			meta.Tree = &parley.TreeInfo{ParentID: messageIDOf(rows[i].parent), SiblingIDs: []string{meta.ID}}
 		}
 		out.Messages = append(out.Messages, m)
-		out.Bytes += rows[i].Bytes
+		out.Bytes += rows[i].bytes
 	}
 	// Positions are dense, so what lies beyond the page follows from its bounds; "more"
 	// covers messages added since conv was read.
 	if n := len(rows); n > 0 {
-		out.HasPreviousPage = rows[0].Depth > 1
-		out.HasNextPage = (!backward && more) || rows[n-1].Depth < last
+		out.HasPreviousPage = rows[0].depth > 1
+		out.HasNextPage = (!backward && more) || rows[n-1].depth < last
 	} else {
 		out.HasPreviousPage = (backward && more) || (after > 0 && last > 0)
 		out.HasNextPage = (!backward && more) || (before > 0 && before <= last)

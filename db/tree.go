@@ -813,7 +813,7 @@ func (db *DB) FindTreeMessages(ctx context.Context, conv *parley.Conversation, a
 	}
 	result, err := db.db.QueryContext(ctx, `SELECT `+pageColumns+` FROM messages
 		WHERE conversation_id = $1 AND position > $2 ORDER BY position LIMIT $3`, key, afterSeq, first+1)
-	rows, cut, err := scanPage(result, err, first+1, maxBytes, false)
+	rows, cut, err := scanPage(result, err, first+1, maxBytes, false, db.log)
 	if err != nil {
 		return nil, classify(fmt.Errorf("read the tree of %s: %w", conv.ID, err))
 	}
@@ -823,13 +823,13 @@ func (db *DB) FindTreeMessages(ctx context.Context, conv *parley.Conversation, a
 	}
 	keys := make([]string, len(rows))
 	for i := range rows {
-		m, err := decodeMessage(&rows[i], db.log)
+		m, err := rows[i].message()
 		if err != nil {
 			return nil, err
 		}
 		out.Messages = append(out.Messages, m)
-		out.Bytes += rows[i].Bytes
-		keys[i] = rows[i].ID
+		out.Bytes += rows[i].bytes
+		keys[i] = rows[i].id
 	}
 	info, err := findTree(ctx, db.db, keys)
 	if err != nil {
