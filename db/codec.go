@@ -306,6 +306,9 @@ type rowDecoder struct {
 	parts   []partJSON
 	calls   []toolCallJSON
 	results []toolResultJSON
+	// conv and convID are the last row's conversation key and public id: a page's rows
+	// share one, which is then made once, not once a row.
+	conv, convID string
 }
 
 // reuse returns s emptied, its elements zeroed: the decoder appends parley.JSON fields
@@ -317,9 +320,12 @@ func reuse[T any](s []T) []T {
 
 // decode is decodeMessage.
 func (d *rowDecoder) decode(row *messageRow, log *slog.Logger) (parley.Message, error) {
+	if row.ConversationID != d.conv || d.convID == "" {
+		d.conv, d.convID = row.ConversationID, parley.ConversationID(row.ConversationID)
+	}
 	meta := parley.MessageMeta{
 		ID:             parley.MessageID(row.ID),
-		ConversationID: parley.ConversationID(row.ConversationID),
+		ConversationID: d.convID,
 		Role:           parley.Role(row.Role),
 		Position:       row.Depth,
 		Seq:            row.Position,
