@@ -46,7 +46,7 @@ func plan(msgs []parley.Message, format parley.TranscriptFormat, opts parley.Tra
 		return nil, err
 	}
 	msgs = startAtCompaction(msgs, format, rep)
-	var visible []parley.Message
+	visible := make([]parley.Message, 0, len(msgs))
 	controls := 0
 	for _, m := range msgs {
 		if meta := m.Meta(); meta.DeletedAt != nil || meta.Hidden {
@@ -103,6 +103,9 @@ func plan(msgs []parley.Message, format parley.TranscriptFormat, opts parley.Tra
 	}
 	rep.EstimatedTokens = total
 	var kept []parley.Message
+	if len(units) > 0 {
+		kept = make([]parley.Message, 0, len(visible))
+	}
 	for _, u := range units {
 		if !u.dropped {
 			kept = append(kept, u.msgs...)
@@ -219,22 +222,20 @@ func dropMessage(rep *parley.TranscriptReport, m parley.Message, reason string) 
 // without a result is always closed with a result saying it was denied: that is what
 // happened, not a repair.
 func pairTools(msgs []parley.Message, repair bool, rep *parley.TranscriptReport) ([]*unit, error) {
-	type callRef struct {
-		req  *parley.ToolRequestMessage
-		call parley.ToolCall
-	}
-	calls := make(map[string]callRef)
-	results := make(map[string]*parley.ToolResultMessage)
+	// Sized for a history of calls and results: a map grown as it fills copies its
+	// entries at every doubling.
+	calls := make(map[string]bool, len(msgs)/2)
+	results := make(map[string]*parley.ToolResultMessage, len(msgs)/2)
 	orphans := make(map[*parley.ToolResultMessage]bool)
 	var problems []string
 	for _, m := range msgs {
 		switch m := m.(type) {
 		case *parley.ToolRequestMessage:
 			for _, c := range m.ToolCalls {
-				calls[c.ID] = callRef{req: m, call: c}
+				calls[c.ID] = true
 			}
 		case *parley.ToolResultMessage:
-			if _, ok := calls[m.ToolCallID]; ok && results[m.ToolCallID] == nil {
+			if calls[m.ToolCallID] && results[m.ToolCallID] == nil {
 				results[m.ToolCallID] = m
 				continue
 			}
@@ -260,7 +261,7 @@ func pairTools(msgs []parley.Message, repair bool, rep *parley.TranscriptReport)
 			"the history cannot be sent to an LLM as it is: %s. Export with repair: true to close unanswered calls with an error result (or drop one the history ends with) and drop results without a call",
 			strings.Join(listed, "; "))
 	}
-	var units []*unit
+	units := make([]*unit, 0, len(msgs))
 	for i, m := range msgs {
 		switch m := m.(type) {
 		case *parley.ToolResultMessage:

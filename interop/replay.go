@@ -3,6 +3,7 @@ package interop
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/parley-dev/parley"
@@ -110,22 +111,16 @@ func issuer(prov *parley.Provenance, kind string) (provider, model string) {
 
 // replayParts returns the parts of m that go to format, and for each i how many of
 // them came from body.Parts[:i].
+// A body without a provider's artifact, the commonest, is returned as it is.
 func replayParts(m parley.Message, body parley.Body, format parley.TranscriptFormat, opts parley.TranscriptOptions, rep *parley.TranscriptReport) (kept []parley.Part, before []int, changed bool) {
+	if !slices.ContainsFunc(body.Parts, func(p parley.Part) bool { a, _ := artifactOf(p); return a != "" }) {
+		return body.Parts, nil, false
+	}
 	before = make([]int, 0, len(body.Parts)+1)
 	defer func() { before = append(before, len(kept)) }()
 	for _, p := range body.Parts {
 		before = append(before, len(kept))
-		artifact, kind := "", anthropic.Provider
-		switch {
-		case p.Kind == parley.PartRedactedThinking:
-			artifact = artifactRedactedThinking
-		case p.Kind == parley.PartServerTool:
-			artifact = artifactServerTool
-		case p.Kind == parley.PartThinking && p.ItemID != "":
-			artifact, kind = artifactReasoningItem, openai.Provider
-		case p.Kind == parley.PartThinking && p.Signature != "":
-			artifact = artifactSignedThinking
-		}
+		artifact, kind := artifactOf(p)
 		if artifact == "" {
 			kept = append(kept, p)
 			continue
@@ -148,6 +143,22 @@ func replayParts(m parley.Message, body parley.Body, format parley.TranscriptFor
 		rep.Artifacts = append(rep.Artifacts, a)
 	}
 	return kept, before, changed
+}
+
+// artifactOf returns which of a provider's artifacts p is (artifactSignedThinking...),
+// and whose (anthropic.Provider, openai.Provider); "" when it is none.
+func artifactOf(p parley.Part) (artifact, kind string) {
+	switch {
+	case p.Kind == parley.PartRedactedThinking:
+		return artifactRedactedThinking, anthropic.Provider
+	case p.Kind == parley.PartServerTool:
+		return artifactServerTool, anthropic.Provider
+	case p.Kind == parley.PartThinking && p.ItemID != "":
+		return artifactReasoningItem, openai.Provider
+	case p.Kind == parley.PartThinking && p.Signature != "":
+		return artifactSignedThinking, anthropic.Provider
+	}
+	return "", anthropic.Provider
 }
 
 // replayCalls returns req's calls without the item ids another provider issued, when
