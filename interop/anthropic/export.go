@@ -3,6 +3,7 @@ package anthropic
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
@@ -291,7 +292,16 @@ func request(msgs []parley.Message, opts Options) ([]sdk.TextBlockParam, []outMe
 	system := b.system
 	out := make([]outMessage, 0, len(b.turns))
 	for _, t := range b.turns {
-		content := append(append(append(make([]outBlock, 0, len(t.thinking)+len(t.results)+len(t.blocks)), t.thinking...), t.results...), t.blocks...)
+		// Most turns have one kind of block: those are sent as they are, not copied.
+		var content []outBlock
+		switch {
+		case len(t.thinking) == 0 && len(t.results) == 0:
+			content = t.blocks
+		case len(t.thinking) == 0 && len(t.blocks) == 0:
+			content = t.results
+		default:
+			content = slices.Concat(t.thinking, t.results, t.blocks)
+		}
 		if len(content) == 0 {
 			continue
 		}
