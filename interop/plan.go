@@ -26,6 +26,7 @@ const (
 // results of its calls (never separated).
 type unit struct {
 	msgs     []parley.Message
+	first    [1]parley.Message // msgs' first backing: most units are one message
 	tokens   int
 	system   bool // SUPERVISOR text or the compaction the transcript starts at: never dropped
 	context  bool // a document or MCP resource
@@ -262,6 +263,7 @@ func pairTools(msgs []parley.Message, repair bool, rep *parley.TranscriptReport)
 			strings.Join(listed, "; "))
 	}
 	units := make([]*unit, 0, len(msgs))
+	slab := make([]unit, len(msgs)) // the units, one allocation for all: at most one a message
 	for i, m := range msgs {
 		switch m := m.(type) {
 		case *parley.ToolResultMessage:
@@ -271,12 +273,12 @@ func pairTools(msgs []parley.Message, repair bool, rep *parley.TranscriptReport)
 			}
 			continue // placed with its request
 		case *parley.ToolRequestMessage:
-			if u := requestUnit(m, results, trailing(msgs, i), rep); u != nil {
+			if u := requestUnit(&slab[len(units)], m, results, trailing(msgs, i), rep); u != nil {
 				units = append(units, u)
 			}
 			continue
 		}
-		units = append(units, newUnit(m))
+		units = append(units, slab[len(units)].init(m))
 	}
 	return units, nil
 }
@@ -292,7 +294,9 @@ func trailing(msgs []parley.Message, i int) bool {
 	return true
 }
 
-func requestUnit(req *parley.ToolRequestMessage, results map[string]*parley.ToolResultMessage, last bool, rep *parley.TranscriptReport) *unit {
+// requestUnit makes req's unit in u, the request and its results, nil when the request
+// is dropped.
+func requestUnit(u *unit, req *parley.ToolRequestMessage, results map[string]*parley.ToolResultMessage, last bool, rep *parley.TranscriptReport) *unit {
 	var answered []parley.ToolCall
 	var tail []parley.Message
 	for _, c := range req.ToolCalls {
@@ -327,7 +331,7 @@ func requestUnit(req *parley.ToolRequestMessage, results map[string]*parley.Tool
 		dropMessage(rep, req, "a tool request whose only calls were unanswered (repair)")
 		return nil
 	}
-	u := newUnit(head)
+	u.init(head)
 	for _, r := range tail {
 		u.msgs = append(u.msgs, r)
 		u.tokens += EstimateTokens(r)
@@ -344,8 +348,10 @@ func madeUpResult(req *parley.ToolRequestMessage, c parley.ToolCall, text string
 	}
 }
 
-func newUnit(m parley.Message) *unit {
-	u := &unit{msgs: []parley.Message{m}, tokens: EstimateTokens(m)}
+// init makes u the unit of m alone, and returns it.
+func (u *unit) init(m parley.Message) *unit {
+	*u = unit{first: [1]parley.Message{m}, tokens: EstimateTokens(m)}
+	u.msgs = u.first[:]
 	switch m := m.(type) {
 	case *parley.TextMessage:
 		u.system = m.Role == parley.RoleSupervisor
