@@ -189,7 +189,12 @@ func encodeBody(b parley.Body) bodyPayload {
 }
 
 func decodeBody(p bodyPayload) parley.Body {
-	b := parley.Body{Parts: make([]parley.Part, len(p.Parts))}
+	return decodeBodyInto(p, make([]parley.Part, len(p.Parts)))
+}
+
+// decodeBodyInto is decodeBody into parts, of len(p.Parts).
+func decodeBodyInto(p bodyPayload, parts []parley.Part) parley.Body {
+	b := parley.Body{Parts: parts}
 	for i, part := range p.Parts {
 		b.Parts[i] = parley.Part{Kind: part.Kind, Text: parley.UnescapeHTML(part.Content), Signature: part.Signature, ItemID: part.ItemID,
 			Raw: part.Raw, Citations: part.Citations}
@@ -209,8 +214,8 @@ func encodeToolCalls(calls []parley.ToolCall) []toolCallJSON {
 	return out
 }
 
-func decodeToolCalls(calls []toolCallJSON) []parley.ToolCall {
-	out := make([]parley.ToolCall, len(calls))
+// decodeToolCalls decodes calls into out, of len(calls).
+func decodeToolCalls(calls []toolCallJSON, out []parley.ToolCall) []parley.ToolCall {
 	for i, c := range calls {
 		out[i] = parley.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, ArgumentsRaw: c.ArgumentsRaw,
 			ArgumentsInvalid: c.ArgumentsInvalid, ItemID: c.ItemID, ThoughtSignature: c.ThoughtSignature, PartIndex: c.PartIndex, ApprovalStatus: c.ApprovalStatus, Imported: c.Imported}
@@ -309,6 +314,36 @@ type rowDecoder struct {
 	// conv and convID are the last row's conversation key and public id: a page's rows
 	// share one, which is then made once, not once a row.
 	conv, convID string
+	// With slab > 1, the messages of the commonest kinds, their parts and their calls
+	// are cut from slices of slab elements (take), a few allocations for a page where
+	// each message took three. A page's messages are read, written and dropped
+	// together, so one kept message keeping its slab's others alive costs little.
+	slab     int
+	texts    []parley.TextMessage
+	requests []parley.ToolRequestMessage
+	answers  []parley.ToolResultMessage
+	partSlab []parley.Part
+	callSlab []parley.ToolCall
+}
+
+// take cuts n elements from *slab, a new slice of at least chunk elements when what is
+// left is too short. The piece's capacity is n: appending to it never writes into the
+// next piece.
+func take[T any](slab *[]T, n, chunk int) []T {
+	if n == 0 {
+		return []T{} // empty, not nil, as make made it
+	}
+	if cap(*slab)-len(*slab) < n {
+		*slab = make([]T, 0, max(chunk, n))
+	}
+	i := len(*slab)
+	*slab = (*slab)[:i+n]
+	return (*slab)[i : i+n : i+n]
+}
+
+// body is decodeBody, its parts cut from the decoder's slab.
+func (d *rowDecoder) body(p bodyPayload) parley.Body {
+	return decodeBodyInto(p, take(&d.partSlab, len(p.Parts), 2*d.slab))
 }
 
 // reuse returns s emptied, its elements zeroed: the decoder appends parley.JSON fields
@@ -362,7 +397,9 @@ func (d *rowDecoder) decode(row *messageRow, log *slog.Logger) (parley.Message, 
 	case parley.KindText:
 		p := bodyPayload{Parts: reuse(d.parts)}
 		err = unmarshal(row.Payload, &p)
-		m, d.parts = &parley.TextMessage{MessageMeta: meta, Body: decodeBody(p)}, p.Parts
+		tm := &take(&d.texts, 1, d.slab)[0]
+		*tm = parley.TextMessage{MessageMeta: meta, Body: d.body(p)}
+		m, d.parts = tm, p.Parts
 	case parley.KindImage:
 		var p imagePayload
 		err = unmarshal(row.Payload, &p)
@@ -379,8 +416,9 @@ func (d *rowDecoder) decode(row *messageRow, log *slog.Logger) (parley.Message, 
 		if err = unmarshal(row.Payload, &p); err == nil {
 			err = unmarshal(row.ToolCalls, &calls)
 		}
-		m = &parley.ToolRequestMessage{MessageMeta: meta, Body: decodeBody(p), ToolCalls: decodeToolCalls(calls)}
-		d.parts, d.calls = p.Parts, calls
+		rm := &take(&d.requests, 1, d.slab)[0]
+		*rm = parley.ToolRequestMessage{MessageMeta: meta, Body: d.body(p), ToolCalls: decodeToolCalls(calls, take(&d.callSlab, len(calls), d.slab))}
+		m, d.parts, d.calls = rm, p.Parts, calls
 	case parley.KindToolResult:
 		p := bodyPayload{Parts: reuse(d.parts)}
 		results := reuse(d.results)
@@ -393,7 +431,8 @@ func (d *rowDecoder) decode(row *messageRow, log *slog.Logger) (parley.Message, 
 		}
 		if err == nil {
 			r := results[0]
-			tm := &parley.ToolResultMessage{MessageMeta: meta, Body: decodeBody(p), ToolCallID: r.ToolCallID,
+			tm := &take(&d.answers, 1, d.slab)[0]
+			*tm = parley.ToolResultMessage{MessageMeta: meta, Body: d.body(p), ToolCallID: r.ToolCallID,
 				ToolName: r.ToolName, Status: r.Status, Output: r.Output, DurationMs: r.DurationMs,
 				ExecutedAt: r.ExecutedAt, Truncated: r.Truncated, OriginalSize: r.OriginalSize, OutputRaw: r.OutputRaw}
 			if r.OutputRaw != nil {

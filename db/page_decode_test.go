@@ -10,10 +10,12 @@ import (
 )
 
 // TestPageDecodesEachRowAlone checks that a page, whose rows are decoded one after the
-// other into slices the decoder reuses (db's rowDecoder), holds each message as it is
-// read alone (FindMessageByID): tool calls, parts with citations and results with
-// output, each followed by messages with fewer or none of them, so that anything one
-// row left in the reused slices would show in the next. It also checks that the row a
+// other into slices the decoder reuses and whose messages, parts and calls are cut from
+// shared slices (db's rowDecoder), holds each message as it is read alone
+// (FindMessageByID), even after something appended to every message's parts and calls:
+// tool calls, parts with citations and results with output, each followed by messages
+// with fewer or none of them, so that anything one row left in the reused slices, or
+// wrote into its neighbour's, would show in the next. It also checks that the row a
 // page reads past its end, only to tell that there are more, does not fail the page
 // when it cannot be decoded, and fails the page that holds it.
 func TestPageDecodesEachRowAlone(t *testing.T) {
@@ -62,6 +64,19 @@ func TestPageDecodesEachRowAlone(t *testing.T) {
 		}
 		if got, want := len(page.Messages), conv.LastPosition; got != want || want < 20 {
 			t.Fatalf("forLLM %v: got %d messages, want %d (at least 20)", forLLM, got, want)
+		}
+		// Appending to one message's parts or calls must not write into another's
+		// (the decoder cuts them from shared slices).
+		for _, m := range page.Messages {
+			switch m := m.(type) {
+			case *parley.TextMessage:
+				_ = append(m.Parts, parley.Part{Kind: parley.PartText, Text: "appended"})
+			case *parley.ToolRequestMessage:
+				_ = append(m.Parts, parley.Part{Kind: parley.PartText, Text: "appended"})
+				_ = append(m.ToolCalls, parley.ToolCall{ID: "appended"})
+			case *parley.ToolResultMessage:
+				_ = append(m.Parts, parley.Part{Kind: parley.PartText, Text: "appended"})
+			}
 		}
 		for _, m := range page.Messages {
 			alone, err := d.FindMessageByID(ctx, string(m.Meta().ID))

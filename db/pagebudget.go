@@ -60,7 +60,7 @@ func scanRows(rows *sql.Rows, err error, expect, budget int, head *conversationH
 	held := map[string]int{}
 	used := 0
 	var r messageRow
-	var dec rowDecoder
+	dec := rowDecoder{slab: 64}
 	var skip [messageWidth + 1]sql.RawBytes // the columns of the other kind of row: NULL
 	var calls, results, payload, provenance sql.RawBytes
 	var created, updated any = &r.CreatedAt, &r.UpdatedAt
