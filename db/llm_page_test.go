@@ -17,17 +17,8 @@ import (
 func TestLLMPageIsPageWithoutTimes(t *testing.T) {
 	t.Parallel()
 	d := openDB(t)
-	ctx := parley.WithOwner(t.Context(), "llm")
-	conv, err := d.CreateConversation(ctx, "llm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	add := func(m parley.Message) {
-		t.Helper()
-		if _, err := d.AddMessage(ctx, conv.ID, m); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ctx, conv, add := conversationOf(t, d, "llm")
+	var err error
 	for i := range 12 {
 		call := fmt.Sprintf("call_%d", i)
 		add(&parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser, SourceID: fmt.Sprintf("src-%d", i)},

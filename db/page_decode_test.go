@@ -1,12 +1,14 @@
 package db_test
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/db"
 )
 
 // TestPageDecodesEachRowAlone checks that a page, whose rows are decoded one after the
@@ -21,17 +23,8 @@ import (
 func TestPageDecodesEachRowAlone(t *testing.T) {
 	t.Parallel()
 	d := openDB(t)
-	ctx := parley.WithOwner(t.Context(), "decode")
-	conv, err := d.CreateConversation(ctx, "decode")
-	if err != nil {
-		t.Fatal(err)
-	}
-	add := func(m parley.Message) {
-		t.Helper()
-		if _, err := d.AddMessage(ctx, conv.ID, m); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ctx, conv, add := conversationOf(t, d, "decode")
+	var err error
 	for i := range 6 {
 		calls := []parley.ToolCall{{ID: fmt.Sprintf("a%d", i), Name: "Read", Arguments: parley.JSON(fmt.Sprintf(`{"path":"/a/%d"}`, i))}}
 		if i%2 == 0 { // every other request has a second call; the next has one only
@@ -110,5 +103,22 @@ func TestPageDecodesEachRowAlone(t *testing.T) {
 	}
 	if _, err := d.FindMessages(ctx, conv, parley.PageRequest{First: ptr(conv.LastPosition)}); err == nil || !strings.Contains(err.Error(), "decode") {
 		t.Errorf("the page holding the undecodable message: got error %v, want one decoding it", err)
+	}
+}
+
+// conversationOf creates a conversation of owner, titled as owner, and returns the
+// owner's context, the conversation and a function adding a message to it.
+func conversationOf(t *testing.T, d *db.DB, owner string) (context.Context, *parley.Conversation, func(parley.Message)) {
+	t.Helper()
+	ctx := parley.WithOwner(t.Context(), owner)
+	conv, err := d.CreateConversation(ctx, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, conv, func(m parley.Message) {
+		t.Helper()
+		if _, err := d.AddMessage(ctx, conv.ID, m); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
