@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/openai/openai-go/v3"
 
@@ -189,7 +190,8 @@ func callIndex(i int64) int { return int(max(i, 0)) }
 
 // check refuses a chunk that the accumulator would assemble into something other than
 // one message: another completion's chunk, a second choice, a delta after the finish, a
-// tool call that skips an index, opens without an id or name, or changes its id.
+// tool call that skips an index, opens without an id or name or with another call's id,
+// or changes its id.
 func (s *ChatStream) check(chunk openai.ChatCompletionChunk) error {
 	if s.done {
 		return s.invalid("after [DONE], which ends the stream")
@@ -226,6 +228,9 @@ func (s *ChatStream) check(chunk openai.ChatCompletionChunk) error {
 				}
 				if tc.Function.Name == "" {
 					return s.invalid("%s.function.name: tool call %d (%s) opens without a name", field, idx, jsonerr.Truncate(tc.ID))
+				}
+				if k := slices.Index(ids, tc.ID); k >= 0 {
+					return s.invalid("%s.id: %q is already the id of tool call %d", field, jsonerr.Truncate(tc.ID), k)
 				}
 				ids = append(ids, tc.ID)
 			case tc.ID != "" && tc.ID != ids[idx]:

@@ -335,6 +335,8 @@ func TestChatStreamRefuses(t *testing.T) {
 			"chunk 3: choices[0].delta.tool_calls[0]: tool call 1 opens without an id"},
 		{"a call without name", `{` + chunkHead + `,"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_b","function":{"arguments":"{}"}}]}}]}`,
 			"chunk 3: choices[0].delta.tool_calls[0].function.name: tool call 1 (call_b) opens without a name"},
+		{"a second call with the first's id", `{` + chunkHead + `,"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_a","function":{"name":"g"}}]}}]}`,
+			`chunk 3: choices[0].delta.tool_calls[0].id: "call_a" is already the id of tool call 0`},
 		{"a call changing id", `{` + chunkHead + `,"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_z","function":{"arguments":"}"}}]}}]}`,
 			`chunk 3: choices[0].delta.tool_calls[0].id: "call_z", but tool call 0 is "call_a"`},
 		{"one chunk changing the id of the call it opens", `{` + chunkHead + `,"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_b","function":{"name":"g"}},{"index":1,"id":"call_c","function":{"arguments":"{}"}}]}}]}`,
