@@ -266,6 +266,18 @@ func (s *MessageStream) check(ev sdk.MessageStreamEventUnion, shape *eventShape)
 		case cb.Type == "tool_use" && cb.Name == "":
 			return nil, s.invalid(typ, "content_block.name: tool_use %s needs a name", jsonerr.Truncate(cb.ID))
 		}
+		if cb.Type == "tool_use" {
+			call := 0
+			for _, b := range s.acc.Content {
+				if b.Type != "tool_use" {
+					continue
+				}
+				if b.ID == cb.ID {
+					return nil, s.invalid(typ, "content_block.id: %q is already the id of tool_use %d", jsonerr.Truncate(cb.ID), call)
+				}
+				call++
+			}
+		}
 		if n := len(s.blocks); n > 0 && contentblock.ServerTool(s.blocks[n-1].kind) && !s.blocks[n-1].done {
 			// Its part opens when it ends, before the parts of the blocks after it.
 			return nil, s.invalid(typ, "index: %d, but block %d (%s) has not ended (content_block_stop)", idx, n-1, jsonerr.Truncate(s.blocks[n-1].kind))

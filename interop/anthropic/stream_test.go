@@ -381,6 +381,8 @@ func TestMessageStreamRefuses(t *testing.T) {
 			"event 6 (content_block_start): index: 3, but the next block is 2"},
 		{"a tool_use without id", `{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","name":"f","input":{}}}`,
 			"event 6 (content_block_start): content_block.id: a tool_use needs an id"},
+		{"a tool_use with another's id", `{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_1","name":"g","input":{}}}`,
+			`event 6 (content_block_start): content_block.id: "toolu_1" is already the id of tool_use 0`},
 		{"a tool_use without name", `{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_2","input":{}}}`,
 			"event 6 (content_block_start): content_block.name: tool_use toolu_2 needs a name"},
 		{"a block without type", `{"type":"content_block_start","index":2,"content_block":{"text":""}}`,
