@@ -80,6 +80,32 @@ type MessageStream interface {
 	OnWake(func())
 }
 
+// ReadyWaker is a MessageStream that can also be woken when what its next Poll reads is
+// at hand (a read shared by the conversation's subscribers, done): OnReady sets the
+// function called then, instead of OnWake's. It is called from a goroutine that serves
+// a conversation's subscribers one after another, so it may Poll under NoWaiting and do
+// other work that never waits, but nothing that blocks. OnReady reports false when the
+// stream cannot tell (a wrapper whose Poll reads the database itself): then every
+// wake-up calls OnWake's function.
+type ReadyWaker interface {
+	OnReady(func()) bool
+}
+
+type noWaitingKey struct{}
+
+// NoWaiting returns ctx for a MessageStream's Poll that must not wait for the database:
+// where the stream would read it, Poll returns nothing and wakes the stream instead
+// (OnWake's function), so that the read happens in a later Poll without NoWaiting.
+func NoWaiting(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noWaitingKey{}, true)
+}
+
+// MayWait reports whether a Poll under ctx may wait for the database (see NoWaiting).
+func MayWait(ctx context.Context) bool {
+	no, _ := ctx.Value(noWaitingKey{}).(bool)
+	return !no
+}
+
 // EventWatcher wakes a caller whenever a conversation's messages may have changed, on
 // whichever replica: for readers that look for something other than the next message
 // (the tool work queue's subscriptions). A wake-up means "look again", never what

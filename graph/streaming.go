@@ -101,7 +101,7 @@ func (r *Resolver) forwardStream(ctx context.Context, s parley.StreamSubscriptio
 	if target := transport.PushTargetFrom(ctx); target != nil {
 		ch := make(chan *model.MessageStreamEvent, 1)
 		var next parley.StreamEvent // polled, not yet pushed; only the operation's drain touches it
-		wake := target.Attach(func(ctx context.Context) (any, bool, error) {
+		wake, _ := target.Attach(func(ctx context.Context) (any, bool, error) {
 			ev, id, ok, err := s.Poll(ctx)
 			if !ok || err != nil {
 				return nil, false, err

@@ -23,7 +23,7 @@ func (r *Resolver) forward(ctx context.Context, s parley.MessageStream) <-chan *
 	if target := transport.PushTargetFrom(ctx); target != nil {
 		ch := make(chan *model.MessageEdge, 1)
 		var next parley.Message // polled, not yet pushed; only the operation's drain touches it
-		wake := target.Attach(func(ctx context.Context) (any, bool, error) {
+		wake, ready := target.Attach(func(ctx context.Context) (any, bool, error) {
 			m, err := s.Poll(ctx)
 			if m == nil || err != nil {
 				return nil, false, err
@@ -39,6 +39,9 @@ func (r *Resolver) forward(ctx context.Context, s parley.MessageStream) <-chan *
 			next = nil
 		})
 		s.OnWake(wake)
+		if r, ok := s.(parley.ReadyWaker); ok {
+			r.OnReady(ready)
+		}
 		return ch
 	}
 	return pump(r, ctx, s.Next, messageEdge)

@@ -168,6 +168,13 @@ func (s *branchStream) Poll(ctx context.Context) (parley.Message, error) {
 // OnWake implements parley.MessageStream.
 func (s *branchStream) OnWake(f func()) { s.inner.OnWake(f) }
 
+// OnReady implements parley.ReadyWaker when the inner stream does: the branch is kept
+// in memory, so Poll waits only where the inner stream's would.
+func (s *branchStream) OnReady(f func()) bool {
+	r, ok := s.inner.(parley.ReadyWaker)
+	return ok && r.OnReady(f)
+}
+
 // followBranch subscribes to the branch of a conversation (the active one, or the one
 // through the message branch): the branch's messages after the position after (-1:
 // none), then those that continue it.

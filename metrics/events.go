@@ -67,6 +67,12 @@ func (s *lagStream) Poll(ctx context.Context) (parley.Message, error) {
 	return msg, err
 }
 
+// OnReady implements parley.ReadyWaker when the stream it wraps does.
+func (s *lagStream) OnReady(f func()) bool {
+	r, ok := s.MessageStream.(parley.ReadyWaker)
+	return ok && r.OnReady(f)
+}
+
 func (s *lagStream) observe(msg parley.Message) {
 	if msg == nil {
 		return

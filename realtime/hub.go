@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -78,6 +79,8 @@ type Hub struct {
 var (
 	_ parley.EventService = (*Hub)(nil)
 	_ parley.EventWatcher = (*Hub)(nil)
+	_ parley.ReadyWaker   = (*addedStream)(nil)
+	_ parley.ReadyWaker   = (*updatedStream)(nil)
 )
 
 // ownerTopic keys the topic of the watchers of every conversation of owner: no
@@ -134,6 +137,9 @@ type watcher struct {
 	t *topic
 	// onWake, when set (MessageStream.OnWake), is called after every wake-up.
 	onWake atomic.Pointer[func()]
+	// onReady, when set (parley.ReadyWaker), is called instead of onWake after the
+	// wake-ups that find the stream's read done (see topic.publish).
+	onReady atomic.Pointer[func()]
 	// started is set once the subscription has read where it starts; Stats counts only
 	// these, so that a test can tell when a subscription is live.
 	started atomic.Bool
@@ -161,12 +167,21 @@ type aheadReader interface {
 	readFrom(after int64) func(context.Context) (any, error)
 }
 
-func (w *watcher) wake() {
+func (w *watcher) wake() { w.wakeWith(nil) }
+
+// wakeReady wakes a watcher whose next read is done: its stream's Poll will not wait.
+func (w *watcher) wakeReady() { w.wakeWith(w.onReady.Load()) }
+
+// wakeWith leaves the wake-up in the watcher's slot and calls f, or onWake without one.
+func (w *watcher) wakeWith(f *func()) {
 	select {
 	case w.c <- struct{}{}:
 	default:
 	}
-	if f := w.onWake.Load(); f != nil {
+	if f == nil {
+		f = w.onWake.Load()
+	}
+	if f != nil {
 		(*f)()
 	}
 }
@@ -233,7 +248,9 @@ func (f *Hub) Publish(ev parley.MessageEvent) {
 // will ask for the same thing, and their wake-ups find it answered. Woken at once, a
 // thousand subscribers of a conversation each parked on the one read and were each
 // woken again when it answered: two scheduler round trips a delivery, a tenth of its
-// CPU.
+// CPU. Those wake-ups go through wakeReady, from a few goroutines (one per CPU) that
+// serve the watchers one after another: a subscription whose stream says it can be
+// served so (parley.ReadyWaker) delivers from there without a goroutine of its own.
 func (t *topic) publish(kind parley.MessageEventKind) {
 	epoch := t.epoch.Add(1)
 	var ahead map[readKey]*heldWakes
@@ -261,14 +278,22 @@ func (t *topic) publish(kind parley.MessageEventKind) {
 	}
 	for key, h := range ahead {
 		r := t.shared(key, epoch, h.fn)
-		go func() {
-			<-r.done // failed or not: the streams' own reads retry
-			for _, w := range h.watchers {
-				w.wake()
-			}
-		}()
+		// Split among the CPUs, so that a thousand deliveries do not wait for one.
+		parts := min(runtime.GOMAXPROCS(0), (len(h.watchers)+minWakesPerGoroutine-1)/minWakesPerGoroutine)
+		for i := range parts {
+			ws := h.watchers[i*len(h.watchers)/parts : (i+1)*len(h.watchers)/parts]
+			go func() {
+				<-r.done // failed or not: the streams' own reads retry
+				for _, w := range ws {
+					w.wakeReady()
+				}
+			}()
+		}
 	}
 }
+
+// minWakesPerGoroutine is the fewest held wake-ups worth a goroutine of their own.
+const minWakesPerGoroutine = 64
 
 // heldWakes are the watchers woken once the read they will all make is done.
 type heldWakes struct {
@@ -477,6 +502,10 @@ func (s *addedStream) Poll(ctx context.Context) (parley.Message, error) {
 		}
 		res, ok := s.w.t.done(key)
 		if !ok {
+			if !parley.MayWait(ctx) {
+				s.w.wake() // the read waits for a Poll that may wait
+				return nil, nil
+			}
 			var err error
 			if res, err = s.f.read(ctx, s.w.t, "a", s.owner, s.conv, int64(s.last), s.readAfter(s.last)); err != nil {
 				s.cancel()
@@ -503,6 +532,12 @@ func (s *addedStream) readFrom(after int64) func(context.Context) (any, error) {
 
 // OnWake implements parley.MessageStream.
 func (s *addedStream) OnWake(f func()) { s.w.onWake.Store(&f) }
+
+// OnReady implements parley.ReadyWaker.
+func (s *addedStream) OnReady(f func()) bool {
+	s.w.onReady.Store(&f)
+	return true
+}
 
 // updatedStream delivers the messages changed after change number last.
 type updatedStream struct {
@@ -554,6 +589,10 @@ func (s *updatedStream) Poll(ctx context.Context) (parley.Message, error) {
 		}
 		res, ok := s.w.t.done(key)
 		if !ok {
+			if !parley.MayWait(ctx) {
+				s.w.wake() // see addedStream.Poll
+				return nil, nil
+			}
 			var err error
 			if res, err = s.f.read(ctx, s.w.t, "u", s.owner, s.conv, s.last, s.readChangedAfter(s.last)); err != nil {
 				s.cancel()
@@ -580,6 +619,12 @@ func (s *updatedStream) readFrom(after int64) func(context.Context) (any, error)
 
 // OnWake implements parley.MessageStream.
 func (s *updatedStream) OnWake(f func()) { s.w.onWake.Store(&f) }
+
+// OnReady implements parley.ReadyWaker.
+func (s *updatedStream) OnReady(f func()) bool {
+	s.w.onReady.Store(&f)
+	return true
+}
 
 // next is a stream's Next: it polls, and when the stream is caught up waits for a
 // wake-up of its watcher w (which makes it stale) or for ctx to end (which releases w).

@@ -141,6 +141,22 @@ func TestKeepAliveAndInitTimeout(t *testing.T) {
 	})
 }
 
+// subscribeStuck subscribes to conv's messages on a websocket of its own whose client
+// then reads nothing at all.
+func subscribeStuck(t *testing.T, url, conv string) {
+	t.Helper()
+	stuck := dialRaw(t, url, transportWS)
+	close(stuck.done) // no reader
+	if err := stuck.write(map[string]any{"type": "connection_init"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := stuck.write(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
+		"query":     `subscription($c: ID!) { messageAdded(conversationId: $c) { node { ... on TextMessage { content } } } }`,
+		"variables": map[string]any{"c": conv}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A subscriber that stops reading is cut off after the write timeout, without slowing
 // the writers or the other subscribers of the conversation, and without the server
 // holding its backlog: what it missed stays in the database for when it comes back.
@@ -153,16 +169,7 @@ func TestSlowSubscriberCutOff(t *testing.T) {
 	conv := b.CreateConversation(t, "slow")
 
 	// The stuck client subscribes and then reads nothing at all.
-	stuck := dialRaw(t, a.URL, transportWS)
-	close(stuck.done) // no reader
-	if err := stuck.write(map[string]any{"type": "connection_init"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := stuck.write(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
-		"query":     `subscription($c: ID!) { messageAdded(conversationId: $c) { node { ... on TextMessage { content } } } }`,
-		"variables": map[string]any{"c": conv}}}); err != nil {
-		t.Fatal(err)
-	}
+	subscribeStuck(t, a.URL, conv)
 	healthy := dial(t, a.URL, transportWS)
 	s := healthy.subscribe(t, addedQuery(false), map[string]any{"c": conv})
 	pollUntil(t, "both subscriptions to start", func() bool { return a.Hub.Stats().Subscribers == 2 })
@@ -183,6 +190,41 @@ func TestSlowSubscriberCutOff(t *testing.T) {
 	}
 	t.Logf("the stuck subscriber was cut off after %d messages of 512 KiB, in %s", n, time.Since(start))
 	checkSequence(t, "healthy subscriber", positions(s.waitCount(t, n)), 1, n)
+}
+
+// A subscriber whose client has stopped reading does not delay the others, however long
+// the write timeout: deliveries to a conversation's subscribers at its tail are written
+// one after another from a few goroutines (transport's inline drain), which must hand
+// a write the network cannot take at once to a goroutine of its own instead of waiting
+// for it. The write timeout here is longer than the test's wait, so that a delivery
+// held up behind the stuck client fails the test rather than being cut free by it.
+func TestStuckSubscriberDoesNotDelayOthers(t *testing.T) {
+	t.Parallel()
+	a := newReplica(t, "", replicaOptions{configure: func(c *server.Config) {
+		c.GraphQL.WriteTimeout = 10 * time.Minute
+	}})
+	b := newReplica(t, a.DSN, replicaOptions{})
+	conv := b.CreateConversation(t, "stuck")
+	subscribeStuck(t, a.URL, conv)
+	var subs []*sub
+	for range 4 {
+		subs = append(subs, dial(t, a.URL, transportWS).subscribe(t, addedQuery(false), map[string]any{"c": conv}))
+	}
+	pollUntil(t, "the subscriptions to start", func() bool { return a.Hub.Stats().Subscribers == 5 })
+	// 32 MiB: more than loopback's socket buffers hold (a few MiB each way), so that
+	// the stuck client's writes stop being taken long before the last message.
+	const messages = 64
+	big := strings.Repeat("x", 512<<10)
+	for i := range messages {
+		if _, err := addText(b.URL, conv, fmt.Sprintf("%d %s", i, big)); err != nil {
+			t.Fatal(err)
+		}
+		// Each healthy subscriber gets each message while the stuck one holds its
+		// writes, within the wait (far less than the write timeout).
+		for j, s := range subs {
+			checkSequence(t, fmt.Sprintf("subscriber %d", j), positions(s.waitCount(t, i+1)), 1, i+1)
+		}
+	}
 }
 
 // A thousand subscribers of one conversation, over fifty websockets, all receive every

@@ -1,11 +1,12 @@
 package server
 
 import (
+	"errors"
 	"net"
 	"net/http"
+	"sync"
+	"syscall"
 	"time"
-
-	"golang.org/x/net/netutil"
 )
 
 // Connections bounds what clients may hold open, before any credential is seen: each
@@ -54,8 +55,63 @@ func (c Connections) Configure(s *http.Server) {
 	s.IdleTimeout = c.IdleTimeout
 }
 
-// Listener returns ln accepting at most MaxConnections connections at once
-// (golang.org/x/net/netutil's LimitListener).
+// Listener returns ln accepting at most MaxConnections connections at once; further
+// clients wait in the listen backlog until one closes. It does what
+// golang.org/x/net/netutil's LimitListener does, except that its connections keep the
+// network connection's file descriptor reachable (syscall.Conn): the websocket
+// transport writes to it without waiting (see graph/transport), which LimitListener's
+// wrapper hid.
 func (c Connections) Listener(ln net.Listener) net.Listener {
-	return netutil.LimitListener(ln, c.withDefaults().MaxConnections)
+	return &limitListener{Listener: ln, sem: make(chan struct{}, c.withDefaults().MaxConnections), done: make(chan struct{})}
+}
+
+type limitListener struct {
+	net.Listener
+	sem       chan struct{} // a token per connection open
+	closeOnce sync.Once
+	done      chan struct{} // closed by Close
+}
+
+// Accept waits for a connection's token, then for a connection. Once the listener is
+// closed it returns the listener's error.
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	return &limitedConn{Conn: c, release: func() { <-l.sem }}, nil
+}
+
+func (l *limitListener) Close() error {
+	err := l.Listener.Close()
+	l.closeOnce.Do(func() { close(l.done) })
+	return err
+}
+
+// limitedConn gives its token back when closed.
+type limitedConn struct {
+	net.Conn
+	releaseOnce sync.Once
+	release     func()
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.releaseOnce.Do(c.release)
+	return err
+}
+
+// SyscallConn implements syscall.Conn for a connection that has a file descriptor.
+func (c *limitedConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	return sc.SyscallConn()
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/parley-dev/parley/config"
 	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/testserver"
+	"github.com/parley-dev/parley/server"
 )
 
 // dialServer opens a raw TCP connection to srv.
@@ -201,5 +203,43 @@ func TestStreamsOutliveTheReadTimeout(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Errorf("SSE after the read timeout: no message in 30s")
+	}
+}
+
+// The listener's connections keep their file descriptor reachable, for the websocket
+// transport's writes that never wait, and give their slot back when closed, once
+// however often they are closed.
+func TestLimitedConnectionsKeepTheirDescriptor(t *testing.T) {
+	t.Parallel()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := server.Connections{MaxConnections: 1}.Listener(inner)
+	defer ln.Close()
+	for i := range 3 { // one slot: each connection must give it back for the next
+		client, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, ok := c.(syscall.Conn)
+		if !ok {
+			t.Fatalf("connection %d: %T does not implement syscall.Conn", i, c)
+		}
+		raw, err := sc.SyscallConn()
+		if err != nil {
+			t.Fatalf("connection %d: SyscallConn: %v", i, err)
+		}
+		var fd uintptr
+		if err := raw.Control(func(f uintptr) { fd = f }); err != nil || fd == 0 {
+			t.Fatalf("connection %d: no descriptor (%d, %v)", i, fd, err)
+		}
+		c.Close()
+		c.Close()
+		client.Close()
 	}
 }

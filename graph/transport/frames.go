@@ -6,8 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
-
-	"github.com/parley-dev/parley/internal/bufpool"
+	"syscall"
 )
 
 // frameConn is a websocket's network connection, to which the transport writes its
@@ -22,10 +21,11 @@ import (
 // one write of a whole frame to frameConn, which mu keeps from interleaving with the
 // transport's.
 //
-// Everything the transport sends goes through writeMessages (wsConn.write), so no
-// message of coder/websocket's is ever split around one of ours.
+// Everything the transport sends goes through wsConn's writes, under mu, so no message
+// of coder/websocket's is ever split around one of ours.
 type frameConn struct {
 	net.Conn
+	raw syscall.RawConn // Conn's file descriptor, for writes that never wait (nil: none)
 
 	mu sync.Mutex // held across each write to Conn, so that frames stay whole
 }
@@ -38,35 +38,52 @@ func (c *frameConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// writeMessages writes msgs as text messages, one unfragmented frame each, in order, in
-// one write to the network.
-func (c *frameConn) writeMessages(msgs ...[]byte) error {
-	b := bufpool.Get()
-	for _, m := range msgs {
-		b = appendTextFrame(b, m)
+// writeNow writes what of b the network takes without waiting (the caller holds mu):
+// one write system call, retried only if interrupted. err is nil when the network is
+// merely full (n < len(b)).
+func (c *frameConn) writeNow(b []byte) (n int, err error) {
+	cerr := c.raw.Write(func(fd uintptr) bool {
+		for n < len(b) {
+			m, e := syscall.Write(int(fd), b[n:])
+			switch {
+			case e == syscall.EINTR:
+				continue
+			case e == syscall.EAGAIN:
+			case e != nil:
+				err = e
+			default:
+				n += m
+				continue
+			}
+			break
+		}
+		return true // never wait for the network
+	})
+	if err == nil {
+		err = cerr
 	}
-	c.mu.Lock()
-	_, err := c.Conn.Write(b)
-	c.mu.Unlock()
-	bufpool.Put(b)
-	return err
+	return n, err
 }
 
-// appendTextFrame appends to b a server's text frame carrying p: FIN and the text
-// opcode, no mask, the payload's length in 7, 7+16 or 7+64 bits, then the payload.
+// appendTextFrame appends to b a server's text frame carrying p.
 func appendTextFrame(b, p []byte) []byte {
+	return append(appendTextHeader(b, len(p)), p...)
+}
+
+// appendTextHeader appends to b the header of a server's text frame of n bytes: FIN and
+// the text opcode, no mask, the payload's length in 7, 7+16 or 7+64 bits.
+func appendTextHeader(b []byte, n int) []byte {
 	const finText = 0x80 | 0x1
-	switch n := len(p); {
+	switch {
 	case n <= 125:
-		b = append(b, finText, byte(n))
+		return append(b, finText, byte(n))
 	case n <= 0xffff:
 		b = append(b, finText, 126)
-		b = binary.BigEndian.AppendUint16(b, uint16(n))
+		return binary.BigEndian.AppendUint16(b, uint16(n))
 	default:
 		b = append(b, finText, 127)
-		b = binary.BigEndian.AppendUint64(b, uint64(n))
+		return binary.BigEndian.AppendUint64(b, uint64(n))
 	}
-	return append(b, p...)
 }
 
 // framingWriter is the upgrade's response writer, whose Hijack hands coder/websocket a
@@ -89,6 +106,9 @@ func (w *framingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, err
 	}
 	w.conn = &frameConn{Conn: nc}
+	if sc, ok := nc.(syscall.Conn); ok { // a TCP connection; not a TLS one
+		w.conn.raw, _ = sc.SyscallConn()
+	}
 	return w.conn, bufio.NewReadWriter(brw.Reader, bufio.NewWriterSize(w.conn, 4096)), nil
 }
 

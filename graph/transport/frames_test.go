@@ -42,6 +42,22 @@ func (c *countingConn) count() int {
 // with the given write timeout, and the client's end.
 func serveConn(t *testing.T, writeTimeout time.Duration) (*wsConn, *countingConn, *websocket.Conn) {
 	t.Helper()
+	return serveWrapped(t, writeTimeout, true)
+}
+
+// serveTCP is serveConn with the accepted TCP connection as it is, so that the
+// transport can write to its file descriptor without waiting (wsConn.writeNow).
+func serveTCP(t *testing.T, writeTimeout time.Duration) (*wsConn, *websocket.Conn) {
+	t.Helper()
+	c, _, client := serveWrapped(t, writeTimeout, false)
+	if c.frames.raw == nil {
+		t.Fatal("the TCP connection's file descriptor is not reachable")
+	}
+	return c, client
+}
+
+func serveWrapped(t *testing.T, writeTimeout time.Duration, counting bool) (*wsConn, *countingConn, *websocket.Conn) {
+	t.Helper()
 	type accepted struct {
 		c     *wsConn
 		count *countingConn
@@ -50,6 +66,9 @@ func serveConn(t *testing.T, writeTimeout time.Duration) (*wsConn, *countingConn
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var count *countingConn
 		fw := &framingWriter{ResponseWriter: hijackWrapper{w, func(nc net.Conn) net.Conn {
+			if !counting {
+				return nc
+			}
 			count = &countingConn{Conn: nc}
 			return count
 		}}}
@@ -222,5 +241,102 @@ func TestControlFramesBetweenMessages(t *testing.T) {
 	}
 	if err := <-pinged; err != nil {
 		t.Fatalf("ping: %v", err)
+	}
+}
+
+// writeNowUntilFull writes numbered messages of size bytes with writeNow until the
+// network takes only part of one; it returns the messages, that write's rest and its
+// buffer (which must stay as it is until the rest is written).
+func writeNowUntilFull(t *testing.T, c *wsConn, size int) (msgs [][]byte, rest func() error) {
+	t.Helper()
+	for i := range 10000 {
+		m := fmt.Appendf(nil, "%d %s", i, strings.Repeat("z", size))
+		msgs = append(msgs, m)
+		rest, err := c.writeNow(appendTextFrame(nil, m), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rest != nil {
+			return msgs, rest
+		}
+	}
+	t.Fatal("the network took 10,000 messages from a client that reads nothing")
+	return nil, nil
+}
+
+// A write the network cannot take at once is finished by its rest, run elsewhere, which
+// keeps the connection for itself until then: a writeNow meanwhile returns at once
+// with a rest of its own, and everything reaches the client whole and in order.
+func TestWriteNowHandsOverWhatMustWait(t *testing.T) {
+	t.Parallel()
+	c, client := serveTCP(t, time.Minute)
+	msgs, rest := writeNowUntilFull(t, c, 32<<10)
+	done := make(chan error, 1)
+	go func() { done <- rest() }()
+	// The rest holds the connection: this write waits its turn, never the caller.
+	last := []byte("last")
+	lastRest, err := c.writeNow(appendTextFrame(nil, last), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lastRest == nil { // the client reads nothing yet: the rest before it cannot be written
+		t.Fatal("a write went out while an earlier one's rest was still waiting")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	read := make(chan error, 1)
+	go func() {
+		for i, want := range append(msgs, last) {
+			_, got, err := client.Read(ctx)
+			if err != nil {
+				read <- fmt.Errorf("message %d: %w", i, err)
+				return
+			}
+			if !bytes.Equal(got, want) {
+				read <- fmt.Errorf("message %d: got %.40q, want %.40q", i, got, want)
+				return
+			}
+		}
+		read <- nil
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := lastRest(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-read; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Closing a connection while a rest waits for the network ends that write with an
+// error and gives the connection up: later writes report it closed, at once.
+func TestCloseWhileARestWaits(t *testing.T) {
+	t.Parallel()
+	for _, who := range []string{"server", "client"} {
+		t.Run(who, func(t *testing.T) {
+			t.Parallel()
+			c, client := serveTCP(t, time.Minute)
+			_, rest := writeNowUntilFull(t, c, 32<<10)
+			done := make(chan error, 1)
+			go func() { done <- rest() }()
+			if who == "server" {
+				c.conn.CloseNow()
+			} else {
+				client.CloseNow()
+			}
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Fatal("the rest was written to a closed connection")
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the rest still waits 30 s after the connection closed")
+			}
+			if rest, err := c.writeNow(appendTextFrame(nil, []byte("more")), 1); rest != nil || err != errConnClosed {
+				t.Errorf("writeNow after the close: got rest %v, err %v; want none, %v", rest != nil, err, errConnClosed)
+			}
+		})
 	}
 }

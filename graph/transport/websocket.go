@@ -19,6 +19,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/internal/bufpool"
 )
 
 // wsTransport serves GraphQL over websockets: graphql-transport-ws (the graphql-ws
@@ -438,11 +439,90 @@ var errConnClosed = errors.New("websocket closed")
 // write writes messages, in order, within the write timeout (for them all). Several
 // messages go out in one write to the network (see frameConn).
 func (c *wsConn) write(msgs ...[]byte) error {
+	if c.frames == nil {
+		return c.writeEach(msgs)
+	}
+	b := bufpool.Get()
+	for _, m := range msgs {
+		b = appendTextFrame(b, m)
+	}
+	err := c.writeFrames(b, len(msgs))
+	bufpool.Put(b)
+	return err
+}
+
+// writeEach writes messages through coder/websocket, one by one: for a connection the
+// transport could not wrap (see frameConn).
+func (c *wsConn) writeEach(msgs [][]byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if c.closed || c.t.shutdown.Err() != nil {
 		return errConnClosed
 	}
+	return c.timed(func() error {
+		for _, b := range msgs {
+			if err := c.conn.Write(context.Background(), websocket.MessageText, b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// writeFrames writes wire, n whole frames, within the write timeout.
+func (c *wsConn) writeFrames(wire []byte, n int) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.closed || c.t.shutdown.Err() != nil {
+		return errConnClosed
+	}
+	return c.timed(func() error {
+		c.frames.mu.Lock()
+		_, err := c.frames.Conn.Write(wire)
+		c.frames.mu.Unlock()
+		return err
+	})
+}
+
+// writeNow writes wire, n whole frames, if the network takes them without waiting,
+// which is the common case: no goroutine, no timer. Otherwise (the client's buffers
+// full, another write under way, a connection without a file descriptor) it returns
+// the function that writes the rest, within the write timeout, waiting as need be,
+// for the caller to run in a goroutine of its own; until it has, nothing else is
+// written to the connection, and wire must stay as it is. err is the write's failure
+// (the connection is then closing).
+func (c *wsConn) writeNow(wire []byte, n int) (rest func() error, err error) {
+	later := func() error { return c.writeFrames(wire, n) }
+	if c.frames == nil || c.frames.raw == nil || !c.wmu.TryLock() {
+		return later, nil
+	}
+	if c.closed || c.t.shutdown.Err() != nil {
+		c.wmu.Unlock()
+		return nil, errConnClosed
+	}
+	if !c.frames.mu.TryLock() { // coder/websocket writing a control frame
+		c.wmu.Unlock()
+		return later, nil
+	}
+	written, err := c.frames.writeNow(wire)
+	if err != nil || written == len(wire) {
+		c.frames.mu.Unlock()
+		err = c.done(err)
+		c.wmu.Unlock()
+		return nil, err
+	}
+	return func() error { // both locks held
+		defer c.wmu.Unlock()
+		return c.timed(func() error {
+			_, err := c.frames.Conn.Write(wire[written:])
+			c.frames.mu.Unlock()
+			return err
+		})
+	}, nil
+}
+
+// timed runs write under the write timeout; the caller holds wmu.
+func (c *wsConn) timed(write func() error) error {
 	c.writeStart.Store(time.Now().UnixNano())
 	c.writing.Store(true) // before looking at timerArmed: see writeTimedOut
 	c.tmu.Lock()
@@ -455,29 +535,22 @@ func (c *wsConn) write(msgs ...[]byte) error {
 		}
 	}
 	c.tmu.Unlock()
-	var err error
-	if c.frames != nil {
-		err = c.frames.writeMessages(msgs...)
-	} else {
-		for _, b := range msgs {
-			if err = c.conn.Write(context.Background(), websocket.MessageText, b); err != nil {
-				break
-			}
-		}
-	}
-	if err == nil {
-		framesWritten.Add(int64(len(msgs)))
-		writesDone.Add(1)
-	}
+	err := write()
 	c.writing.Store(false)
-	if err != nil {
-		if c.tooSlow.Load() {
-			c.t.log.Warn("websocket client too slow: disconnected", "writeTimeout", c.t.writeTimeout,
-				"requestId", RequestID(c.ctx))
-		}
-		c.closed = true
-		go c.close(closeTryAgainLater, "too slow")
+	return c.done(err)
+}
+
+// done closes the connection after a write that failed; the caller holds wmu.
+func (c *wsConn) done(err error) error {
+	if err == nil {
+		return nil
 	}
+	if c.tooSlow.Load() {
+		c.t.log.Warn("websocket client too slow: disconnected", "writeTimeout", c.t.writeTimeout,
+			"requestId", RequestID(c.ctx))
+	}
+	c.closed = true
+	go c.close(closeTryAgainLater, "too slow")
 	return err
 }
 
@@ -566,50 +639,28 @@ func (c *wsConn) sendResponseID(id string, idJSON []byte, resp *graphql.Response
 // sendData frames a result that is data alone, by hand: json.Marshal would re-validate
 // and compact the data gqlgen has just written, for every subscriber.
 func (c *wsConn) sendData(idJSON, data []byte) error {
-	b := c.frameData(getFrame(), idJSON, data)
-	err := c.write(b)
-	putFrame(b)
+	b := c.appendDataFrame(bufpool.Get(), idJSON, data)
+	err := c.writeFrames(b, 1)
+	bufpool.Put(b)
 	return err
 }
 
-// frameData appends to b the message carrying data, the result of operation idJSON.
-func (c *wsConn) frameData(b, idJSON, data []byte) []byte {
-	typ := "next"
+// appendDataFrame appends to b the websocket frame of the message carrying data, the
+// result of operation idJSON: the shared bytes are copied once, straight to where they
+// are written from.
+func (c *wsConn) appendDataFrame(b, idJSON, data []byte) []byte {
+	mid := `,"type":"next","payload":{"data":`
 	if c.legacy {
-		typ = "data"
+		mid = `,"type":"data","payload":{"data":`
 	}
-	b = append(b, `{"id":`...)
+	const head, tail = `{"id":`, "}}"
+	b = appendTextHeader(b, len(head)+len(idJSON)+len(mid)+len(data)+len(tail))
+	b = append(b, head...)
 	b = append(b, idJSON...)
-	b = append(b, `,"type":"`...)
-	b = append(b, typ...)
-	b = append(b, `","payload":{"data":`...)
+	b = append(b, mid...)
 	b = append(b, data...)
-	return append(b, "}}"...)
+	return append(b, tail...)
 }
-
-// frames pools the buffers messages are framed in: a delivery to a thousand
-// subscribers framed a thousand fresh copies of the shared result for the garbage
-// collector. coder/websocket copies what it is given, so a buffer comes back as soon as
-// its write returns.
-var frames sync.Pool
-
-func getFrame() []byte {
-	if b, ok := frames.Get().(*[]byte); ok {
-		return (*b)[:0]
-	}
-	return make([]byte, 0, 1024)
-}
-
-func putFrame(b []byte) {
-	if cap(b) > 64<<10 { // a rare large one is left to the garbage collector
-		return
-	}
-	frames.Put(&b)
-}
-
-// framesWritten and writesDone count the messages written to websockets and the writes
-// that carried them (several messages a write when a drain had them ready), for tests.
-var framesWritten, writesDone atomic.Int64
 
 // Bounds of the events one drain frames before writing them (in one write): a
 // subscriber behind by more gets them in several writes, each waiting for the client
@@ -631,7 +682,8 @@ type wsOp struct {
 	// Set by start before the first wake-up.
 	responses graphql.ResponseHandler
 	rctx      context.Context
-	shareKey  string // what its results depend on besides the event (see sharedResults)
+	noWait    context.Context // rctx for the polls of an inline drain (parley.NoWaiting)
+	shareKey  string          // what its results depend on besides the event (see sharedResults)
 
 	mu      sync.Mutex
 	poll    func(context.Context) (any, bool, error) // set by a subscription resolver: see Attach
@@ -663,7 +715,7 @@ func (op *wsOp) start(params *graphql.RawParams) {
 	}
 	responses, rctx := c.exec.DispatchOperation(ctx, rc)
 	op.mu.Lock()
-	op.responses, op.rctx = responses, rctx
+	op.responses, op.rctx, op.noWait = responses, rctx, parley.NoWaiting(rctx)
 	if op.poll != nil && c.t.shared != nil {
 		op.shareKey = shareKey(ctx, rc)
 	}
@@ -698,8 +750,10 @@ type PushTarget interface {
 	// identity, comparable, or nil: operations alike given events of the same identity
 	// have the same result, which is then executed once and shared, and push is not
 	// called for those that share it. It returns the function to call whenever poll may
-	// have something new.
-	Attach(poll func(context.Context) (event any, ok bool, err error), push func()) (wake func())
+	// have something new (wake), and the one to call instead when poll has what it reads
+	// at hand and will not wait under parley.NoWaiting (ready, for parley.ReadyWaker: it
+	// may deliver in the caller's goroutine, never waiting).
+	Attach(poll func(context.Context) (event any, ok bool, err error), push func()) (wake, ready func())
 }
 
 // PushTargetFrom returns the websocket operation a subscription resolver runs for, or
@@ -712,27 +766,47 @@ func PushTargetFrom(ctx context.Context) PushTarget {
 	return op
 }
 
-func (op *wsOp) Attach(poll func(context.Context) (any, bool, error), push func()) func() {
+func (op *wsOp) Attach(poll func(context.Context) (any, bool, error), push func()) (wake, ready func()) {
 	op.mu.Lock()
 	op.poll, op.push = poll, push
 	op.mu.Unlock()
-	return op.wake
+	return op.wake, op.ready
 }
 
 // wake starts a drain unless one is running, in which case that one goes round again.
 // It never blocks: the feed calls it while publishing.
 func (op *wsOp) wake() {
+	if op.claim() {
+		go op.drain(false)
+	}
+}
+
+// ready is the wake-up of a stream whose next poll has what it reads at hand
+// (parley.ReadyWaker): the drain runs here, in the caller's goroutine, as far as it can
+// without waiting, and goes on in a goroutine of its own only if it must wait (see
+// drain). The realtime hub calls it for each of a conversation's subscribers in turn: a
+// goroutine per delivery, its start, scheduling and exit, were a tenth of a delivery's
+// CPU.
+func (op *wsOp) ready() {
+	if op.claim() {
+		op.drain(true)
+	}
+}
+
+// claim reports whether the caller is to run a drain: none is running (else the one
+// running goes round again).
+func (op *wsOp) claim() bool {
 	op.mu.Lock()
 	defer op.mu.Unlock()
 	if op.ended || op.responses == nil { // not started yet: start wakes it
-		return
+		return false
 	}
 	if op.running {
 		op.again = true
-		return
+		return false
 	}
 	op.running = true
-	go op.drain()
+	return true
 }
 
 // drain writes every event that is ready, then ends. The events ready at once are
@@ -741,85 +815,150 @@ func (op *wsOp) wake() {
 // while the client is slow to read, which is the back-pressure: the stream reads the
 // database at the pace of these writes, and a client that stops reading is cut off by
 // the write timeout.
-func (op *wsOp) drain() {
+//
+// Inline (called by ready) it never waits: it polls under parley.NoWaiting and writes
+// only what the network takes at once (wsConn.writeNow); anything that would wait (the
+// rest of a write, a read of the database, an error or a result to send otherwise, a
+// wake-up during the drain) goes on in a goroutine of its own.
+func (op *wsOp) drain(inline bool) {
 	c := op.c
-	var batch [][]byte
-	size := 0
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		err := c.write(batch...)
-		for _, b := range batch {
-			putFrame(b)
-		}
-		clear(batch)
-		batch, size = batch[:0], 0
-		return err
+	wire, n := bufpool.Get(), 0 // framed, not yet written
+	rctx := op.rctx
+	if inline {
+		rctx = op.noWait
 	}
+	// flush writes what is framed; false ends this drain (the connection failed, or the
+	// rest went on in a goroutine).
+	flush := func() bool {
+		if n == 0 {
+			return true
+		}
+		if !inline {
+			err := c.writeFrames(wire, n)
+			wire, n = wire[:0], 0
+			return err == nil
+		}
+		rest, err := c.writeNow(wire, n)
+		if rest == nil {
+			wire, n = wire[:0], 0
+			return err == nil
+		}
+		w := wire
+		wire = nil
+		go func() {
+			err := rest()
+			bufpool.Put(w)
+			if err == nil {
+				op.drain(false)
+			}
+		}()
+		return false
+	}
+	defer func() {
+		if wire != nil {
+			bufpool.Put(wire)
+		}
+	}()
 	for {
-		if len(batch) >= maxBatchMessages || size >= maxBatchBytes {
-			if flush() != nil {
+		if n >= maxBatchMessages || len(wire) >= maxBatchBytes {
+			if !flush() {
 				return
 			}
 		}
-		event, ready, err := op.poll(op.rctx)
-		if err != nil {
-			if flush() != nil {
-				return
+		event, ready, err := op.poll(rctx)
+		var data []byte
+		var resp *graphql.Response
+		if err == nil && ready {
+			if data, resp = op.result(event); data != nil {
+				wire, n = c.appendDataFrame(wire, op.idJSON, data), n+1
+				continue
 			}
-			if op.ctx.Err() == nil && parley.ErrorCode(err) != parley.ENOTFOUND {
-				c.sendErrors(op.id, gqlerror.List{c.t.present(op.rctx, err)})
-				op.end(false)
-				return
-			}
-			op.end(true) // the conversation is gone: the subscription is over
-			return
 		}
-		if !ready {
-			if flush() != nil {
+		if err == nil && !ready {
+			if !flush() {
 				return
 			}
 			op.mu.Lock()
 			if op.again && !op.ended {
 				op.again = false
 				op.mu.Unlock()
+				if inline { // woken by the feed: the next poll may read the database
+					go op.drain(false)
+					return
+				}
 				continue
 			}
 			op.running = false
 			op.mu.Unlock()
 			return
 		}
-		execute := func() *graphql.Response {
-			op.push()
-			return op.responses(op.rctx)
-		}
-		var data []byte
-		var resp *graphql.Response
-		if event != nil && op.shareKey != "" {
-			data, resp = c.t.shared.result(op.shareKey, event, execute)
-		} else {
-			resp = execute()
-		}
-		if data == nil && plainData(resp) {
-			data = resp.Data
-		}
-		if data != nil {
-			b := c.frameData(getFrame(), op.idJSON, data)
-			batch, size = append(batch, b), size+len(b)
-			continue
-		}
-		if flush() != nil {
+		// An error, the end, or a result that is not data alone: sent after what is
+		// framed, waiting for the network as need be.
+		w, k := wire, n
+		wire = nil
+		if inline {
+			go func() {
+				if op.conclude(w, k, err, resp) {
+					op.drain(false)
+				}
+			}()
 			return
 		}
-		if resp == nil {
-			op.end(true)
+		if !op.conclude(w, k, err, resp) {
 			return
 		}
-		if c.sendResponseID(op.id, op.idJSON, resp) != nil {
-			return
-		}
+		wire, n = bufpool.Get(), 0
 	}
+}
+
+// result returns the result of the operation for event, which its poll has just
+// taken: the data, shared with the operations alike (see sharedResults) when it is data
+// alone, or else the response to send (nil: the operation is over).
+func (op *wsOp) result(event any) ([]byte, *graphql.Response) {
+	execute := func() *graphql.Response {
+		op.push()
+		return op.responses(op.rctx)
+	}
+	var data []byte
+	var resp *graphql.Response
+	if event != nil && op.shareKey != "" {
+		data, resp = op.c.t.shared.result(op.shareKey, event, execute)
+	} else {
+		resp = execute()
+	}
+	if data == nil && plainData(resp) {
+		data = resp.Data
+	}
+	return data, resp
+}
+
+// conclude writes the n frames in wire (and gives wire back to the pool), then what a
+// poll returned besides data alone: its error, which ends the operation, the
+// operation's end (resp nil), or a response to send as it is. It reports whether the
+// drain goes on.
+func (op *wsOp) conclude(wire []byte, n int, err error, resp *graphql.Response) bool {
+	c := op.c
+	var werr error
+	if n > 0 {
+		werr = c.writeFrames(wire, n)
+	}
+	bufpool.Put(wire)
+	switch {
+	case werr != nil:
+		return false
+	case err != nil:
+		if op.ctx.Err() == nil && parley.ErrorCode(err) != parley.ENOTFOUND {
+			c.sendErrors(op.id, gqlerror.List{c.t.present(op.rctx, err)})
+			op.end(false)
+			return false
+		}
+		op.end(true) // the conversation is gone: the subscription is over
+		return false
+	case resp == nil:
+		op.end(true)
+		return false
+	}
+	return c.sendResponseID(op.id, op.idJSON, resp) == nil
 }
 
 // end finishes an operation once: it is forgotten, its context cancelled, and, if

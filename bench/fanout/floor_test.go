@@ -1,0 +1,86 @@
+package main
+
+import (
+	"io"
+	"net"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// BenchmarkLoopbackWriteFloor measures the floor under a delivery's system call: one
+// write of a subscription's frame (the size of the benchmark's messageAdded result) to
+// each of 1,000 loopback TCP connections whose other ends goroutines read, as the
+// benchmark's subscribers do. It reports the writing thread's CPU per write
+// (cpu-ns/write, from getrusage(RUSAGE_THREAD): on loopback the kernel runs the
+// receiver's TCP processing and wake-up inside the sender's call, so this is what a
+// server pays per write whatever it does around it) beside the wall time. Rounds run
+// back to back, or 100 ms apart as the benchmark's messages are (the readers then
+// sleep between rounds, and the first writes of a round wake them).
+//
+//	go test -run '^$' -bench LoopbackWriteFloor -benchtime 100x ./bench/fanout
+func BenchmarkLoopbackWriteFloor(b *testing.B) {
+	b.Run("back-to-back", func(b *testing.B) { loopbackWrites(b, 0) })
+	b.Run("100ms-apart", func(b *testing.B) { loopbackWrites(b, 100*time.Millisecond) })
+}
+
+func loopbackWrites(b *testing.B, pause time.Duration) {
+	const conns = 1000
+	frame := make([]byte, 260) // a text frame of the benchmark's messageAdded result
+	frame[0], frame[1] = 0x81, 126
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, conns)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	var servers []net.Conn
+	for range conns {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		go io.Copy(io.Discard, c)
+		s := <-accepted
+		defer s.Close()
+		servers = append(servers, s)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var cpu, wall time.Duration
+	b.ResetTimer()
+	for range b.N {
+		cpu0, start := threadCPU(b), time.Now()
+		for _, s := range servers {
+			if _, err := s.Write(frame); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu, wall = cpu+threadCPU(b)-cpu0, wall+time.Since(start)
+		time.Sleep(pause)
+	}
+	b.StopTimer()
+	writes := float64(b.N * conns)
+	b.ReportMetric(float64(cpu.Nanoseconds())/writes, "cpu-ns/write")
+	b.ReportMetric(float64(wall.Nanoseconds())/writes, "ns/write")
+}
+
+// threadCPU returns the calling thread's CPU time (user and system).
+func threadCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_THREAD, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
