@@ -100,6 +100,12 @@ func NoWaiting(ctx context.Context) context.Context {
 	return context.WithValue(ctx, noWaitingKey{}, true)
 }
 
+// Waiting returns ctx for a Poll that may wait: what ctx would say anyway, but said
+// on top, so that MayWait does not walk the whole of a deep context to learn it.
+func Waiting(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noWaitingKey{}, false)
+}
+
 // MayWait reports whether a Poll under ctx may wait for the database (see NoWaiting).
 func MayWait(ctx context.Context) bool {
 	no, _ := ctx.Value(noWaitingKey{}).(bool)

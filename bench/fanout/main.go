@@ -259,7 +259,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		rows[n] = fmt.Sprintf("| %d | %d | %s | %s | %s | %.0f µs |\n", n, len(lat), ms(pct(lat, 50)), ms(pct(lat, 99)), ms(pct(lat, 100)),
+		rows[n] = fmt.Sprintf("| %d | %d | %s | %s | %s | %.1f µs |\n", n, len(lat), ms(pct(lat, 50)), ms(pct(lat, 99)), ms(pct(lat, 100)),
 			float64((cpu1-cpu0).Microseconds())/float64(len(lat)))
 		fmt.Fprintf(os.Stderr, "fanout: %d subscribers done\n", n)
 	}

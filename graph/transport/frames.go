@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 	"syscall"
+	"unsafe"
 )
 
 // frameConn is a websocket's network connection, to which the transport writes its
@@ -28,6 +29,12 @@ type frameConn struct {
 	raw syscall.RawConn // Conn's file descriptor, for writes that never wait (nil: none)
 
 	mu sync.Mutex // held across each write to Conn, so that frames stay whole
+	// What writeNow is writing, and how far it got, for writeSome (under mu): fields
+	// and a method value made once, so that a write allocates nothing.
+	now      []byte
+	nowN     int
+	nowErr   error
+	writeFun func(fd uintptr) bool
 }
 
 // Write implements io.Writer: coder/websocket's writes (its control frames, and the
@@ -41,28 +48,41 @@ func (c *frameConn) Write(p []byte) (int, error) {
 // writeNow writes what of b the network takes without waiting (the caller holds mu):
 // one write system call, retried only if interrupted. err is nil when the network is
 // merely full (n < len(b)).
+//
+// The call is raw (syscall.RawSyscall: the goroutine keeps its P, as for any call that
+// cannot block): the socket is non-blocking, so the call returns as soon as the kernel
+// has queued what fits, and the scheduler's hand-off of a P in a system call (entering
+// and leaving it, and sysmon's retaking the P of a call it finds running, waking
+// another thread for it) was a cost of its own at a thousand writes a message.
 func (c *frameConn) writeNow(b []byte) (n int, err error) {
-	cerr := c.raw.Write(func(fd uintptr) bool {
-		for n < len(b) {
-			m, e := syscall.Write(int(fd), b[n:])
-			switch {
-			case e == syscall.EINTR:
-				continue
-			case e == syscall.EAGAIN:
-			case e != nil:
-				err = e
-			default:
-				n += m
-				continue
-			}
-			break
-		}
-		return true // never wait for the network
-	})
+	c.now, c.nowN, c.nowErr = b, 0, nil
+	cerr := c.raw.Write(c.writeFun)
+	n, err = c.nowN, c.nowErr
+	c.now, c.nowErr = nil, nil
 	if err == nil {
 		err = cerr
 	}
 	return n, err
+}
+
+// writeSome is writeNow's write to the descriptor fd; it never waits for the network.
+func (c *frameConn) writeSome(fd uintptr) bool {
+	b := c.now
+	for c.nowN < len(b) {
+		m, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[c.nowN])), uintptr(len(b)-c.nowN))
+		switch {
+		case e == syscall.EINTR:
+			continue
+		case e == syscall.EAGAIN:
+		case e != 0:
+			c.nowErr = e
+		default:
+			c.nowN += int(m)
+			continue
+		}
+		break
+	}
+	return true
 }
 
 // appendTextFrame appends to b a server's text frame carrying p.
@@ -108,6 +128,7 @@ func (w *framingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	w.conn = &frameConn{Conn: nc}
 	if sc, ok := nc.(syscall.Conn); ok { // a TCP connection; not a TLS one
 		w.conn.raw, _ = sc.SyscallConn()
+		w.conn.writeFun = w.conn.writeSome
 	}
 	return w.conn, bufio.NewReadWriter(brw.Reader, bufio.NewWriterSize(w.conn, 4096)), nil
 }

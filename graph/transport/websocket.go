@@ -492,9 +492,8 @@ func (c *wsConn) writeFrames(wire []byte, n int) error {
 // written to the connection, and wire must stay as it is. err is the write's failure
 // (the connection is then closing).
 func (c *wsConn) writeNow(wire []byte, n int) (rest func() error, err error) {
-	later := func() error { return c.writeFrames(wire, n) }
 	if c.frames == nil || c.frames.raw == nil || !c.wmu.TryLock() {
-		return later, nil
+		return func() error { return c.writeFrames(wire, n) }, nil
 	}
 	if c.closed || c.t.shutdown.Err() != nil {
 		c.wmu.Unlock()
@@ -502,7 +501,7 @@ func (c *wsConn) writeNow(wire []byte, n int) (rest func() error, err error) {
 	}
 	if !c.frames.mu.TryLock() { // coder/websocket writing a control frame
 		c.wmu.Unlock()
-		return later, nil
+		return func() error { return c.writeFrames(wire, n) }, nil
 	}
 	written, err := c.frames.writeNow(wire)
 	if err != nil || written == len(wire) {
@@ -682,8 +681,10 @@ type wsOp struct {
 	// Set by start before the first wake-up.
 	responses graphql.ResponseHandler
 	rctx      context.Context
-	noWait    context.Context // rctx for the polls of an inline drain (parley.NoWaiting)
-	shareKey  string          // what its results depend on besides the event (see sharedResults)
+	// The contexts of polls: rctx for a drain that may wait (parley.Waiting), and for an
+	// inline one (parley.NoWaiting).
+	wait, noWait context.Context
+	shareKey     string // what its results depend on besides the event (see sharedResults)
 
 	mu      sync.Mutex
 	poll    func(context.Context) (any, bool, error) // set by a subscription resolver: see Attach
@@ -715,7 +716,8 @@ func (op *wsOp) start(params *graphql.RawParams) {
 	}
 	responses, rctx := c.exec.DispatchOperation(ctx, rc)
 	op.mu.Lock()
-	op.responses, op.rctx, op.noWait = responses, rctx, parley.NoWaiting(rctx)
+	op.responses, op.rctx = responses, rctx
+	op.wait, op.noWait = parley.Waiting(rctx), parley.NoWaiting(rctx)
 	if op.poll != nil && c.t.shared != nil {
 		op.shareKey = shareKey(ctx, rc)
 	}
@@ -823,7 +825,7 @@ func (op *wsOp) claim() bool {
 func (op *wsOp) drain(inline bool) {
 	c := op.c
 	wire, n := bufpool.Get(), 0 // framed, not yet written
-	rctx := op.rctx
+	rctx := op.wait
 	if inline {
 		rctx = op.noWait
 	}
