@@ -34,7 +34,7 @@ type frameConn struct {
 	now      []byte
 	nowN     int
 	nowErr   error
-	writeFun func(fd uintptr) bool
+	writeFun func(fd uintptr)
 }
 
 // Write implements io.Writer: coder/websocket's writes (its control frames, and the
@@ -56,7 +56,10 @@ func (c *frameConn) Write(p []byte) (int, error) {
 // another thread for it) was a cost of its own at a thousand writes a message.
 func (c *frameConn) writeNow(b []byte) (n int, err error) {
 	c.now, c.nowN, c.nowErr = b, 0, nil
-	cerr := c.raw.Write(c.writeFun)
+	// Control, not Write: the descriptor is held open while writeSome runs (so it cannot
+	// be closed and reused under it), and mu already keeps writes apart, without
+	// RawWrite's write lock and poll-state check (a cache miss a delivery).
+	cerr := c.raw.Control(c.writeFun)
 	n, err = c.nowN, c.nowErr
 	c.now, c.nowErr = nil, nil
 	if err == nil {
@@ -66,7 +69,7 @@ func (c *frameConn) writeNow(b []byte) (n int, err error) {
 }
 
 // writeSome is writeNow's write to the descriptor fd; it never waits for the network.
-func (c *frameConn) writeSome(fd uintptr) bool {
+func (c *frameConn) writeSome(fd uintptr) {
 	b := c.now
 	for c.nowN < len(b) {
 		m, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[c.nowN])), uintptr(len(b)-c.nowN))
@@ -82,7 +85,6 @@ func (c *frameConn) writeSome(fd uintptr) bool {
 		}
 		break
 	}
-	return true
 }
 
 // appendTextFrame appends to b a server's text frame carrying p.
