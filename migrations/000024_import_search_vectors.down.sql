@@ -1,0 +1,1 @@
+DROP FUNCTION message_search_vectors(regconfig, text, text, jsonb, jsonb, jsonb);
