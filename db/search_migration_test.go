@@ -200,3 +200,58 @@ func TestSearchToolKeysMigration(t *testing.T) {
 		t.Errorf("after migrating down, bob's bash errors: got %d, want 3", found)
 	}
 }
+
+// importSearchVectorsMigration is the number of the migration that computes an
+// import's search vectors for a batch (000024_import_search_vectors).
+const importSearchVectorsMigration = 24
+
+// Migration 000024 adds message_search_vectors, which gives the trigger's vector for
+// a message (the import's test compares them for every kind); down removes it and
+// leaves the trigger computing vectors as before.
+func TestImportSearchVectorsMigration(t *testing.T) {
+	t.Parallel()
+	_, conn, m := newMigrator(t)
+	if err := m.Migrate(importSearchVectorsMigration - 1); err != nil {
+		t.Fatalf("migrate down to before the function: %v", err)
+	}
+	exists := func(t *testing.T) bool {
+		t.Helper()
+		var n int
+		if err := conn.QueryRow(`SELECT count(*) FROM pg_proc WHERE proname = 'message_search_vectors'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	if exists(t) {
+		t.Fatal("before migrating up: message_search_vectors exists")
+	}
+	if err := m.Migrate(importSearchVectorsMigration); err != nil {
+		t.Fatalf("migrate up: %v", err)
+	}
+	var same bool
+	if err := conn.QueryRow(`SELECT v = message_search_vector(k.config, 'tool_result', 'exit 1', NULL, NULL,
+			'[{"toolName": "bash", "status": "ERROR", "output": "cannot open go.mod", "error": {"message": "timeout"}}]')
+		FROM search_config k CROSS JOIN LATERAL message_search_vectors(k.config, 'tool_result', 'exit 1', NULL, NULL,
+			'[{"toolName": "bash", "status": "ERROR", "output": "cannot open go.mod", "error": {"message": "timeout"}}]') v`).Scan(&same); err != nil {
+		t.Fatal(err)
+	}
+	if !same {
+		t.Error("after migrating up: a tool result's vector differs from the trigger's")
+	}
+	if err := m.Migrate(importSearchVectorsMigration - 1); err != nil {
+		t.Fatalf("migrate down: %v", err)
+	}
+	if exists(t) {
+		t.Error("after migrating down: message_search_vectors is still there")
+	}
+	var found int
+	convs := oldHistory(t, conn, `INSERT INTO messages (conversation_id, position, depth, kind, role, content)
+		SELECT $1, p, p, 'text', 'user', 'zanzibar ' || p FROM generate_series(1, 20) p`)
+	if err := conn.QueryRow(`SELECT count(*) FROM messages WHERE conversation_id = $1 AND search_vector @@ 'zanzibar'::tsquery`,
+		convs["ann"]).Scan(&found); err != nil {
+		t.Fatal(err)
+	}
+	if found != 20 {
+		t.Errorf("after migrating down, messages inserted: got %d found by their word, want 20", found)
+	}
+}

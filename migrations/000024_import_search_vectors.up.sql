@@ -10,8 +10,8 @@
 -- query (a PL/pgSQL function, or a scalar SQL function with subqueries, it cannot).
 --
 -- message_search_vectors is message_search_vector (000016, with 000022's parts) written
--- as one query: the same parts, the same weights, the same vector (db's
--- TestImportVectorsAreTheTriggers compares them for every kind of message). A change
+-- as one query: the same parts, the same weights, the same vector (interop's
+-- TestImportedVectorsAreTheTriggers compares them for every kind of message). A change
 -- to either changes both.
 CREATE FUNCTION message_search_vectors(cfg regconfig, kind text, content text, payload jsonb, tool_calls jsonb, tool_results jsonb)
     RETURNS SETOF tsvector LANGUAGE sql STABLE PARALLEL SAFE

@@ -1,0 +1,114 @@
+package interop_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/parley-dev/parley/internal/sessiongen"
+	"github.com/parley-dev/parley/internal/testserver"
+)
+
+// An import stores its messages with their search vectors computed for each batch
+// (message_search_vectors, migration 000024), not by the insert trigger: every stored
+// vector is the one the trigger computes (message_search_vector), for every kind of
+// message the importers make (text with thinking, tool requests and results, errors,
+// files, MCP resources, images, system controls, a message of a future kind, a
+// tombstone), and a search finds imported messages by their words.
+func TestImportedVectorsAreTheTriggers(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	var session strings.Builder
+	if err := sessiongen.Write(&session, 200); err != nil {
+		t.Fatal(err)
+	}
+	// The Parley export with its third message a tombstone, which has no vector.
+	var export map[string]any
+	if err := json.Unmarshal([]byte(readFile(t, "parleyjson/testdata/conversation.json")), &export); err != nil {
+		t.Fatal(err)
+	}
+	export["messages"].([]any)[2].(map[string]any)["deletedAt"] = "2026-03-01T12:00:09Z"
+	withTombstone, err := json.Marshal(export)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var convs []string
+	for _, in := range []struct{ format, path, data string }{
+		{format: "PARLEY_JSON", path: "parleyjson/testdata/conversation.json"},
+		{format: "PARLEY_JSON", data: string(withTombstone)},
+		{format: "CLAUDE_CODE_JSONL", path: "claudecode/testdata/session.jsonl"},
+		{format: "CLAUDE_CODE_JSONL", path: "claudecode/testdata/rewind.jsonl"},
+		{format: "OPENAI_CHAT", path: "openai/testdata/chat.json"},
+		{format: "ANTHROPIC_MESSAGES", path: "anthropic/testdata/messages.json"},
+		{format: "CLAUDE_CODE_JSONL", data: session.String()},
+		{format: "OPENAI_CHAT", data: chatWithCalls(20, true)},
+	} {
+		data := in.data
+		if in.path != "" {
+			data = readFile(t, in.path)
+		}
+		rep := importData(t, srv, in.format, data, "", "")
+		if rep.Added == 0 {
+			t.Fatalf("%s %s: imported nothing", in.format, in.path)
+		}
+		convs = append(convs, strings.TrimPrefix(rep.Conversation.ID, "conv_"))
+	}
+	var rows []struct {
+		Kind      string `db:"kind"`
+		Messages  int    `db:"messages"`
+		Thinking  int    `db:"thinking"`
+		Deleted   int    `db:"deleted"`
+		Vectors   int    `db:"vectors"`
+		Differing int    `db:"differing"`
+	}
+	if err := srv.Store.SQL().SelectContext(t.Context(), &rows, `SELECT kind, count(*) AS messages,
+			count(*) FILTER (WHERE payload @? '$.parts[*] ? (@.kind == "THINKING")') AS thinking,
+			count(*) FILTER (WHERE length(search_vector) > 0) AS vectors,
+			count(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted,
+			count(*) FILTER (WHERE search_vector IS DISTINCT FROM CASE WHEN status = 'streaming' OR deleted_at IS NOT NULL THEN NULL
+				ELSE message_search_vector((SELECT config FROM search_config), kind, content, payload, tool_calls, tool_results) END) AS differing
+		FROM messages WHERE conversation_id = ANY($1::uuid[]) GROUP BY kind ORDER BY kind`, "{"+strings.Join(convs, ",")+"}"); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	thinking, deleted := 0, 0
+	for _, r := range rows {
+		got[r.Kind] = true
+		thinking += r.Thinking
+		deleted += r.Deleted
+		if r.Differing != 0 {
+			t.Errorf("%s: %d of %d imported messages have a vector other than the trigger's", r.Kind, r.Differing, r.Messages)
+		}
+		if r.Vectors == 0 && r.Kind != "system_control" && r.Kind != "future_note" { // neither has words
+			t.Errorf("%s: none of %d imported messages has a vector with words", r.Kind, r.Messages)
+		}
+	}
+	for _, kind := range []string{"text", "tool_request", "tool_result", "file_reference", "mcp_resource", "image", "system_control"} {
+		if !got[kind] {
+			t.Errorf("no imported message of kind %s: the comparison does not cover it (kinds %v)", kind, got)
+		}
+	}
+	if thinking == 0 {
+		t.Error("no imported message with thinking: the comparison does not cover it")
+	}
+	if deleted != 1 {
+		t.Errorf("got %d imported tombstones, want 1: the comparison does not cover them", deleted)
+	}
+	for _, word := range []string{"README", "flaky"} {
+		searchFinds(t, srv, word)
+	}
+}
+
+// searchFinds checks that a search for query finds at least one message.
+func searchFinds(t *testing.T, srv *testserver.Server, query string) {
+	t.Helper()
+	var out struct {
+		Search struct {
+			Edges []struct{ Cursor string }
+		}
+	}
+	srv.MustDo(t, `query($q: String!) { search(query: $q, first: 5) { edges { cursor } } }`, map[string]any{"q": query}, &out)
+	if len(out.Search.Edges) == 0 {
+		t.Errorf("search %q: found nothing, want the imported messages that have it", query)
+	}
+}
