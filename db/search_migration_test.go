@@ -3,10 +3,7 @@ package db_test
 import (
 	"database/sql"
 	"slices"
-	"strings"
 	"testing"
-
-	"github.com/lib/pq"
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/db"
@@ -209,11 +206,8 @@ func TestSearchToolKeysMigration(t *testing.T) {
 const importSearchVectorsMigration = 24
 
 // Migration 000024 adds message_search_vectors, which gives the trigger's vector for
-// a message (the import's test compares them for every kind), and splits paths with
-// replace() as 000016's regular expression did, for every input (separators doubled,
-// Windows paths, multibyte text, \x01 already there, text past the 100,000 characters
-// searched); down removes the function, puts the regular expression back and leaves
-// the trigger computing vectors as before.
+// a message (the import's test compares them for every kind); down removes the
+// function and leaves the trigger computing vectors as before.
 func TestImportSearchVectorsMigration(t *testing.T) {
 	t.Parallel()
 	_, conn, m := newMigrator(t)
@@ -244,37 +238,11 @@ func TestImportSearchVectorsMigration(t *testing.T) {
 	if !same {
 		t.Error("after migrating up: a tool result's vector differs from the trigger's")
 	}
-	// search_split with replace() splits as 000016's regexp_replace did.
-	inputs := []string{"internal/db/tree.go", "example.com:8080/a.b?c=d", `C:\Users\dev\file.txt`, `a//b..c::d\\e`, "", "no separators here",
-		"日本/語.テキスト:ü\\ß", "\x01 already/.\x01", strings.Repeat(`a/b.c:d\`, 12500) + "tail/.", strings.Repeat("é/", 60000)}
-	var differing []string
-	if err := conn.QueryRow(`SELECT coalesce(array_agg(left(t, 40)), '{}') FROM unnest($1::text[]) t
-		WHERE search_split(t) IS DISTINCT FROM regexp_replace(left(t, 100000), '([/.:\\])', E'\\1\x01', 'g')`,
-		pq.Array(inputs)).Scan(pq.Array(&differing)); err != nil {
-		t.Fatal(err)
-	}
-	if len(differing) != 0 {
-		t.Errorf("after migrating up: search_split differs from the regular expression's split for %q", differing)
-	}
-	splitByRegexp := func(t *testing.T) bool {
-		t.Helper()
-		var def string
-		if err := conn.QueryRow(`SELECT pg_get_functiondef('search_split(text)'::regprocedure)`).Scan(&def); err != nil {
-			t.Fatal(err)
-		}
-		return strings.Contains(def, "regexp_replace")
-	}
-	if splitByRegexp(t) {
-		t.Error("after migrating up: search_split still uses regexp_replace")
-	}
 	if err := m.Migrate(importSearchVectorsMigration - 1); err != nil {
 		t.Fatalf("migrate down: %v", err)
 	}
 	if exists(t) {
 		t.Error("after migrating down: message_search_vectors is still there")
-	}
-	if !splitByRegexp(t) {
-		t.Error("after migrating down: search_split is not 000016's regexp_replace")
 	}
 	var found int
 	convs := oldHistory(t, conn, `INSERT INTO messages (conversation_id, position, depth, kind, role, content)

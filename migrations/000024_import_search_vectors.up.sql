@@ -47,13 +47,3 @@ AS $$
             FROM jsonb_array_elements(payload->'parts') t WHERE t->>'kind' = 'THINKING')
         END AS thinking) p
 $$;
-
--- search_split (000016) put a \x01 after every / . : and \ with regexp_replace, which on
--- text full of paths (a tool's output: go test's, ls's, a stack trace) was most of the
--- vector's cost: 4.4 s of CPU for 40,000 tool results of 2 kB, against 0.9 s for four
--- replace() calls, one a character. The result is the same (a \x01 inserted is none of
--- the four, so no replace sees another's), for the trigger, the import, the queries and
--- the snippets alike; TestImportSearchVectorsMigration compares the two.
-CREATE OR REPLACE FUNCTION search_split(t text) RETURNS text
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
-    RETURN replace(replace(replace(replace(left(t, 100000), '/', E'/\x01'), '.', E'.\x01'), ':', E':\x01'), '\', E'\\\x01');
