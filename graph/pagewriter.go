@@ -281,32 +281,23 @@ func (w *jsonWriter) escape(c byte) {
 func (w *jsonWriter) finalStr(s string) {
 	w.b = append(w.b, '"')
 	start := 0
-	for i := jsonscan.InString(s, 0, &finalSpecial); i < len(s); i = jsonscan.InString(s, i+1, &finalSpecial) {
-		c := s[i]
-		if c == 0xE2 { // U+2028 and U+2029 begin so, as do other runes
-			if i+2 >= len(s) || s[i+1] != 0x80 || s[i+2]&^1 != 0xA8 {
-				continue
-			}
+	for i := jsonscan.InString(s, 0, &finalSpecial); i < len(s); i = jsonscan.InString(s, i, &finalSpecial) {
+		esc, n := transport.HTMLEscape(s, i)
+		switch {
+		case n > 0:
 			w.b = append(w.b, s[start:i]...)
-			w.b = append(w.b, '\\', 'u', '2', '0', '2', lowerHex[s[i+2]&0xf])
-			i += 2
+			w.b = append(w.b, esc...)
+			start = i + n
+		case s[i] < 0x20 || s[i] == '"' || s[i] == '\\':
+			w.b = append(w.b, s[start:i]...)
+			w.escape(s[i])
 			start = i + 1
-			continue
 		}
-		w.b = append(w.b, s[start:i]...)
-		if c == '<' || c == '>' || c == '&' {
-			w.b = append(w.b, '\\', 'u', '0', '0', lowerHex[c>>4], lowerHex[c&0xf])
-		} else {
-			w.escape(c)
-		}
-		start = i + 1
+		i += max(n, 1)
 	}
 	w.b = append(w.b, s[start:]...)
 	w.b = append(w.b, '"')
 }
-
-// lowerHex is encoding/json's hex alphabet, which the transport's escapes use.
-const lowerHex = "0123456789abcdef"
 
 // finalSpecial marks the bytes finalStr looks at.
 var finalSpecial [256]bool

@@ -94,8 +94,31 @@ func (f *Final) take() [][]byte {
 // dataWritten counts the responses written by appendData.
 var dataWritten atomic.Int64
 
-// lowerHex is encoding/json's hex alphabet (gqlgen's is upper case).
-const lowerHex = "0123456789abcdef"
+// HTMLEscape returns the escape json.Marshal writes, and gqlgen does not, for the
+// character that begins at s[i] when it is <, >, &, U+2028 or U+2029, and how many bytes
+// of s it stands for; n is 0 when s[i] begins none of them. AppendFinal applies it to
+// the strings of gqlgen's JSON, and package graph's page writer to the strings it
+// writes in their final form.
+func HTMLEscape[T ~string | ~[]byte](s T, i int) (esc string, n int) {
+	switch s[i] {
+	case '<':
+		return `\u003c`, 1
+	case '>':
+		return `\u003e`, 1
+	case '&':
+		return `\u0026`, 1
+	case 0xE2: // U+2028 and U+2029 begin so, as do other runes
+		if i+2 < len(s) && s[i+1] == 0x80 {
+			switch s[i+2] {
+			case 0xA8:
+				return `\u2028`, 3
+			case 0xA9:
+				return `\u2029`, 3
+			}
+		}
+	}
+	return "", 0
+}
 
 // appendData appends {"data":data} to b as json.Marshal writes a graphql.Response
 // holding only data (AppendFinal), and reports false when it cannot (the response is
@@ -140,25 +163,22 @@ func AppendFinal(b, data []byte) ([]byte, bool) {
 			if i == n {
 				break
 			}
-			switch c := data[i]; c {
+			switch data[i] {
 			case '\\':
 				i += 2 // the escaped byte is never special
 				continue
 			case '"':
 				inString = false
-			case '<', '>', '&':
-				b = append(b, data[start:i]...)
-				b = append(b, '\\', 'u', '0', '0', lowerHex[c>>4], lowerHex[c&0xf])
-				start = i + 1
-			default: // 0xE2: the first byte of U+2028 and U+2029, and of other runes
-				if i+2 < n && data[i+1] == 0x80 && data[i+2]&^1 == 0xA8 {
-					b = append(b, data[start:i]...)
-					b = append(b, '\\', 'u', '2', '0', '2', lowerHex[data[i+2]&0xf])
-					i += 2
-					start = i + 1
-				}
+				i++
+				continue
 			}
-			i++
+			esc, m := HTMLEscape(data, i)
+			if m > 0 {
+				b = append(b, data[start:i]...)
+				b = append(b, esc...)
+				start = i + m
+			}
+			i += max(m, 1)
 			continue
 		}
 		for i < n && !valueSpecial[data[i]] {
