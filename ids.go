@@ -122,3 +122,35 @@ func ParseConversationCursor(field, cursor string) (time.Time, string, error) {
 	}
 	return time.Time{}, "", Errorf(EINVALID, "%s: %q is not a conversation cursor", field, truncateForError(cursor))
 }
+
+// ForkMessageKey returns the storage key of the message at depth of the shared part of
+// the fork numbered forkNo (a conversation forked without copying its path: see
+// db.ForkConversation): a UUID of version 8 holding both, which real messages (version
+// 4 or 7) never have. The database computes the same (fork_message_id, migration
+// 000025).
+func ForkMessageKey(forkNo int64, depth int) string {
+	var u uuid.UUID
+	u[0], u[1], u[2], u[3], u[4], u[5] = byte(forkNo>>40), byte(forkNo>>32), byte(forkNo>>24), byte(forkNo>>16), byte(forkNo>>8), byte(forkNo)
+	d := uint32(depth)
+	u[6] = 0x80 | byte(d>>28&0x0f)
+	u[7] = byte(d >> 20)
+	u[8] = 0x80 | byte(d>>16&0x0f)
+	u[9] = byte(d >> 8)
+	u[10] = byte(d)
+	return u.String()
+}
+
+// ParseForkMessageKey returns the fork number and depth a key made by ForkMessageKey
+// holds; ok is false for any other key.
+func ParseForkMessageKey(key string) (forkNo int64, depth int, ok bool) {
+	u, err := uuid.Parse(key)
+	if err != nil || u.Version() != 8 || u[8]&0xf0 != 0x80 || u[11]|u[12]|u[13]|u[14]|u[15] != 0 {
+		return 0, 0, false
+	}
+	forkNo = int64(u[0])<<40 | int64(u[1])<<32 | int64(u[2])<<24 | int64(u[3])<<16 | int64(u[4])<<8 | int64(u[5])
+	d := uint32(u[6]&0x0f)<<28 | uint32(u[7])<<20 | uint32(u[8]&0x0f)<<16 | uint32(u[9])<<8 | uint32(u[10])
+	if forkNo == 0 || d == 0 || d > MaxPosition {
+		return 0, 0, false
+	}
+	return forkNo, int(d), true
+}

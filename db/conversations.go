@@ -141,6 +141,10 @@ func (db *DB) DeleteConversation(ctx context.Context, id string) error {
 		return err
 	}
 	return db.transact(ctx, func(tx *txn) error {
+		// The forks sharing its rows get their own copies first (db/fork.go).
+		if err := materializeForksOf(ctx, tx, key, 0, 0); err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE id = $1 AND owner = $2`, key, owner)
 		if err != nil {
 			return fmt.Errorf("delete conversation %s: %w", id, err)

@@ -58,11 +58,19 @@ func (db *DB) lockMessage(ctx context.Context, tx *txn, key, messageID string) (
 		messageRow
 		Now time.Time `db:"tx_now"`
 	}
+	// A message a fork shares is changed in the fork's own copy, and before it changes
+	// where it is stored, the forks sharing it get theirs (db/fork.go).
+	if err := materializeShared(ctx, tx, key, owner); err != nil {
+		return nil, "", err
+	}
 	err = tx.GetContext(ctx, &row, `SELECT `+messageColumns+`, transaction_timestamp() AS tx_now
 		FROM messages WHERE id = $1 AND `+ownedMessage("2")+` FOR UPDATE`, key, owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, "", messageNotFound(messageID)
 	} else if err != nil {
+		return nil, "", err
+	}
+	if err := materializeForksOf(ctx, tx, row.ConversationID, row.Segment, row.Depth); err != nil {
 		return nil, "", err
 	}
 	tx.setNow(row.Now)

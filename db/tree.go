@@ -685,10 +685,11 @@ func (db *DB) markMessage(ctx context.Context, messageID string,
 	return out, nil
 }
 
-// ForkConversation implements parley.TreeService: one statement copies the path (its
-// chain of segments, read as pages are) into the new conversation's segment 0, with
-// the search vectors computed for the source's rows, another the tool calls those
-// messages make. Its cost grows with the path's length (make bench-tree).
+// ForkConversation implements parley.TreeService: the fork's row with a link to the
+// path it shares (db/fork.go), whatever the path's length: the source message and its
+// conversation's row, the chain of its segment (one probe), a probe of the path's
+// conversations for a streaming message, and three inserts. A fork at a message another
+// fork shares makes that fork real first (its forked_from names a row).
 func (db *DB) ForkConversation(ctx context.Context, messageID, title string) (*parley.Conversation, error) {
 	owner, err := ownerOf(ctx)
 	if err != nil {
@@ -700,14 +701,19 @@ func (db *DB) ForkConversation(ctx context.Context, messageID, title string) (*p
 	}
 	var out *parley.Conversation
 	err = db.transact(ctx, func(tx *txn) error {
+		if err := materializeShared(ctx, tx, key, owner); err != nil {
+			return err
+		}
 		var src struct {
 			Conv    string `db:"conversation_id"`
 			Title   string `db:"title"`
 			Segment int    `db:"segment"`
 			Depth   int    `db:"depth"`
+			forkLink
 		}
-		err := tx.GetContext(ctx, &src, `SELECT m.conversation_id, own.title, m.segment, m.depth FROM messages m
-			JOIN conversations own ON own.id = m.conversation_id AND own.owner = $2
+		err := tx.GetContext(ctx, &src, `SELECT m.conversation_id, own.title, m.segment, m.depth,
+				own.fork_no, own.base_depth, own.link_convs, own.link_segs, own.link_from
+			FROM messages m JOIN conversations own ON own.id = m.conversation_id AND own.owner = $2
 			WHERE m.id = $1 FOR SHARE OF own`, key, owner)
 		if errors.Is(err, sql.ErrNoRows) {
 			return messageNotFound(messageID)
@@ -720,57 +726,39 @@ func (db *DB) ForkConversation(ctx context.Context, messageID, title string) (*p
 		if title, err = parley.CleanTitle(title); err != nil {
 			return err
 		}
-		var conv string
-		if err := tx.GetContext(ctx, &conv, `INSERT INTO conversations (title, owner, forked_from) VALUES ($1, $2, $3) RETURNING id`,
-			title, owner, key); err != nil {
-			return fmt.Errorf("create the fork: %w", err)
+		chain, from := pq.Int64Array{0}, pq.Int64Array{0}
+		if src.Segment > 0 {
+			if err := tx.QueryRowContext(ctx, `SELECT chain, chain_from FROM message_segments WHERE conversation_id = $1 AND segment = $2`,
+				src.Conv, src.Segment).Scan(&chain, &from); err != nil {
+				return fmt.Errorf("read the path's segments: %w", err)
+			}
 		}
-		// The path is as deep as the message (depths along a branch are gap-free), so a
-		// copy of fewer rows left out a streaming message. The search vectors are copied
-		// too: a message's vector depends only on what is copied with it (migration
-		// 000019), and recomputing it was most of a fork's time. With its vector and its
-		// owner given, a row does not fire the search trigger at all (migration 000023).
-		var copied int
-		if err := tx.GetContext(ctx, &copied, chainSQL("$1", "$2", "$3")+`,
-			ins AS (
-				INSERT INTO messages (conversation_id, position, segment, depth, schema_version, kind, role, content,
-					tool_calls, tool_results, payload, source_id, created_at, updated_at, status, status_reason,
-					client_message_id, body_digest, provenance, hidden, deleted_at, search_vector, owner)
-				SELECT $4, m.depth, 0, m.depth, m.schema_version, m.kind, m.role, m.content, m.tool_calls, m.tool_results,
-					m.payload, m.source_id, m.created_at, m.updated_at, m.status, m.status_reason, m.client_message_id,
-					m.body_digest, m.provenance, m.hidden, m.deleted_at, m.search_vector, $5
-				FROM chain JOIN messages m ON m.conversation_id = $1 AND m.segment = chain.seg AND m.depth <= chain.hi
-				WHERE m.status <> 'streaming'
-				RETURNING 1)
-			SELECT count(*) FROM ins`,
-			src.Conv, src.Segment, src.Depth, conv, owner); err != nil {
-			return fmt.Errorf("copy the path: %w", err)
+		entries := forkEntries(src.Conv, src.forkLink, chain, from, src.Depth)
+		convs, segs, froms := make([]string, len(entries)), make([]int64, len(entries)), make([]int64, len(entries))
+		for i, e := range entries {
+			convs[i], segs[i], froms[i] = e.conv, int64(e.seg), int64(e.from)
 		}
-		if copied != src.Depth {
+		// A streaming message cannot be shared: its content is still coming.
+		var streaming bool
+		if err := tx.GetContext(ctx, &streaming, `SELECT EXISTS (SELECT 1
+			FROM fork_link_entries($1::uuid[], $2::int[], $3::int[], $4) e
+			JOIN messages m ON m.conversation_id = e.conv AND m.segment = e.seg AND m.depth > e.lo AND m.depth <= e.hi
+				AND m.status = 'streaming')`, pq.Array(convs), pq.Array(segs), pq.Array(froms), src.Depth); err != nil {
+			return fmt.Errorf("check the path: %w", err)
+		}
+		if streaming {
 			return parley.Errorf(parley.ECONFLICT, "messageId: a message on the path to %s is still streaming; fork once it has ended", messageID)
 		}
-		// The calls of the path's requests, with their results when on the path: each
-		// copy found by its depth in segment 0, one probe of messages_branch_idx (a join
-		// of the copies on depth alone scanned them all for each, and a fork of 10,000
-		// messages took 13 s).
-		if _, err := tx.ExecContext(ctx, chainSQL("$1", "$2", "$3")+`
-			INSERT INTO tool_calls (conversation_id, call_id, name, request_id, result_id, approval_status, decided_at)
-			SELECT $4, t.call_id, t.name,
-				(SELECT n.id FROM messages n WHERE n.conversation_id = $4 AND n.segment = 0 AND n.depth = rq.depth),
-				CASE WHEN EXISTS (SELECT 1 FROM chain WHERE chain.seg = rs.segment AND rs.depth <= chain.hi)
-					THEN (SELECT n.id FROM messages n WHERE n.conversation_id = $4 AND n.segment = 0 AND n.depth = rs.depth) END,
-				t.approval_status, t.decided_at
-			FROM tool_calls t
-			JOIN messages rq ON rq.id = t.request_id
-			LEFT JOIN messages rs ON rs.id = t.result_id
-			WHERE t.conversation_id = $1 AND EXISTS (SELECT 1 FROM chain WHERE chain.seg = rq.segment AND rq.depth <= chain.hi)`,
-			src.Conv, src.Segment, src.Depth, conv); err != nil {
-			return fmt.Errorf("copy the tool calls: %w", err)
-		}
 		var row conversationRow
-		if err := tx.GetContext(ctx, &row, `UPDATE conversations SET last_position = $2, message_count = $2, active_depth = $2
-			WHERE id = $1 RETURNING `+conversationColumns, conv, copied); err != nil {
-			return err
+		if err := tx.GetContext(ctx, &row, `INSERT INTO conversations (title, owner, forked_from, fork_no, base_depth,
+				link_convs, link_segs, link_from, last_position, message_count, active_depth)
+			VALUES ($1, $2, $3, nextval('conversations_fork_no_seq'), $4, $5, $6, $7, $4, $4, $4)
+			RETURNING `+conversationColumns, title, owner, key, src.Depth, pq.Array(convs), pq.Array(segs), pq.Array(froms)); err != nil {
+			return fmt.Errorf("create the fork: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO fork_links (base, fork)
+			SELECT DISTINCT b, $2::uuid FROM unnest($1::uuid[]) AS b`, pq.Array(convs), row.ID); err != nil {
+			return fmt.Errorf("link the fork: %w", err)
 		}
 		out = row.conversation()
 		return nil

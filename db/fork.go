@@ -1,0 +1,165 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/lib/pq"
+
+	"github.com/parley-dev/parley"
+)
+
+// Copy-free forks (migration 000025). A fork's history up to the message it was forked
+// at is not copied: the fork's row holds a link, a flattened list of (conversation,
+// segment, from) entries naming the rows it shares, and its own messages start after
+// them (segment 0, depth and position base_depth + 1). Readers follow the link where
+// they follow a branch's chain of segments; in the fork, a shared row takes an id
+// derived from the fork's number and its depth (parley.ForkMessageKey), so both
+// conversations keep ids of their own.
+//
+// Whatever would change a shared row, or the fork's view of one, makes the fork real
+// first (materialize_fork: the copy a fork used to make, under the derived ids, so ids
+// stay as they were): changing or deleting a message the fork shares, deleting the
+// conversation it shares from, changing a shared message through the fork's id, adding
+// a message under a shared one other than the last, answering a shared tool call, an
+// import into the fork, and a search of the owner's messages. Reading, exporting,
+// counting, subscribing to and continuing a fork never do.
+
+// linkEntry is one entry of a fork's link: the depths (from, next entry's from] of its
+// branch are the rows of segment seg of conversation conv.
+type linkEntry struct {
+	conv string
+	seg  int
+	from int
+}
+
+// forkLink is what a conversation's row says of the rows it shares: none when depth is 0.
+type forkLink struct {
+	ForkNo sql.NullInt64  `db:"fork_no"`
+	Depth  int            `db:"base_depth"`
+	Convs  pq.StringArray `db:"link_convs"`
+	Segs   pq.Int64Array  `db:"link_segs"`
+	From   pq.Int64Array  `db:"link_from"`
+}
+
+func (l forkLink) entries() []linkEntry {
+	out := make([]linkEntry, len(l.Convs))
+	for i := range l.Convs {
+		out[i] = linkEntry{conv: l.Convs[i], seg: int(l.Segs[i]), from: int(l.From[i])}
+	}
+	return out
+}
+
+// forkLinkColumns read a forkLink from a conversations row.
+const forkLinkColumns = `fork_no, base_depth, link_convs, link_segs, link_from`
+
+// materializeFork makes the linked fork convKey real (materialize_fork); nothing when it
+// is not linked.
+func materializeFork(ctx context.Context, tx *txn, convKey string) error {
+	if _, err := tx.ExecContext(ctx, `SELECT materialize_fork($1)`, convKey); err != nil {
+		return fmt.Errorf("copy the shared history of %s: %w", parley.ConversationID(convKey), err)
+	}
+	return nil
+}
+
+// materializeForksOf makes real every fork that shares the row at depth of segment seg
+// of conversation baseKey (a depth of 0: any row of it), before that row changes or
+// goes. One probe of fork_links when there are none.
+func materializeForksOf(ctx context.Context, tx *txn, baseKey string, seg, depth int) error {
+	var forks []string
+	if err := tx.SelectContext(ctx, &forks, `SELECT c.id FROM fork_links fl JOIN conversations c ON c.id = fl.fork
+		WHERE fl.base = $1 AND ($3::int = 0 OR EXISTS (
+			SELECT 1 FROM fork_link_entries(c.link_convs, c.link_segs, c.link_from, c.base_depth) e
+			WHERE e.conv = $1 AND e.seg = $2 AND e.lo < $3 AND e.hi >= $3))
+		ORDER BY c.id`, baseKey, seg, depth); err != nil {
+		return fmt.Errorf("find the forks sharing %s: %w", parley.ConversationID(baseKey), err)
+	}
+	for _, f := range forks {
+		if err := materializeFork(ctx, tx, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// materializeShared makes real the fork of the owner's that a derived message key (a
+// shared row's id in a fork: parley.ForkMessageKey) names, so that the key names a row
+// of its own; nothing for any other key.
+func materializeShared(ctx context.Context, tx *txn, key, owner string) error {
+	forkNo, _, ok := parley.ParseForkMessageKey(key)
+	if !ok {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `SELECT materialize_fork(id) FROM conversations WHERE fork_no = $1 AND owner = $2`,
+		forkNo, owner); err != nil {
+		return fmt.Errorf("copy the shared history of message %s: %w", parley.MessageID(key), err)
+	}
+	return nil
+}
+
+// rowQueryer is a database or a transaction, for one row.
+type rowQueryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// sharedMessage is where a derived key's message lives: the fork (conv, its owner's),
+// the depth, and the real row it shows (rowConv, rowSeg).
+type sharedMessage struct {
+	Conv    string `db:"conv"`
+	Depth   int    `db:"depth"`
+	RowID   string `db:"row_id"`
+	RowConv string `db:"row_conv"`
+	RowSeg  int    `db:"row_seg"`
+}
+
+// findShared resolves a derived key of a linked fork of owner's; found is false when
+// the key is not derived, or names no shared row (a fork since made real has the row
+// itself).
+func findShared(ctx context.Context, q rowQueryer, key, owner string) (sharedMessage, bool, error) {
+	var s sharedMessage
+	forkNo, depth, ok := parley.ParseForkMessageKey(key)
+	if !ok {
+		return s, false, nil
+	}
+	err := q.QueryRowContext(ctx, `SELECT c.id::text, $3::int, m.id::text, m.conversation_id::text, m.segment
+		FROM conversations c
+		CROSS JOIN LATERAL fork_link_entries(c.link_convs, c.link_segs, c.link_from, c.base_depth) e
+		JOIN messages m ON m.conversation_id = e.conv AND m.segment = e.seg AND m.depth = $3
+		WHERE c.fork_no = $1 AND c.owner = $2 AND c.base_depth >= $3 AND e.lo < $3 AND e.hi >= $3`,
+		forkNo, owner, depth).Scan(&s.Conv, &s.Depth, &s.RowID, &s.RowConv, &s.RowSeg)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, false, nil
+	} else if err != nil {
+		return s, false, err
+	}
+	return s, true, nil
+}
+
+// forkEntries returns the link of a fork at depth of the branch of source (whose row
+// says link) through segment seg: the source's chain of segments to depth (chain and
+// from, as message_segments holds them), its shared part replaced by its own link,
+// cut at depth.
+func forkEntries(sourceKey string, link forkLink, chain, from []int64, depth int) []linkEntry {
+	var out []linkEntry
+	for i, seg := range chain {
+		lo := int(from[i])
+		if lo >= depth {
+			break
+		}
+		if seg == 0 && link.Depth > 0 {
+			for _, e := range link.entries() {
+				if e.from < depth {
+					out = append(out, e)
+				}
+			}
+			if link.Depth < depth {
+				out = append(out, linkEntry{conv: sourceKey, seg: 0, from: link.Depth})
+			}
+			continue
+		}
+		out = append(out, linkEntry{conv: sourceKey, seg: int(seg), from: lo})
+	}
+	return out
+}
