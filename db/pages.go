@@ -262,17 +262,33 @@ func chainQuery(backward bool, ord, from string) string {
 		chainOrder = "DESC"
 	}
 	return fmt.Sprintf(`SELECT x.* FROM (
-				SELECT %s AS ord, own.id AS conv, l.seg, l.lo, l.i, l.leaf,
-					COALESCE(l.next, CASE WHEN own.segments = 0 THEN %s ELSE b.leaf END) AS hi
+				SELECT %s AS ord, v.conv, v.seg, v.lo, l.i, v.j, l.leaf, v.hi, own.id AS fconv, v.shared,
+					own.fork_no AS fno, own.base_depth AS bdepth
 				FROM %s
 				CROSS JOIN LATERAL (SELECT CASE WHEN b.seg = 0 THEN '{0}' ELSE s.chain END AS chain,
 						CASE WHEN b.seg = 0 THEN '{0}' ELSE s.chain_from END AS chain_from
 					FROM (SELECT 1) one LEFT JOIN message_segments s ON s.conversation_id = own.id AND s.segment = b.seg AND b.seg > 0) sc
-				CROSS JOIN LATERAL (SELECT u.seg, u.lo, u.i, b.leaf, sc.chain_from[u.i + 1] AS next
+				CROSS JOIN LATERAL (SELECT u.seg, u.lo, u.i, b.leaf,
+						COALESCE(sc.chain_from[u.i + 1], CASE WHEN own.segments = 0 THEN %s ELSE b.leaf END) AS hi
 					FROM unnest(sc.chain, sc.chain_from) WITH ORDINALITY AS u(seg, lo, i)) l
+				CROSS JOIN LATERAL (%s) v
 			) x WHERE %s
-			ORDER BY x.ord, x.i %s`, ord, noBound, from, touches, chainOrder)
+			ORDER BY x.ord, x.i %s, x.j %s`, ord, from, noBound, linkExpansion, touches, chainOrder, chainOrder)
 }
+
+// linkExpansion is a chain entry l of a conversation own as the ranges a page reads
+// (conv, seg, lo, hi, j, shared): the entry itself, but for the segment 0 of a linked
+// fork (migration 000025, db/fork.go), the rows it shares, one range per entry of its
+// link, then its own rows of segment 0 after them. A conversation without a link reads
+// none of the link's arms (each is a one-time filter).
+const linkExpansion = `SELECT own.id AS conv, l.seg, l.lo, l.hi, 0::bigint AS j, false AS shared
+						WHERE l.seg <> 0 OR own.base_depth = 0
+					UNION ALL
+					SELECT e.conv, e.seg, e.lo, LEAST(e.hi, l.hi), e.j, true
+					FROM fork_link_entries(own.link_convs, own.link_segs, own.link_from, own.base_depth) e
+					WHERE l.seg = 0 AND own.base_depth > 0
+					UNION ALL
+					SELECT own.id, 0, own.base_depth, l.hi, 2147483647, false WHERE l.seg = 0 AND own.base_depth > 0`
 
 // pageRange reads the page's rows of the chain's segment ch: a range of depths both of
 // whose bounds are index conditions, at most $4 rows, cut at the byte budget (budget,
@@ -290,9 +306,13 @@ func pageRange(backward bool, columns, budget, parent string) string {
 	cols, parentCol := strings.ReplaceAll(messageColumns, "\n", " ")+", body_bytes", ""
 	if parent != "" {
 		cols += ", parent"
-		parentCol = fmt.Sprintf(`, CASE WHEN %s THEN COALESCE(%s(id::text) OVER w, (SELECT x.id::text FROM messages x
-				WHERE x.conversation_id = ch.conv AND x.segment = ch.seg AND x.depth = messages.depth - 1)) END AS parent`, parent, prev)
+		parentCol = fmt.Sprintf(`, CASE WHEN NOT (%s) THEN NULL
+				WHEN ch.shared THEN fork_message_id(ch.fno, NULLIF(depth - 1, 0))::text
+				ELSE COALESCE(%s(id::text) OVER w, (SELECT x.id::text FROM messages x
+					WHERE x.conversation_id = ch.conv AND x.segment = ch.seg AND x.depth = messages.depth - 1),
+					CASE WHEN depth - 1 = ch.bdepth AND ch.seg = 0 THEN fork_message_id(ch.fno, ch.bdepth)::text END) END AS parent`, parent, prev)
 	}
+	columns = sharedColumns.Replace(columns)
 	return fmt.Sprintf(`SELECT %s FROM (
 			SELECT %s, sum(body_bytes) OVER w AS page_bytes%s
 			FROM messages WHERE conversation_id = ch.conv AND segment = ch.seg AND %s
@@ -301,6 +321,14 @@ func pageRange(backward bool, columns, budget, parent string) string {
 		WHERE %s = 0 OR s.page_bytes <= %s OR s.page_bytes = s.body_bytes`,
 		cols, columns, parentCol, rng, order, order, budget, budget)
 }
+
+// sharedColumns rewrite a page's message columns for the rows a fork shares (ch.shared,
+// linkExpansion): the fork's derived id and conversation, the depth as the position, and
+// segment 0, where the fork's history starts.
+var sharedColumns = strings.NewReplacer(
+	"id::text AS id, conversation_id::text AS conversation_id, position,",
+	"CASE WHEN ch.shared THEN fork_message_id(ch.fno, depth)::text ELSE id::text END AS id, ch.fconv::text AS conversation_id, CASE WHEN ch.shared THEN depth ELSE position END AS position,",
+	" segment, depth,", " CASE WHEN ch.shared THEN 0 ELSE segment END AS segment, depth,")
 
 // conversationPageSQL reads a conversation ($1) of the owner $5 and a page of its active
 // branch, forward (conversationPageSQL[false]) or backward (true), as pageSQL does (the
@@ -319,7 +347,7 @@ var conversationPageSQL = map[bool]string{false: conversationPageQuery(false), t
 func conversationPageQuery(backward bool) string {
 	nulls := func(n int) string { return strings.TrimSuffix(strings.Repeat("NULL, ", n), ", ") }
 	return fmt.Sprintf(`WITH own AS (
-			SELECT %s, segments, active_segment, %s AS leaf FROM conversations WHERE id = $1 AND owner = $5),
+			SELECT %s, segments, active_segment, %s AS leaf, `+forkLinkColumns+` FROM conversations WHERE id = $1 AND owner = $5),
 		chain AS (%s)
 		SELECT id::text, title, created_at, updated_at, message_count, last_position, forked_from, segments, %s FROM own
 		UNION ALL
@@ -328,7 +356,7 @@ func conversationPageQuery(backward bool) string {
 		conversationColumns, leafDepth,
 		chainQuery(backward, "1::bigint", `own CROSS JOIN LATERAL (SELECT own.active_segment AS seg, own.leaf AS leaf) b`),
 		nulls(messageWidth+1), nulls(conversationWidth),
-		pageRange(backward, pageColumns, "$6", "$7::boolean AND ch.hi = "+noBound))
+		pageRange(backward, pageColumns, "$6", "$7::boolean AND (ch.hi = "+noBound+" OR ch.shared)"))
 }
 
 // conversationWidth and messageWidth are how many columns conversationPageSQL's
