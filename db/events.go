@@ -54,8 +54,8 @@ func (db *DB) MessagesAfter(ctx context.Context, conversationID string, after, l
 		return nil, false, err
 	}
 	var rows []budgetRow
-	err = db.db.SelectContext(ctx, &rows, withinBudget(`SELECT `+messageColumns+`, `+storedBytes+` AS bytes FROM messages
-		WHERE conversation_id = $1 AND position > $2 AND `+ownedConversation("1", "4")+`
+	err = db.db.SelectContext(ctx, &rows, withinBudget(`SELECT `+messageColumns+`, `+storedBytes+` AS bytes FROM `+byPosition("$1", "$2", "$3")+`
+		WHERE `+ownedConversation("1", "4")+`
 		ORDER BY position LIMIT $3`, "position", "$5", ""), key, after, limit, owner, budgetArg(maxBytes))
 	if err != nil {
 		return nil, false, classify(fmt.Errorf("read messages of %s after %d: %w", conversationID, after, err))

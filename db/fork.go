@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/lib/pq"
 
@@ -162,4 +163,63 @@ func forkEntries(sourceKey string, link forkLink, chain, from []int64, depth int
 		out = append(out, linkEntry{conv: sourceKey, seg: int(seg), from: lo})
 	}
 	return out
+}
+
+// materializeLinked makes real every linked fork of owner's, each in a transaction of
+// its own, before a search: a search reads the rows that are stored, and a shared row
+// is stored once, under its source (search would otherwise find it in the source only).
+// One probe of conversations_linked_idx when the owner has none.
+func (db *DB) materializeLinked(ctx context.Context, owner string) error {
+	var forks []string
+	if err := db.db.SelectContext(ctx, &forks, `SELECT id FROM conversations WHERE owner = $1 AND base_depth > 0`, owner); err != nil {
+		return classify(fmt.Errorf("find the owner's linked forks: %w", err))
+	}
+	for _, f := range forks {
+		if err := db.transact(ctx, func(tx *txn) error { return materializeFork(ctx, tx, f) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// byPosition is a conversation's messages with a position above after, as a table named
+// messages with messageColumns and body_bytes, for readers that follow a conversation
+// by position (realtime replay, the tree's export): its own rows, and a linked fork's
+// shared rows (positions 1..base_depth, their depths) as the fork's, at most limit of
+// each, so that ORDER BY position LIMIT limit over it reads no more than two pages.
+func byPosition(conv, after, limit string) string {
+	cols := strings.Split(strings.Join(strings.Fields(messageColumns), " "), ", ")
+	shared := make([]string, len(cols))
+	for i, c := range cols {
+		switch c {
+		case "id":
+			shared[i] = "fork_message_id(c.fork_no, m.depth) AS id"
+		case "conversation_id":
+			shared[i] = "c.id AS conversation_id"
+		case "position":
+			shared[i] = "m.depth AS position"
+		case "segment":
+			shared[i] = "0 AS segment"
+		default:
+			shared[i] = "m." + c
+		}
+	}
+	return `(SELECT * FROM (SELECT ` + strings.Join(cols, ", ") + `, body_bytes FROM messages
+			WHERE conversation_id = ` + conv + ` AND position > ` + after + ` ORDER BY position LIMIT ` + limit + `) o
+		UNION ALL
+		SELECT ` + strings.Join(shared, ", ") + `, m.body_bytes
+		FROM conversations c
+		CROSS JOIN LATERAL fork_link_entries(c.link_convs, c.link_segs, c.link_from, c.base_depth) e
+		JOIN messages m ON m.conversation_id = e.conv AND m.segment = e.seg
+			AND m.depth > GREATEST(e.lo, ` + after + `) AND m.depth <= LEAST(e.hi, ` + after + ` + ` + limit + `)
+		WHERE c.id = ` + conv + ` AND c.base_depth > ` + after + `) messages`
+}
+
+// activeLeafOf is the id, as text, of the active leaf of the conversation whose row is
+// own: a row of its own, or a linked fork's last shared row while it has none after it.
+func activeLeafOf(own string) string {
+	return `COALESCE((SELECT m.id::text FROM messages m WHERE m.conversation_id = ` + own + `.id
+			AND m.segment = ` + own + `.active_segment AND m.depth = ` + strings.ReplaceAll(leafDepth, "segments", own+".segments") + `),
+		CASE WHEN ` + own + `.active_segment = 0 AND ` + own + `.base_depth > 0 AND ` + own + `.base_depth = ` + strings.ReplaceAll(leafDepth, "segments", own+".segments") + `
+			THEN fork_message_id(` + own + `.fork_no, ` + own + `.base_depth)::text END)`
 }

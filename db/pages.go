@@ -310,7 +310,7 @@ func pageRange(backward bool, columns, budget, parent string) string {
 				WHEN ch.shared THEN fork_message_id(ch.fno, NULLIF(depth - 1, 0))::text
 				ELSE COALESCE(%s(id::text) OVER w, (SELECT x.id::text FROM messages x
 					WHERE x.conversation_id = ch.conv AND x.segment = ch.seg AND x.depth = messages.depth - 1),
-					CASE WHEN depth - 1 = ch.bdepth AND ch.seg = 0 THEN fork_message_id(ch.fno, ch.bdepth)::text END) END AS parent`, parent, prev)
+					CASE WHEN depth - 1 = ch.bdepth AND ch.bdepth > 0 AND ch.seg = 0 THEN fork_message_id(ch.fno, ch.bdepth)::text END) END AS parent`, parent, prev)
 	}
 	columns = sharedColumns.Replace(columns)
 	return fmt.Sprintf(`SELECT %s FROM (

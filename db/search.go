@@ -250,6 +250,9 @@ func (db *DB) Search(ctx context.Context, req parley.SearchRequest) (*parley.Sea
 	if err != nil {
 		return nil, err
 	}
+	if err := db.materializeLinked(ctx, owner); err != nil {
+		return nil, err
+	}
 	stmt, a, err := searchSQL(&req, after, owner, cfg, query)
 	if err != nil {
 		return nil, err
@@ -470,6 +473,9 @@ func (db *DB) SearchConversations(ctx context.Context, req parley.SearchRequest)
 	}
 	cfg, query, err := db.searchQuery(ctx, req)
 	if err != nil {
+		return nil, err
+	}
+	if err := db.materializeLinked(ctx, owner); err != nil {
 		return nil, err
 	}
 	a := args{owner}

@@ -313,7 +313,9 @@ const treeSQL = `
 		FROM m LEFT JOIN message_segments s ON s.conversation_id = m.conv AND s.segment = m.seg
 	)
 	SELECT p.id::text AS id,
-		(SELECT x.id::text FROM messages x WHERE x.conversation_id = p.conv AND x.segment = p.pseg AND x.depth = p.pdepth) AS parent,
+		COALESCE((SELECT x.id::text FROM messages x WHERE x.conversation_id = p.conv AND x.segment = p.pseg AND x.depth = p.pdepth),
+			(SELECT fork_message_id(c.fork_no, p.pdepth)::text FROM conversations c
+				WHERE c.id = p.conv AND p.pseg = 0 AND p.pdepth > 0 AND c.base_depth >= p.pdepth)) AS parent,
 		ARRAY(SELECT c.id::text FROM (
 			SELECT x.id, x.position FROM messages x
 			WHERE x.conversation_id = p.conv AND x.segment = p.pseg AND x.depth = p.depth
@@ -351,7 +353,22 @@ func findTree(ctx context.Context, q queryer, keys []string) (map[string]*parley
 		}
 		out[id] = t
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	// A row a linked fork shares is on one line in the fork: its parent is the shared row
+	// before it, and it has no siblings (a message added under any shared row but the
+	// last makes the fork real first).
+	for _, k := range keys {
+		if forkNo, depth, ok := parley.ParseForkMessageKey(k); ok && out[k] == nil {
+			t := &parley.TreeInfo{SiblingIDs: []string{parley.MessageID(k)}}
+			if depth > 1 {
+				t.ParentID = parley.MessageID(parley.ForkMessageKey(forkNo, depth-1))
+			}
+			out[k] = t
+		}
+	}
+	return out, nil
 }
 
 // fillTree sets the Tree of each message read.
@@ -386,9 +403,19 @@ func (db *DB) FindTreeInfo(ctx context.Context, messageIDs []string) (map[string
 		}
 	}
 	var owned []string
+	var forkNos, depths []int64
+	for _, k := range keys {
+		if n, d, ok := parley.ParseForkMessageKey(k); ok {
+			forkNos, depths = append(forkNos, n), append(depths, int64(d))
+		}
+	}
 	if err := db.db.SelectContext(ctx, &owned, `SELECT m.id::text FROM messages m
 		JOIN conversations own ON own.id = m.conversation_id AND own.owner = $2
-		WHERE m.id = ANY($1::uuid[])`, pq.Array(keys), owner); err != nil {
+		WHERE m.id = ANY($1::uuid[])
+		UNION ALL
+		SELECT fork_message_id(d.fno, d.depth)::text FROM unnest($3::bigint[], $4::int[]) AS d(fno, depth)
+		JOIN conversations own ON own.fork_no = d.fno AND own.owner = $2 AND own.base_depth >= d.depth`,
+		pq.Array(keys), owner, pq.Array(forkNos), pq.Array(depths)); err != nil {
 		return nil, classify(fmt.Errorf("read tree: %w", err))
 	}
 	info, err := findTree(ctx, db.db, owned)
@@ -788,8 +815,7 @@ func (db *DB) FindTreeMessages(ctx context.Context, conv *parley.Conversation, a
 	var head struct {
 		Leaf sql.NullString `db:"leaf"`
 	}
-	err = db.db.GetContext(ctx, &head, `SELECT (SELECT m.id::text FROM messages m WHERE m.conversation_id = own.id
-			AND m.segment = own.active_segment AND m.depth = `+leafDepth+`) AS leaf
+	err = db.db.GetContext(ctx, &head, `SELECT `+activeLeafOf("own")+` AS leaf
 		FROM conversations own WHERE own.id = $1 AND own.owner = $2`, key, owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, conversationNotFound(conv.ID)
@@ -799,8 +825,8 @@ func (db *DB) FindTreeMessages(ctx context.Context, conv *parley.Conversation, a
 	if head.Leaf.Valid {
 		out.ActiveLeafID = parley.MessageID(head.Leaf.String)
 	}
-	result, err := db.db.QueryContext(ctx, `SELECT `+pageColumns+` FROM messages
-		WHERE conversation_id = $1 AND position > $2 ORDER BY position LIMIT $3`, key, afterSeq, first+1)
+	result, err := db.db.QueryContext(ctx, `SELECT `+pageColumns+` FROM `+byPosition("$1", "$2", "$3")+`
+		ORDER BY position LIMIT $3`, key, afterSeq, first+1)
 	rows, cut, err := scanPage(result, err, first+1, maxBytes, false, db.log)
 	if err != nil {
 		return nil, classify(fmt.Errorf("read the tree of %s: %w", conv.ID, err))
