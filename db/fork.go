@@ -53,8 +53,8 @@ func (l forkLink) entries() []linkEntry {
 	return out
 }
 
-// forkLinkColumns read a forkLink from a conversations row.
-const forkLinkColumns = `fork_no, base_depth, link_convs, link_segs, link_from`
+// forkLinkColumns are what a conversations row says of its link.
+const forkLinkColumns = `fork_no, base_depth`
 
 // materializeFork makes the linked fork convKey real (materialize_fork); nothing when it
 // is not linked.
@@ -72,7 +72,7 @@ func materializeForksOf(ctx context.Context, tx *txn, baseKey string, seg, depth
 	var forks []string
 	if err := tx.SelectContext(ctx, &forks, `SELECT c.id FROM fork_links fl JOIN conversations c ON c.id = fl.fork
 		WHERE fl.base = $1 AND ($3::int = 0 OR EXISTS (
-			SELECT 1 FROM fork_link_entries(c.link_convs, c.link_segs, c.link_from, c.base_depth) e
+			SELECT 1 FROM fork_link_entries(c.id, c.base_depth) e
 			WHERE e.conv = $1 AND e.seg = $2 AND e.lo < $3 AND e.hi >= $3))
 		ORDER BY c.id`, baseKey, seg, depth); err != nil {
 		return fmt.Errorf("find the forks sharing %s: %w", parley.ConversationID(baseKey), err)
@@ -126,7 +126,7 @@ func findShared(ctx context.Context, q rowQueryer, key, owner string) (sharedMes
 	}
 	err := q.QueryRowContext(ctx, `SELECT c.id::text, $3::int, m.id::text, m.conversation_id::text, m.segment
 		FROM conversations c
-		CROSS JOIN LATERAL fork_link_entries(c.link_convs, c.link_segs, c.link_from, c.base_depth) e
+		CROSS JOIN LATERAL fork_link_entries(c.id, c.base_depth) e
 		JOIN messages m ON m.conversation_id = e.conv AND m.segment = e.seg AND m.depth = $3
 		WHERE c.fork_no = $1 AND c.owner = $2 AND c.base_depth >= $3 AND e.lo < $3 AND e.hi >= $3`,
 		forkNo, owner, depth).Scan(&s.Conv, &s.Depth, &s.RowID, &s.RowConv, &s.RowSeg)
@@ -188,28 +188,12 @@ func (db *DB) materializeLinked(ctx context.Context, owner string) error {
 // shared rows (positions 1..base_depth, their depths) as the fork's, at most limit of
 // each, so that ORDER BY position LIMIT limit over it reads no more than two pages.
 func byPosition(conv, after, limit string) string {
-	cols := strings.Split(strings.Join(strings.Fields(messageColumns), " "), ", ")
-	shared := make([]string, len(cols))
-	for i, c := range cols {
-		switch c {
-		case "id":
-			shared[i] = "fork_message_id(c.fork_no, m.depth) AS id"
-		case "conversation_id":
-			shared[i] = "c.id AS conversation_id"
-		case "position":
-			shared[i] = "m.depth AS position"
-		case "segment":
-			shared[i] = "0 AS segment"
-		default:
-			shared[i] = "m." + c
-		}
-	}
-	return `(SELECT * FROM (SELECT ` + strings.Join(cols, ", ") + `, body_bytes FROM messages
+	return `(SELECT * FROM (SELECT ` + messageColumns + `, body_bytes FROM messages
 			WHERE conversation_id = ` + conv + ` AND position > ` + after + ` ORDER BY position LIMIT ` + limit + `) o
 		UNION ALL
-		SELECT ` + strings.Join(shared, ", ") + `, m.body_bytes
+		SELECT ` + sharedRowColumns("c") + `, m.body_bytes
 		FROM conversations c
-		CROSS JOIN LATERAL fork_link_entries(c.link_convs, c.link_segs, c.link_from, c.base_depth) e
+		CROSS JOIN LATERAL fork_link_entries(c.id, c.base_depth) e
 		JOIN messages m ON m.conversation_id = e.conv AND m.segment = e.seg
 			AND m.depth > GREATEST(e.lo, ` + after + `) AND m.depth <= LEAST(e.hi, ` + after + ` + ` + limit + `)
 		WHERE c.id = ` + conv + ` AND c.base_depth > ` + after + `) messages`
@@ -222,4 +206,35 @@ func activeLeafOf(own string) string {
 			AND m.segment = ` + own + `.active_segment AND m.depth = ` + strings.ReplaceAll(leafDepth, "segments", own+".segments") + `),
 		CASE WHEN ` + own + `.active_segment = 0 AND ` + own + `.base_depth > 0 AND ` + own + `.base_depth = ` + strings.ReplaceAll(leafDepth, "segments", own+".segments") + `
 			THEN fork_message_id(` + own + `.fork_no, ` + own + `.base_depth)::text END)`
+}
+
+// sharedRowColumns are messageColumns of a row m that the linked fork whose row is own
+// shares, as the fork's: its derived id, the fork's id, its depth as its position,
+// segment 0.
+func sharedRowColumns(own string) string {
+	cols := strings.Split(strings.Join(strings.Fields(messageColumns), " "), ", ")
+	for i, c := range cols {
+		switch c {
+		case "id":
+			cols[i] = "fork_message_id(" + own + ".fork_no, m.depth) AS id"
+		case "conversation_id":
+			cols[i] = own + ".id AS conversation_id"
+		case "position":
+			cols[i] = "m.depth AS position"
+		case "segment":
+			cols[i] = "0 AS segment"
+		default:
+			cols[i] = "m." + c
+		}
+	}
+	return strings.Join(cols, ", ")
+}
+
+// sharedAt is the row the linked fork whose row is own shares at depth (an SQL
+// expression), as the fork's (sharedRowColumns); no row when it shares none there.
+func sharedAt(own, depth string) string {
+	return `SELECT ` + sharedRowColumns(own) + `
+		FROM fork_link_entries(` + own + `.id, ` + own + `.base_depth) e
+		JOIN messages m ON m.conversation_id = e.conv AND m.segment = e.seg AND m.depth = ` + depth + `
+		WHERE ` + own + `.base_depth >= ` + depth + ` AND e.lo < ` + depth + ` AND e.hi >= ` + depth
 }

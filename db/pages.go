@@ -285,7 +285,7 @@ const linkExpansion = `SELECT own.id AS conv, l.seg, l.lo, l.hi, 0::bigint AS j,
 						WHERE l.seg <> 0 OR own.base_depth = 0
 					UNION ALL
 					SELECT e.conv, e.seg, e.lo, LEAST(e.hi, l.hi), e.j, true
-					FROM fork_link_entries(own.link_convs, own.link_segs, own.link_from, own.base_depth) e
+					FROM fork_link_entries(own.id, own.base_depth) e
 					WHERE l.seg = 0 AND own.base_depth > 0
 					UNION ALL
 					SELECT own.id, 0, own.base_depth, l.hi, 2147483647, false WHERE l.seg = 0 AND own.base_depth > 0`

@@ -131,6 +131,10 @@ func (db *DB) place(ctx context.Context, tx *txn, convKey string, p parley.Place
 		if !ok {
 			return placed{}, spot{}, messageNotInConversation(field, id, convKey)
 		}
+		// Under a message a fork shares: the fork is made real first (db/fork.go).
+		if err := materializeShared(ctx, tx, key, owner); err != nil {
+			return placed{}, spot{}, err
+		}
 		target = key
 	}
 	var at struct {
@@ -445,6 +449,11 @@ func (db *DB) SwitchBranch(ctx context.Context, conversationID, messageID, by st
 	var out *parley.SystemControlMessage
 	err = db.transact(ctx, func(tx *txn) error {
 		out = nil
+		// Switching branches reads the tree's rows by their places: a linked fork is made
+		// real first (db/fork.go); switching is rare and the copy happens once.
+		if err := materializeFork(ctx, tx, key); err != nil {
+			return err
+		}
 		old, err := db.lockActive(ctx, tx, key)
 		if err != nil {
 			return err
@@ -536,14 +545,18 @@ func (db *DB) FindBranches(ctx context.Context, conversationID string, limit int
 		Active bool           `db:"active"`
 	}
 	result, err := db.db.QueryxContext(ctx, `
-		SELECT leaf.*, f.id::text AS fork, seg.fork_depth,
+		SELECT leaf.*, COALESCE(f.id::text, CASE WHEN seg.parent_segment = 0 AND seg.fork_depth > 0 AND seg.fork_depth <= own.base_depth
+				THEN fork_message_id(own.fork_no, seg.fork_depth)::text END) AS fork, seg.fork_depth,
 			(seg.segment = own.active_segment OR own.segments = 0) AS active
 		FROM conversations own
 		CROSS JOIN LATERAL (SELECT 0 AS segment, NULL::int AS parent_segment, 0 AS fork_depth
 			UNION ALL
 			SELECT segment, parent_segment, fork_depth FROM message_segments WHERE conversation_id = own.id) seg
-		CROSS JOIN LATERAL (SELECT `+messageColumns+` FROM messages
-			WHERE conversation_id = own.id AND segment = seg.segment ORDER BY depth DESC LIMIT 1) leaf
+		CROSS JOIN LATERAL ((SELECT `+messageColumns+` FROM messages
+				WHERE conversation_id = own.id AND segment = seg.segment ORDER BY depth DESC LIMIT 1)
+			UNION ALL
+			(`+sharedAt("own", "own.base_depth")+` AND seg.segment = 0)
+			LIMIT 1) leaf
 		LEFT JOIN messages f ON f.conversation_id = own.id AND f.segment = seg.parent_segment AND f.depth = seg.fork_depth
 		WHERE own.id = $1 AND own.owner = $2
 		ORDER BY leaf.position DESC LIMIT $3`, key, owner, limit)
@@ -624,8 +637,8 @@ func (db *DB) BranchHead(ctx context.Context, conversationID, branch string) (in
 			if at, err = spotOf(ctx, tx, key, "branch", branch); err != nil {
 				return err
 			}
-			if err := tx.GetContext(ctx, &at.Depth, `SELECT max(depth) FROM messages WHERE conversation_id = $1 AND segment = $2`,
-				key, at.Segment); err != nil {
+			if err := tx.GetContext(ctx, &at.Depth, `SELECT COALESCE(max(depth), (SELECT base_depth FROM conversations WHERE id = $1))
+				FROM messages WHERE conversation_id = $1 AND segment = $2`, key, at.Segment); err != nil {
 				return err
 			}
 		}
@@ -634,7 +647,10 @@ func (db *DB) BranchHead(ctx context.Context, conversationID, branch string) (in
 		}
 		var row messageRow
 		if err := tx.GetContext(ctx, &row, `SELECT `+messageColumns+` FROM messages
-			WHERE conversation_id = $1 AND segment = $2 AND depth = $3`, key, at.Segment, at.Depth); err != nil {
+			WHERE conversation_id = $1 AND segment = $2 AND depth = $3
+			UNION ALL
+			SELECT s.* FROM conversations own, LATERAL (`+sharedAt("own", "$3")+`) s WHERE own.id = $1 AND $2 = 0
+			LIMIT 1`, key, at.Segment, at.Depth); err != nil {
 			return fmt.Errorf("read the leaf: %w", err)
 		}
 		leaf, err = decodeMessage(&row, db.log)
@@ -739,8 +755,9 @@ func (db *DB) ForkConversation(ctx context.Context, messageID, title string) (*p
 			forkLink
 		}
 		err := tx.GetContext(ctx, &src, `SELECT m.conversation_id, own.title, m.segment, m.depth,
-				own.fork_no, own.base_depth, own.link_convs, own.link_segs, own.link_from
+				own.fork_no, own.base_depth, p.convs AS link_convs, p.segs AS link_segs, p.froms AS link_from
 			FROM messages m JOIN conversations own ON own.id = m.conversation_id AND own.owner = $2
+			LEFT JOIN fork_paths p ON p.conversation_id = own.id
 			WHERE m.id = $1 FOR SHARE OF own`, key, owner)
 		if errors.Is(err, sql.ErrNoRows) {
 			return messageNotFound(messageID)
@@ -768,7 +785,7 @@ func (db *DB) ForkConversation(ctx context.Context, messageID, title string) (*p
 		// A streaming message cannot be shared: its content is still coming.
 		var streaming bool
 		if err := tx.GetContext(ctx, &streaming, `SELECT EXISTS (SELECT 1
-			FROM fork_link_entries($1::uuid[], $2::int[], $3::int[], $4) e
+			FROM link_entries($1::uuid[], $2::int[], $3::int[], $4) e
 			JOIN messages m ON m.conversation_id = e.conv AND m.segment = e.seg AND m.depth > e.lo AND m.depth <= e.hi
 				AND m.status = 'streaming')`, pq.Array(convs), pq.Array(segs), pq.Array(froms), src.Depth); err != nil {
 			return fmt.Errorf("check the path: %w", err)
@@ -778,13 +795,15 @@ func (db *DB) ForkConversation(ctx context.Context, messageID, title string) (*p
 		}
 		var row conversationRow
 		if err := tx.GetContext(ctx, &row, `INSERT INTO conversations (title, owner, forked_from, fork_no, base_depth,
-				link_convs, link_segs, link_from, last_position, message_count, active_depth)
-			VALUES ($1, $2, $3, nextval('conversations_fork_no_seq'), $4, $5, $6, $7, $4, $4, $4)
-			RETURNING `+conversationColumns, title, owner, key, src.Depth, pq.Array(convs), pq.Array(segs), pq.Array(froms)); err != nil {
+				last_position, message_count, active_depth)
+			VALUES ($1, $2, $3, nextval('conversations_fork_no_seq'), $4, $4, $4, $4)
+			RETURNING `+conversationColumns, title, owner, key, src.Depth); err != nil {
 			return fmt.Errorf("create the fork: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO fork_links (base, fork)
-			SELECT DISTINCT b, $2::uuid FROM unnest($1::uuid[]) AS b`, pq.Array(convs), row.ID); err != nil {
+		if _, err := tx.ExecContext(ctx, `WITH path AS (
+				INSERT INTO fork_paths (conversation_id, convs, segs, froms) VALUES ($2, $1, $3, $4))
+			INSERT INTO fork_links (base, fork) SELECT DISTINCT b, $2::uuid FROM unnest($1::uuid[]) AS b`,
+			pq.Array(convs), row.ID, pq.Array(segs), pq.Array(froms)); err != nil {
 			return fmt.Errorf("link the fork: %w", err)
 		}
 		out = row.conversation()

@@ -2,10 +2,11 @@
 -- columns, the functions and the indexes go.
 SELECT materialize_fork(id) FROM conversations WHERE base_depth > 0;
 DROP FUNCTION materialize_fork(uuid);
-DROP FUNCTION fork_link_entries(uuid[], integer[], integer[], integer);
+DROP FUNCTION fork_link_entries(uuid, integer);
+DROP FUNCTION link_entries(uuid[], integer[], integer[], integer);
+DROP TABLE fork_paths;
 DROP FUNCTION fork_message_id(bigint, integer);
 DROP INDEX messages_streaming_idx;
 DROP INDEX conversations_linked_idx;
 DROP TABLE fork_links;
-ALTER TABLE conversations DROP CONSTRAINT conversations_link_check,
-    DROP COLUMN link_from, DROP COLUMN link_segs, DROP COLUMN link_convs, DROP COLUMN base_depth, DROP COLUMN fork_no;
+ALTER TABLE conversations DROP COLUMN base_depth, DROP COLUMN fork_no;

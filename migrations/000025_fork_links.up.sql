@@ -15,13 +15,17 @@
 -- part of it, which is rare: reading, exporting, counting and continuing a fork never do.
 ALTER TABLE conversations
     ADD COLUMN fork_no bigint UNIQUE,
-    ADD COLUMN base_depth integer NOT NULL DEFAULT 0 CHECK (base_depth >= 0),
-    ADD COLUMN link_convs uuid[],
-    ADD COLUMN link_segs integer[],
-    ADD COLUMN link_from integer[],
-    ADD CONSTRAINT conversations_link_check CHECK ((base_depth = 0) = (link_convs IS NULL)
-        AND (link_convs IS NULL OR (fork_no IS NOT NULL
-            AND cardinality(link_convs) = cardinality(link_segs) AND cardinality(link_segs) = cardinality(link_from))));
+    ADD COLUMN base_depth integer NOT NULL DEFAULT 0 CHECK (base_depth >= 0 AND (base_depth = 0 OR fork_no IS NOT NULL));
+
+-- The link itself, in a table of its own (a linked fork's row here): the conversations
+-- row stays as narrow as it was, which its plans depend on while it is not analyzed.
+CREATE TABLE fork_paths (
+    conversation_id uuid PRIMARY KEY REFERENCES conversations (id) ON DELETE CASCADE,
+    convs uuid[] NOT NULL,
+    segs integer[] NOT NULL,
+    froms integer[] NOT NULL,
+    CHECK (cardinality(convs) > 0 AND cardinality(convs) = cardinality(segs) AND cardinality(segs) = cardinality(froms))
+);
 
 CREATE SEQUENCE conversations_fork_no_seq AS bigint MAXVALUE 281474976710655 OWNED BY conversations.fork_no;
 
@@ -51,12 +55,20 @@ CREATE FUNCTION fork_message_id(fork_no bigint, depth integer) RETURNS uuid
         || '8' || lpad(to_hex((depth >> 8) & 4095), 3, '0') || lpad(to_hex(depth & 255), 2, '0') || '0000000000')::uuid;
 
 -- The entries of a link as rows: each a segment of a conversation and its depths (lo, hi].
-CREATE FUNCTION fork_link_entries(convs uuid[], segs integer[], froms integer[], base_depth integer)
+CREATE FUNCTION link_entries(convs uuid[], segs integer[], froms integer[], base_depth integer)
     RETURNS TABLE (conv uuid, seg integer, lo integer, hi integer, j bigint)
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT k.conv, k.seg, k.lo, coalesce(lead(k.lo) OVER (ORDER BY k.j), base_depth), k.j
     FROM unnest(convs, segs, froms) WITH ORDINALITY AS k(conv, seg, lo, j)
+$$;
+
+-- The entries of the link of the fork f, which shares its depths 1..base_depth.
+CREATE FUNCTION fork_link_entries(f uuid, base_depth integer)
+    RETURNS TABLE (conv uuid, seg integer, lo integer, hi integer, j bigint)
+    LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT e.* FROM fork_paths p, link_entries(p.convs, p.segs, p.froms, base_depth) e WHERE p.conversation_id = f
 $$;
 
 -- Makes the linked fork f real: its shared rows copied in as its own (segment 0, their
@@ -81,13 +93,13 @@ BEGIN
         SELECT fork_message_id(c.fork_no, m.depth), f, m.depth, 0, m.depth, m.schema_version, m.kind, m.role, m.content,
             m.tool_calls, m.tool_results, m.payload, m.source_id, m.created_at, m.updated_at, m.status, m.status_reason,
             m.client_message_id, m.body_digest, m.provenance, m.hidden, m.deleted_at, m.search_vector, c.owner
-        FROM fork_link_entries(c.link_convs, c.link_segs, c.link_from, c.base_depth) l
+        FROM fork_link_entries(c.id, c.base_depth) l
         JOIN messages m ON m.conversation_id = l.conv AND m.segment = l.seg AND m.depth > l.lo AND m.depth <= l.hi;
     GET DIAGNOSTICS n = ROW_COUNT;
     IF n <> c.base_depth THEN
         RAISE EXCEPTION 'fork % shares % messages, found % of them', f, c.base_depth, n USING ERRCODE = 'data_corrupted';
     END IF;
-    WITH l AS MATERIALIZED (SELECT * FROM fork_link_entries(c.link_convs, c.link_segs, c.link_from, c.base_depth))
+    WITH l AS MATERIALIZED (SELECT * FROM fork_link_entries(c.id, c.base_depth))
     INSERT INTO tool_calls (conversation_id, call_id, name, request_id, result_id, approval_status, decided_at)
         SELECT f, t.call_id, t.name, fork_message_id(c.fork_no, rq.depth),
             CASE WHEN EXISTS (SELECT 1 FROM l r WHERE r.conv = rs.conversation_id AND r.seg = rs.segment
@@ -98,7 +110,8 @@ BEGIN
         JOIN messages rq ON rq.conversation_id = l.conv AND rq.segment = l.seg AND rq.depth > l.lo AND rq.depth <= l.hi
         JOIN tool_calls t ON t.request_id = rq.id
         LEFT JOIN messages rs ON rs.id = t.result_id;
-    UPDATE conversations SET base_depth = 0, link_convs = NULL, link_segs = NULL, link_from = NULL WHERE id = f;
+    UPDATE conversations SET base_depth = 0 WHERE id = f;
+    DELETE FROM fork_paths WHERE conversation_id = f;
     DELETE FROM fork_links WHERE fork = f;
     RETURN n;
 END $$;
