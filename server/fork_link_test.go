@@ -1,0 +1,137 @@
+package server_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"testing"
+
+	_ "github.com/lib/pq"
+
+	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/internal/testserver"
+)
+
+// ownRows counts the message rows stored under a conversation (its public id): a fork
+// that shares its path stores none of it.
+func ownRows(t *testing.T, srv *testserver.Server, conv string) int {
+	t.Helper()
+	key, _ := parley.ParseConversationID(conv)
+	sqlDB, err := sql.Open("postgres", srv.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sqlDB.Close()
+	var n int
+	if err := sqlDB.QueryRowContext(context.Background(), `SELECT count(*) FROM messages WHERE conversation_id = $1`, key).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func forkAt(t *testing.T, srv *testserver.Server, msg string) string {
+	t.Helper()
+	var f forkResult
+	srv.MustDo(t, forkMutation, map[string]any{"m": msg}, &f)
+	return f.ForkConversation.ID
+}
+
+func texts(p treePage) []string {
+	var out []string
+	for _, e := range p.Messages.Edges {
+		out = append(out, e.Node.Text)
+	}
+	return out
+}
+
+// TestForkSharesItsPath: a fork stores none of the path it was forked at, reads it in
+// both directions with ids of its own and continues after it; a fork of the fork, at a
+// shared message and at one of its own, reads the right path; changing a shared message
+// in the source makes the forks real first, with the ids they had, and changes the
+// source only.
+func TestForkSharesItsPath(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	src := srv.CreateConversation(t, "source")
+	var ids []string
+	for i := 1; i <= 6; i++ {
+		ids = append(ids, addAt(t, srv, src, fmt.Sprintf("m%d", i), "", "").ID)
+	}
+	fork := forkAt(t, srv, ids[3]) // m1..m4
+	if n := ownRows(t, srv, fork); n != 0 {
+		t.Fatalf("a fork of 4 messages stores %d rows, want 0 (it shares them)", n)
+	}
+	p := readBranch(t, srv, fork, map[string]any{"first": 10})
+	if got, want := texts(p), []string{"m1", "m2", "m3", "m4"}; !slices.Equal(got, want) || p.MessageCount != 4 {
+		t.Fatalf("the fork: got %v (%d), want %v", got, p.MessageCount, want)
+	}
+	shared := p.ids()
+	for i, id := range shared {
+		if id == ids[i] {
+			t.Errorf("shared message %d has the source's id %s, want one of the fork's", i+1, id)
+		}
+		if e := p.Messages.Edges[i].Node; e.Position != i+1 || (i > 0 && (e.ParentID == nil || *e.ParentID != shared[i-1])) {
+			t.Errorf("shared message %d: position %d parent %v, want %d under %s", i+1, e.Position, e.ParentID, i+1, shared[max(i-1, 0)])
+		}
+	}
+	if got := readBranch(t, srv, fork, map[string]any{"last": 2, "before": p.Messages.Edges[3].Cursor}); !slices.Equal(texts(got), []string{"m2", "m3"}) {
+		t.Errorf("backward page of the fork: got %v, want [m2 m3]", texts(got))
+	}
+
+	// Continuing the fork: its own rows, after the shared ones.
+	f5 := addAt(t, srv, fork, "f5", "", "")
+	if f5.Position != 5 || f5.ParentID == nil || *f5.ParentID != shared[3] {
+		t.Fatalf("the fork's first own message: position %d parent %v, want 5 under %s", f5.Position, f5.ParentID, shared[3])
+	}
+	f6 := addAt(t, srv, fork, "f6", "", "")
+	if n := ownRows(t, srv, fork); n != 2 {
+		t.Errorf("the fork stores %d rows after two messages, want 2", n)
+	}
+	if got := readBranch(t, srv, fork, map[string]any{"last": 3}); !slices.Equal(texts(got), []string{"m4", "f5", "f6"}) || got.Messages.TotalCount != 6 {
+		t.Errorf("the fork's last page: got %v (total %d), want [m4 f5 f6] (6)", texts(got), got.Messages.TotalCount)
+	}
+
+	// A fork of the fork at a shared message, and at one of its own.
+	inner := forkAt(t, srv, shared[1])
+	if got := texts(readBranch(t, srv, inner, map[string]any{"first": 10})); !slices.Equal(got, []string{"m1", "m2"}) {
+		t.Errorf("fork at a shared message: got %v, want [m1 m2]", got)
+	}
+	outer := forkAt(t, srv, f6.ID)
+	if got := texts(readBranch(t, srv, outer, map[string]any{"first": 10})); !slices.Equal(got, []string{"m1", "m2", "m3", "m4", "f5", "f6"}) {
+		t.Errorf("fork of the fork at its own message: got %v", got)
+	}
+	if n := ownRows(t, srv, outer); n != 0 {
+		t.Errorf("the fork of the fork stores %d rows, want 0", n)
+	}
+
+	// Hiding m2 in the source: the forks sharing it get their own copies first, under the
+	// ids they showed, and keep m2 visible.
+	srv.MustDo(t, `mutation($m: ID!) { setMessageHidden(messageId: $m, hidden: true) { __typename } }`, map[string]any{"m": ids[1]}, nil)
+	after := readBranch(t, srv, fork, map[string]any{"first": 10})
+	if got := after.ids(); !slices.Equal(got[:4], shared) {
+		t.Errorf("the fork's ids after it was made real: got %v, want %v", got[:4], shared)
+	}
+	var hid struct {
+		Conversation struct {
+			Messages struct{ Edges []struct{ Node struct{ Hidden bool } } }
+		}
+	}
+	srv.MustDo(t, `query($c: ID!) { conversation(id: $c) { messages(first: 2) { edges { node { ... on MessageBase { hidden } } } } } }`,
+		map[string]any{"c": fork}, &hid)
+	if e := hid.Conversation.Messages.Edges; len(e) != 2 || e[1].Node.Hidden {
+		t.Errorf("hiding m2 in the source hid it in the fork (or the fork lost it): %+v", e)
+	}
+	if n := ownRows(t, srv, fork); n != 6 {
+		t.Errorf("the fork stores %d rows once made real, want 6", n)
+	}
+	if got := texts(readBranch(t, srv, outer, map[string]any{"first": 10})); !slices.Equal(got, []string{"m1", "m2", "m3", "m4", "f5", "f6"}) {
+		t.Errorf("the fork of the fork after the change: got %v", got)
+	}
+
+	// Deleting the first fork leaves the fork of it, which shared its rows, whole.
+	srv.MustDo(t, `mutation($c: ID!) { deleteConversation(id: $c) }`, map[string]any{"c": fork}, nil)
+	if got := texts(readBranch(t, srv, outer, map[string]any{"first": 10})); !slices.Equal(got, []string{"m1", "m2", "m3", "m4", "f5", "f6"}) {
+		t.Errorf("the fork of a deleted fork: got %v", got)
+	}
+}
