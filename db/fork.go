@@ -24,9 +24,9 @@ import (
 // first (materialize_fork: the copy a fork used to make, under the derived ids, so ids
 // stay as they were): changing or deleting a message the fork shares, deleting the
 // conversation it shares from, changing a shared message through the fork's id, adding
-// a message under a shared one other than the last, answering a shared tool call, an
-// import into the fork, and a search of the owner's messages. Reading, exporting,
-// counting, subscribing to and continuing a fork never do.
+// a message under a shared one, switching the fork's branches, answering a shared tool
+// call, an import into the fork. Reading, exporting, counting, searching, subscribing
+// to and continuing a fork never do.
 
 // linkEntry is one entry of a fork's link: the depths (from, next entry's from] of its
 // branch are the rows of segment seg of conversation conv.
@@ -163,23 +163,6 @@ func forkEntries(sourceKey string, link forkLink, chain, from []int64, depth int
 		out = append(out, linkEntry{conv: sourceKey, seg: int(seg), from: lo})
 	}
 	return out
-}
-
-// materializeLinked makes real every linked fork of owner's, each in a transaction of
-// its own, before a search: a search reads the rows that are stored, and a shared row
-// is stored once, under its source (search would otherwise find it in the source only).
-// One probe of conversations_linked_idx when the owner has none.
-func (db *DB) materializeLinked(ctx context.Context, owner string) error {
-	var forks []string
-	if err := db.db.SelectContext(ctx, &forks, `SELECT id FROM conversations WHERE owner = $1 AND base_depth > 0`, owner); err != nil {
-		return classify(fmt.Errorf("find the owner's linked forks: %w", err))
-	}
-	for _, f := range forks {
-		if err := db.transact(ctx, func(tx *txn) error { return materializeFork(ctx, tx, f) }); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // byPosition is a conversation's messages with a position above after, as a table named

@@ -32,10 +32,46 @@ const onActiveBranch = `(c.segments = 0
 // (onActive says whether it is the active branch): the active leaf, or the last message
 // of m's segment (the branch through m continued along first children).
 var branchLeafOf = `(CASE WHEN onactive
-	THEN (SELECT l.id FROM messages l WHERE l.conversation_id = c.id AND l.segment = c.active_segment
-		AND l.depth = ` + leafDepthOf("c") + `)
-	ELSE (SELECT l.id FROM messages l WHERE l.conversation_id = c.id AND l.segment = m.segment
-		ORDER BY l.depth DESC LIMIT 1) END)`
+	THEN ` + activeLeafOf("c") + `
+	ELSE COALESCE((SELECT l.id::text FROM messages l WHERE l.conversation_id = c.id AND l.segment = m.segment
+		ORDER BY l.depth DESC LIMIT 1),
+		CASE WHEN m.segment = 0 AND c.base_depth > 0 THEN fork_message_id(c.fork_no, c.base_depth)::text END) END)`
+
+// sharedHits is, for search, the rows the owner's ($1) linked forks share (db/fork.go)
+// whose vectors match q, each as the fork's message m (sharedRowColumns, with its
+// vector, its owner and the row's own id, rid) of the fork c: one probe of
+// conversations_linked_idx when the owner has no linked fork, else the search index
+// probed per entry of each link.
+func sharedHits(q string) string {
+	return `conversations c
+		CROSS JOIN LATERAL fork_link_entries(c.id, c.base_depth) e
+		CROSS JOIN LATERAL (SELECT ` + sharedRowColumns("c") + `, m.search_vector, m.owner, m.id AS rid
+			FROM messages m WHERE m.conversation_id = e.conv AND m.segment = e.seg AND m.depth > e.lo AND m.depth <= e.hi
+				AND m.search_vector IS NOT NULL AND m.search_vector @@ ` + q + ` AND m.deleted_at IS NULL) m
+		WHERE c.owner = $1 AND c.base_depth > 0 AND`
+}
+
+// hitColumns are messageColumns of a relevance hit read by its row (m) and its
+// candidate (r): the hit's id, and for a row a fork shares, the fork's conversation,
+// the depth as the position, segment 0.
+var hitColumns = func() string {
+	cols := strings.Split(strings.Join(strings.Fields(messageColumns), " "), ", ")
+	for i, c := range cols {
+		switch c {
+		case "id":
+			cols[i] = "r.id"
+		case "conversation_id":
+			cols[i] = "COALESCE(r.fconv, m.conversation_id) AS conversation_id"
+		case "position":
+			cols[i] = "CASE WHEN r.fconv IS NULL THEN m.position ELSE m.depth END AS position"
+		case "segment":
+			cols[i] = "CASE WHEN r.fconv IS NULL THEN m.segment ELSE 0 END AS segment"
+		default:
+			cols[i] = "m." + c
+		}
+	}
+	return strings.Join(cols, ", ")
+}()
 
 func leafDepthOf(c string) string {
 	return `(CASE WHEN ` + c + `.segments = 0 THEN ` + c + `.last_position ELSE ` + c + `.active_depth END)`
@@ -250,9 +286,6 @@ func (db *DB) Search(ctx context.Context, req parley.SearchRequest) (*parley.Sea
 	if err != nil {
 		return nil, err
 	}
-	if err := db.materializeLinked(ctx, owner); err != nil {
-		return nil, err
-	}
 	stmt, a, err := searchSQL(&req, after, owner, cfg, query)
 	if err != nil {
 		return nil, err
@@ -355,12 +388,18 @@ func searchSQL(req *parley.SearchRequest, after *parley.SearchCursor, owner, cfg
 		// Newest first: for a common word Postgres walks the owner's messages newest
 		// first (messages_search_newest_idx) and stops at the page; for a rare one it
 		// reads the word's matches through the search index and sorts them.
-		found = `SELECT ` + cols + `, ` + rank + ` AS rank, (extract(epoch FROM m.created_at) * 1e6)::bigint AS micros
+		found = `SELECT * FROM ((SELECT ` + cols + `, ` + rank + ` AS rank, (extract(epoch FROM m.created_at) * 1e6)::bigint AS micros
 			FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1
 			WHERE m.owner = $1 AND m.search_vector @@ ` + wq + `
 				AND m.deleted_at IS NULL
 				AND ` + filters + `
 				` + cursorCond + `
+			ORDER BY ` + order + ` LIMIT ` + limit + `)
+			UNION ALL
+			(SELECT ` + cols + `, ` + rank + ` AS rank, (extract(epoch FROM m.created_at) * 1e6)::bigint AS micros
+			FROM ` + sharedHits(wq) + ` ` + filters + `
+				` + cursorCond + `
+			ORDER BY ` + order + ` LIMIT ` + limit + `)) m
 			ORDER BY ` + order + ` LIMIT ` + limit
 	} else {
 		// Relevance ranks a bounded set of candidates: the matches of the owner's most
@@ -379,19 +418,28 @@ func searchSQL(req *parley.SearchRequest, after *parley.SearchCursor, owner, cfg
 			}
 		}
 		// Candidates and ranks carry only ids and vectors; the page's rows are read by id.
-		found = `SELECT ` + cols + `, r.rank, (extract(epoch FROM m.created_at) * 1e6)::bigint AS micros
-			FROM (SELECT m.id, ` + rank + ` AS rank
-				FROM (SELECT m.id, m.search_vector
+		// A linked fork's shared rows are candidates too, under the fork's ids (sharedHits);
+		// each candidate carries the row it reads (rid) and, for those, the fork (fconv).
+		n := strconv.Itoa(parley.SearchRelevanceCandidates)
+		found = `SELECT ` + hitColumns + `, r.rank, (extract(epoch FROM m.created_at) * 1e6)::bigint AS micros
+			FROM (SELECT m.id, m.rid, m.fconv, ` + rank + ` AS rank
+				FROM ((SELECT m.id, m.search_vector, m.id AS rid, NULL::uuid AS fconv, c.updated_at AS cu, c.id AS cid, m.segment AS s, m.depth AS d
 					FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1
 					WHERE m.owner = $1 AND m.search_vector @@ ` + candidates + `
 						AND m.deleted_at IS NULL
 						AND ` + filters + `
 					ORDER BY c.updated_at DESC, c.id DESC, m.segment DESC, m.depth DESC
-					LIMIT ` + strconv.Itoa(parley.SearchRelevanceCandidates) + `) m
+					LIMIT ` + n + `)
+					UNION ALL
+					(SELECT m.id, m.search_vector, m.rid, c.id, c.updated_at, c.id, m.segment, m.depth
+					FROM ` + sharedHits(candidates) + ` ` + filters + `
+					ORDER BY c.updated_at DESC, c.id DESC, m.segment DESC, m.depth DESC
+					LIMIT ` + n + `)
+					ORDER BY cu DESC, cid DESC, s DESC, d DESC LIMIT ` + n + `) m
 				WHERE true ` + weightCheck + `
 					` + cursorCond + `
 				ORDER BY ` + order + ` LIMIT ` + limit + `) r
-			JOIN messages m ON m.id = r.id`
+			JOIN messages m ON m.id = r.rid`
 	}
 	// The page's rows are found first; their snippets, branch and leaf are made for them only.
 	stmt := `SELECT h.*, ts_headline(` + cfgP + `::regconfig, message_search_document(h.kind, h.content, h.payload, h.tool_calls,
@@ -475,9 +523,6 @@ func (db *DB) SearchConversations(ctx context.Context, req parley.SearchRequest)
 	if err != nil {
 		return nil, err
 	}
-	if err := db.materializeLinked(ctx, owner); err != nil {
-		return nil, err
-	}
 	a := args{owner}
 	qp := a.add(query) + `::tsquery`
 	cfgP := a.add(cfg) + `::regconfig`
@@ -494,12 +539,20 @@ func (db *DB) SearchConversations(ctx context.Context, req parley.SearchRequest)
 			cursorCond = `WHERE (rank < ` + r + `::real OR rank = ` + r + `::real AND id > ` + a.add(after.Key) + `::uuid)`
 		}
 	}
+	wq := a.add(weightTSQuery(query, "ABC")) + `::tsquery`
+	// A linked fork's shared rows are its hits too (sharedHits), on every branch of it.
 	stmt := `WITH hits AS (
-			SELECT m.conversation_id, count(*) AS n, max(ts_rank_cd(m.search_vector, ` + qp + `)) AS best
-			FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1
-			WHERE m.owner = $1 AND m.search_vector @@ ` + a.add(weightTSQuery(query, "ABC")) + `::tsquery
-				AND m.deleted_at IS NULL AND ` + onActiveBranch + `
-			GROUP BY m.conversation_id),
+			SELECT conversation_id, sum(n) AS n, max(best) AS best FROM (
+				SELECT m.conversation_id, count(*) AS n, max(ts_rank_cd(m.search_vector, ` + qp + `)) AS best
+				FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.owner = $1
+				WHERE m.owner = $1 AND m.search_vector @@ ` + wq + `
+					AND m.deleted_at IS NULL AND ` + onActiveBranch + `
+				GROUP BY m.conversation_id
+				UNION ALL
+				SELECT c.id, count(*), max(ts_rank_cd(m.search_vector, ` + qp + `))
+				FROM ` + sharedHits(wq) + ` true
+				GROUP BY c.id) h
+			GROUP BY conversation_id),
 		found AS (
 			SELECT c.id, c.updated_at, coalesce(h.n, 0) AS n, ` + titleVec + ` @@ ` + qp + ` AS title_matched,
 				greatest(coalesce(h.best, 0), CASE WHEN ` + titleVec + ` @@ ` + qp + `

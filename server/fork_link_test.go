@@ -79,6 +79,46 @@ func TestForkSharesItsPath(t *testing.T) {
 		t.Errorf("backward page of the fork: got %v, want [m2 m3]", texts(got))
 	}
 
+	// Search finds a shared message in the source and in the fork, under the fork's id,
+	// in either order, and in the fork's scope alone; the fork's leaf is its last shared
+	// message. Nothing is copied for it.
+	for _, order := range []string{"RELEVANCE", "NEWEST"} {
+		r := search(t, srv, "m3", map[string]any{"o": order})
+		if got, want := hitIDs(r), sorted(ids[2], shared[2]); !slices.Equal(got, want) {
+			t.Errorf("search m3 (%s): got %v, want the source's and the fork's %v", order, got, want)
+		}
+		for _, e := range r.Search.Edges {
+			if e.Node.Message.ID == shared[2] && (e.Node.Conversation.ID != fork || e.Node.BranchLeafID != shared[3] ||
+				!e.Node.OnActiveBranch || e.Node.Message.Position != 3) {
+				t.Errorf("the fork's hit (%s): %+v, want conversation %s, leaf %s, on the active branch, position 3", order, e.Node, fork, shared[3])
+			}
+		}
+	}
+	if got, want := hitIDs(search(t, srv, "m3", map[string]any{"f": map[string]any{"conversationIds": []string{fork}}})), []string{shared[2]}; !slices.Equal(got, want) {
+		t.Errorf("search m3 in the fork: got %v, want %v", got, want)
+	}
+	var convs struct {
+		SearchConversations struct {
+			Edges []struct {
+				Node struct {
+					Conversation struct{ ID string }
+					MessageHits  int
+				}
+			}
+		}
+	}
+	srv.MustDo(t, `{ searchConversations(query: "m3") { edges { node { conversation { id } messageHits } } } }`, nil, &convs)
+	var found []string
+	for _, e := range convs.SearchConversations.Edges {
+		found = append(found, fmt.Sprintf("%s:%d", e.Node.Conversation.ID, e.Node.MessageHits))
+	}
+	if want := sorted(src+":1", fork+":1"); !slices.Equal(sorted(found...), want) {
+		t.Errorf("searchConversations m3: got %v, want %v", found, want)
+	}
+	if n := ownRows(t, srv, fork); n != 0 {
+		t.Errorf("searching made the fork store %d rows, want 0", n)
+	}
+
 	// Continuing the fork: its own rows, after the shared ones.
 	f5 := addAt(t, srv, fork, "f5", "", "")
 	if f5.Position != 5 || f5.ParentID == nil || *f5.ParentID != shared[3] {
@@ -114,7 +154,9 @@ func TestForkSharesItsPath(t *testing.T) {
 	}
 	var hid struct {
 		Conversation struct {
-			Messages struct{ Edges []struct{ Node struct{ Hidden bool } } }
+			Messages struct {
+				Edges []struct{ Node struct{ Hidden bool } }
+			}
 		}
 	}
 	srv.MustDo(t, `query($c: ID!) { conversation(id: $c) { messages(first: 2) { edges { node { ... on MessageBase { hidden } } } } } }`,
