@@ -141,9 +141,18 @@ func (db *DB) DeleteConversation(ctx context.Context, id string) error {
 		return err
 	}
 	return db.transact(ctx, func(tx *txn) error {
-		// The forks sharing its rows get their own copies first (db/fork.go).
+		// The forks sharing its rows get their own copies first (db/fork.go), and the forks
+		// made from its messages (rows, or rows it shares: a range of derived ids) lose
+		// their forkedFrom.
 		if err := materializeForksOf(ctx, tx, key, 0, 0); err != nil {
 			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE conversations SET forked_from = NULL
+			WHERE forked_from IN (SELECT m.id FROM messages m WHERE m.conversation_id = $1)
+				OR forked_from BETWEEN (SELECT fork_message_id(fork_no, 0) FROM conversations WHERE id = $1 AND owner = $2)
+					AND (SELECT fork_message_id(fork_no, 2147483647) FROM conversations WHERE id = $1 AND owner = $2)`,
+			key, owner); err != nil {
+			return fmt.Errorf("unlink the forks of %s: %w", id, err)
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE id = $1 AND owner = $2`, key, owner)
 		if err != nil {

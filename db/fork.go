@@ -69,6 +69,11 @@ func materializeFork(ctx context.Context, tx *txn, convKey string) error {
 // of conversation baseKey (a depth of 0: any row of it), before that row changes or
 // goes. One probe of fork_links when there are none.
 func materializeForksOf(ctx context.Context, tx *txn, baseKey string, seg, depth int) error {
+	// The base's row is locked first, as a fork of it locks it (FOR SHARE): a fork made
+	// meanwhile is either seen here or made after this change commits.
+	if _, err := tx.ExecContext(ctx, `SELECT 1 FROM conversations WHERE id = $1 FOR NO KEY UPDATE`, baseKey); err != nil {
+		return fmt.Errorf("lock %s: %w", parley.ConversationID(baseKey), err)
+	}
 	var forks []string
 	if err := tx.SelectContext(ctx, &forks, `SELECT c.id FROM fork_links fl JOIN conversations c ON c.id = fl.fork
 		WHERE fl.base = $1 AND ($3::int = 0 OR EXISTS (

@@ -732,7 +732,7 @@ func (db *DB) markMessage(ctx context.Context, messageID string,
 // path it shares (db/fork.go), whatever the path's length: the source message and its
 // conversation's row, the chain of its segment (one probe), a probe of the path's
 // conversations for a streaming message, and three inserts. A fork at a message another
-// fork shares makes that fork real first (its forked_from names a row).
+// fork shares links to what that fork links to, cut at the message.
 func (db *DB) ForkConversation(ctx context.Context, messageID, title string) (*parley.Conversation, error) {
 	owner, err := ownerOf(ctx)
 	if err != nil {
@@ -742,11 +742,9 @@ func (db *DB) ForkConversation(ctx context.Context, messageID, title string) (*p
 	if !ok {
 		return nil, messageNotFound(messageID)
 	}
+	forkNo, depth, _ := parley.ParseForkMessageKey(key)
 	var out *parley.Conversation
 	err = db.transact(ctx, func(tx *txn) error {
-		if err := materializeShared(ctx, tx, key, owner); err != nil {
-			return err
-		}
 		var src struct {
 			Conv    string `db:"conversation_id"`
 			Title   string `db:"title"`
@@ -754,11 +752,16 @@ func (db *DB) ForkConversation(ctx context.Context, messageID, title string) (*p
 			Depth   int    `db:"depth"`
 			forkLink
 		}
-		err := tx.GetContext(ctx, &src, `SELECT m.conversation_id, own.title, m.segment, m.depth,
+		// The source message: a row, or a row a linked fork shares, at its depth of the
+		// fork's segment 0.
+		err := tx.GetContext(ctx, &src, `SELECT s.conversation_id, own.title, s.segment, s.depth,
 				own.fork_no, own.base_depth, p.convs AS link_convs, p.segs AS link_segs, p.froms AS link_from
-			FROM messages m JOIN conversations own ON own.id = m.conversation_id AND own.owner = $2
+			FROM (SELECT m.conversation_id, m.segment, m.depth FROM messages m WHERE m.id = $1
+				UNION ALL
+				SELECT c.id, 0, $4::int FROM conversations c WHERE c.fork_no = $3 AND c.base_depth >= $4::int) s
+			JOIN conversations own ON own.id = s.conversation_id AND own.owner = $2
 			LEFT JOIN fork_paths p ON p.conversation_id = own.id
-			WHERE m.id = $1 FOR SHARE OF own`, key, owner)
+			LIMIT 1 FOR SHARE OF own`, key, owner, forkNo, depth)
 		if errors.Is(err, sql.ErrNoRows) {
 			return messageNotFound(messageID)
 		} else if err != nil {

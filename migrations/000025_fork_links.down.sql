@@ -1,6 +1,8 @@
 -- Forks still linked are made real first, so going down loses nothing; then the link
 -- columns, the functions and the indexes go.
 SELECT materialize_fork(id) FROM conversations WHERE base_depth > 0;
+ALTER TABLE conversations ADD CONSTRAINT conversations_forked_from_fkey
+    FOREIGN KEY (forked_from) REFERENCES messages (id) ON DELETE SET NULL;
 DROP FUNCTION materialize_fork(uuid);
 DROP FUNCTION fork_link_entries(uuid, integer);
 DROP FUNCTION link_entries(uuid[], integer[], integer[], integer);

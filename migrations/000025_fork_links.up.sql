@@ -17,6 +17,12 @@ ALTER TABLE conversations
     ADD COLUMN fork_no bigint UNIQUE,
     ADD COLUMN base_depth integer NOT NULL DEFAULT 0 CHECK (base_depth >= 0 AND (base_depth = 0 OR fork_no IS NOT NULL));
 
+-- A fork of a fork at a message the latter shares names a message by its derived id,
+-- which has no row: forked_from is no longer a foreign key. Deleting a conversation
+-- clears the forked_from of the forks made from its messages (db.DeleteConversation), as
+-- the key's ON DELETE SET NULL did.
+ALTER TABLE conversations DROP CONSTRAINT conversations_forked_from_fkey;
+
 -- The link itself, in a table of its own (a linked fork's row here): the conversations
 -- row stays as narrow as it was, which its plans depend on while it is not analyzed.
 CREATE TABLE fork_paths (

@@ -137,6 +137,16 @@ func TestForkSharesItsPath(t *testing.T) {
 	if got := texts(readBranch(t, srv, inner, map[string]any{"first": 10})); !slices.Equal(got, []string{"m1", "m2"}) {
 		t.Errorf("fork at a shared message: got %v, want [m1 m2]", got)
 	}
+	if n := ownRows(t, srv, fork); n != 2 {
+		t.Errorf("forking at a message the fork shares made it store %d rows, want its 2", n)
+	}
+	var from struct {
+		Conversation struct{ ForkedFromID *string }
+	}
+	srv.MustDo(t, `query($c: ID!) { conversation(id: $c) { forkedFromId } }`, map[string]any{"c": inner}, &from)
+	if f := from.Conversation.ForkedFromID; f == nil || *f != shared[1] {
+		t.Errorf("the fork at a shared message: forkedFromId %v, want %s", f, shared[1])
+	}
 	outer := forkAt(t, srv, f6.ID)
 	if got := texts(readBranch(t, srv, outer, map[string]any{"first": 10})); !slices.Equal(got, []string{"m1", "m2", "m3", "m4", "f5", "f6"}) {
 		t.Errorf("fork of the fork at its own message: got %v", got)
@@ -171,9 +181,21 @@ func TestForkSharesItsPath(t *testing.T) {
 		t.Errorf("the fork of the fork after the change: got %v", got)
 	}
 
-	// Deleting the first fork leaves the fork of it, which shared its rows, whole.
+	// Deleting the first fork leaves the forks of it whole, and without their forkedFrom.
 	srv.MustDo(t, `mutation($c: ID!) { deleteConversation(id: $c) }`, map[string]any{"c": fork}, nil)
 	if got := texts(readBranch(t, srv, outer, map[string]any{"first": 10})); !slices.Equal(got, []string{"m1", "m2", "m3", "m4", "f5", "f6"}) {
 		t.Errorf("the fork of a deleted fork: got %v", got)
+	}
+	if got := texts(readBranch(t, srv, inner, map[string]any{"first": 10})); !slices.Equal(got, []string{"m1", "m2"}) {
+		t.Errorf("the fork at a shared message of a deleted fork: got %v", got)
+	}
+	for _, c := range []string{inner, outer} {
+		var link struct {
+			Conversation struct{ ForkedFromID *string }
+		}
+		srv.MustDo(t, `query($c: ID!) { conversation(id: $c) { forkedFromId } }`, map[string]any{"c": c}, &link)
+		if link.Conversation.ForkedFromID != nil {
+			t.Errorf("%s's forkedFromId after its source was deleted: %s, want null", c, *link.Conversation.ForkedFromID)
+		}
 	}
 }
