@@ -112,9 +112,10 @@ BEGIN
                     AND rs.depth > r.lo AND rs.depth <= r.hi)
                 THEN fork_message_id(c.fork_no, rs.depth) END,
             t.approval_status, t.decided_at
-        FROM l
-        JOIN messages rq ON rq.conversation_id = l.conv AND rq.segment = l.seg AND rq.depth > l.lo AND rq.depth <= l.hi
-        JOIN tool_calls t ON t.request_id = rq.id
+        FROM (SELECT DISTINCT conv FROM l) lc
+        JOIN tool_calls t ON t.conversation_id = lc.conv
+        JOIN messages rq ON rq.id = t.request_id
+        JOIN l ON l.conv = rq.conversation_id AND l.seg = rq.segment AND rq.depth > l.lo AND rq.depth <= l.hi
         LEFT JOIN messages rs ON rs.id = t.result_id;
     UPDATE conversations SET base_depth = 0 WHERE id = f;
     DELETE FROM fork_paths WHERE conversation_id = f;
