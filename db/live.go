@@ -755,9 +755,9 @@ func checkCallIDsFree(ctx context.Context, q sqlx.QueryerContext, convKey string
 	for i, c := range opened {
 		ids[i] = c.ID
 	}
-	var taken []string
-	if err := sqlx.SelectContext(ctx, q, &taken, `SELECT call_id FROM tool_calls WHERE conversation_id = $1 AND call_id = ANY($2::text[])`,
-		convKey, pq.Array(ids)); err != nil {
+	// The ids of the requests a linked fork shares are taken too (takenCallIDsSQL).
+	taken, err := takenCallIDs(ctx, q, convKey, ids)
+	if err != nil {
 		return classify(fmt.Errorf("read tool call ids of %s: %w", parley.ConversationID(convKey), err))
 	}
 	for i, c := range opened {
@@ -782,9 +782,8 @@ func (db *DB) indexable(ctx context.Context, tx *txn, convKey, messageID string,
 	for i, c := range calls {
 		ids[i] = c.ID
 	}
-	var taken []string
-	if err := tx.SelectContext(ctx, &taken, `SELECT call_id FROM tool_calls WHERE conversation_id = $1 AND call_id = ANY($2::text[])`,
-		convKey, pq.Array(ids)); err != nil {
+	taken, err := takenCallIDs(ctx, tx, convKey, ids)
+	if err != nil {
 		return nil, err
 	}
 	out := make([]parley.ToolCall, 0, len(calls))

@@ -1,0 +1,306 @@
+package server_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/parley-dev/parley/internal/testserver"
+)
+
+// The entry points that take a message id, for the messages a fork shares with its
+// source (copy-free forks, issue 16): a fork's message ids are its own, whether its
+// history was copied or not, and each of them works as it would in a copy.
+
+// forkAt forks at the message m and returns the fork's id and its messages' ids, oldest
+// first.
+func forkAt(t *testing.T, srv *testserver.Server, m string) (string, []string) {
+	t.Helper()
+	var f forkResult
+	srv.MustDo(t, forkMutation, map[string]any{"m": m}, &f)
+	return f.ForkConversation.ID, readBranch(t, srv, f.ForkConversation.ID, map[string]any{"first": 50}).ids()
+}
+
+// TestForkMessageByID: node(id:), message(id:) and nodes(ids:) find the fork's messages
+// by the fork's ids, as the fork's: their conversation, position and parent are the
+// fork's, their content the source's.
+func TestForkMessageByID(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	src := srv.CreateConversation(t, "source")
+	u1 := addAt(t, srv, src, "walrus one", "", "")
+	addAt(t, srv, src, "walrus two", "", "")
+	u3 := addAt(t, srv, src, "walrus three", "", "")
+	fork, ids := forkAt(t, srv, u3.ID)
+	if len(ids) != 3 || ids[0] == u1.ID {
+		t.Fatalf("the fork's messages: got %v, want three ids of its own", ids)
+	}
+	type msg struct {
+		ID             string
+		ConversationID string
+		Position       int
+		ParentID       *string
+		Text           string
+		Siblings       struct{ IDs []string }
+	}
+	const fields = `id conversationId position parentId siblings { ids } ... on TextMessage { text }`
+	for i, id := range ids {
+		var out struct {
+			Node    *msg
+			Message *msg
+		}
+		srv.MustDo(t, `query($id: ID!) { node(id: $id) { ... on MessageBase { `+fields+` } } message(id: $id) { ... on MessageBase { `+fields+` } } }`,
+			map[string]any{"id": id}, &out)
+		for name, m := range map[string]*msg{"node": out.Node, "message": out.Message} {
+			if m == nil {
+				t.Fatalf("%s(%s): null, want the fork's message %d", name, id, i+1)
+			}
+			var parent string
+			if m.ParentID != nil {
+				parent = *m.ParentID
+			}
+			wantParent := ""
+			if i > 0 {
+				wantParent = ids[i-1]
+			}
+			wantText := []string{"walrus one", "walrus two", "walrus three"}[i]
+			if m.ID != id || m.ConversationID != fork || m.Position != i+1 || parent != wantParent || m.Text != wantText ||
+				len(m.Siblings.IDs) != 1 || m.Siblings.IDs[0] != id {
+				t.Errorf("%s(%s): got %+v, want it in %s at %d under %q, saying %q, alone", name, id, *m, fork, i+1, wantParent, wantText)
+			}
+		}
+	}
+	var list struct{ Nodes []*msg }
+	srv.MustDo(t, `query($ids: [ID!]!) { nodes(ids: $ids) { ... on MessageBase { `+fields+` } } }`,
+		map[string]any{"ids": append(ids, u1.ID)}, &list)
+	if len(list.Nodes) != 4 || list.Nodes[0] == nil || list.Nodes[2] == nil || list.Nodes[3] == nil ||
+		list.Nodes[2].Text != "walrus three" || list.Nodes[3].ConversationID != src {
+		raw, _ := json.Marshal(list)
+		t.Errorf("nodes: got %s, want the fork's three and the source's first", raw)
+	}
+	// Another owner's id space: an id the fork never had is not found.
+	var none struct{ Node *msg }
+	srv.MustDo(t, `query($id: ID!) { node(id: $id) { ... on MessageBase { id } } }`,
+		map[string]any{"id": "msg_00000000-0009-8000-8000-010000000000"}, &none)
+	if none.Node != nil {
+		t.Errorf("a derived id of no fork: got %+v, want null", *none.Node)
+	}
+}
+
+// TestForkNodesBytesBounded: the messages a fork shares weigh in nodes(ids:)'s budget
+// under the fork's ids as they do under the source's.
+func TestForkNodesBytesBounded(t *testing.T) {
+	t.Parallel()
+	srv := testserver.NewWired(t, fmt.Sprintf("limits:\n  max_page_bytes: %d\n", 1<<20))
+	conv := srv.CreateConversation(t, "nodes")
+	var big []string
+	for i := range 3 {
+		big = append(big, srv.AddMessage(t, conv, testserver.Text("USER", fmt.Sprintf("%d:%s", i, strings.Repeat("x", 400<<10)))).ID)
+	}
+	var f forkResult
+	srv.MustDo(t, forkMutation, map[string]any{"m": big[2]}, &f)
+	var ids []string
+	args := map[string]any{"first": 1}
+	for len(ids) < 3 { // a message a page: each is most of the page's budget
+		p := readBranch(t, srv.Server, f.ForkConversation.ID, args)
+		ids = append(ids, p.ids()...)
+		if !p.Messages.PageInfo.HasNextPage {
+			break
+		}
+		args["after"] = *p.Messages.PageInfo.EndCursor
+	}
+	if len(ids) != 3 {
+		t.Fatalf("the fork's messages: got %v, want 3", ids)
+	}
+	const query = `query($ids: [ID!]!) { nodes(ids: $ids) { id } }`
+	for name, ids := range map[string][]string{"the source's": big, "the fork's": ids} {
+		if code := srv.Do(t, query, map[string]any{"ids": ids}).ErrorCode(t); code != "NODES_TOO_LARGE" {
+			t.Errorf("%s three large messages: got %s, want NODES_TOO_LARGE", name, code)
+		}
+	}
+	if r := srv.Do(t, query, map[string]any{"ids": ids[:1]}); len(r.Errors) > 0 || !strings.Contains(string(r.Data), ids[0]) {
+		t.Errorf("one of the fork's: got %s %+v, want it", r.Data, r.Errors)
+	}
+}
+
+// forkCalls is what tool call tests read of a tool request.
+type forkCalls struct {
+	ID        string
+	ToolCalls []struct {
+		CallID         string
+		ApprovalStatus string
+	}
+}
+
+// callStatus returns the approval status of call in the tool request id.
+func callStatus(t *testing.T, srv *testserver.Server, id, call string) string {
+	t.Helper()
+	var out struct{ Node *forkCalls }
+	srv.MustDo(t, `query($id: ID!) { node(id: $id) { ... on ToolRequestMessage { id toolCalls { callId approvalStatus } } } }`,
+		map[string]any{"id": id}, &out)
+	if out.Node == nil {
+		t.Fatalf("node(%s): null, want a tool request", id)
+	}
+	for _, c := range out.Node.ToolCalls {
+		if c.CallID == call {
+			return c.ApprovalStatus
+		}
+	}
+	t.Fatalf("node(%s): no call %s", id, call)
+	return ""
+}
+
+type awaitingCall struct {
+	ConversationID string
+	Message        struct{ ID string }
+	ToolCall       struct{ CallID string }
+	ClaimedBy      *string
+}
+
+func awaitingIn(t *testing.T, srv *testserver.Server, conv string) []awaitingCall {
+	t.Helper()
+	var out struct{ ToolCallsAwaitingResult []awaitingCall }
+	srv.MustDo(t, `query($c: ID) { toolCallsAwaitingResult(conversationId: $c) { conversationId message { id } toolCall { callId } claimedBy } }`,
+		map[string]any{"c": conv}, &out)
+	return out.ToolCallsAwaitingResult
+}
+
+const claimMutation = `mutation($m: ID!, $c: String!, $w: String!) { claimToolCall(messageId: $m, toolCallId: $c, worker: $w) {
+	conversationId message { id } toolCall { callId } claimedBy } }`
+
+const decideMutation = `mutation($m: ID!, $c: String!, $s: ApprovalStatus!) { setToolCallApproval(messageId: $m, toolCallId: $c, status: $s) { id } }`
+
+// TestForkToolCalls: the tool calls of the requests a fork shares are the fork's as they
+// would be in a copy: awaiting in it, answered in it, claimed and decided in it by the
+// fork's ids without touching the source's, kept as they were when the source's are
+// decided or claimed, and their ids taken in it (by a request added, or opened by a
+// streaming one).
+func TestForkToolCalls(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	src := srv.CreateConversation(t, "source")
+	srv.AddMessage(t, src, testserver.Text("USER", "look around"))
+	req := srv.AddMessage(t, src, map[string]any{"toolRequest": map[string]any{"toolCalls": []any{
+		map[string]any{"id": "c1", "name": "ls", "arguments": map[string]any{}},
+		map[string]any{"id": "c2", "name": "cat", "arguments": map[string]any{}},
+	}}}).ID
+	srv.MustDo(t, decideMutation, map[string]any{"m": req, "c": "c1", "s": "APPROVED"}, nil)
+	// The forks are made at the request: c1 is awaiting in each.
+	newFork := func() (string, string) {
+		t.Helper()
+		fork, ids := forkAt(t, srv, req)
+		if len(ids) != 2 {
+			t.Fatalf("fork: got %v, want two messages", ids)
+		}
+		return fork, ids[1]
+	}
+
+	t.Run("awaiting", func(t *testing.T) {
+		fork, freq := newFork()
+		got := awaitingIn(t, srv, fork)
+		if len(got) != 1 || got[0].ConversationID != fork || got[0].Message.ID != freq || got[0].ToolCall.CallID != "c1" || got[0].ClaimedBy != nil {
+			t.Errorf("awaiting in the fork: got %+v, want c1 of %s in %s, unclaimed", got, freq, fork)
+		}
+	})
+
+	t.Run("answered", func(t *testing.T) {
+		fork, freq := newFork()
+		var out struct {
+			AddMessage struct {
+				Node struct {
+					ToolName string
+					ParentID *string
+				}
+			}
+		}
+		srv.MustDo(t, `mutation($c: ID!, $i: MessageInput!) { addMessage(conversationId: $c, input: $i) {
+			node { ... on ToolResultMessage { toolName parentId } } } }`,
+			map[string]any{"c": fork, "i": map[string]any{"toolResult": map[string]any{"toolCallId": "c1", "status": "SUCCESS", "content": "other"}}}, &out)
+		if n := out.AddMessage.Node; n.ToolName != "ls" || n.ParentID == nil || *n.ParentID != freq {
+			t.Errorf("the fork's result: got %+v, want ls's under %s", n, freq)
+		}
+		if got := awaitingIn(t, srv, fork); len(got) != 0 {
+			t.Errorf("awaiting in the fork after its result: got %+v, want none", got)
+		}
+		if got := awaitingIn(t, srv, src); len(got) != 1 || got[0].Message.ID != req {
+			t.Errorf("awaiting in the source after the fork's result: got %+v, want c1 of %s", got, req)
+		}
+		r := srv.Do(t, `mutation($c: ID!, $i: MessageInput!) { addMessage(conversationId: $c, input: $i) { cursor } }`,
+			map[string]any{"c": fork, "i": map[string]any{"toolResult": map[string]any{"toolCallId": "c1", "status": "SUCCESS", "content": "again"}}})
+		if len(r.Errors) != 1 {
+			t.Errorf("a second result in the fork: got %s, want it refused", r.Data)
+		}
+	})
+
+	t.Run("claimed in the fork", func(t *testing.T) {
+		fork, freq := newFork()
+		var out struct{ ClaimToolCall awaitingCall }
+		srv.MustDo(t, claimMutation, map[string]any{"m": freq, "c": "c1", "w": "w1"}, &out)
+		if c := out.ClaimToolCall; c.ConversationID != fork || c.Message.ID != freq || c.ClaimedBy == nil || *c.ClaimedBy != "w1" {
+			t.Errorf("claim in the fork: got %+v, want c1 of %s claimed by w1", c, freq)
+		}
+		if got := awaitingIn(t, srv, fork); len(got) != 1 || got[0].ClaimedBy == nil || *got[0].ClaimedBy != "w1" || got[0].Message.ID != freq {
+			t.Errorf("awaiting in the fork after the claim: got %+v, want c1 claimed by w1", got)
+		}
+	})
+
+	t.Run("claimed and answered in the source", func(t *testing.T) {
+		fork, freq := newFork()
+		srv.MustDo(t, claimMutation, map[string]any{"m": req, "c": "c1", "w": "w2"}, nil)
+		if got := awaitingIn(t, srv, fork); len(got) != 1 || got[0].ClaimedBy != nil || got[0].Message.ID != freq {
+			t.Errorf("awaiting in the fork after a claim in the source: got %+v, want c1 of %s unclaimed", got, freq)
+		}
+		later, lreq := newFork()
+		srv.AddMessage(t, src, map[string]any{"toolResult": map[string]any{"toolCallId": "c1", "status": "SUCCESS", "content": "a b", "worker": "w2"}})
+		if got := awaitingIn(t, srv, src); len(got) != 0 {
+			t.Errorf("awaiting in the source after its result: got %+v, want none", got)
+		}
+		for f, r := range map[string]string{fork: freq, later: lreq} {
+			if got := awaitingIn(t, srv, f); len(got) != 1 || got[0].Message.ID != r {
+				t.Errorf("awaiting in a fork after the source's result: got %+v, want c1 of %s", got, r)
+			}
+		}
+	})
+
+	t.Run("decided", func(t *testing.T) {
+		fork, freq := newFork()
+		_, beforeReq := newFork()
+		srv.MustDo(t, decideMutation, map[string]any{"m": freq, "c": "c2", "s": "APPROVED"}, nil)
+		if got := callStatus(t, srv, freq, "c2"); got != "APPROVED" {
+			t.Errorf("c2 in the fork: got %s, want APPROVED", got)
+		}
+		if got := callStatus(t, srv, req, "c2"); got != "PENDING" {
+			t.Errorf("c2 in the source after the fork's decision: got %s, want PENDING", got)
+		}
+		if got := awaitingIn(t, srv, fork); len(got) != 2 {
+			t.Errorf("awaiting in the fork: got %+v, want c1 and c2", got)
+		}
+		srv.MustDo(t, decideMutation, map[string]any{"m": req, "c": "c2", "s": "DENIED"}, nil)
+		if got := callStatus(t, srv, beforeReq, "c2"); got != "PENDING" {
+			t.Errorf("c2 in a fork made before the source's decision: got %s, want PENDING", got)
+		}
+	})
+
+	t.Run("ids taken", func(t *testing.T) {
+		fork, _ := newFork()
+		r := srv.Do(t, `mutation($c: ID!, $i: MessageInput!) { addMessage(conversationId: $c, input: $i) { cursor } }`,
+			map[string]any{"c": fork, "i": map[string]any{"toolRequest": map[string]any{"toolCalls": []any{
+				map[string]any{"id": "c2", "name": "ls", "arguments": map[string]any{}}}}}})
+		if code := r.ErrorCode(t); code != "BAD_USER_INPUT" || !strings.Contains(r.Errors[0].Message, `"c2" is already used`) {
+			t.Errorf("a request reusing a shared call's id: got %s %q, want BAD_USER_INPUT naming c2", code, r.Errors[0].Message)
+		}
+		m := startMessage(t, srv, fork, nil)
+		r = srv.Do(t, appendMutation, map[string]any{"m": m.ID, "s": 1, "d": []map[string]any{
+			{"kind": "TOOL_ARGUMENTS", "index": 0, "toolCallId": "c1", "toolName": "ls", "text": `{}`}}})
+		if code := r.ErrorCode(t); code != "BAD_USER_INPUT" || !strings.Contains(r.Errors[0].Message, `"c1", already used`) {
+			t.Errorf("a streaming request opening a shared call's id: got %s %q, want BAD_USER_INPUT naming c1", code, r.Errors[0].Message)
+		}
+		// An id the source uses after the fork's point is free in the fork.
+		srv.AddMessage(t, src, map[string]any{"toolRequest": map[string]any{"toolCalls": []any{
+			map[string]any{"id": "c3", "name": "ls", "arguments": map[string]any{}}}}})
+		srv.AddMessage(t, fork, map[string]any{"toolRequest": map[string]any{"toolCalls": []any{
+			map[string]any{"id": "c3", "name": "ls", "arguments": map[string]any{}}}}})
+	})
+}
+
