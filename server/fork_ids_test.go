@@ -304,3 +304,46 @@ func TestForkToolCalls(t *testing.T) {
 	})
 }
 
+// TestForkImport: importing a history into a fork finds the records it shares with its
+// source as the fork's own (the same source records are not added again), as it would
+// in a fork that copied them, and places the rest after them.
+func TestForkImport(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	const session = `{"type":"user","uuid":"u1","parentUuid":null,"timestamp":"2026-02-10T10:00:00Z","message":{"role":"user","content":"walrus one"}}
+{"type":"assistant","uuid":"a1","parentUuid":"u1","timestamp":"2026-02-10T10:00:01Z","message":{"id":"msg_1","role":"assistant","model":"m","content":[{"type":"text","text":"walrus two"}]}}
+{"type":"user","uuid":"u2","parentUuid":"a1","timestamp":"2026-02-10T10:00:02Z","message":{"role":"user","content":"walrus three"}}
+{"type":"assistant","uuid":"a2","parentUuid":"u2","timestamp":"2026-02-10T10:00:03Z","message":{"id":"msg_2","role":"assistant","model":"m","content":[{"type":"text","text":"walrus four"}]}}
+`
+	type report struct {
+		ImportConversation struct {
+			Conversation   struct{ ID string }
+			Added          int
+			AlreadyPresent int
+		}
+	}
+	const imp = `mutation($d: String!, $c: ID) { importConversation(format: CLAUDE_CODE_JSONL, data: $d, conversationId: $c) {
+		conversation { id } added alreadyPresent } }`
+	var first report
+	srv.MustDo(t, imp, map[string]any{"d": session}, &first)
+	src := first.ImportConversation.Conversation.ID
+	ids := readBranch(t, srv, src, map[string]any{"first": 10}).ids()
+	if len(ids) != 4 {
+		t.Fatalf("the import: got %v, want 4 messages", ids)
+	}
+	fork, shared := forkAt(t, srv, ids[1])
+	var again report
+	srv.MustDo(t, imp, map[string]any{"d": session, "c": fork}, &again)
+	if r := again.ImportConversation; r.Added != 2 || r.AlreadyPresent != 2 {
+		t.Errorf("the import into the fork: added %d, %d already present; want 2 and 2", r.Added, r.AlreadyPresent)
+	}
+	p := readBranch(t, srv, fork, map[string]any{"first": 10})
+	var texts []string
+	for _, e := range p.Messages.Edges {
+		texts = append(texts, e.Node.Text)
+	}
+	if got := p.ids(); len(got) != 4 || got[0] != shared[0] || got[1] != shared[1] ||
+		strings.Join(texts, ",") != "walrus one,walrus two,walrus three,walrus four" || p.MessageCount != 4 {
+		t.Errorf("the fork after the import: got %v %v (%d messages), want %v then the two added", got, texts, p.MessageCount, shared)
+	}
+}
