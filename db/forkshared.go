@@ -2,6 +2,8 @@ package db
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
@@ -35,15 +37,20 @@ func sharedKeys(keys []string) (forkNos, depths []int64) {
 // or of a depth the fork does not share, reads nothing. Per key: a probe of the forks'
 // numbers (conversations' unique key), the link's few entries, and one probe of
 // messages_branch_idx.
-const sharedRowsSQL = `SELECT fork_message_id(c.fork_no, m.depth)::text AS id, c.id::text AS conversation_id,
-		m.depth AS position, m.schema_version, m.kind, m.role, m.content, m.tool_calls, m.tool_results, m.payload,
-		m.source_id, m.created_at, m.updated_at, m.status, m.status_reason, m.client_message_id, m.provenance,
-		m.stream_seq, 0 AS segment, m.depth, m.hidden, m.deleted_at, m.` + storedBytes + ` AS stored_bytes
+const sharedRowsSQL = `SELECT ` + sharedMessageColumns + `, m.` + storedBytes + ` AS stored_bytes
 	FROM unnest($1::bigint[], $2::int[]) AS k(fork_no, depth)
 	JOIN conversations c ON c.fork_no = k.fork_no AND c.owner = $3 AND c.base_depth >= k.depth
 	CROSS JOIN LATERAL fork_link_entries(c.link_convs, c.link_segs, c.link_from, c.base_depth) e
 	JOIN messages m ON m.conversation_id = e.conv AND m.segment = e.seg AND m.depth = k.depth
 	WHERE e.lo < k.depth AND e.hi >= k.depth`
+
+// sharedMessageColumns are messageColumns (of the same types, for a UNION) of a row m
+// that the linked fork c shares, as the fork's message: the derived id, the fork, the
+// depth as the position, segment 0.
+const sharedMessageColumns = `fork_message_id(c.fork_no, m.depth) AS id, c.id AS conversation_id,
+		m.depth AS position, m.schema_version, m.kind, m.role, m.content, m.tool_calls, m.tool_results, m.payload,
+		m.source_id, m.created_at, m.updated_at, m.status, m.status_reason, m.client_message_id, m.provenance,
+		m.stream_seq, 0 AS segment, m.depth, m.hidden, m.deleted_at`
 
 // sharedRow is a row of sharedRowsSQL.
 type sharedRow struct {
@@ -206,3 +213,65 @@ func sharedBranchEnd(ctx context.Context, q interface {
 	}
 	return s, true, nil
 }
+
+// sharedSpotOf is spotOf for a message the linked fork convKey of ctx's owner shares.
+func sharedSpotOf(ctx context.Context, tx *txn, convKey, key string) (spot, bool, error) {
+	if _, _, derived := parley.ParseForkMessageKey(key); !derived {
+		return spot{}, false, nil
+	}
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return spot{}, false, err
+	}
+	return sharedSpot(ctx, tx, convKey, key, owner)
+}
+
+// sharedOnBranch is BranchContains for a message the linked fork convKey of owner's
+// shares, at depth d of its segment 0: on the branch that ends at end when that is
+// deeper and runs through segment 0 there (its chain, one probe, as onBranch reads it).
+func sharedOnBranch(ctx context.Context, q interface {
+	rowQueryer
+	sqlx.QueryerContext
+}, convKey, key, owner string, end spot) (bool, error) {
+	at, ok, err := sharedSpot(ctx, q, convKey, key, owner)
+	if err != nil || !ok || at.Depth > end.Depth {
+		return false, err
+	}
+	if end.Segment == 0 {
+		return true, nil
+	}
+	var on sql.NullBool
+	if err := sqlx.GetContext(ctx, q, &on, onBranchSQL, convKey, end.Segment, 0, at.Depth); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return false, err
+	}
+	return on.Valid && on.Bool, nil
+}
+
+// segmentEndSQL is the depth of the last message of segment $2 of conversation $1: for
+// segment 0 of a linked fork without messages of its own there, the last it shares.
+const segmentEndSQL = `SELECT coalesce((SELECT max(depth) FROM messages WHERE conversation_id = $1 AND segment = $2),
+	(SELECT nullif(base_depth, 0) FROM conversations WHERE id = $1 AND $2::int = 0))`
+
+// idAtSQL is the id of the message at depth of segment seg of conversation $1 (SQL
+// expressions), as an SQL expression: a row's, or the derived id of the message a
+// linked fork shares there (segment 0, at most its base depth).
+func idAtSQL(seg, depth string) string {
+	return `coalesce((SELECT x.id::text FROM messages x WHERE x.conversation_id = $1 AND x.segment = ` + seg + ` AND x.depth = ` + depth + `),
+		(SELECT fork_message_id(x.fork_no, ` + depth + `)::text FROM conversations x
+			WHERE x.id = $1 AND ` + seg + ` = 0 AND ` + depth + ` > 0 AND x.base_depth >= ` + depth + `))`
+}
+
+// byClientIDSQL finds the message of the conversation $1 stored under the client id $2,
+// with its digest: its own (messages_client_id_idx), or one it shares when it is a
+// linked fork, as a fork that copied it would have it (a probe of the same index per
+// entry of the link). The second arm runs only when the first finds nothing.
+const byClientIDSQL = `(SELECT ` + messageColumns + `, body_digest FROM messages
+		WHERE conversation_id = $1 AND client_message_id = $2)
+	UNION ALL
+	(SELECT ` + sharedMessageColumns + `, m.body_digest
+		FROM conversations c
+		CROSS JOIN LATERAL fork_link_entries(c.link_convs, c.link_segs, c.link_from, c.base_depth) e
+		JOIN messages m ON m.conversation_id = e.conv AND m.client_message_id = $2
+			AND m.segment = e.seg AND m.depth > e.lo AND m.depth <= e.hi
+		WHERE c.id = $1 AND c.base_depth > 0)
+	LIMIT 1`

@@ -3,8 +3,10 @@ package server_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parley-dev/parley/internal/testserver"
 )
@@ -346,4 +348,91 @@ func TestForkImport(t *testing.T) {
 		strings.Join(texts, ",") != "walrus one,walrus two,walrus three,walrus four" || p.MessageCount != 4 {
 		t.Errorf("the fork after the import: got %v %v (%d messages), want %v then the two added", got, texts, p.MessageCount, shared)
 	}
+}
+
+// TestForkBranches: the fork's ids of the messages it shares name branches of the fork
+// (a page's branch, a subscription's, switchBranch's message), as they would in a copy:
+// the branch through a shared message runs on along its first children, into the
+// messages added to the fork.
+func TestForkBranches(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	src := srv.CreateConversation(t, "source")
+	for _, s := range []string{"walrus one", "walrus two", "walrus three"} {
+		addAt(t, srv, src, s, "", "")
+	}
+	fork, shared := forkAt(t, srv, readBranch(t, srv, src, map[string]any{"first": 5}).ids()[2])
+	x4 := addAt(t, srv, fork, "walrus four", "", "")
+	y4 := addAt(t, srv, fork, "walrus four again", "", x4.ID) // a sibling: the active branch
+
+	// A page of the branch through a shared message.
+	if got, want := branchIDs(t, srv, fork, shared[1]), append(append([]string{}, shared...), x4.ID); !slices.Equal(got, want) {
+		t.Errorf("the branch through %s: got %v, want %v", shared[1], got, want)
+	}
+
+	// A subscription to that branch hears of its changes only.
+	conn, typ, code, reason := wsDial(t, srv.URL, nil)
+	if typ != "connection_ack" {
+		t.Fatalf("got %q (close %d %q), want connection_ack", typ, code, reason)
+	}
+	wsSubscribe(t, conn, "u", `subscription($c: ID!, $b: ID) { messageUpdated(conversationId: $c, branch: $b) { node { ... on MessageBase { id } } } }`,
+		map[string]any{"c": fork, "b": shared[1]})
+	// The subscription registers on its own time: the other branch's message, then the
+	// branch's, are changed until it hears one.
+	done := make(chan struct{})
+	go func() {
+		for {
+			for _, id := range []string{y4.ID, x4.ID} {
+				select {
+				case <-done:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+				srv.Do(t, `mutation($m: ID!) { setMessageHidden(messageId: $m, hidden: true) { __typename } }`, map[string]any{"m": id})
+			}
+		}
+	}()
+	m, _, _ := wsNext(t, conn, 30*time.Second)
+	close(done)
+	if m == nil || m["type"] != "next" || !strings.Contains(fmtJSON(m), x4.ID) || strings.Contains(fmtJSON(m), y4.ID) {
+		t.Errorf("the subscription to the branch through %s: got %v, want %s's change only", shared[1], m, x4.ID)
+	}
+
+	// Switching to the branch through a shared message.
+	var sw struct {
+		SwitchBranch struct{ Control *treeMsg }
+	}
+	srv.MustDo(t, `mutation($c: ID!, $m: ID!) { switchBranch(conversationId: $c, messageId: $m) {
+		control { id position parentId kind from to params } } }`, map[string]any{"c": fork, "m": shared[0]}, &sw)
+	c := sw.SwitchBranch.Control
+	if c == nil || c.From != y4.ID || c.To != x4.ID || c.Position != 5 || c.ParentID == nil || *c.ParentID != x4.ID ||
+		c.Params["forkPoint"] != shared[2] || c.Params["forkPosition"] != float64(3) {
+		t.Fatalf("switch: got control %+v, want from %s to %s at position 5 under it, forked at %s (3)", c, y4.ID, x4.ID, shared[2])
+	}
+	if got, want := branchIDs(t, srv, fork, ""), append(append([]string{}, shared...), x4.ID, c.ID); !slices.Equal(got, want) {
+		t.Errorf("the active branch after switching: got %v, want %v", got, want)
+	}
+}
+
+// branchIDs returns the ids of the messages of a branch of conv (the active one for "").
+func branchIDs(t *testing.T, srv *testserver.Server, conv, branch string) []string {
+	t.Helper()
+	vars := map[string]any{"c": conv}
+	if branch != "" {
+		vars["b"] = branch
+	}
+	var out struct {
+		Conversation struct {
+			Messages struct {
+				Edges []struct{ Node struct{ ID string } }
+			}
+		}
+	}
+	srv.MustDo(t, `query($c: ID!, $b: ID) { conversation(id: $c) { messages(first: 50, branch: $b) { edges { node { ... on MessageBase { id } } } } } }`,
+		vars, &out)
+	var ids []string
+	for _, e := range out.Conversation.Messages.Edges {
+		ids = append(ids, e.Node.ID)
+	}
+	return ids
 }
