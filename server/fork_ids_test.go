@@ -436,3 +436,137 @@ func branchIDs(t *testing.T, srv *testserver.Server, conv, branch string) []stri
 	}
 	return ids
 }
+
+// TestForkClientMessageID: a client message id used in the history a fork shares is
+// the fork's too: addMessage again with it (a retry into the fork) returns the fork's
+// message, and another message under it is a CONFLICT, as in a copy.
+func TestForkClientMessageID(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	src := srv.CreateConversation(t, "source")
+	const add = `mutation($c: ID!, $i: MessageInput!, $k: String) { addMessage(conversationId: $c, input: $i, clientMessageId: $k) {
+		node { ... on MessageBase { id conversationId position } } } }`
+	type added struct {
+		AddMessage struct {
+			Node struct {
+				ID, ConversationID string
+				Position           int
+			}
+		}
+	}
+	var first added
+	srv.MustDo(t, add, map[string]any{"c": src, "i": testserver.Text("USER", "hello"), "k": "k1"}, &first)
+	srv.AddMessage(t, src, testserver.Text("ASSISTANT", "hi"))
+	fork, shared := forkAt(t, srv, first.AddMessage.Node.ID)
+	var again added
+	srv.MustDo(t, add, map[string]any{"c": fork, "i": testserver.Text("USER", "hello"), "k": "k1"}, &again)
+	if n := again.AddMessage.Node; n.ID != shared[0] || n.ConversationID != fork || n.Position != 1 {
+		t.Errorf("the retry into the fork: got %+v, want the fork's %s at 1", n, shared[0])
+	}
+	r := srv.Do(t, add, map[string]any{"c": fork, "i": testserver.Text("USER", "another"), "k": "k1"})
+	if code := r.ErrorCode(t); code != "CONFLICT" {
+		t.Errorf("another message under the id in the fork: got %s, want CONFLICT", code)
+	}
+	if got := branchIDs(t, srv, fork, ""); len(got) != 1 {
+		t.Errorf("the fork's messages: got %v, want its one", got)
+	}
+	// A streaming message under it too.
+	var start struct {
+		StartMessage struct{ Node struct{ ID string } }
+	}
+	r = srv.Do(t, `mutation($c: ID!, $i: StartMessageInput) { startMessage(conversationId: $c, input: $i) { node { ... on MessageBase { id } } } }`,
+		map[string]any{"c": fork, "i": map[string]any{"clientMessageId": "k1"}})
+	if len(r.Errors) != 1 || r.Errors[0].Code() != "CONFLICT" {
+		json.Unmarshal(r.Data, &start)
+		t.Errorf("a streaming message under the id in the fork: got %+v %+v, want CONFLICT", start, r.Errors)
+	}
+}
+
+// TestForkShareLinkBranch: a share link to a fork can name its branch by the fork's id
+// of a message it shares.
+func TestForkShareLinkBranch(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	src := srv.CreateConversation(t, "source")
+	addAt(t, srv, src, "walrus one", "", "")
+	u2 := addAt(t, srv, src, "walrus two", "", "")
+	fork, shared := forkAt(t, srv, u2.ID)
+	x3 := addAt(t, srv, fork, "walrus three", "", "")
+	var c shareCreation
+	srv.MustDo(t, createShare, map[string]any{"c": fork, "b": shared[0], "e": 600}, &c)
+	if l := c.CreateShareLink.Link; l.ConversationID != fork || l.Branch == nil || *l.Branch != shared[0] {
+		t.Fatalf("the link: got %+v, want %s's branch %s", l, fork, shared[0])
+	}
+	viewer := srv.As(c.CreateShareLink.Secret)
+	if got, want := branchIDs(t, viewer, fork, shared[0]), []string{shared[0], shared[1], x3.ID}; !slices.Equal(got, want) {
+		t.Errorf("the branch through the link: got %v, want %v", got, want)
+	}
+	// A message the fork does not share is not its branch.
+	r := srv.Do(t, createShare, map[string]any{"c": src, "b": shared[0], "e": 600})
+	if code := r.ErrorCode(t); code != "NOT_FOUND" {
+		t.Errorf("the fork's id as the source's branch: got %s, want NOT_FOUND", code)
+	}
+}
+
+// TestForkUsage: a fork's usage counts the messages it shares, as in a copy.
+func TestForkUsage(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	src := srv.CreateConversation(t, "source")
+	const add = `mutation($c: ID!, $i: MessageInput!, $p: ProvenanceInput) { addMessage(conversationId: $c, input: $i, provenance: $p) {
+		node { ... on MessageBase { id } } } }`
+	var out struct {
+		AddMessage struct{ Node struct{ ID string } }
+	}
+	srv.MustDo(t, add, map[string]any{"c": src, "i": testserver.Text("USER", "hi")}, nil)
+	srv.MustDo(t, add, map[string]any{"c": src, "i": testserver.Text("ASSISTANT", "hello"),
+		"p": map[string]any{"provider": "p", "usage": map[string]any{"inputTokens": 10, "outputTokens": 3}}}, &out)
+	srv.MustDo(t, add, map[string]any{"c": src, "i": testserver.Text("ASSISTANT", "more"),
+		"p": map[string]any{"provider": "p", "usage": map[string]any{"inputTokens": 100, "outputTokens": 30}}}, nil)
+	fork, _ := forkAt(t, srv, out.AddMessage.Node.ID)
+	srv.MustDo(t, add, map[string]any{"c": fork, "i": testserver.Text("ASSISTANT", "in the fork"),
+		"p": map[string]any{"provider": "p", "usage": map[string]any{"inputTokens": 1000, "outputTokens": 300}}}, nil)
+	usage := func(conv string) (int, int) {
+		var u struct {
+			Conversation struct {
+				Usage struct{ InputTokens, OutputTokens int }
+			}
+		}
+		srv.MustDo(t, `query($c: ID!) { conversation(id: $c) { usage { inputTokens outputTokens } } }`, map[string]any{"c": conv}, &u)
+		return u.Conversation.Usage.InputTokens, u.Conversation.Usage.OutputTokens
+	}
+	if in, outTokens := usage(fork); in != 1010 || outTokens != 303 {
+		t.Errorf("the fork's usage: got %d in, %d out; want 1010 and 303 (its message and the one it shares)", in, outTokens)
+	}
+	if in, outTokens := usage(src); in != 110 || outTokens != 33 {
+		t.Errorf("the source's usage: got %d in, %d out; want 110 and 33", in, outTokens)
+	}
+}
+
+// TestForkLiveMessageIDs: the streaming calls refuse a message a fork shares (it ended
+// before the fork), by the fork's id, as they would the fork's copy: appends and
+// heartbeats as no longer streaming, ending it otherwise as a conflict, ending it as it
+// ended again returns it.
+func TestForkLiveMessageIDs(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	src := srv.CreateConversation(t, "source")
+	m := startMessage(t, srv, src, nil)
+	appendText(t, srv, m.ID, 1, "streamed")
+	endMessage(t, srv, `mutation($m: ID!) { completeMessage(messageId: $m) { `+liveFields+` } }`, map[string]any{"m": m.ID})
+	_, shared := forkAt(t, srv, m.ID)
+	id := shared[0]
+	for _, tc := range []struct{ name, query string }{
+		{"append", `mutation($m: ID!) { appendMessageDeltas(messageId: $m, seq: 2, deltas: [{kind: TEXT, index: 0, text: "x"}]) { seq } }`},
+		{"heartbeat", `mutation($m: ID!) { heartbeatMessage(messageId: $m) { seq } }`},
+		{"abort", `mutation($m: ID!) { abortMessage(messageId: $m) { __typename } }`},
+	} {
+		if code := srv.Do(t, tc.query, map[string]any{"m": id}).ErrorCode(t); code != "CONFLICT" {
+			t.Errorf("%s the fork's message: got %s, want CONFLICT", tc.name, code)
+		}
+	}
+	got := endMessage(t, srv, `mutation($m: ID!) { completeMessage(messageId: $m) { `+liveFields+` } }`, map[string]any{"m": id})
+	if got.ID != id || got.Text != "streamed" || got.MessageStatus != "COMPLETED" {
+		t.Errorf("completing the fork's message again: got %+v, want %s as it is", got, id)
+	}
+}
