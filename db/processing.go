@@ -152,10 +152,7 @@ func (db *DB) AddCachedMCPResource(ctx context.Context, conversationID, server, 
 			return err
 		}
 		var row messageRow
-		err := tx.GetContext(ctx, &row, `SELECT `+messageColumns+` FROM messages
-			WHERE conversation_id = $1 AND kind = 'mcp_resource'
-				AND payload->>'serverName' = $2 AND payload->>'resourceUri' = $3
-			ORDER BY position DESC LIMIT 1`, key, server, uri)
+		err := tx.GetContext(ctx, &row, cachedResourceSQL, key, server, uri)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		} else if err != nil {
@@ -184,6 +181,28 @@ func (db *DB) AddCachedMCPResource(ctx context.Context, conversationID, server, 
 	}
 	return out, out != nil, nil
 }
+
+// cachedResourceSQL reads the latest copy of the resource $3 of the MCP server $2 in the
+// conversation $1 (messages_mcp_resource_idx): its own, or when it has none and is a
+// linked fork, the latest of those it shares (db/fork.go), as a fork that copied them
+// would find it: per entry of its link, latest first, the same index's copies of the
+// resource in the entry's conversation, those of the entry's part of the path kept.
+const cachedResourceSQL = `(SELECT ` + messageColumns + ` FROM messages
+		WHERE conversation_id = $1 AND kind = 'mcp_resource'
+			AND payload->>'serverName' = $2 AND payload->>'resourceUri' = $3
+		ORDER BY position DESC LIMIT 1)
+	UNION ALL
+	(SELECT ` + sharedMessageColumns + `
+		FROM conversations c
+		CROSS JOIN LATERAL fork_link_entries(c.link_convs, c.link_segs, c.link_from, c.base_depth) e
+		CROSS JOIN LATERAL (SELECT * FROM messages m
+			WHERE m.conversation_id = e.conv AND m.kind = 'mcp_resource'
+				AND m.payload->>'serverName' = $2 AND m.payload->>'resourceUri' = $3
+				AND m.segment = e.seg AND m.depth > e.lo AND m.depth <= e.hi
+			ORDER BY m.position DESC LIMIT 1) m
+		WHERE c.id = $1 AND c.base_depth > 0
+		ORDER BY e.j DESC LIMIT 1)
+	LIMIT 1`
 
 // applyToolPolicies decides the calls of a tool request about to be stored, by the
 // configured policies, at the transaction's time.
