@@ -192,7 +192,7 @@ func sharedSpot(ctx context.Context, q rowQueryer, convKey, key, owner string) (
 	return spot{Segment: 0, Depth: s.Depth}, true, nil
 }
 
-// sharedSegmentEnd is the end of segment 0 of the linked fork convKey, where a branch
+// sharedSegmentEndSQL is the end of segment 0 of the linked fork convKey, where a branch
 // through a message it shares ends: its own last message of segment 0, or the last one
 // it shares when it has none there. One probe of messages_branch_idx.
 const sharedSegmentEndSQL = `SELECT coalesce((SELECT max(depth) FROM messages WHERE conversation_id = $1 AND segment = 0), base_depth)
