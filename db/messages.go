@@ -507,7 +507,9 @@ func toolCallForResult(ctx context.Context, tx *txn, convKey, callID, worker str
 	}
 	if call.Forked {
 		// The forks sharing the request keep the call unanswered, as copies would: they
-		// are made real before its row says it is answered here (db/fork.go).
+		// are made real before its row says it is answered here (db/fork.go). This takes
+		// their rows' locks after the call's, where deciding or claiming the call takes
+		// them before: the rare deadlock of the two at once is retried (transact).
 		if err := materializeForksOf(ctx, tx, convKey, call.Segment, call.Depth); err != nil {
 			return "", err
 		}

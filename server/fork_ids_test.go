@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-dev/parley/auth"
+	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/testserver"
 )
 
@@ -81,7 +83,7 @@ func TestForkMessageByID(t *testing.T) {
 		raw, _ := json.Marshal(list)
 		t.Errorf("nodes: got %s, want the fork's three and the source's first", raw)
 	}
-	// Another owner's id space: an id the fork never had is not found.
+	// A derived id of no fork is not found.
 	var none struct{ Node *msg }
 	srv.MustDo(t, `query($id: ID!) { node(id: $id) { ... on MessageBase { id } } }`,
 		map[string]any{"id": "msg_00000000-0009-8000-8000-010000000000"}, &none)
@@ -163,8 +165,12 @@ type awaitingCall struct {
 func awaitingIn(t *testing.T, srv *testserver.Server, conv string) []awaitingCall {
 	t.Helper()
 	var out struct{ ToolCallsAwaitingResult []awaitingCall }
+	vars := map[string]any{}
+	if conv != "" {
+		vars["c"] = conv
+	}
 	srv.MustDo(t, `query($c: ID) { toolCallsAwaitingResult(conversationId: $c) { conversationId message { id } toolCall { callId } claimedBy } }`,
-		map[string]any{"c": conv}, &out)
+		vars, &out)
 	return out.ToolCallsAwaitingResult
 }
 
@@ -568,5 +574,34 @@ func TestForkLiveMessageIDs(t *testing.T) {
 	got := endMessage(t, srv, `mutation($m: ID!) { completeMessage(messageId: $m) { `+liveFields+` } }`, map[string]any{"m": id})
 	if got.ID != id || got.Text != "streamed" || got.MessageStatus != "COMPLETED" {
 		t.Errorf("completing the fork's message again: got %+v, want %s as it is", got, id)
+	}
+}
+
+// TestForkMessageIDsAreTheOwners: another owner finds nothing by a fork's ids of the
+// messages it shares, nor its shared calls among the calls awaiting a result.
+func TestForkMessageIDsAreTheOwners(t *testing.T) {
+	t.Parallel()
+	srv := testserver.NewWith(t, testserver.Options{Auth: func(store *db.DB) auth.Config { return auth.Config{Tokens: store} }})
+	annToken, _ := token(t, srv, "ann", nil)
+	bobToken, _ := token(t, srv, "bob", nil)
+	ann, bob := srv.As(annToken), srv.As(bobToken)
+	src := ann.CreateConversation(t, "source")
+	req := ann.AddMessage(t, src, map[string]any{"toolRequest": map[string]any{"toolCalls": []any{
+		map[string]any{"id": "c1", "name": "ls", "arguments": map[string]any{}}}}}).ID
+	ann.MustDo(t, decideMutation, map[string]any{"m": req, "c": "c1", "s": "APPROVED"}, nil)
+	_, shared := forkAt(t, ann, req)
+	var out struct{ Node *struct{ ID string } }
+	bob.MustDo(t, `query($id: ID!) { node(id: $id) { ... on MessageBase { id } } }`, map[string]any{"id": shared[0]}, &out)
+	if out.Node != nil {
+		t.Errorf("bob's node(%s): got %+v, want null", shared[0], *out.Node)
+	}
+	if got := awaitingIn(t, bob, ""); len(got) != 0 {
+		t.Errorf("bob's awaiting calls: got %+v, want none", got)
+	}
+	if got := awaitingIn(t, ann, ""); len(got) != 2 {
+		t.Errorf("ann's awaiting calls: got %+v, want c1 in the source and in the fork", got)
+	}
+	if code := bob.Do(t, claimMutation, map[string]any{"m": shared[0], "c": "c1", "w": "w"}).ErrorCode(t); code != "NOT_FOUND" {
+		t.Errorf("bob's claim of the fork's call: got %s, want NOT_FOUND", code)
 	}
 }
