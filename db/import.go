@@ -190,6 +190,11 @@ func (db *DB) importFrom(ctx context.Context, target parley.ImportTarget, attemp
 			}
 		} else if err := lockConversation(ctx, tx, convKey); err != nil {
 			return err
+		} else if err := materializeFork(ctx, tx, convKey); err != nil {
+			// An import reads the conversation's messages by source id, its user turns
+			// and its tool calls, and may grow a reply it finds: into a linked fork, it
+			// works on the fork made real (db/fork.go), whatever it shares.
+			return err
 		}
 		// The conversation's row is this transaction's (created or locked): the writer
 		// numbers the messages and bumps the conversation once, at the end.

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -120,8 +121,7 @@ func (db *DB) findByClientID(ctx context.Context, tx *txn, convKey, clientID str
 		messageRow
 		Digest []byte `db:"body_digest"`
 	}
-	err := tx.GetContext(ctx, &row, `SELECT `+messageColumns+`, body_digest FROM messages
-		WHERE conversation_id = $1 AND client_message_id = $2`, convKey, clientID)
+	err := tx.GetContext(ctx, &row, byClientIDSQL, convKey, clientID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	} else if err != nil {
@@ -257,7 +257,15 @@ func lockLive(ctx context.Context, tx *txn, key, messageID string) (liveRow, err
 		coalesce(lease_until, now()) AS lease_until
 		FROM messages WHERE id = $1 AND `+ownedMessage("2")+` FOR UPDATE`, key, owner)
 	if errors.Is(err, sql.ErrNoRows) {
-		return r, messageNotFound(messageID)
+		// A message a linked fork shares (db/forkshared.go) never streams: what it says
+		// refuses an append or a heartbeat, as the fork's copy would, without copying.
+		shared, err := findSharedRows(ctx, tx, []string{key}, owner)
+		if err != nil || len(shared) == 0 {
+			return r, cmp.Or(err, messageNotFound(messageID))
+		}
+		now, err := tx.Now(ctx)
+		s := shared[0]
+		return liveRow{ConvKey: s.ConversationID, Position: s.Position, Status: s.Status, Seq: s.StreamSeq, Lease: now}, err
 	}
 	return r, err
 }
@@ -652,7 +660,7 @@ func (db *DB) endLocked(ctx context.Context, tx *txn, key, messageID, owner stri
 		if sweep {
 			return nil, nil
 		}
-		return nil, messageNotFound(messageID)
+		return db.endShared(ctx, tx, key, messageID, owner, e)
 	} else if err != nil {
 		return nil, err
 	}
@@ -743,6 +751,31 @@ func (db *DB) endLocked(ctx context.Context, tx *txn, key, messageID, owner stri
 	return m, nil
 }
 
+// endShared is endLocked for a message a linked fork of owner's shares (db/forkshared.go),
+// which never streams: ending it as it ended returns it, as the fork's, and anything else
+// is refused, as for the fork's copy, without copying. ENOTFOUND for any other key.
+func (db *DB) endShared(ctx context.Context, tx *txn, key, messageID, owner string, e parley.End) (parley.Message, error) {
+	shared, err := findSharedRows(ctx, tx, []string{key}, owner)
+	if err != nil {
+		return nil, err
+	}
+	if len(shared) == 0 {
+		return nil, messageNotFound(messageID)
+	}
+	stored, err := decodeMessage(&shared[0].messageRow, db.log)
+	if err != nil {
+		return nil, err
+	}
+	again, err := parley.CheckEnding(messageID, stored.Meta().Live.Status, e)
+	if err != nil {
+		return nil, err
+	}
+	if !again {
+		return nil, parley.Errorf(parley.ECONFLICT, "message %s is %s; it cannot become %s", messageID, stored.Meta().Live.Status, e.Status)
+	}
+	return stored, nil
+}
+
 // checkCallIDsFree refuses an append that opens a tool call (shape has calls that before
 // had not) under an id already used in the conversation convKey: a tool request
 // completed with it could not be stored, and its writer should hear so now.
@@ -755,9 +788,9 @@ func checkCallIDsFree(ctx context.Context, q sqlx.QueryerContext, convKey string
 	for i, c := range opened {
 		ids[i] = c.ID
 	}
-	var taken []string
-	if err := sqlx.SelectContext(ctx, q, &taken, `SELECT call_id FROM tool_calls WHERE conversation_id = $1 AND call_id = ANY($2::text[])`,
-		convKey, pq.Array(ids)); err != nil {
+	// The ids of the requests a linked fork shares are taken too (takenCallIDsSQL).
+	taken, err := takenCallIDs(ctx, q, convKey, ids)
+	if err != nil {
 		return classify(fmt.Errorf("read tool call ids of %s: %w", parley.ConversationID(convKey), err))
 	}
 	for i, c := range opened {
@@ -782,9 +815,8 @@ func (db *DB) indexable(ctx context.Context, tx *txn, convKey, messageID string,
 	for i, c := range calls {
 		ids[i] = c.ID
 	}
-	var taken []string
-	if err := tx.SelectContext(ctx, &taken, `SELECT call_id FROM tool_calls WHERE conversation_id = $1 AND call_id = ANY($2::text[])`,
-		convKey, pq.Array(ids)); err != nil {
+	taken, err := takenCallIDs(ctx, tx, convKey, ids)
+	if err != nil {
 		return nil, err
 	}
 	out := make([]parley.ToolCall, 0, len(calls))
@@ -983,13 +1015,21 @@ func (db *DB) ConversationUsage(ctx context.Context, conversationID string) (par
 	if err != nil {
 		return u, err
 	}
+	// A linked fork's messages are its own and those it shares (db/fork.go), whose
+	// usage is the fork's as it would be in a copy: read through its link, as the
+	// conversation's own messages are read, all of them.
 	err = db.db.QueryRowContext(ctx, `SELECT
 		coalesce(sum((provenance->'usage'->>'input')::bigint), 0),
 		coalesce(sum((provenance->'usage'->>'output')::bigint), 0),
 		coalesce(sum((provenance->'usage'->>'cachedInput')::bigint), 0),
 		coalesce(sum((provenance->'usage'->>'cacheCreation')::bigint), 0),
 		coalesce(sum((provenance->'usage'->>'reasoning')::bigint), 0)
-		FROM messages WHERE conversation_id = $1 AND provenance IS NOT NULL AND `+ownedConversation("1", "2"), key, owner).
+		FROM (SELECT provenance FROM messages WHERE conversation_id = $1 AND provenance IS NOT NULL AND `+ownedConversation("1", "2")+`
+			UNION ALL
+			SELECT m.provenance FROM conversations c
+			CROSS JOIN LATERAL fork_link_entries(c.link_convs, c.link_segs, c.link_from, c.base_depth) e
+			JOIN messages m ON m.conversation_id = e.conv AND m.segment = e.seg AND m.depth > e.lo AND m.depth <= e.hi
+			WHERE c.id = $1 AND c.owner = $2 AND c.base_depth > 0 AND m.provenance IS NOT NULL) p`, key, owner).
 		Scan(&u.InputTokens, &u.OutputTokens, &u.CachedInputTokens, &u.CacheCreationInputTokens, &u.ReasoningTokens)
 	if err != nil {
 		return u, classify(fmt.Errorf("sum usage of %s: %w", conversationID, err))

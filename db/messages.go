@@ -32,7 +32,8 @@ func (db *DB) FindMessageByID(ctx context.Context, id string) (parley.Message, e
 	var row messageRow
 	err = db.db.GetContext(ctx, &row, `SELECT `+messageColumns+` FROM messages WHERE id = $1 AND `+ownedMessage("2"), key, owner)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, messageNotFound(id)
+		// A message a linked fork shares: the shared row, as the fork's (db/forkshared.go).
+		return db.findSharedMessage(ctx, key, id, owner)
 	} else if err != nil {
 		return nil, classify(fmt.Errorf("find message %s: %w", id, err))
 	}
@@ -41,6 +42,28 @@ func (db *DB) FindMessageByID(ctx context.Context, id string) (parley.Message, e
 		return nil, err
 	}
 	return db.foldOne(ctx, db.db, m)
+}
+
+// findSharedMessage is FindMessageByID for a derived key of a linked fork of owner's:
+// the row it shares, read through the fork's link without copying it, as the fork's
+// message (sharedRowsSQL), with its place in the fork's tree. ENOTFOUND for any other key.
+func (db *DB) findSharedMessage(ctx context.Context, key, id, owner string) (parley.Message, error) {
+	rows, err := findSharedRows(ctx, db.db, []string{key}, owner)
+	if err != nil {
+		return nil, classify(fmt.Errorf("find message %s: %w", id, err))
+	}
+	if len(rows) == 0 {
+		return nil, messageNotFound(id)
+	}
+	m, err := decodeMessage(&rows[0].messageRow, db.log)
+	if err != nil {
+		return nil, err
+	}
+	// A shared row never streams (a fork is refused past a streaming message): nothing to fold.
+	if m.Meta().Tree, err = sharedTree(ctx, db.db, rows[0].ConversationID, key, rows[0].Depth); err != nil {
+		return nil, classify(fmt.Errorf("find message %s: %w", id, err))
+	}
+	return m, nil
 }
 
 // FindMessages implements parley.MessageService.
@@ -435,11 +458,31 @@ func toolCallForResult(ctx context.Context, tx *txn, convKey, callID, worker str
 		Now            time.Time      `db:"tx_now"`
 		Segment        int            `db:"segment"`
 		Depth          int            `db:"depth"`
+		Forked         bool           `db:"forked"`
 	}
-	err := tx.GetContext(ctx, &call, `SELECT t.name, t.result_id, t.claimed_by, t.claim_expires_at,
-			transaction_timestamp() AS tx_now, m.segment, m.depth
+	read := func() error {
+		return tx.GetContext(ctx, &call, `SELECT t.name, t.result_id, t.claimed_by, t.claim_expires_at,
+			transaction_timestamp() AS tx_now, m.segment, m.depth,
+			EXISTS (SELECT 1 FROM fork_links fl WHERE fl.base = $1) AS forked
 		FROM tool_calls t JOIN messages m ON m.id = t.request_id
 		WHERE t.conversation_id = $1 AND t.call_id = $2 FOR UPDATE OF t`, convKey, callID)
+	}
+	err := read()
+	if errors.Is(err, sql.ErrNoRows) {
+		// A call a request of the shared part of a linked fork makes: answering it in
+		// the fork changes the fork's view of it, so the fork is made real (its copy of
+		// the call then answered) first (db/fork.go).
+		shared, serr := sharedCallUsed(ctx, tx, convKey, callID)
+		if serr != nil {
+			return "", serr
+		}
+		if shared {
+			if serr := materializeFork(ctx, tx, convKey); serr != nil {
+				return "", serr
+			}
+			err = read()
+		}
+	}
 	found := !errors.Is(err, sql.ErrNoRows)
 	if found && err != nil {
 		return "", err
@@ -461,6 +504,15 @@ func toolCallForResult(ctx context.Context, tx *txn, convKey, callID, worker str
 	if !on {
 		return "", parley.Errorf(parley.EINVALID,
 			"toolResult.toolCallId: the tool call %q is on another branch of the conversation; a result goes on its call's branch", callID)
+	}
+	if call.Forked {
+		// The forks sharing the request keep the call unanswered, as copies would: they
+		// are made real before its row says it is answered here (db/fork.go). This takes
+		// their rows' locks after the call's, where deciding or claiming the call takes
+		// them before: the rare deadlock of the two at once is retried (transact).
+		if err := materializeForksOf(ctx, tx, convKey, call.Segment, call.Depth); err != nil {
+			return "", err
+		}
 	}
 	return call.Name, nil
 }
@@ -484,17 +536,16 @@ func recordToolCalls(ctx context.Context, tx *txn, convKey, messageKey string, c
 	// once the statistics say a conversation has few: for one with thousands of calls
 	// (a second large import into a database, after ANALYZE) every tool request read
 	// them all, and the import was quadratic. The LIMIT keeps the lookup from being
-	// flattened into such a join.
-	var taken []string
-	if err := tx.SelectContext(ctx, &taken, `SELECT t.call_id FROM unnest($2::text[]) AS c(call_id)
-		CROSS JOIN LATERAL (SELECT call_id FROM tool_calls
-			WHERE conversation_id = $1 AND call_id = c.call_id LIMIT 1) t`, convKey, pq.Array(ids)); err != nil {
+	// flattened into such a join. The ids a linked fork's shared requests use are taken
+	// too, as in a fork that copied them (takenCallIDsSQL).
+	taken, err := takenCallIDs(ctx, tx, convKey, ids)
+	if err != nil {
 		return err
 	}
 	if err := parley.CheckNewToolCalls(calls, taken); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO tool_calls (conversation_id, call_id, name, request_id, approval_status, decided_at, imported)
+	_, err = tx.ExecContext(ctx, `INSERT INTO tool_calls (conversation_id, call_id, name, request_id, approval_status, decided_at, imported)
 		SELECT $1, c.id, c.name, $4, c.status, c.decided_at, c.imported
 		FROM unnest($2::text[], $3::text[], $5::text[], $6::timestamptz[], $7::boolean[]) AS c(id, name, status, decided_at, imported)`,
 		convKey, pq.Array(ids), pq.Array(names), messageKey, pq.Array(statuses), pq.Array(timeArray(decided)), pq.Array(imported))

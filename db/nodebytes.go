@@ -37,7 +37,12 @@ func (db *DB) MessageBytes(ctx context.Context, ids []string) (int, error) {
 	if err != nil {
 		return 0, classify(fmt.Errorf("measure messages: %w", err))
 	}
-	return int(n), nil
+	// The messages linked forks share, named by their derived ids (db/forkshared.go).
+	shared, err := sharedBytes(ctx, db.db, keys, owner)
+	if err != nil {
+		return 0, classify(fmt.Errorf("measure messages: %w", err))
+	}
+	return int(n + shared), nil
 }
 
 // fitAwaiting keeps the awaiting calls, in order, whose tool request messages fit
@@ -63,6 +68,20 @@ func (db *DB) fitAwaiting(ctx context.Context, rows []awaitingRow, budget int) (
 	size := make(map[string]int, len(sizes))
 	for _, s := range sizes {
 		size[s.ID] = int(s.Bytes)
+	}
+	if len(sizes) < len(ids) {
+		// The requests linked forks share, named by their derived ids (findAwaitingSQL).
+		owner, err := ownerOf(ctx)
+		if err != nil {
+			return nil, err
+		}
+		shared, err := findSharedRows(ctx, db.db, ids, owner)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range shared {
+			size[s.ID] = int(s.StoredBytes)
+		}
 	}
 	counted := map[string]bool{}
 	used := 0

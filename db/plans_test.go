@@ -54,6 +54,10 @@ type fixture struct {
 	request   parley.Message // a request whose call is approved and unanswered
 	requests  []string
 	lastCalls int
+	// fork is a fork of conv at requests[50] (depth 101), still linked (migration
+	// 000025), and forkRequest its id of that request.
+	fork        *parley.Conversation
+	forkRequest string
 }
 
 func toolRequest(callID string) *parley.ToolRequestMessage {
@@ -120,6 +124,40 @@ var operations = []operation{
 	{"list conversations", func(ctx context.Context, t *testing.T, s *db.DB, f *fixture) {
 		first := 20
 		_, err := s.FindConversations(ctx, parley.PageRequest{First: &first})
+		must(t, err)
+	}},
+	{"fork a conversation", func(ctx context.Context, t *testing.T, s *db.DB, f *fixture) {
+		var err error
+		f.fork, err = s.ForkConversation(ctx, f.requests[50], "")
+		must(t, err)
+		var forkNo int64
+		must(t, s.SQL().GetContext(ctx, &forkNo, `SELECT fork_no FROM conversations WHERE id = $1`, f.fork.ID[len("conv_"):]))
+		f.forkRequest = parley.MessageID(parley.ForkMessageKey(forkNo, 101))
+	}},
+	{"find a message a fork shares", func(ctx context.Context, t *testing.T, s *db.DB, f *fixture) {
+		m, err := s.FindMessageByID(ctx, f.forkRequest)
+		must(t, err)
+		if m.Meta().ConversationID != f.fork.ID {
+			t.Errorf("the shared message: got it in %s, want %s", m.Meta().ConversationID, f.fork.ID)
+		}
+	}},
+	{"add a tool request to a fork", func(ctx context.Context, t *testing.T, s *db.DB, f *fixture) {
+		if _, err := s.AddMessage(ctx, f.fork.ID, toolRequest("c7")); parley.ErrorCode(err) != parley.EINVALID {
+			t.Errorf("a call id the fork shares: got %v, want EINVALID", err)
+		}
+		_, err := s.AddMessage(ctx, f.fork.ID, toolRequest("forked"))
+		must(t, err)
+	}},
+	{"add a message with a client id to a fork", func(ctx context.Context, t *testing.T, s *db.DB, f *fixture) {
+		m := toolResult("forked")
+		m.Meta().Live.ClientID = "k1"
+		_, err := s.AddMessage(ctx, f.fork.ID, m)
+		must(t, err)
+	}},
+	{"find awaiting calls with a fork", func(ctx context.Context, t *testing.T, s *db.DB, f *fixture) {
+		_, err := s.FindAwaitingToolCalls(ctx, parley.AwaitingFilter{Limit: 10})
+		must(t, err)
+		_, err = s.FindAwaitingToolCalls(ctx, parley.AwaitingFilter{ConversationID: f.fork.ID, Limit: 10})
 		must(t, err)
 	}},
 	{"delete a conversation with tool calls", func(ctx context.Context, t *testing.T, s *db.DB, f *fixture) {

@@ -152,10 +152,7 @@ func (db *DB) AddCachedMCPResource(ctx context.Context, conversationID, server, 
 			return err
 		}
 		var row messageRow
-		err := tx.GetContext(ctx, &row, `SELECT `+messageColumns+` FROM messages
-			WHERE conversation_id = $1 AND kind = 'mcp_resource'
-				AND payload->>'serverName' = $2 AND payload->>'resourceUri' = $3
-			ORDER BY position DESC LIMIT 1`, key, server, uri)
+		err := tx.GetContext(ctx, &row, cachedResourceSQL, key, server, uri)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		} else if err != nil {
@@ -184,6 +181,28 @@ func (db *DB) AddCachedMCPResource(ctx context.Context, conversationID, server, 
 	}
 	return out, out != nil, nil
 }
+
+// cachedResourceSQL reads the latest copy of the resource $3 of the MCP server $2 in the
+// conversation $1 (messages_mcp_resource_idx): its own, or when it has none and is a
+// linked fork, the latest of those it shares (db/fork.go), as a fork that copied them
+// would find it: per entry of its link, latest first, the same index's copies of the
+// resource in the entry's conversation, those of the entry's part of the path kept.
+const cachedResourceSQL = `(SELECT ` + messageColumns + ` FROM messages
+		WHERE conversation_id = $1 AND kind = 'mcp_resource'
+			AND payload->>'serverName' = $2 AND payload->>'resourceUri' = $3
+		ORDER BY position DESC LIMIT 1)
+	UNION ALL
+	(SELECT ` + sharedMessageColumns + `
+		FROM conversations c
+		CROSS JOIN LATERAL fork_link_entries(c.link_convs, c.link_segs, c.link_from, c.base_depth) e
+		CROSS JOIN LATERAL (SELECT * FROM messages m
+			WHERE m.conversation_id = e.conv AND m.kind = 'mcp_resource'
+				AND m.payload->>'serverName' = $2 AND m.payload->>'resourceUri' = $3
+				AND m.segment = e.seg AND m.depth > e.lo AND m.depth <= e.hi
+			ORDER BY m.position DESC LIMIT 1) m
+		WHERE c.id = $1 AND c.base_depth > 0
+		ORDER BY e.j DESC LIMIT 1)
+	LIMIT 1`
 
 // applyToolPolicies decides the calls of a tool request about to be stored, by the
 // configured policies, at the transaction's time.
@@ -259,6 +278,20 @@ func (db *DB) awaitingCalls(ctx context.Context, q sqlx.QueryerContext, rows []a
 	if err != nil {
 		return nil, fmt.Errorf("read tool requests: %w", err)
 	}
+	if len(mrows) < len(ids) {
+		// The requests linked forks share, named by their derived ids (findAwaitingSQL).
+		owner, err := ownerOf(ctx)
+		if err != nil {
+			return nil, err
+		}
+		shared, err := findSharedRows(ctx, q, ids, owner)
+		if err != nil {
+			return nil, err
+		}
+		for i := range shared {
+			mrows = append(mrows, shared[i].messageRow)
+		}
+	}
 	requests := make(map[string]*parley.ToolRequestMessage, len(mrows))
 	for i := range mrows {
 		m, err := decodeMessage(&mrows[i], db.log)
@@ -328,15 +361,7 @@ func (db *DB) FindAwaitingToolCalls(ctx context.Context, f parley.AwaitingFilter
 		return nil, classify(fmt.Errorf("find awaiting tool calls: %w", ctx.Err()))
 	}
 	var rows []awaitingRow
-	err = db.db.SelectContext(ctx, &rows, `SELECT t.request_id::text AS request_id, t.call_id, t.claimed_by, t.claim_expires_at,
-			coalesce(t.claim_expires_at <= now(), false) AS claim_lapsed
-		FROM conversations own JOIN tool_calls t ON t.conversation_id = own.id
-		WHERE own.owner = $5 AND ($1 = '' OR own.id = nullif($1, '')::uuid)
-		AND t.approval_status = 'APPROVED' AND t.result_id IS NULL AND NOT t.imported
-		AND (cardinality($2::text[]) = 0 OR t.name = ANY($2))
-		AND (NOT $3 OR t.claim_expires_at IS NULL OR t.claim_expires_at <= now())
-		ORDER BY t.decided_at, t.conversation_id, t.call_id LIMIT $4`,
-		convKey, stringArray(names), f.Unclaimed, f.Limit, owner)
+	err = db.db.SelectContext(ctx, &rows, findAwaitingSQL, convKey, stringArray(names), f.Unclaimed, f.Limit, owner)
 	if err != nil {
 		return nil, classify(fmt.Errorf("find awaiting tool calls: %w", err))
 	}
@@ -357,6 +382,37 @@ func (db *DB) FindAwaitingToolCalls(ctx context.Context, f parley.AwaitingFilter
 	return out, nil
 }
 
+// findAwaitingSQL selects the awaiting calls of the owner's ($5) conversations (all, or
+// $1's), of the tools $2 (all when empty), unclaimed ones only when $3, at most $4: those
+// of the conversations' own requests, and those of the requests linked forks share
+// (db/fork.go), under the forks' derived ids, as a fork that copied them would have them:
+// unclaimed (a claim is the conversation's where it was made; claiming one in the fork
+// makes the fork real, and one in the source the forks sharing it). The second arm reads
+// the owner's linked forks (conversations_linked_idx), each one's few link entries, and
+// their conversations' awaiting calls (tool_calls_awaiting_conv_idx), never a history.
+// A call the source answered after the fork's point stays unanswered in a fork that
+// copied it; it is listed once the fork is made real, not while it is linked.
+const findAwaitingSQL = `SELECT request_id, call_id, claimed_by, claim_expires_at, claim_lapsed FROM (
+	(SELECT t.request_id::text AS request_id, t.call_id, t.claimed_by, t.claim_expires_at,
+			coalesce(t.claim_expires_at <= now(), false) AS claim_lapsed, t.decided_at, t.conversation_id AS conv
+		FROM conversations own JOIN tool_calls t ON t.conversation_id = own.id
+		WHERE own.owner = $5 AND ($1 = '' OR own.id = nullif($1, '')::uuid)
+		AND t.approval_status = 'APPROVED' AND t.result_id IS NULL AND NOT t.imported
+		AND (cardinality($2::text[]) = 0 OR t.name = ANY($2))
+		AND (NOT $3 OR t.claim_expires_at IS NULL OR t.claim_expires_at <= now())
+		ORDER BY t.decided_at, t.conversation_id, t.call_id LIMIT $4)
+	UNION ALL
+	(SELECT fork_message_id(own.fork_no, rq.depth)::text, t.call_id, NULL, NULL, false, t.decided_at, own.id
+		FROM conversations own
+		CROSS JOIN LATERAL fork_link_entries(own.link_convs, own.link_segs, own.link_from, own.base_depth) e
+		JOIN tool_calls t ON t.conversation_id = e.conv
+		JOIN messages rq ON rq.id = t.request_id AND rq.segment = e.seg AND rq.depth > e.lo AND rq.depth <= e.hi
+		WHERE own.owner = $5 AND own.base_depth > 0 AND ($1 = '' OR own.id = nullif($1, '')::uuid)
+		AND t.approval_status = 'APPROVED' AND t.result_id IS NULL AND NOT t.imported
+		AND (cardinality($2::text[]) = 0 OR t.name = ANY($2))
+		ORDER BY t.decided_at, own.id, t.call_id LIMIT $4)
+	) a ORDER BY decided_at, conv, call_id LIMIT $4`
+
 // ClaimToolCall implements parley.ToolWorkService.
 func (db *DB) ClaimToolCall(ctx context.Context, c parley.ToolCallClaim) (*parley.AwaitingToolCall, error) {
 	key, ok := parley.ParseMessageID(c.MessageID)
@@ -373,6 +429,17 @@ func (db *DB) ClaimToolCall(ctx context.Context, c parley.ToolCallClaim) (*parle
 	}
 	var out []*parley.AwaitingToolCall
 	err = db.transact(ctx, func(tx *txn) error {
+		// A claim is the call's state in the conversation where it is made: claiming a
+		// call of a request a linked fork shares, by the fork's id, makes the fork real
+		// first, and claiming one in its source makes the forks sharing it real, so that
+		// each keeps its own (db/fork.go). One probe of fork_links when there are none.
+		if _, _, derived := parley.ParseForkMessageKey(key); derived {
+			if err := materializeShared(ctx, tx, key, owner); err != nil {
+				return err
+			}
+		} else if err := materializeForksOfMessage(ctx, tx, key); err != nil {
+			return err
+		}
 		var st struct {
 			ConvKey        string         `db:"conversation_id"`
 			Status         string         `db:"approval_status"`

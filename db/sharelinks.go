@@ -29,13 +29,18 @@ func (db *DB) CreateShareLink(ctx context.Context, conversationID, branch string
 	if !ok {
 		return nil, "", parley.Errorf(parley.ENOTFOUND, "conversation %q not found", conversationID)
 	}
-	var msgKey any
+	var msgKey, forkNo, depth any
 	if branch != "" {
 		key, ok := parley.ParseMessageID(branch)
 		if !ok {
 			return nil, "", parley.Errorf(parley.ENOTFOUND, "message %q not found in conversation %q", branch, conversationID)
 		}
 		msgKey = key
+		if no, d, ok := parley.ParseForkMessageKey(key); ok {
+			// A message the linked fork shares (db/fork.go): it has all the depths up
+			// to its base depth.
+			forkNo, depth = no, d
+		}
 	}
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -50,8 +55,10 @@ func (db *DB) CreateShareLink(ctx context.Context, conversationID, branch string
 			SELECT c.owner, 'share link', $3, transaction_timestamp() + make_interval(secs => $4), true, c.id, $5
 			FROM conversations c
 			WHERE c.id = $1 AND c.owner = $2
-			  AND ($6::uuid IS NULL OR EXISTS (SELECT 1 FROM messages m WHERE m.id = $6::uuid AND m.conversation_id = c.id))
-			RETURNING `+tokenColumns, convKey, owner, hashToken(secret), lifetime.Seconds(), sql.NullString{String: branch, Valid: branch != ""}, msgKey)
+			  AND ($6::uuid IS NULL OR EXISTS (SELECT 1 FROM messages m WHERE m.id = $6::uuid AND m.conversation_id = c.id)
+				OR (c.fork_no = $7::bigint AND c.base_depth >= $8::int))
+			RETURNING `+tokenColumns, convKey, owner, hashToken(secret), lifetime.Seconds(), sql.NullString{String: branch, Valid: branch != ""}, msgKey,
+			forkNo, depth)
 		if errors.Is(err, sql.ErrNoRows) {
 			if branch != "" {
 				return parley.Errorf(parley.ENOTFOUND, "conversation %q, or message %q in it, not found", conversationID, branch)

@@ -94,7 +94,10 @@ func spotOf(ctx context.Context, tx *txn, convKey, field, id string) (spot, erro
 	if ok {
 		err := tx.GetContext(ctx, &s, `SELECT segment, depth FROM messages WHERE id = $1 AND conversation_id = $2`, key, convKey)
 		if errors.Is(err, sql.ErrNoRows) {
-			ok = false
+			// A message the linked fork shares: at its depth of segment 0 (db/forkshared.go).
+			if s, ok, err = sharedSpotOf(ctx, tx, convKey, key); err != nil {
+				return s, err
+			}
 		} else if err != nil {
 			return s, err
 		}
@@ -276,8 +279,10 @@ func (db *DB) branchEnd(ctx context.Context, convKey, id string) (spot, error) {
 			err = db.db.GetContext(ctx, &s, branchEndSQL, key, convKey, owner)
 		}
 		if errors.Is(err, sql.ErrNoRows) {
-			ok = false
-		} else if err != nil {
+			// A message the linked fork shares: its segment 0 (db/forkshared.go).
+			s, ok, err = sharedBranchEnd(ctx, db.db, convKey, key, owner)
+		}
+		if err != nil {
 			return s, classify(fmt.Errorf("find branch %s: %w", id, err))
 		}
 	}
@@ -463,8 +468,7 @@ func (db *DB) SwitchBranch(ctx context.Context, conversationID, messageID, by st
 			return err
 		}
 		leaf := spot{Segment: target.Segment}
-		if err := tx.GetContext(ctx, &leaf.Depth, `SELECT max(depth) FROM messages WHERE conversation_id = $1 AND segment = $2`,
-			key, target.Segment); err != nil {
+		if err := tx.GetContext(ctx, &leaf.Depth, segmentEndSQL, key, target.Segment); err != nil {
 			return err
 		}
 		if leaf == old {
@@ -483,9 +487,8 @@ func (db *DB) SwitchBranch(ctx context.Context, conversationID, messageID, by st
 			b(seg, hi) AS (SELECT $4::int, $5::int UNION ALL SELECT s.parent_segment, s.fork_depth FROM b
 				JOIN message_segments s ON s.conversation_id = $1 AND s.segment = b.seg WHERE s.parent_segment IS NOT NULL),
 			f AS (SELECT a.seg, least(a.hi, b.hi) AS depth FROM a JOIN b ON a.seg = b.seg ORDER BY 2 DESC LIMIT 1)
-			SELECT (SELECT id::text FROM messages WHERE conversation_id = $1 AND segment = $2 AND depth = $3) AS old,
-				(SELECT id::text FROM messages WHERE conversation_id = $1 AND segment = $4 AND depth = $5) AS new,
-				(SELECT m.id::text FROM f JOIN messages m ON m.conversation_id = $1 AND m.segment = f.seg AND m.depth = f.depth) AS fork,
+			SELECT `+idAtSQL("$2", "$3")+` AS old, `+idAtSQL("$4", "$5")+` AS new,
+				(SELECT `+idAtSQL("f.seg", "f.depth")+` FROM f) AS fork,
 				coalesce((SELECT depth FROM f), 0) AS at`,
 			key, old.Segment, old.Depth, leaf.Segment, leaf.Depth); err != nil {
 			return fmt.Errorf("read the branches: %w", err)
@@ -917,6 +920,10 @@ func (db *DB) BranchContains(ctx context.Context, conversationID, branch, messag
 		WHERE m.id = $4 AND m.conversation_id = $1 AND m.depth <= $3 AND (m.segment = $2
 			OR (SELECT s.chain_from[array_position(s.chain, m.segment) + 1] >= m.depth FROM message_segments s
 				WHERE s.conversation_id = $1 AND s.segment = $2)))`, key, end.Segment, end.Depth, mkey)
+	if err == nil && !on {
+		// A message the linked fork shares (db/forkshared.go).
+		on, err = sharedOnBranch(ctx, db.db, key, mkey, owner, end)
+	}
 	if err != nil {
 		return false, classify(fmt.Errorf("find message %s on a branch: %w", messageID, err))
 	}

@@ -173,3 +173,32 @@ func TestInjectMCPResourceUnreachable(t *testing.T) {
 		t.Errorf("took %s, want the configured timeout to bound it", d)
 	}
 }
+
+// TestInjectMCPResourceIntoFork: a fork's cache of a resource is what it shares of its
+// source's too (copy-free forks, issue 16), as in a fork that copied them: a fresh copy
+// on the path it shares is reused, one the source read after the fork's point is not.
+func TestInjectMCPResourceIntoFork(t *testing.T) {
+	t.Parallel()
+	var reads atomic.Int32
+	docs := docsServer(&reads)
+	httpServer := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return docs }, nil))
+	defer httpServer.Close()
+	e := start(t, fmt.Sprintf("mcp:\n  servers:\n    docs: {url: %q}\n", httpServer.URL))
+	src := e.CreateConversation(t, "source")
+	first := e.inject(t, src, "docs", "docs://schema")
+	var fork struct{ ForkConversation struct{ ID string } }
+	e.MustDo(t, `mutation($m: ID!) { forkConversation(messageId: $m) { id } }`, map[string]any{"m": first.ID}, &fork)
+	hit := e.inject(t, fork.ForkConversation.ID, "docs", "docs://schema")
+	if hit.Text != first.Text || hit.RetrievedAt != first.RetrievedAt || hit.Position != 2 || reads.Load() != 1 {
+		t.Errorf("in the fork: got %+v after %d reads, want the source's copy reused at position 2, 1 read", hit, reads.Load())
+	}
+	// Read in a source after a fork at its start: that fork has none of it.
+	var early struct{ ForkConversation struct{ ID string } }
+	other := e.CreateConversation(t, "other")
+	m := e.AddMessage(t, other, map[string]any{"text": map[string]any{"role": "USER", "content": "hi"}})
+	e.MustDo(t, `mutation($m: ID!) { forkConversation(messageId: $m) { id } }`, map[string]any{"m": m.ID}, &early)
+	e.inject(t, other, "docs", "docs://schema")
+	if got := e.inject(t, early.ForkConversation.ID, "docs", "docs://schema"); got.RetrievedAt != got.CreatedAt || reads.Load() != 3 {
+		t.Errorf("in a fork before the source's read: got %+v after %d reads, want a read of its own", got, reads.Load())
+	}
+}
