@@ -40,7 +40,7 @@ func sharedKeys(keys []string) (forkNos, depths []int64) {
 const sharedRowsSQL = `SELECT ` + sharedMessageColumns + `, m.` + storedBytes + ` AS stored_bytes
 	FROM unnest($1::bigint[], $2::int[]) AS k(fork_no, depth)
 	JOIN conversations c ON c.fork_no = k.fork_no AND c.owner = $3 AND c.base_depth >= k.depth
-	CROSS JOIN LATERAL fork_link_entries(c.link_convs, c.link_segs, c.link_from, c.base_depth) e
+	CROSS JOIN LATERAL fork_link_entries(c.id, c.base_depth) e
 	JOIN messages m ON m.conversation_id = e.conv AND m.segment = e.seg AND m.depth = k.depth
 	WHERE e.lo < k.depth AND e.hi >= k.depth`
 
@@ -125,7 +125,7 @@ func sharedBytes(ctx context.Context, q sqlx.QueryerContext, keys []string, owne
 // conversations, for a conversation without a link.
 const sharedCallsSQL = `SELECT t.call_id
 	FROM conversations c
-	CROSS JOIN LATERAL fork_link_entries(c.link_convs, c.link_segs, c.link_from, c.base_depth) e
+	CROSS JOIN LATERAL fork_link_entries(c.id, c.base_depth) e
 	CROSS JOIN unnest($2::text[]) AS k(call_id)
 	CROSS JOIN LATERAL (SELECT t.call_id, t.request_id FROM tool_calls t
 		WHERE t.conversation_id = e.conv AND t.call_id = k.call_id LIMIT 1) t
@@ -168,7 +168,7 @@ func materializeForksOfMessage(ctx context.Context, tx *txn, key string) error {
 		JOIN fork_links fl ON fl.base = m.conversation_id
 		JOIN conversations c ON c.id = fl.fork
 		WHERE m.id = $1 AND EXISTS (
-			SELECT 1 FROM fork_link_entries(c.link_convs, c.link_segs, c.link_from, c.base_depth) e
+			SELECT 1 FROM fork_link_entries(c.id, c.base_depth) e
 			WHERE e.conv = m.conversation_id AND e.seg = m.segment AND e.lo < m.depth AND e.hi >= m.depth)
 		ORDER BY c.id`, key); err != nil {
 		return fmt.Errorf("find the forks sharing message %s: %w", parley.MessageID(key), err)
@@ -270,7 +270,7 @@ const byClientIDSQL = `(SELECT ` + messageColumns + `, body_digest FROM messages
 	UNION ALL
 	(SELECT ` + sharedMessageColumns + `, m.body_digest
 		FROM conversations c
-		CROSS JOIN LATERAL fork_link_entries(c.link_convs, c.link_segs, c.link_from, c.base_depth) e
+		CROSS JOIN LATERAL fork_link_entries(c.id, c.base_depth) e
 		JOIN messages m ON m.conversation_id = e.conv AND m.client_message_id = $2
 			AND m.segment = e.seg AND m.depth > e.lo AND m.depth <= e.hi
 		WHERE c.id = $1 AND c.base_depth > 0)

@@ -1027,7 +1027,7 @@ func (db *DB) ConversationUsage(ctx context.Context, conversationID string) (par
 		FROM (SELECT provenance FROM messages WHERE conversation_id = $1 AND provenance IS NOT NULL AND `+ownedConversation("1", "2")+`
 			UNION ALL
 			SELECT m.provenance FROM conversations c
-			CROSS JOIN LATERAL fork_link_entries(c.link_convs, c.link_segs, c.link_from, c.base_depth) e
+			CROSS JOIN LATERAL fork_link_entries(c.id, c.base_depth) e
 			JOIN messages m ON m.conversation_id = e.conv AND m.segment = e.seg AND m.depth > e.lo AND m.depth <= e.hi
 			WHERE c.id = $1 AND c.owner = $2 AND c.base_depth > 0 AND m.provenance IS NOT NULL) p`, key, owner).
 		Scan(&u.InputTokens, &u.OutputTokens, &u.CachedInputTokens, &u.CacheCreationInputTokens, &u.ReasoningTokens)

@@ -194,7 +194,7 @@ const cachedResourceSQL = `(SELECT ` + messageColumns + ` FROM messages
 	UNION ALL
 	(SELECT ` + sharedMessageColumns + `
 		FROM conversations c
-		CROSS JOIN LATERAL fork_link_entries(c.link_convs, c.link_segs, c.link_from, c.base_depth) e
+		CROSS JOIN LATERAL fork_link_entries(c.id, c.base_depth) e
 		CROSS JOIN LATERAL (SELECT * FROM messages m
 			WHERE m.conversation_id = e.conv AND m.kind = 'mcp_resource'
 				AND m.payload->>'serverName' = $2 AND m.payload->>'resourceUri' = $3
@@ -404,7 +404,7 @@ const findAwaitingSQL = `SELECT request_id, call_id, claimed_by, claim_expires_a
 	UNION ALL
 	(SELECT fork_message_id(own.fork_no, rq.depth)::text, t.call_id, NULL, NULL, false, t.decided_at, own.id
 		FROM conversations own
-		CROSS JOIN LATERAL fork_link_entries(own.link_convs, own.link_segs, own.link_from, own.base_depth) e
+		CROSS JOIN LATERAL fork_link_entries(own.id, own.base_depth) e
 		JOIN tool_calls t ON t.conversation_id = e.conv
 		JOIN messages rq ON rq.id = t.request_id AND rq.segment = e.seg AND rq.depth > e.lo AND rq.depth <= e.hi
 		WHERE own.owner = $5 AND own.base_depth > 0 AND ($1 = '' OR own.id = nullif($1, '')::uuid)

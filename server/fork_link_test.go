@@ -30,7 +30,7 @@ func ownRows(t *testing.T, srv *testserver.Server, conv string) int {
 	return n
 }
 
-func forkAt(t *testing.T, srv *testserver.Server, msg string) string {
+func forkOf(t *testing.T, srv *testserver.Server, msg string) string {
 	t.Helper()
 	var f forkResult
 	srv.MustDo(t, forkMutation, map[string]any{"m": msg}, &f)
@@ -58,7 +58,7 @@ func TestForkSharesItsPath(t *testing.T) {
 	for i := 1; i <= 6; i++ {
 		ids = append(ids, addAt(t, srv, src, fmt.Sprintf("m%d", i), "", "").ID)
 	}
-	fork := forkAt(t, srv, ids[3]) // m1..m4
+	fork := forkOf(t, srv, ids[3]) // m1..m4
 	if n := ownRows(t, srv, fork); n != 0 {
 		t.Fatalf("a fork of 4 messages stores %d rows, want 0 (it shares them)", n)
 	}
@@ -133,7 +133,7 @@ func TestForkSharesItsPath(t *testing.T) {
 	}
 
 	// A fork of the fork at a shared message, and at one of its own.
-	inner := forkAt(t, srv, shared[1])
+	inner := forkOf(t, srv, shared[1])
 	if got := texts(readBranch(t, srv, inner, map[string]any{"first": 10})); !slices.Equal(got, []string{"m1", "m2"}) {
 		t.Errorf("fork at a shared message: got %v, want [m1 m2]", got)
 	}
@@ -147,7 +147,7 @@ func TestForkSharesItsPath(t *testing.T) {
 	if f := from.Conversation.ForkedFromID; f == nil || *f != shared[1] {
 		t.Errorf("the fork at a shared message: forkedFromId %v, want %s", f, shared[1])
 	}
-	outer := forkAt(t, srv, f6.ID)
+	outer := forkOf(t, srv, f6.ID)
 	if got := texts(readBranch(t, srv, outer, map[string]any{"first": 10})); !slices.Equal(got, []string{"m1", "m2", "m3", "m4", "f5", "f6"}) {
 		t.Errorf("fork of the fork at its own message: got %v", got)
 	}
