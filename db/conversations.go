@@ -147,10 +147,15 @@ func (db *DB) DeleteConversation(ctx context.Context, id string) error {
 		if err := materializeForksOf(ctx, tx, key, 0, 0); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE conversations SET forked_from = NULL
-			WHERE forked_from IN (SELECT m.id FROM messages m WHERE m.conversation_id = $1)
-				OR forked_from BETWEEN (SELECT fork_message_id(fork_no, 0) FROM conversations WHERE id = $1 AND owner = $2)
-					AND (SELECT fork_message_id(fork_no, 2147483647) FROM conversations WHERE id = $1 AND owner = $2)`,
+		// A probe of conversations_forked_from_idx per message, as the foreign key's
+		// ON DELETE SET NULL made before 000025, and one range of it for the derived ids.
+		if _, err := tx.ExecContext(ctx, `UPDATE conversations f SET forked_from = NULL
+			FROM messages m WHERE m.conversation_id = $1 AND f.forked_from = m.id`, key); err != nil {
+			return fmt.Errorf("unlink the forks of %s: %w", id, err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE conversations f SET forked_from = NULL
+			FROM conversations c WHERE c.id = $1 AND c.owner = $2 AND c.fork_no IS NOT NULL
+				AND f.forked_from BETWEEN fork_message_id(c.fork_no, 0) AND fork_message_id(c.fork_no, 2147483647)`,
 			key, owner); err != nil {
 			return fmt.Errorf("unlink the forks of %s: %w", id, err)
 		}

@@ -95,10 +95,10 @@ BEGIN
     END IF;
     INSERT INTO messages (id, conversation_id, position, segment, depth, schema_version, kind, role, content,
             tool_calls, tool_results, payload, source_id, created_at, updated_at, status, status_reason,
-            client_message_id, body_digest, provenance, hidden, deleted_at, search_vector, owner)
+            client_message_id, body_digest, provenance, stream_seq, hidden, deleted_at, search_vector, owner)
         SELECT fork_message_id(c.fork_no, m.depth), f, m.depth, 0, m.depth, m.schema_version, m.kind, m.role, m.content,
             m.tool_calls, m.tool_results, m.payload, m.source_id, m.created_at, m.updated_at, m.status, m.status_reason,
-            m.client_message_id, m.body_digest, m.provenance, m.hidden, m.deleted_at, m.search_vector, c.owner
+            m.client_message_id, m.body_digest, m.provenance, m.stream_seq, m.hidden, m.deleted_at, m.search_vector, c.owner
         FROM fork_link_entries(c.id, c.base_depth) l
         JOIN messages m ON m.conversation_id = l.conv AND m.segment = l.seg AND m.depth > l.lo AND m.depth <= l.hi;
     GET DIAGNOSTICS n = ROW_COUNT;
@@ -106,12 +106,12 @@ BEGIN
         RAISE EXCEPTION 'fork % shares % messages, found % of them', f, c.base_depth, n USING ERRCODE = 'data_corrupted';
     END IF;
     WITH l AS MATERIALIZED (SELECT * FROM fork_link_entries(c.id, c.base_depth))
-    INSERT INTO tool_calls (conversation_id, call_id, name, request_id, result_id, approval_status, decided_at)
+    INSERT INTO tool_calls (conversation_id, call_id, name, request_id, result_id, approval_status, decided_at, imported)
         SELECT f, t.call_id, t.name, fork_message_id(c.fork_no, rq.depth),
             CASE WHEN EXISTS (SELECT 1 FROM l r WHERE r.conv = rs.conversation_id AND r.seg = rs.segment
                     AND rs.depth > r.lo AND rs.depth <= r.hi)
                 THEN fork_message_id(c.fork_no, rs.depth) END,
-            t.approval_status, t.decided_at
+            t.approval_status, t.decided_at, t.imported
         FROM (SELECT DISTINCT conv FROM l) lc
         JOIN tool_calls t ON t.conversation_id = lc.conv
         JOIN messages rq ON rq.id = t.request_id
