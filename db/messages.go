@@ -459,11 +459,13 @@ func toolCallForResult(ctx context.Context, tx *txn, convKey, callID, worker str
 		Segment        int            `db:"segment"`
 		Depth          int            `db:"depth"`
 		Forked         bool           `db:"forked"`
+		Queued         bool           `db:"queued"`
 	}
 	read := func() error {
 		return tx.GetContext(ctx, &call, `SELECT t.name, t.result_id, t.claimed_by, t.claim_expires_at,
 			transaction_timestamp() AS tx_now, m.segment, m.depth,
-			EXISTS (SELECT 1 FROM fork_links fl WHERE fl.base = $1) AS forked
+			EXISTS (SELECT 1 FROM fork_links fl WHERE fl.base = $1) AS forked,
+			t.approval_status = 'APPROVED' AND NOT t.imported AS queued
 		FROM tool_calls t JOIN messages m ON m.id = t.request_id
 		WHERE t.conversation_id = $1 AND t.call_id = $2 FOR UPDATE OF t`, convKey, callID)
 	}
@@ -505,9 +507,12 @@ func toolCallForResult(ctx context.Context, tx *txn, convKey, callID, worker str
 		return "", parley.Errorf(parley.EINVALID,
 			"toolResult.toolCallId: the tool call %q is on another branch of the conversation; a result goes on its call's branch", callID)
 	}
-	if call.Forked {
-		// The forks sharing the request keep the call unanswered, as copies would: they
-		// are made real before its row says it is answered here (db/fork.go). This takes
+	if call.Forked && call.Queued {
+		// The forks sharing the request keep the call unanswered, as copies would: a call
+		// in the work queue (approved, awaiting its result: FindAwaitingToolCalls lists it
+		// in each fork sharing it, from this row) leaves the queue when its row says it is
+		// answered, so those forks are made real first (db/fork.go). Any other call's row
+		// is not read for the forks: answering it here copies nothing. This takes
 		// their rows' locks after the call's, where deciding or claiming the call takes
 		// them before: the rare deadlock of the two at once is retried (transact).
 		if err := materializeForksOf(ctx, tx, convKey, call.Segment, call.Depth); err != nil {

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"database/sql"
 	"fmt"
 	"slices"
@@ -196,6 +197,53 @@ func TestForkSharesItsPath(t *testing.T) {
 		srv.MustDo(t, `query($c: ID!) { conversation(id: $c) { forkedFromId } }`, map[string]any{"c": c}, &link)
 		if link.Conversation.ForkedFromID != nil {
 			t.Errorf("%s's forkedFromId after its source was deleted: %s, want null", c, *link.Conversation.ForkedFromID)
+		}
+	}
+}
+
+// TestForkAtAToolRequest: an agent forks at a tool request to try another result; the
+// source answering its call copies nothing into the fork (the call is not in the work
+// queue: no fork lists it as awaiting), and the fork answers it its own way (which makes
+// it real, once), each conversation pairing its own result.
+func TestForkAtAToolRequest(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	src := srv.CreateConversation(t, "agent")
+	for i := range 3 {
+		srv.AddMessage(t, src, testserver.Text("USER", fmt.Sprintf("turn %d", i)))
+	}
+	req := srv.AddMessage(t, src, map[string]any{"toolRequest": map[string]any{"toolCalls": []any{
+		map[string]any{"id": "k1", "name": "ls", "arguments": map[string]any{}},
+	}}}).ID
+	fork := forkOf(t, srv, req)
+	result := func(conv, content string) {
+		t.Helper()
+		srv.MustDo(t, `mutation($c: ID!, $i: MessageInput!) { addMessage(conversationId: $c, input: $i) { cursor } }`,
+			map[string]any{"c": conv, "i": map[string]any{"toolResult": map[string]any{"toolCallId": "k1", "status": "SUCCESS", "content": content}}}, nil)
+	}
+	result(src, "in the source")
+	if n := ownRows(t, srv, fork); n != 0 {
+		t.Errorf("the source's result made the fork store %d rows, want 0", n)
+	}
+	result(fork, "in the fork")
+	var out struct {
+		Conversation struct {
+			Transcript json.RawMessage
+		}
+	}
+	for conv, want := range map[string]string{src: "in the source", fork: "in the fork"} {
+		srv.MustDo(t, `query($c: ID!) { conversation(id: $c) { transcript(format: OPENAI_CHAT) } }`, map[string]any{"c": conv}, &out)
+		var msgs []struct {
+			Role       string
+			Content    any
+			ToolCallID string `json:"tool_call_id"`
+		}
+		if err := json.Unmarshal(out.Conversation.Transcript, &msgs); err != nil {
+			t.Fatalf("%s's transcript %s: %v", conv, out.Conversation.Transcript, err)
+		}
+		last := msgs[len(msgs)-1]
+		if len(msgs) != 5 || last.Role != "tool" || last.ToolCallID != "k1" || fmt.Sprint(last.Content) != want {
+			t.Errorf("%s's transcript: got %s, want its 5 messages ending with the result %q of k1", conv, out.Conversation.Transcript, want)
 		}
 	}
 }
