@@ -198,21 +198,25 @@ func activeLeafOf(own string) string {
 
 // sharedRowColumns are messageColumns of a row m that the linked fork whose row is own
 // shares, as the fork's: its derived id, the fork's id, its depth as its position,
-// segment 0.
+// segment 0 (of the same types, for a UNION with a table's rows).
 func sharedRowColumns(own string) string {
+	return messageColumnsOf("m", map[string]string{
+		"id":              "fork_message_id(" + own + ".fork_no, m.depth) AS id",
+		"conversation_id": own + ".id AS conversation_id",
+		"position":        "m.depth AS position",
+		"segment":         "0 AS segment",
+	})
+}
+
+// messageColumnsOf is messageColumns of the row m, each qualified by m, but those
+// rewrite gives an expression for.
+func messageColumnsOf(m string, rewrite map[string]string) string {
 	cols := strings.Split(strings.Join(strings.Fields(messageColumns), " "), ", ")
 	for i, c := range cols {
-		switch c {
-		case "id":
-			cols[i] = "fork_message_id(" + own + ".fork_no, m.depth) AS id"
-		case "conversation_id":
-			cols[i] = own + ".id AS conversation_id"
-		case "position":
-			cols[i] = "m.depth AS position"
-		case "segment":
-			cols[i] = "0 AS segment"
-		default:
-			cols[i] = "m." + c
+		if r, ok := rewrite[c]; ok {
+			cols[i] = r
+		} else {
+			cols[i] = m + "." + c
 		}
 	}
 	return strings.Join(cols, ", ")

@@ -37,20 +37,16 @@ func sharedKeys(keys []string) (forkNos, depths []int64) {
 // or of a depth the fork does not share, reads nothing. Per key: a probe of the forks'
 // numbers (conversations' unique key), the link's few entries, and one probe of
 // messages_branch_idx.
-const sharedRowsSQL = `SELECT ` + sharedMessageColumns + `, m.` + storedBytes + ` AS stored_bytes
+var sharedRowsSQL = `SELECT ` + sharedMessageColumns + `, m.` + storedBytes + ` AS stored_bytes
 	FROM unnest($1::bigint[], $2::int[]) AS k(fork_no, depth)
 	JOIN conversations c ON c.fork_no = k.fork_no AND c.owner = $3 AND c.base_depth >= k.depth
 	CROSS JOIN LATERAL fork_link_entries(c.id, c.base_depth) e
 	JOIN messages m ON m.conversation_id = e.conv AND m.segment = e.seg AND m.depth = k.depth
 	WHERE e.lo < k.depth AND e.hi >= k.depth`
 
-// sharedMessageColumns are messageColumns (of the same types, for a UNION) of a row m
-// that the linked fork c shares, as the fork's message: the derived id, the fork, the
-// depth as the position, segment 0.
-const sharedMessageColumns = `fork_message_id(c.fork_no, m.depth) AS id, c.id AS conversation_id,
-		m.depth AS position, m.schema_version, m.kind, m.role, m.content, m.tool_calls, m.tool_results, m.payload,
-		m.source_id, m.created_at, m.updated_at, m.status, m.status_reason, m.client_message_id, m.provenance,
-		m.stream_seq, 0 AS segment, m.depth, m.hidden, m.deleted_at`
+// sharedMessageColumns are the columns of a row m the linked fork c shares, as the
+// fork's message (sharedRowColumns).
+var sharedMessageColumns = sharedRowColumns("c")
 
 // sharedRow is a row of sharedRowsSQL.
 type sharedRow struct {
@@ -265,7 +261,7 @@ func idAtSQL(seg, depth string) string {
 // with its digest: its own (messages_client_id_idx), or one it shares when it is a
 // linked fork, as a fork that copied it would have it (a probe of the same index per
 // entry of the link). The second arm runs only when the first finds nothing.
-const byClientIDSQL = `(SELECT ` + messageColumns + `, body_digest FROM messages
+var byClientIDSQL = `(SELECT ` + messageColumns + `, body_digest FROM messages
 		WHERE conversation_id = $1 AND client_message_id = $2)
 	UNION ALL
 	(SELECT ` + sharedMessageColumns + `, m.body_digest

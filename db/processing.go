@@ -187,7 +187,7 @@ func (db *DB) AddCachedMCPResource(ctx context.Context, conversationID, server, 
 // linked fork, the latest of those it shares (db/fork.go), as a fork that copied them
 // would find it: per entry of its link, latest first, the same index's copies of the
 // resource in the entry's conversation, those of the entry's part of the path kept.
-const cachedResourceSQL = `(SELECT ` + messageColumns + ` FROM messages
+var cachedResourceSQL = `(SELECT ` + messageColumns + ` FROM messages
 		WHERE conversation_id = $1 AND kind = 'mcp_resource'
 			AND payload->>'serverName' = $2 AND payload->>'resourceUri' = $3
 		ORDER BY position DESC LIMIT 1)

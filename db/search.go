@@ -54,24 +54,12 @@ func sharedHits(q string) string {
 // hitColumns are messageColumns of a relevance hit read by its row (m) and its
 // candidate (r): the hit's id, and for a row a fork shares, the fork's conversation,
 // the depth as the position, segment 0.
-var hitColumns = func() string {
-	cols := strings.Split(strings.Join(strings.Fields(messageColumns), " "), ", ")
-	for i, c := range cols {
-		switch c {
-		case "id":
-			cols[i] = "r.id"
-		case "conversation_id":
-			cols[i] = "COALESCE(r.fconv, m.conversation_id) AS conversation_id"
-		case "position":
-			cols[i] = "CASE WHEN r.fconv IS NULL THEN m.position ELSE m.depth END AS position"
-		case "segment":
-			cols[i] = "CASE WHEN r.fconv IS NULL THEN m.segment ELSE 0 END AS segment"
-		default:
-			cols[i] = "m." + c
-		}
-	}
-	return strings.Join(cols, ", ")
-}()
+var hitColumns = messageColumnsOf("m", map[string]string{
+	"id":              "r.id",
+	"conversation_id": "COALESCE(r.fconv, m.conversation_id) AS conversation_id",
+	"position":        "CASE WHEN r.fconv IS NULL THEN m.position ELSE m.depth END AS position",
+	"segment":         "CASE WHEN r.fconv IS NULL THEN m.segment ELSE 0 END AS segment",
+})
 
 func leafDepthOf(c string) string {
 	return `(CASE WHEN ` + c + `.segments = 0 THEN ` + c + `.last_position ELSE ` + c + `.active_depth END)`
