@@ -71,15 +71,15 @@ func materializeFork(ctx context.Context, tx *txn, convKey string) error {
 func materializeForksOf(ctx context.Context, tx *txn, baseKey string, seg, depth int) error {
 	// The base's row is locked first, as a fork of it locks it (FOR SHARE): a fork made
 	// meanwhile is either seen here or made after this change commits.
-	if _, err := tx.ExecContext(ctx, `SELECT 1 FROM conversations WHERE id = $1 FOR NO KEY UPDATE`, baseKey); err != nil {
-		return fmt.Errorf("lock %s: %w", parley.ConversationID(baseKey), err)
-	}
-	var forks []string
-	if err := tx.SelectContext(ctx, &forks, `SELECT c.id FROM fork_links fl JOIN conversations c ON c.id = fl.fork
-		WHERE fl.base = $1 AND ($3::int = 0 OR EXISTS (
-			SELECT 1 FROM fork_link_entries(c.id, c.base_depth) e
-			WHERE e.conv = $1 AND e.seg = $2 AND e.lo < $3 AND e.hi >= $3))
-		ORDER BY c.id`, baseKey, seg, depth); err != nil {
+	var forks pq.StringArray
+	err := tx.GetContext(ctx, &forks, `WITH base AS MATERIALIZED (SELECT id FROM conversations WHERE id = $1 FOR NO KEY UPDATE)
+		SELECT ARRAY(SELECT c.id FROM fork_links fl JOIN conversations c ON c.id = fl.fork
+			WHERE fl.base = base.id AND ($3::int = 0 OR EXISTS (
+				SELECT 1 FROM fork_link_entries(c.id, c.base_depth) e
+				WHERE e.conv = $1 AND e.seg = $2 AND e.lo < $3 AND e.hi >= $3))
+			ORDER BY c.id)
+		FROM base`, baseKey, seg, depth)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("find the forks sharing %s: %w", parley.ConversationID(baseKey), err)
 	}
 	for _, f := range forks {
