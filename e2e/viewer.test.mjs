@@ -332,9 +332,10 @@ if (!BASE) {
     assert.equal(await page.evaluate(() => document.activeElement?.dataset.id), hit.id, 'the hit has the focus');
     assert.equal(await page.locator('article.msg').first().locator('.pos').textContent(), '#1', 'the messages before it are shown');
     assert.equal(await page.locator('article.msg .pos', { hasText: '#72' }).count(), 0, 'the page opened at the hit, not at the newest');
-    // Scrolling down to the newer messages' button loads them (its IntersectionObserver);
-    // a click that scrolls it into view races that load, which hides the button under it.
-    await page.locator('#newer button').scrollIntoViewIfNeeded({ timeout: WAIT });
+    // Scrolling down to the newer messages' button loads them (its IntersectionObserver,
+    // which may have fired already); a click that scrolls it into view races that load,
+    // which hides the button under the click.
+    await page.evaluate(() => document.getElementById('newer').scrollIntoView());
     await page.locator('article.msg .pos', { hasText: '#72' }).waitFor({ timeout: WAIT });
     await page.locator('body.live').waitFor({ timeout: WAIT });
     await add(BASE, id, text('USER', 'seen live after the hit'));
