@@ -123,6 +123,7 @@ type readKey struct {
 // not hold the commit it was woken for. (A read begun after that is fine whatever else
 // it holds; what it lacks, a later wake-up will fetch.)
 type sharedRead struct {
+	key   readKey
 	epoch int64         // the topic's epoch when the read began
 	done  chan struct{} // closed when val and err are set
 	val   any
@@ -135,6 +136,11 @@ type sharedRead struct {
 type watcher struct {
 	c chan struct{}
 	t *topic
+	// woke holds the pending wake-up, in place of c, once onWake is set: a stream driven
+	// by wake-ups (Poll) rather than by a goroutine waiting in Next. A flag in the
+	// watcher, which its wake-up touches anyway, rather than a channel's lock and an
+	// object of its own, twice a delivery.
+	woke atomic.Bool
 	// onWake, when set (MessageStream.OnWake), is called after every wake-up.
 	onWake atomic.Pointer[func()]
 	// onReady, when set (parley.ReadyWaker), is called instead of onWake after the
@@ -147,18 +153,19 @@ type watcher struct {
 	// (before the wake-up) by every event but the appends this process committed
 	// itself, which a live subscriber may take from its topic's tail instead.
 	dirty atomic.Bool
-	// next, set by a caught-up stream, is the read its next wake-up will make: the
-	// topic starts it when it publishes and wakes the watcher once it is done (see
-	// topic.publish). Taken by the wake-up it serves.
-	next atomic.Pointer[readAhead]
-}
-
-// readAhead is the read a caught-up stream makes when woken: its key, and the stream,
-// which makes it (built only by the topic's publish, once for all those alike: a
-// delivery allocates as little as it can).
-type readAhead struct {
-	key readKey
-	r   aheadReader
+	// next, set by a caught-up stream, is where the read its next wake-up will make
+	// starts, plus one (0: none): the topic starts that read (of aheadKind, by ahead)
+	// when it publishes and wakes the watcher once it is done (see topic.publish).
+	// Taken by the wake-up it serves. A number rather than a read's description, so
+	// that a stream's poll allocates nothing.
+	next atomic.Int64
+	// ahead is the stream, for those that can read ahead (set when they start), and
+	// aheadKind and aheadOwner the kind and owner of its reads' keys.
+	ahead                 aheadReader
+	aheadKind, aheadOwner string
+	// got is the read publish made for the wake-up it gives (wakeReady), done: the
+	// stream's poll takes its answer from here rather than look it up in the topic.
+	got atomic.Pointer[sharedRead]
 }
 
 // aheadReader is a stream that can say how it reads.
@@ -172,28 +179,84 @@ func (w *watcher) wake() { w.wakeWith(nil) }
 // wakeReady wakes a watcher whose next read is done: its stream's Poll will not wait.
 func (w *watcher) wakeReady() { w.wakeWith(w.onReady.Load()) }
 
-// wakeWith leaves the wake-up in the watcher's slot and calls f, or onWake without one.
+// wakeWith leaves the wake-up in the watcher's slot (woke once onWake is set, else c)
+// and calls f, or onWake without one.
 func (w *watcher) wakeWith(f *func()) {
-	select {
-	case w.c <- struct{}{}:
-	default:
-	}
 	if f == nil {
 		f = w.onWake.Load()
 	}
 	if f != nil {
+		w.woke.Store(true)
 		(*f)()
+		return
+	}
+	select {
+	case w.c <- struct{}{}:
+	default:
+	}
+	// onWake set meanwhile: setOnWake may have looked at c before the send above.
+	if f = w.onWake.Load(); f != nil {
+		w.woke.Store(true)
+		(*f)()
+	}
+}
+
+// setOnWake sets onWake: from now on wake-ups are left in woke, and one left in c
+// before is moved there. A stream given OnWake is driven by Poll, not Next (which waits
+// on c): parley.MessageStream's callers do one or the other.
+func (w *watcher) setOnWake(f func()) {
+	w.onWake.Store(&f)
+	select {
+	case <-w.c:
+		w.woke.Store(true)
+	default:
 	}
 }
 
 // woken reports, and clears, a pending wake-up.
 func (w *watcher) woken() bool {
+	if w.woke.Load() && w.woke.Swap(false) {
+		return true
+	}
+	if w.onWake.Load() != nil {
+		return false // c is no longer used
+	}
 	select {
 	case <-w.c:
 		return true
 	default:
 		return false
 	}
+}
+
+// setNext says where the stream's next read starts (after), once it is caught up: see
+// watcher.next.
+func (w *watcher) setNext(after int64) { w.next.Store(after + 1) }
+
+// clearNext forgets next: the stream moves on, and what it would read next may change.
+func (w *watcher) clearNext() {
+	if w.next.Load() != 0 {
+		w.next.Store(0)
+	}
+}
+
+// take returns the answer of the read of key that a subscriber waking now may use (see
+// sharedRead), if one has succeeded: the one publish made for this wake-up (got), or
+// one the topic holds.
+func (w *watcher) take(key readKey) (any, bool) {
+	if r := w.got.Load(); r != nil {
+		w.got.Store(nil)
+		if r.key.after == key.after && r.key.kind == key.kind && r.epoch >= w.t.epoch.Load() {
+			select {
+			case <-r.done:
+				if r.err == nil {
+					return r.val, true
+				}
+			default:
+			}
+		}
+	}
+	return w.t.done(key)
 }
 
 // NewHub returns a Hub reading from store.
@@ -254,24 +317,33 @@ func (f *Hub) Publish(ev parley.MessageEvent) {
 func (t *topic) publish(kind parley.MessageEventKind) {
 	epoch := t.epoch.Add(1)
 	var ahead map[readKey]*heldWakes
+	var last *heldWakes // the last looked up: the watchers alike come in runs
 	for w, k := range t.watchers {
 		if k == liveKind && kind != parley.ToolCallClaimed {
 			w.dirty.Store(true)
 			w.wake()
 		} else if k == kind || kind == parley.ConversationDeleted || (k == "" && kind != parley.MessageDelta) ||
 			(k == listKind && kind != parley.MessageDelta && kind != parley.ToolCallClaimed) {
-			next := w.next.Swap(nil)
-			if next == nil {
+			if w.next.Load() == 0 {
 				w.wake()
 				continue
 			}
-			if ahead == nil {
-				ahead = map[readKey]*heldWakes{}
+			next := w.next.Swap(0)
+			if next == 0 {
+				w.wake()
+				continue
 			}
-			h := ahead[next.key]
-			if h == nil {
-				h = &heldWakes{fn: next.r.readFrom(next.key.after)}
-				ahead[next.key] = h
+			key := readKey{w.aheadKind, w.aheadOwner, next - 1}
+			h := last
+			if h == nil || h.key != key {
+				if ahead == nil {
+					ahead = map[readKey]*heldWakes{}
+				}
+				if h = ahead[key]; h == nil {
+					h = &heldWakes{key: key, fn: w.ahead.readFrom(key.after)}
+					ahead[key] = h
+				}
+				last = h
 			}
 			h.watchers = append(h.watchers, w)
 		}
@@ -285,6 +357,7 @@ func (t *topic) publish(kind parley.MessageEventKind) {
 			go func() {
 				<-r.done // failed or not: the streams' own reads retry
 				for _, w := range ws {
+					w.got.Store(r)
 					w.wakeReady()
 				}
 			}()
@@ -297,6 +370,7 @@ const minWakesPerGoroutine = 64
 
 // heldWakes are the watchers woken once the read they will all make is done.
 type heldWakes struct {
+	key      readKey
 	fn       func(context.Context) (any, error)
 	watchers []*watcher
 }
@@ -435,8 +509,10 @@ func (f *Hub) SubscribeMessagesAdded(ctx context.Context, conversationID string,
 	if after >= 0 {
 		last = after
 	}
+	s := &addedStream{f: f, conv: id, owner: owner, w: w, cancel: cancel, last: last, stale: true}
+	w.ahead, w.aheadKind, w.aheadOwner = s, "a", owner
 	w.started.Store(true)
-	return &addedStream{f: f, conv: id, owner: owner, w: w, cancel: cancel, last: last, stale: true}, nil
+	return s, nil
 }
 
 // SubscribeMessagesUpdated implements parley.EventService.
@@ -455,8 +531,10 @@ func (f *Hub) SubscribeMessagesUpdated(ctx context.Context, conversationID strin
 		cancel()
 		return nil, err
 	}
+	s := &updatedStream{f: f, conv: id, owner: owner, w: w, cancel: cancel, last: seq, stale: true}
+	w.ahead, w.aheadKind, w.aheadOwner = s, "u", owner
 	w.started.Store(true)
-	return &updatedStream{f: f, conv: id, owner: owner, w: w, cancel: cancel, last: seq, stale: true}, nil
+	return s, nil
 }
 
 // addedStream delivers the messages after position last.
@@ -482,7 +560,7 @@ func (s *addedStream) Next(ctx context.Context) (parley.Message, error) {
 
 // Poll implements parley.MessageStream.
 func (s *addedStream) Poll(ctx context.Context) (parley.Message, error) {
-	s.w.next.Store(nil) // the stream moves on: what it would have read next may change
+	s.w.clearNext()
 	if s.w.woken() {
 		s.stale = true
 	}
@@ -495,12 +573,11 @@ func (s *addedStream) Poll(ctx context.Context) (parley.Message, error) {
 				return m, nil
 			}
 		}
-		key := readKey{"a", s.owner, int64(s.last)}
 		if !s.stale {
-			s.w.next.Store(&readAhead{key, s})
+			s.w.setNext(int64(s.last))
 			return nil, nil
 		}
-		res, ok := s.w.t.done(key)
+		res, ok := s.w.take(readKey{"a", s.owner, int64(s.last)})
 		if !ok {
 			if !parley.MayWait(ctx) {
 				s.w.wake() // the read waits for a Poll that may wait
@@ -531,7 +608,7 @@ func (s *addedStream) readFrom(after int64) func(context.Context) (any, error) {
 }
 
 // OnWake implements parley.MessageStream.
-func (s *addedStream) OnWake(f func()) { s.w.onWake.Store(&f) }
+func (s *addedStream) OnWake(f func()) { s.w.setOnWake(f) }
 
 // OnReady implements parley.ReadyWaker.
 func (s *addedStream) OnReady(f func()) bool {
@@ -572,7 +649,7 @@ func (s *updatedStream) Next(ctx context.Context) (parley.Message, error) {
 
 // Poll implements parley.MessageStream.
 func (s *updatedStream) Poll(ctx context.Context) (parley.Message, error) {
-	s.w.next.Store(nil) // see addedStream.Poll
+	s.w.clearNext()
 	if s.w.woken() {
 		s.stale = true
 	}
@@ -582,12 +659,11 @@ func (s *updatedStream) Poll(ctx context.Context) (parley.Message, error) {
 			s.pending = s.pending[1:]
 			return m, nil
 		}
-		key := readKey{"u", s.owner, s.last}
 		if !s.stale {
-			s.w.next.Store(&readAhead{key, s})
+			s.w.setNext(s.last)
 			return nil, nil
 		}
-		res, ok := s.w.t.done(key)
+		res, ok := s.w.take(readKey{"u", s.owner, s.last})
 		if !ok {
 			if !parley.MayWait(ctx) {
 				s.w.wake() // see addedStream.Poll
@@ -618,7 +694,7 @@ func (s *updatedStream) readFrom(after int64) func(context.Context) (any, error)
 }
 
 // OnWake implements parley.MessageStream.
-func (s *updatedStream) OnWake(f func()) { s.w.onWake.Store(&f) }
+func (s *updatedStream) OnWake(f func()) { s.w.setOnWake(f) }
 
 // OnReady implements parley.ReadyWaker.
 func (s *updatedStream) OnReady(f func()) bool {
@@ -726,7 +802,7 @@ func (t *topic) shared(key readKey, epoch int64, fn func(context.Context) (any, 
 	if r := t.reads[key]; r != nil && r.epoch >= epoch {
 		return r
 	}
-	r := &sharedRead{epoch: t.epoch.Load(), done: make(chan struct{})}
+	r := &sharedRead{key: key, epoch: t.epoch.Load(), done: make(chan struct{})}
 	if t.reads == nil {
 		t.reads = map[readKey]*sharedRead{}
 	}

@@ -163,7 +163,7 @@ func (s *liveStream) fromTail() bool {
 }
 
 // OnWake implements parley.StreamSubscription.
-func (s *liveStream) OnWake(f func()) { s.w.onWake.Store(&f) }
+func (s *liveStream) OnWake(f func()) { s.w.setOnWake(f) }
 
 // openKey tells shared reads apart by the open messages of their cursor.
 func openKey(c parley.StreamCursor) string {
