@@ -6,12 +6,19 @@ package bufpool
 
 import "sync"
 
-var buffers sync.Pool
+// buffers holds the pooled buffers, each in a box (a *[]byte: a sync.Pool holds
+// pointers without allocating); boxes holds the boxes Get emptied, for Put to fill
+// again, so that neither allocates (a box a Put was one allocation per websocket
+// delivery).
+var buffers, boxes sync.Pool
 
 // Get returns an empty buffer, with room for a page.
 func Get() []byte {
-	if b, ok := buffers.Get().(*[]byte); ok {
-		return (*b)[:0]
+	if p, ok := buffers.Get().(*[]byte); ok {
+		b := (*p)[:0]
+		*p = nil
+		boxes.Put(p)
+		return b
 	}
 	return make([]byte, 0, 64<<10)
 }
@@ -22,6 +29,10 @@ func Put(b []byte) {
 	if cap(b) > 4<<20 {
 		return
 	}
-	b = b[:0]
-	buffers.Put(&b)
+	p, _ := boxes.Get().(*[]byte)
+	if p == nil {
+		p = new([]byte)
+	}
+	*p = b[:0]
+	buffers.Put(p)
 }
