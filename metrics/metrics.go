@@ -29,7 +29,7 @@ type Metrics struct {
 	duration      *prometheus.HistogramVec
 	subscriptions prometheus.Gauge
 	reconnects    prometheus.Counter
-	lag           prometheus.Histogram
+	lag           *lagHistogram
 	groupCommit   *prometheus.HistogramVec
 	queued        prometheus.Observer // groupCommit's phases
 	written       prometheus.Observer
@@ -60,7 +60,7 @@ func New() *Metrics {
 			Name: "parley_listener_reconnects_total",
 			Help: "Times the database listener (LISTEN) connected again after losing its connection; each is a resync of every subscriber.",
 		}),
-		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+		lag: newLagHistogram(prometheus.HistogramOpts{
 			Name: "parley_notify_delivery_lag_seconds",
 			Help: "Time from a message being stored (its createdAt, or updatedAt for messageUpdated: the database's clock) " +
 				"to its being handed to a subscriber's connection, for messages stored after the subscription began.",
@@ -130,7 +130,7 @@ func (m *Metrics) ListenerReconnected() {
 // ObserveDeliveryLag records how long a message took from being stored to a subscriber.
 func (m *Metrics) ObserveDeliveryLag(d time.Duration) {
 	if m != nil {
-		m.lag.Observe(max(d, 0).Seconds())
+		m.lag.Observe(d)
 	}
 }
 
