@@ -25,16 +25,18 @@ import (
 // Everything the transport sends goes through wsConn's writes, under mu, so no message
 // of coder/websocket's is ever split around one of ours.
 type frameConn struct {
-	net.Conn
-	raw syscall.RawConn // Conn's file descriptor, for writes that never wait (nil: none)
-
 	mu sync.Mutex // held across each write to Conn, so that frames stay whole
-	// What writeNow is writing, and how far it got, for writeSome (under mu): fields
-	// and a method value made once, so that a write allocates nothing.
-	now      []byte
-	nowN     int
-	nowErr   error
-	writeFun func(fd uintptr)
+	// rawMu is held across each write to fd (writeNow), which never waits, and by Close
+	// before it closes Conn: fd is never written to once it is closed, when its number
+	// may be another file's. closed is set under it.
+	rawMu  sync.Mutex
+	closed bool
+	// fd is Conn's file descriptor, for writes that never wait (-1: none). Written to
+	// straight rather than through syscall.RawConn's Control, whose reference count on
+	// the descriptor, net's wrapper and the function it calls were three objects more a
+	// delivery touched, each a cache miss at a thousand subscribers.
+	fd int
+	net.Conn
 }
 
 // Write implements io.Writer: coder/websocket's writes (its control frames, and the
@@ -45,46 +47,45 @@ func (c *frameConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
+// Close implements net.Conn: no write to fd is under way or will be.
+func (c *frameConn) Close() error {
+	c.rawMu.Lock()
+	c.closed = true
+	c.rawMu.Unlock()
+	return c.Conn.Close()
+}
+
 // writeNow writes what of b the network takes without waiting (the caller holds mu):
-// one write system call, retried only if interrupted. err is nil when the network is
+// one send system call, retried only if interrupted. err is nil when the network is
 // merely full (n < len(b)).
 //
 // The call is raw (syscall.RawSyscall: the goroutine keeps its P, as for any call that
 // cannot block): the socket is non-blocking, so the call returns as soon as the kernel
 // has queued what fits, and the scheduler's hand-off of a P in a system call (entering
 // and leaving it, and sysmon's retaking the P of a call it finds running, waking
-// another thread for it) was a cost of its own at a thousand writes a message.
+// another thread for it) was a cost of its own at a thousand writes a message. It is
+// sendto rather than write: a socket's own call, without the file system's layer
+// (vfs_write, the file position's lock) that write goes through first.
 func (c *frameConn) writeNow(b []byte) (n int, err error) {
-	c.now, c.nowN, c.nowErr = b, 0, nil
-	// Control, not Write: the descriptor is held open while writeSome runs (so it cannot
-	// be closed and reused under it), and mu already keeps writes apart, without
-	// RawWrite's write lock and poll-state check (a cache miss a delivery).
-	cerr := c.raw.Control(c.writeFun)
-	n, err = c.nowN, c.nowErr
-	c.now, c.nowErr = nil, nil
-	if err == nil {
-		err = cerr
+	c.rawMu.Lock()
+	defer c.rawMu.Unlock()
+	if c.closed {
+		return 0, net.ErrClosed
 	}
-	return n, err
-}
-
-// writeSome is writeNow's write to the descriptor fd; it never waits for the network.
-func (c *frameConn) writeSome(fd uintptr) {
-	b := c.now
-	for c.nowN < len(b) {
-		m, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[c.nowN])), uintptr(len(b)-c.nowN))
+	for n < len(b) {
+		m, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(c.fd), uintptr(unsafe.Pointer(&b[n])), uintptr(len(b)-n),
+			syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, 0, 0)
 		switch {
 		case e == syscall.EINTR:
 			continue
 		case e == syscall.EAGAIN:
+			return n, nil
 		case e != 0:
-			c.nowErr = e
-		default:
-			c.nowN += int(m)
-			continue
+			return n, e
 		}
-		break
+		n += int(m)
 	}
+	return n, nil
 }
 
 // appendTextFrame appends to b a server's text frame carrying p.
@@ -127,10 +128,11 @@ func (w *framingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		nc.Close()
 		return nil, nil, err
 	}
-	w.conn = &frameConn{Conn: nc}
+	w.conn = &frameConn{Conn: nc, fd: -1}
 	if sc, ok := nc.(syscall.Conn); ok { // a TCP connection; not a TLS one
-		w.conn.raw, _ = sc.SyscallConn()
-		w.conn.writeFun = w.conn.writeSome
+		if raw, err := sc.SyscallConn(); err == nil {
+			raw.Control(func(fd uintptr) { w.conn.fd = int(fd) })
+		}
 	}
 	return w.conn, bufio.NewReadWriter(brw.Reader, bufio.NewWriterSize(w.conn, 4096)), nil
 }

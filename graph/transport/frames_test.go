@@ -50,7 +50,7 @@ func serveConn(t *testing.T, writeTimeout time.Duration) (*wsConn, *countingConn
 func serveTCP(t *testing.T, writeTimeout time.Duration) (*wsConn, *websocket.Conn) {
 	t.Helper()
 	c, _, client := serveWrapped(t, writeTimeout, false)
-	if c.frames.raw == nil {
+	if c.frames.fd < 0 {
 		t.Fatal("the TCP connection's file descriptor is not reachable")
 	}
 	return c, client
