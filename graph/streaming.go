@@ -99,23 +99,34 @@ func ackModel(messageID string, a parley.Ack) *model.AppendAck {
 // subscription at the client's pace and sends it, never blocking past ctx.
 func (r *Resolver) forwardStream(ctx context.Context, s parley.StreamSubscription) <-chan *model.MessageStreamEvent {
 	if target := transport.PushTargetFrom(ctx); target != nil {
-		ch := make(chan *model.MessageStreamEvent, 1)
-		var next parley.StreamEvent // polled, not yet pushed; only the operation's drain touches it
-		wake, _ := target.Attach(func(ctx context.Context) (any, bool, error) {
-			ev, id, ok, err := s.Poll(ctx)
-			if !ok || err != nil {
-				return nil, false, err
-			}
-			next = ev
-			return id, true, nil
-		}, func() {
-			ch <- streamEventModel(next) // the operation takes it before it polls again
-			next = parley.StreamEvent{}
-		})
+		p := &streamPush{s: s, ch: make(chan *model.MessageStreamEvent, 1)}
+		wake, _ := target.Attach(p)
 		s.OnWake(wake)
-		return ch
+		return p.ch
 	}
 	return pump(r, ctx, s.Next, streamEventModel)
+}
+
+// streamPush is a messageStream subscription's events, attached to its websocket
+// operation (transport.PushSource).
+type streamPush struct {
+	s    parley.StreamSubscription
+	ch   chan *model.MessageStreamEvent
+	next parley.StreamEvent // polled, not yet pushed; only the operation's drain touches it
+}
+
+func (p *streamPush) Poll(ctx context.Context) (any, bool, error) {
+	ev, id, ok, err := p.s.Poll(ctx)
+	if !ok || err != nil {
+		return nil, false, err
+	}
+	p.next = ev
+	return id, true, nil
+}
+
+func (p *streamPush) Push() {
+	p.ch <- streamEventModel(p.next) // the operation takes it before it polls again
+	p.next = parley.StreamEvent{}
 }
 
 func streamEventModel(ev parley.StreamEvent) *model.MessageStreamEvent {

@@ -21,30 +21,41 @@ var errNoEvents = &parley.Error{Code: parley.EUNAVAILABLE, Message: "Subscriptio
 // reading is cut off by the transport's write timeout, which ends ctx.
 func (r *Resolver) forward(ctx context.Context, s parley.MessageStream) <-chan *model.MessageEdge {
 	if target := transport.PushTargetFrom(ctx); target != nil {
-		ch := make(chan *model.MessageEdge, 1)
-		var next parley.Message // polled, not yet pushed; only the operation's drain touches it
-		wake, ready := target.Attach(func(ctx context.Context) (any, bool, error) {
-			m, err := s.Poll(ctx)
-			if m == nil || err != nil {
-				return nil, false, err
-			}
-			next = m
-			// Subscribers at the tail of a conversation share the stream's read, and so the
-			// very message: its identity says "the same event" to the transport, which then
-			// encodes it once for all the operations alike. (Meta is a pointer into the
-			// message whatever its variant, and comparable.)
-			return m.Meta(), true, nil
-		}, func() {
-			ch <- messageEdge(next) // the operation takes it before it polls again
-			next = nil
-		})
+		p := &messagePush{s: s, ch: make(chan *model.MessageEdge, 1)}
+		wake, ready := target.Attach(p)
 		s.OnWake(wake)
 		if r, ok := s.(parley.ReadyWaker); ok {
 			r.OnReady(ready)
 		}
-		return ch
+		return p.ch
 	}
 	return pump(r, ctx, s.Next, messageEdge)
+}
+
+// messagePush is a message subscription's events, attached to its websocket operation
+// (transport.PushSource).
+type messagePush struct {
+	s    parley.MessageStream
+	ch   chan *model.MessageEdge
+	next parley.Message // polled, not yet pushed; only the operation's drain touches it
+}
+
+func (p *messagePush) Poll(ctx context.Context) (any, bool, error) {
+	m, err := p.s.Poll(ctx)
+	if m == nil || err != nil {
+		return nil, false, err
+	}
+	p.next = m
+	// Subscribers at the tail of a conversation share the stream's read, and so the
+	// very message: its identity says "the same event" to the transport, which then
+	// encodes it once for all the operations alike. (Meta is a pointer into the message
+	// whatever its variant, and comparable.)
+	return m.Meta(), true, nil
+}
+
+func (p *messagePush) Push() {
+	p.ch <- messageEdge(p.next) // the operation takes it before it polls again
+	p.next = nil
 }
 
 // pump runs a subscription in a goroutine of its own that owns the channel gqlgen reads:

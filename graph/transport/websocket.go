@@ -684,7 +684,7 @@ type wsOp struct {
 	ended   bool
 	// Set by start before the first wake-up.
 	responses graphql.ResponseHandler
-	poll      func(context.Context) (any, bool, error) // set by a subscription resolver: see Attach
+	src       PushSource // set by a subscription resolver: see Attach
 	c         *wsConn
 	// The contexts of polls: rctx for a drain that may wait (parley.Waiting), and for an
 	// inline one (parley.NoWaiting).
@@ -697,7 +697,6 @@ type wsOp struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	rctx   context.Context
-	push   func()
 }
 
 // start runs the operation. A subscription whose resolver attached a stream is then
@@ -724,10 +723,10 @@ func (op *wsOp) start(params *graphql.RawParams) {
 	op.mu.Lock()
 	op.responses, op.rctx = responses, rctx
 	op.wait, op.noWait = parley.Waiting(rctx), parley.NoWaiting(rctx)
-	if op.poll != nil && c.t.shared != nil {
+	if op.src != nil && c.t.shared != nil {
 		op.shareKey = shareKey(ctx, rc)
 	}
-	pushed := op.poll != nil
+	pushed := op.src != nil
 	op.mu.Unlock()
 	if pushed {
 		op.wake() // the replay, and whatever came while starting
@@ -751,17 +750,28 @@ type pushTargetKey struct{}
 // PushTarget is what a subscription resolver attaches its stream to, to be driven by
 // wake-ups instead of a goroutine of its own.
 type PushTarget interface {
-	// Attach gives the operation poll, which takes the next event and reports true, or
-	// reports false when there is none yet (an error ends the subscription; ENOTFOUND
-	// completes it), and push, which puts the event poll took into the channel the
-	// resolver returned (buffered, so it does not block). Poll also returns the event's
-	// identity, comparable, or nil: operations alike given events of the same identity
-	// have the same result, which is then executed once and shared, and push is not
-	// called for those that share it. It returns the function to call whenever poll may
-	// have something new (wake), and the one to call instead when poll has what it reads
-	// at hand and will not wait under parley.NoWaiting (ready, for parley.ReadyWaker: it
-	// may deliver in the caller's goroutine, never waiting).
-	Attach(poll func(context.Context) (event any, ok bool, err error), push func()) (wake, ready func())
+	// Attach gives the operation its source of events. It returns the function to call
+	// whenever the source's Poll may have something new (wake), and the one to call
+	// instead when Poll has what it reads at hand and will not wait under
+	// parley.NoWaiting (ready, for parley.ReadyWaker: it may deliver in the caller's
+	// goroutine, never waiting).
+	Attach(src PushSource) (wake, ready func())
+}
+
+// PushSource is a subscription's events, as a resolver attaches them to its operation
+// (PushTarget). An interface rather than two functions: a delivery reaches the
+// resolver's own object in one step, where a function's closure was one object more
+// each delivery touched.
+type PushSource interface {
+	// Poll takes the next event and reports true, or reports false when there is none
+	// yet (an error ends the subscription; ENOTFOUND completes it). It also returns the
+	// event's identity, comparable, or nil: operations alike given events of the same
+	// identity have the same result, which is then executed once and shared, and Push
+	// is not called for those that share it.
+	Poll(ctx context.Context) (event any, ok bool, err error)
+	// Push puts the event Poll took into the channel the resolver returned (buffered,
+	// so it does not block).
+	Push()
 }
 
 // PushTargetFrom returns the websocket operation a subscription resolver runs for, or
@@ -774,9 +784,9 @@ func PushTargetFrom(ctx context.Context) PushTarget {
 	return op
 }
 
-func (op *wsOp) Attach(poll func(context.Context) (any, bool, error), push func()) (wake, ready func()) {
+func (op *wsOp) Attach(src PushSource) (wake, ready func()) {
 	op.mu.Lock()
-	op.poll, op.push = poll, push
+	op.src = src
 	op.mu.Unlock()
 	return op.wake, op.ready
 }
@@ -873,7 +883,7 @@ func (op *wsOp) drain(inline bool) {
 				return
 			}
 		}
-		event, ready, err := op.poll(rctx)
+		event, ready, err := op.src.Poll(rctx)
 		var data []byte
 		var resp *graphql.Response
 		if err == nil && ready {
@@ -924,7 +934,7 @@ func (op *wsOp) drain(inline bool) {
 // alone, or else the response to send (nil: the operation is over).
 func (op *wsOp) result(event any) ([]byte, *graphql.Response) {
 	execute := func() *graphql.Response {
-		op.push()
+		op.src.Push()
 		return op.responses(op.rctx)
 	}
 	var data []byte
