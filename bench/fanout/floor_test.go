@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // BenchmarkLoopbackWriteFloor measures the floor under a delivery's system call: one
@@ -17,15 +18,19 @@ import (
 // receiver's TCP processing and wake-up inside the sender's call, so this is what a
 // server pays per write whatever it does around it) beside the wall time. Rounds run
 // back to back, or 100 ms apart as the benchmark's messages are (the readers then
-// sleep between rounds, and the first writes of a round wake them).
+// sleep between rounds, and the first writes of a round wake them). The sendto rounds
+// send as the server's websocket transport does (frameConn.writeNow: a raw sendto on
+// the non-blocking descriptor) rather than through net.Conn's Write.
 //
 //	go test -run '^$' -bench LoopbackWriteFloor -benchtime 100x ./bench/fanout
 func BenchmarkLoopbackWriteFloor(b *testing.B) {
-	b.Run("back-to-back", func(b *testing.B) { loopbackWrites(b, 0) })
-	b.Run("100ms-apart", func(b *testing.B) { loopbackWrites(b, 100*time.Millisecond) })
+	b.Run("back-to-back", func(b *testing.B) { loopbackWrites(b, 0, false) })
+	b.Run("100ms-apart", func(b *testing.B) { loopbackWrites(b, 100*time.Millisecond, false) })
+	b.Run("back-to-back-sendto", func(b *testing.B) { loopbackWrites(b, 0, true) })
+	b.Run("100ms-apart-sendto", func(b *testing.B) { loopbackWrites(b, 100*time.Millisecond, true) })
 }
 
-func loopbackWrites(b *testing.B, pause time.Duration) {
+func loopbackWrites(b *testing.B, pause time.Duration, sendto bool) {
 	const conns = 1000
 	frame := make([]byte, 260) // a text frame of the benchmark's messageAdded result
 	frame[0], frame[1] = 0x81, 126
@@ -45,6 +50,7 @@ func loopbackWrites(b *testing.B, pause time.Duration) {
 		}
 	}()
 	var servers []net.Conn
+	var fds []uintptr
 	for range conns {
 		c, err := net.Dial("tcp", ln.Addr().String())
 		if err != nil {
@@ -55,6 +61,11 @@ func loopbackWrites(b *testing.B, pause time.Duration) {
 		s := <-accepted
 		defer s.Close()
 		servers = append(servers, s)
+		raw, err := s.(*net.TCPConn).SyscallConn()
+		if err != nil {
+			b.Fatal(err)
+		}
+		raw.Control(func(fd uintptr) { fds = append(fds, fd) })
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -62,7 +73,15 @@ func loopbackWrites(b *testing.B, pause time.Duration) {
 	b.ResetTimer()
 	for range b.N {
 		cpu0, start := threadCPU(b), time.Now()
-		for _, s := range servers {
+		for i, s := range servers {
+			if sendto {
+				// The descriptors stay open until the benchmark returns.
+				if n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, fds[i], uintptr(unsafe.Pointer(&frame[0])), uintptr(len(frame)),
+					syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, 0, 0); e != 0 || int(n) != len(frame) {
+					b.Fatalf("sendto: %d, %v", n, e)
+				}
+				continue
+			}
 			if _, err := s.Write(frame); err != nil {
 				b.Fatal(err)
 			}
