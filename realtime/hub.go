@@ -457,6 +457,13 @@ func (f *Hub) Stats() Stats {
 // called. Registering before reading the database is what makes streams gap-free: any
 // commit the read misses wakes the watcher.
 func (f *Hub) watch(ctx context.Context, conversationID string, kind parley.MessageEventKind) (w *watcher, release func()) {
+	w = new(watcher)
+	return w, f.register(ctx, conversationID, kind, w)
+}
+
+// register is watch with the watcher w to register, a new one: allocated with its
+// stream, so that a delivery finds the two together.
+func (f *Hub) register(ctx context.Context, conversationID string, kind parley.MessageEventKind, w *watcher) (release func()) {
 	f.mu.Lock()
 	t := f.topics[conversationID]
 	if t == nil {
@@ -464,7 +471,7 @@ func (f *Hub) watch(ctx context.Context, conversationID string, kind parley.Mess
 		f.topics[conversationID] = t
 	}
 	f.seq++
-	w = &watcher{c: make(chan struct{}, 1), t: t, seq: f.seq}
+	w.c, w.t, w.seq = make(chan struct{}, 1), t, f.seq
 	t.watchers[w] = kind
 	f.mu.Unlock()
 	unregister := func() {
@@ -478,7 +485,7 @@ func (f *Hub) watch(ctx context.Context, conversationID string, kind parley.Mess
 	// An AfterFunc rather than a context of its own: each idle subscription pays for
 	// every context it holds.
 	stop := context.AfterFunc(ctx, unregister)
-	return w, func() {
+	return func() {
 		if stop() {
 			unregister()
 		}
@@ -528,16 +535,18 @@ func (f *Hub) SubscribeMessagesAdded(ctx context.Context, conversationID string,
 	if !ok {
 		return nil, errNoOwner
 	}
-	w, cancel := f.watch(ctx, id, parley.MessageAdded)
+	s := &addedStream{f: f, conv: id, owner: owner, stale: true}
+	w := &s.watcher
+	s.w, s.cancel = w, f.register(ctx, id, parley.MessageAdded, w)
 	last, _, err := f.store.ConversationHead(ctx, id)
 	if err != nil {
-		cancel()
+		s.cancel()
 		return nil, err
 	}
 	if after >= 0 {
 		last = after
 	}
-	s := &addedStream{f: f, conv: id, owner: owner, w: w, cancel: cancel, last: last, stale: true}
+	s.last = last
 	w.ahead, w.aheadKind, w.aheadOwner = s, "a", owner
 	w.started.Store(true)
 	return s, nil
@@ -553,13 +562,15 @@ func (f *Hub) SubscribeMessagesUpdated(ctx context.Context, conversationID strin
 	if !ok {
 		return nil, errNoOwner
 	}
-	w, cancel := f.watch(ctx, id, parley.MessageUpdated)
+	s := &updatedStream{f: f, conv: id, owner: owner, stale: true}
+	w := &s.watcher
+	s.w, s.cancel = w, f.register(ctx, id, parley.MessageUpdated, w)
 	_, seq, err := f.store.ConversationHead(ctx, id)
 	if err != nil {
-		cancel()
+		s.cancel()
 		return nil, err
 	}
-	s := &updatedStream{f: f, conv: id, owner: owner, w: w, cancel: cancel, last: seq, stale: true}
+	s.last = seq
 	w.ahead, w.aheadKind, w.aheadOwner = s, "u", owner
 	w.started.Store(true)
 	return s, nil
@@ -575,11 +586,13 @@ type addedStream struct {
 	pending []parley.Message
 	// stale says the database may hold messages after last: at the start, after a full
 	// page, and after every wake-up.
-	stale  bool
-	owner  string // the subscriber's: every read is scoped by it
-	f      *Hub
-	conv   string
-	cancel func() // unregisters w
+	stale bool
+	owner string // the subscriber's: every read is scoped by it
+	// watcher is w: allocated with the stream, which a delivery then finds beside it.
+	watcher watcher
+	f       *Hub
+	conv    string
+	cancel  func() // unregisters w
 }
 
 // Next implements parley.MessageStream.
@@ -647,14 +660,15 @@ func (s *addedStream) OnReady(f func()) bool {
 
 // updatedStream delivers the messages changed after change number last.
 type updatedStream struct {
-	f       *Hub
-	conv    string
-	owner   string
 	w       *watcher
-	cancel  func()
 	last    int64
 	pending []parley.Message
 	stale   bool
+	owner   string
+	watcher watcher // w, allocated with the stream (see addedStream)
+	f       *Hub
+	conv    string
+	cancel  func()
 }
 
 // added is one read of added messages, and whether there may be more.
