@@ -74,7 +74,7 @@ func (c *frameConn) writeNow(b []byte) (n int, err error) {
 	}
 	for n < len(b) {
 		m, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(c.fd), uintptr(unsafe.Pointer(&b[n])), uintptr(len(b)-n),
-			syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, 0, 0)
+			sendFlags, 0, 0)
 		switch {
 		case e == syscall.EINTR:
 			continue
