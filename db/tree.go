@@ -134,11 +134,27 @@ func (db *DB) place(ctx context.Context, tx *txn, convKey string, p parley.Place
 		if !ok {
 			return placed{}, spot{}, messageNotInConversation(field, id, convKey)
 		}
-		// Under a message a fork shares: the fork is made real first (db/fork.go).
-		if err := materializeShared(ctx, tx, key, owner); err != nil {
-			return placed{}, spot{}, err
-		}
 		target = key
+		if forkNo, depth, derived := parley.ParseForkMessageKey(key); derived {
+			// Under a message a fork shares. Under its last one, while the fork has no
+			// message of its own, the message continues the fork as one added without a
+			// parent does (the row locked here, so none is added meanwhile); under any
+			// other, the fork is made real first (db/fork.go).
+			var continues bool
+			if err := tx.GetContext(ctx, &continues, `SELECT EXISTS (SELECT 1 FROM conversations
+				WHERE id = $1 AND owner = $2 AND fork_no = $3 AND base_depth = $4 AND last_position = $4 AND segments = 0
+				FOR UPDATE)`, convKey, owner, forkNo, depth); err != nil {
+				return placed{}, spot{}, fmt.Errorf("place a message: %w", err)
+			}
+			switch {
+			case continues && !sibling:
+				target = nil
+			default:
+				if err := materializeShared(ctx, tx, key, owner); err != nil {
+					return placed{}, spot{}, err
+				}
+			}
+		}
 	}
 	var at struct {
 		Now      time.Time     `db:"now"`

@@ -247,3 +247,35 @@ func TestForkAtAToolRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestForkContinuedByParentID: a client that names the fork's last shared message as
+// the parent of its first message continues the fork without copying it; a message
+// under an earlier shared one starts a branch there, which makes the fork real first.
+func TestForkContinuedByParentID(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	src := srv.CreateConversation(t, "source")
+	var last string
+	for i := 1; i <= 4; i++ {
+		last = addAt(t, srv, src, fmt.Sprintf("m%d", i), "", "").ID
+	}
+	fork := forkOf(t, srv, last)
+	shared := readBranch(t, srv, fork, map[string]any{"first": 10}).ids()
+	f5 := addAt(t, srv, fork, "f5", shared[3], "")
+	if f5.Position != 5 || f5.ParentID == nil || *f5.ParentID != shared[3] || f5.Siblings.Count != 1 {
+		t.Fatalf("under the last shared message: got position %d parent %v siblings %d, want 5 under %s, alone", f5.Position, f5.ParentID, f5.Siblings.Count, shared[3])
+	}
+	if n := ownRows(t, srv, fork); n != 1 {
+		t.Errorf("continuing the fork by parentId made it store %d rows, want 1", n)
+	}
+	b3 := addAt(t, srv, fork, "b3", shared[1], "")
+	if b3.Position != 3 || b3.ParentID == nil || *b3.ParentID != shared[1] || b3.Siblings.Count != 2 {
+		t.Errorf("under a shared message: got position %d parent %v siblings %d, want 3 under %s beside %s", b3.Position, b3.ParentID, b3.Siblings.Count, shared[1], shared[2])
+	}
+	if got := texts(readBranch(t, srv, fork, map[string]any{"first": 10})); !slices.Equal(got, []string{"m1", "m2", "b3"}) {
+		t.Errorf("the active branch after the new one: got %v, want [m1 m2 b3]", got)
+	}
+	if got := texts(readBranch(t, srv, fork, map[string]any{"first": 10, "branch": f5.ID})); !slices.Equal(got, []string{"m1", "m2", "m3", "m4", "f5"}) {
+		t.Errorf("the first branch: got %v, want [m1 m2 m3 m4 f5]", got)
+	}
+}
