@@ -74,7 +74,7 @@ func (db *DB) PageRowBytes(ctx context.Context, key, owner string, n int) ([]int
 }
 
 // TreeSQL is treeSQL, for the plan tests.
-const TreeSQL = treeSQL
+var TreeSQL = treeSQL
 
 // SearchSQL is the statement Search runs for req as owner, and its arguments, for the
 // plan tests (the query parsed as Search parses it).

@@ -38,11 +38,10 @@ type linkEntry struct {
 
 // forkLink is what a conversation's row says of the rows it shares: none when depth is 0.
 type forkLink struct {
-	ForkNo sql.NullInt64  `db:"fork_no"`
-	Depth  int            `db:"base_depth"`
-	Convs  pq.StringArray `db:"link_convs"`
-	Segs   pq.Int64Array  `db:"link_segs"`
-	From   pq.Int64Array  `db:"link_from"`
+	Depth int            `db:"base_depth"`
+	Convs pq.StringArray `db:"link_convs"`
+	Segs  pq.Int64Array  `db:"link_segs"`
+	From  pq.Int64Array  `db:"link_from"`
 }
 
 func (l forkLink) entries() []linkEntry {
@@ -110,37 +109,22 @@ type rowQueryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// sharedMessage is where a derived key's message lives: the fork (conv, its owner's),
-// the depth, and the real row it shows (rowConv, rowSeg).
-type sharedMessage struct {
-	Conv    string `db:"conv"`
-	Depth   int    `db:"depth"`
-	RowID   string `db:"row_id"`
-	RowConv string `db:"row_conv"`
-	RowSeg  int    `db:"row_seg"`
-}
-
-// findShared resolves a derived key of a linked fork of owner's; found is false when
-// the key is not derived, or names no shared row (a fork since made real has the row
-// itself).
-func findShared(ctx context.Context, q rowQueryer, key, owner string) (sharedMessage, bool, error) {
-	var s sharedMessage
+// findShared resolves a derived key of a linked fork of owner's: the fork and the depth.
+// found is false when the key is not derived, or names no shared row (a fork since
+// made real has the row itself). A linked fork shares every depth up to its base depth.
+func findShared(ctx context.Context, q rowQueryer, key, owner string) (conv string, depth int, found bool, err error) {
 	forkNo, depth, ok := parley.ParseForkMessageKey(key)
 	if !ok {
-		return s, false, nil
+		return "", 0, false, nil
 	}
-	err := q.QueryRowContext(ctx, `SELECT c.id::text, $3::int, m.id::text, m.conversation_id::text, m.segment
-		FROM conversations c
-		CROSS JOIN LATERAL fork_link_entries(c.id, c.base_depth) e
-		JOIN messages m ON m.conversation_id = e.conv AND m.segment = e.seg AND m.depth = $3
-		WHERE c.fork_no = $1 AND c.owner = $2 AND c.base_depth >= $3 AND e.lo < $3 AND e.hi >= $3`,
-		forkNo, owner, depth).Scan(&s.Conv, &s.Depth, &s.RowID, &s.RowConv, &s.RowSeg)
+	err = q.QueryRowContext(ctx, `SELECT id::text FROM conversations WHERE fork_no = $1 AND owner = $2 AND base_depth >= $3`,
+		forkNo, owner, depth).Scan(&conv)
 	if errors.Is(err, sql.ErrNoRows) {
-		return s, false, nil
+		return "", 0, false, nil
 	} else if err != nil {
-		return s, false, err
+		return "", 0, false, err
 	}
-	return s, true, nil
+	return conv, depth, true, nil
 }
 
 // forkEntries returns the link of a fork at depth of the branch of source (whose row
@@ -190,10 +174,7 @@ func byPosition(conv, after, limit string) string {
 // activeLeafOf is the id, as text, of the active leaf of the conversation whose row is
 // own: a row of its own, or a linked fork's last shared row while it has none after it.
 func activeLeafOf(own string) string {
-	return `COALESCE((SELECT m.id::text FROM messages m WHERE m.conversation_id = ` + own + `.id
-			AND m.segment = ` + own + `.active_segment AND m.depth = ` + strings.ReplaceAll(leafDepth, "segments", own+".segments") + `),
-		CASE WHEN ` + own + `.active_segment = 0 AND ` + own + `.base_depth > 0 AND ` + own + `.base_depth = ` + strings.ReplaceAll(leafDepth, "segments", own+".segments") + `
-			THEN fork_message_id(` + own + `.fork_no, ` + own + `.base_depth)::text END)`
+	return idAtSQL(own+".id", own+".active_segment", leafDepthOf(own))
 }
 
 // sharedRowColumns are messageColumns of a row m that the linked fork whose row is own

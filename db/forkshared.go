@@ -69,28 +69,17 @@ func findSharedRows(ctx context.Context, q sqlx.QueryerContext, keys []string, o
 	return rows, nil
 }
 
-// sharedTree is where the shared message at depth of the linked fork convKey sits in the
-// fork's tree: under the shared message before it, and the only child of that one (a
-// message added under a shared one other than the last makes the fork real first), but
-// for the root, whose siblings are the fork's other roots, if any.
-func sharedTree(ctx context.Context, q sqlx.QueryerContext, convKey, key string, depth int) (*parley.TreeInfo, error) {
-	forkNo, _, _ := parley.ParseForkMessageKey(key)
+// sharedTreeInfo is where the message a derived key names sits in its linked fork's
+// tree: under the shared message before it, the only child of that one (a message added
+// under any shared message but the last makes the fork real first, and so does a second
+// root, a sibling of its first shared message).
+func sharedTreeInfo(key string) *parley.TreeInfo {
+	forkNo, depth, _ := parley.ParseForkMessageKey(key)
 	t := &parley.TreeInfo{SiblingIDs: []string{parley.MessageID(key)}}
 	if depth > 1 {
 		t.ParentID = parley.MessageID(parley.ForkMessageKey(forkNo, depth-1))
-		return t, nil
 	}
-	var roots []string
-	if err := sqlx.SelectContext(ctx, q, &roots, `SELECT m.id::text FROM message_segments ss
-		JOIN messages m ON m.conversation_id = ss.conversation_id AND m.segment = ss.segment AND m.depth = 1
-		WHERE ss.conversation_id = $1 AND ss.fork_depth = 0 AND ss.parent_segment IS NULL
-		ORDER BY m.position`, convKey); err != nil {
-		return nil, fmt.Errorf("read the roots of %s: %w", parley.ConversationID(convKey), err)
-	}
-	for _, r := range roots {
-		t.SiblingIDs = append(t.SiblingIDs, parley.MessageID(r))
-	}
-	return t, nil
+	return t
 }
 
 // sharedBytes is the stored bytes of the shared rows the derived keys among keys name
@@ -156,46 +145,34 @@ func sharedCallUsed(ctx context.Context, tx *txn, convKey, callID string) (bool,
 }
 
 // materializeForksOfMessage makes real every fork that shares the message key (before
-// its tool calls' state changes where it is stored): materializeForksOf for the row,
-// found by its id, in one statement with the probe of fork_links.
+// its tool calls' state changes where it is stored): materializeForksOf at its place.
 func materializeForksOfMessage(ctx context.Context, tx *txn, key string) error {
-	var forks []string
-	if err := tx.SelectContext(ctx, &forks, `SELECT c.id FROM messages m
-		JOIN fork_links fl ON fl.base = m.conversation_id
-		JOIN conversations c ON c.id = fl.fork
-		WHERE m.id = $1 AND EXISTS (
-			SELECT 1 FROM fork_link_entries(c.id, c.base_depth) e
-			WHERE e.conv = m.conversation_id AND e.seg = m.segment AND e.lo < m.depth AND e.hi >= m.depth)
-		ORDER BY c.id`, key); err != nil {
-		return fmt.Errorf("find the forks sharing message %s: %w", parley.MessageID(key), err)
+	var at struct {
+		Conv string `db:"conversation_id"`
+		spot
 	}
-	for _, f := range forks {
-		if err := materializeFork(ctx, tx, f); err != nil {
-			return err
-		}
+	err := tx.GetContext(ctx, &at, `SELECT conversation_id, segment, depth FROM messages WHERE id = $1`, key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("find message %s: %w", parley.MessageID(key), err)
 	}
-	return nil
+	return materializeForksOf(ctx, tx, at.Conv, at.Segment, at.Depth)
 }
 
 // sharedSpot is the place of the message a derived key names in the linked fork
 // convKey of owner's: segment 0 at its depth. ok is false when the key is not derived,
 // or names no row the fork shares.
 func sharedSpot(ctx context.Context, q rowQueryer, convKey, key, owner string) (spot, bool, error) {
-	s, ok, err := findShared(ctx, q, key, owner)
-	if err != nil || !ok || s.Conv != convKey {
+	conv, depth, ok, err := findShared(ctx, q, key, owner)
+	if err != nil || !ok || conv != convKey {
 		return spot{}, false, err
 	}
-	return spot{Segment: 0, Depth: s.Depth}, true, nil
+	return spot{Segment: 0, Depth: depth}, true, nil
 }
 
-// sharedSegmentEndSQL is the end of segment 0 of the linked fork convKey, where a branch
-// through a message it shares ends: its own last message of segment 0, or the last one
-// it shares when it has none there. One probe of messages_branch_idx.
-const sharedSegmentEndSQL = `SELECT coalesce((SELECT max(depth) FROM messages WHERE conversation_id = $1 AND segment = 0), base_depth)
-	FROM conversations WHERE id = $1`
-
 // sharedBranchEnd is branchEnd for a derived key of a linked fork: the end of segment 0
-// of the fork (sharedSegmentEndSQL).
+// of the fork (segmentEndSQL).
 func sharedBranchEnd(ctx context.Context, q interface {
 	rowQueryer
 	sqlx.QueryerContext
@@ -204,7 +181,7 @@ func sharedBranchEnd(ctx context.Context, q interface {
 	if err != nil || !ok {
 		return spot{}, false, err
 	}
-	if err := sqlx.GetContext(ctx, q, &s.Depth, sharedSegmentEndSQL, convKey); err != nil {
+	if err := sqlx.GetContext(ctx, q, &s.Depth, segmentEndSQL, convKey, 0); err != nil {
 		return spot{}, false, err
 	}
 	return s, true, nil
@@ -248,13 +225,14 @@ func sharedOnBranch(ctx context.Context, q interface {
 const segmentEndSQL = `SELECT coalesce((SELECT max(depth) FROM messages WHERE conversation_id = $1 AND segment = $2),
 	(SELECT nullif(base_depth, 0) FROM conversations WHERE id = $1 AND $2::int = 0))`
 
-// idAtSQL is the id of the message at depth of segment seg of conversation $1 (SQL
-// expressions), as an SQL expression: a row's, or the derived id of the message a
-// linked fork shares there (segment 0, at most its base depth).
-func idAtSQL(seg, depth string) string {
-	return `coalesce((SELECT x.id::text FROM messages x WHERE x.conversation_id = $1 AND x.segment = ` + seg + ` AND x.depth = ` + depth + `),
+// idAtSQL is the id, as text, of the message at depth of segment seg of conversation
+// conv (SQL expressions), as an SQL expression: a row's, or the derived id of the
+// message a linked fork shares there (segment 0, at most its base depth). Each is one
+// probe of an index.
+func idAtSQL(conv, seg, depth string) string {
+	return `coalesce((SELECT x.id::text FROM messages x WHERE x.conversation_id = ` + conv + ` AND x.segment = ` + seg + ` AND x.depth = ` + depth + `),
 		(SELECT fork_message_id(x.fork_no, ` + depth + `)::text FROM conversations x
-			WHERE x.id = $1 AND ` + seg + ` = 0 AND ` + depth + ` > 0 AND x.base_depth >= ` + depth + `))`
+			WHERE x.id = ` + conv + ` AND ` + seg + ` = 0 AND ` + depth + ` > 0 AND x.base_depth >= ` + depth + `))`
 }
 
 // byClientIDSQL finds the message of the conversation $1 stored under the client id $2,

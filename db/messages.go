@@ -60,9 +60,7 @@ func (db *DB) findSharedMessage(ctx context.Context, key, id, owner string) (par
 		return nil, err
 	}
 	// A shared row never streams (a fork is refused past a streaming message): nothing to fold.
-	if m.Meta().Tree, err = sharedTree(ctx, db.db, rows[0].ConversationID, key, rows[0].Depth); err != nil {
-		return nil, classify(fmt.Errorf("find message %s: %w", id, err))
-	}
+	m.Meta().Tree = sharedTreeInfo(key)
 	return m, nil
 }
 

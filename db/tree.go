@@ -330,7 +330,7 @@ const branchEndSQL = `SELECT m.segment, (SELECT max(depth) FROM messages e
 // own depth rather than pdepth + 1, and the fork's child is read per fork (OFFSET 0
 // keeps that subquery from being flattened into a join that probes by depth alone).
 // TestTreePlansProbeEachMessage holds the plans to this.
-const treeSQL = `
+var treeSQL = `
 	WITH m AS (SELECT id, conversation_id AS conv, segment AS seg, depth FROM messages WHERE id = ANY($1::uuid[])),
 	p AS MATERIALIZED (
 		SELECT m.id, m.conv, m.depth, m.depth - 1 AS pdepth,
@@ -338,9 +338,7 @@ const treeSQL = `
 		FROM m LEFT JOIN message_segments s ON s.conversation_id = m.conv AND s.segment = m.seg
 	)
 	SELECT p.id::text AS id,
-		COALESCE((SELECT x.id::text FROM messages x WHERE x.conversation_id = p.conv AND x.segment = p.pseg AND x.depth = p.pdepth),
-			(SELECT fork_message_id(c.fork_no, p.pdepth)::text FROM conversations c
-				WHERE c.id = p.conv AND p.pseg = 0 AND p.pdepth > 0 AND c.base_depth >= p.pdepth)) AS parent,
+		` + idAtSQL("p.conv", "p.pseg", "p.pdepth") + ` AS parent,
 		ARRAY(SELECT c.id::text FROM (
 			SELECT x.id, x.position FROM messages x
 			WHERE x.conversation_id = p.conv AND x.segment = p.pseg AND x.depth = p.depth
@@ -381,16 +379,10 @@ func findTree(ctx context.Context, q queryer, keys []string) (map[string]*parley
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	// A row a linked fork shares is on one line in the fork: its parent is the shared row
-	// before it, and it has no siblings (a message added under any shared row but the
-	// last makes the fork real first).
+	// A row a linked fork shares, named by its derived key (sharedTreeInfo).
 	for _, k := range keys {
-		if forkNo, depth, ok := parley.ParseForkMessageKey(k); ok && out[k] == nil {
-			t := &parley.TreeInfo{SiblingIDs: []string{parley.MessageID(k)}}
-			if depth > 1 {
-				t.ParentID = parley.MessageID(parley.ForkMessageKey(forkNo, depth-1))
-			}
-			out[k] = t
+		if _, _, ok := parley.ParseForkMessageKey(k); ok && out[k] == nil {
+			out[k] = sharedTreeInfo(k)
 		}
 	}
 	return out, nil
@@ -503,8 +495,8 @@ func (db *DB) SwitchBranch(ctx context.Context, conversationID, messageID, by st
 			b(seg, hi) AS (SELECT $4::int, $5::int UNION ALL SELECT s.parent_segment, s.fork_depth FROM b
 				JOIN message_segments s ON s.conversation_id = $1 AND s.segment = b.seg WHERE s.parent_segment IS NOT NULL),
 			f AS (SELECT a.seg, least(a.hi, b.hi) AS depth FROM a JOIN b ON a.seg = b.seg ORDER BY 2 DESC LIMIT 1)
-			SELECT `+idAtSQL("$2", "$3")+` AS old, `+idAtSQL("$4", "$5")+` AS new,
-				(SELECT `+idAtSQL("f.seg", "f.depth")+` FROM f) AS fork,
+			SELECT `+idAtSQL("$1", "$2", "$3")+` AS old, `+idAtSQL("$1", "$4", "$5")+` AS new,
+				(SELECT `+idAtSQL("$1", "f.seg", "f.depth")+` FROM f) AS fork,
 				coalesce((SELECT depth FROM f), 0) AS at`,
 			key, old.Segment, old.Depth, leaf.Segment, leaf.Depth); err != nil {
 			return fmt.Errorf("read the branches: %w", err)
@@ -564,8 +556,7 @@ func (db *DB) FindBranches(ctx context.Context, conversationID string, limit int
 		Active bool           `db:"active"`
 	}
 	result, err := db.db.QueryxContext(ctx, `
-		SELECT leaf.*, COALESCE(f.id::text, CASE WHEN seg.parent_segment = 0 AND seg.fork_depth > 0 AND seg.fork_depth <= own.base_depth
-				THEN fork_message_id(own.fork_no, seg.fork_depth)::text END) AS fork, seg.fork_depth,
+		SELECT leaf.*, `+idAtSQL("own.id", "seg.parent_segment", "seg.fork_depth")+` AS fork, seg.fork_depth,
 			(seg.segment = own.active_segment OR own.segments = 0) AS active
 		FROM conversations own
 		CROSS JOIN LATERAL (SELECT 0 AS segment, NULL::int AS parent_segment, 0 AS fork_depth
@@ -576,7 +567,6 @@ func (db *DB) FindBranches(ctx context.Context, conversationID string, limit int
 			UNION ALL
 			(`+sharedAt("own", "own.base_depth")+` AND seg.segment = 0)
 			LIMIT 1) leaf
-		LEFT JOIN messages f ON f.conversation_id = own.id AND f.segment = seg.parent_segment AND f.depth = seg.fork_depth
 		WHERE own.id = $1 AND own.owner = $2
 		ORDER BY leaf.position DESC LIMIT $3`, key, owner, limit)
 	if err != nil {
@@ -656,8 +646,7 @@ func (db *DB) BranchHead(ctx context.Context, conversationID, branch string) (in
 			if at, err = spotOf(ctx, tx, key, "branch", branch); err != nil {
 				return err
 			}
-			if err := tx.GetContext(ctx, &at.Depth, `SELECT COALESCE(max(depth), (SELECT base_depth FROM conversations WHERE id = $1))
-				FROM messages WHERE conversation_id = $1 AND segment = $2`, key, at.Segment); err != nil {
+			if err := tx.GetContext(ctx, &at.Depth, segmentEndSQL, key, at.Segment); err != nil {
 				return err
 			}
 		}
@@ -774,7 +763,7 @@ func (db *DB) ForkConversation(ctx context.Context, messageID, title string) (*p
 		// The source message: a row, or a row a linked fork shares, at its depth of the
 		// fork's segment 0.
 		err := tx.GetContext(ctx, &src, `SELECT s.conversation_id, own.title, s.segment, s.depth,
-				own.fork_no, own.base_depth, p.convs AS link_convs, p.segs AS link_segs, p.froms AS link_from
+				own.base_depth, p.convs AS link_convs, p.segs AS link_segs, p.froms AS link_from
 			FROM (SELECT m.conversation_id, m.segment, m.depth FROM messages m WHERE m.id = $1
 				UNION ALL
 				SELECT c.id, 0, $4::int FROM conversations c WHERE c.fork_no = $3 AND c.base_depth >= $4::int) s
