@@ -267,7 +267,7 @@ func (w *watcher) clearNext() {
 func (w *watcher) take(key readKey) (any, bool) {
 	if r := w.got.Load(); r != nil {
 		w.got.Store(nil)
-		if r.key.after == key.after && r.key.kind == key.kind && r.epoch >= w.t.epoch.Load() {
+		if r.key == key && r.epoch >= w.t.epoch.Load() {
 			select {
 			case <-r.done:
 				if r.err == nil {
