@@ -170,9 +170,9 @@ func (s *branchStream) OnWake(f func()) { s.inner.OnWake(f) }
 
 // OnReady implements parley.ReadyWaker when the inner stream does: the branch is kept
 // in memory, so Poll waits only where the inner stream's would.
-func (s *branchStream) OnReady(f func()) bool {
-	r, ok := s.inner.(parley.ReadyWaker)
-	return ok && r.OnReady(f)
+func (s *branchStream) OnReady(r parley.Readier) bool {
+	w, ok := s.inner.(parley.ReadyWaker)
+	return ok && w.OnReady(r)
 }
 
 // followBranch subscribes to the branch of a conversation (the active one, or the one

@@ -68,9 +68,9 @@ func (s *lagStream) Poll(ctx context.Context) (parley.Message, error) {
 }
 
 // OnReady implements parley.ReadyWaker when the stream it wraps does.
-func (s *lagStream) OnReady(f func()) bool {
-	r, ok := s.MessageStream.(parley.ReadyWaker)
-	return ok && r.OnReady(f)
+func (s *lagStream) OnReady(r parley.Readier) bool {
+	w, ok := s.MessageStream.(parley.ReadyWaker)
+	return ok && w.OnReady(r)
 }
 
 func (s *lagStream) observe(msg parley.Message) {

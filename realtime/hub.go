@@ -163,10 +163,11 @@ type watcher struct {
 	onWake atomic.Pointer[func()]
 	// onReady, when set (parley.ReadyWaker), is called instead of onWake after the
 	// wake-ups that find the stream's read done (see topic.publish).
-	onReady atomic.Pointer[func()]
-	// wakeFn and readyFn are where onWake and onReady point when first set: in the
+	onReady atomic.Pointer[parley.Readier]
+	// wakeFn and readyTo are where onWake and onReady point when first set: in the
 	// watcher, whose cache line the wake-up has at hand, rather than a box of their own.
-	wakeFn, readyFn func()
+	wakeFn  func()
+	readyTo parley.Readier
 	// ahead is the stream, for those that can read ahead (set when they start), and
 	// aheadKind and aheadOwner the kind and owner of its reads' keys.
 	ahead                 aheadReader
@@ -182,18 +183,8 @@ type aheadReader interface {
 	readFrom(after int64) func(context.Context) (any, error)
 }
 
-func (w *watcher) wake() { w.wakeWith(nil) }
-
-// wakeReady wakes a watcher whose next read is done: its stream's Poll will not wait.
-func (w *watcher) wakeReady() { w.wakeWith(w.onReady.Load()) }
-
-// wakeWith leaves the wake-up in the watcher's slot (woke once onWake is set, else c)
-// and calls f, or onWake without one.
-func (w *watcher) wakeWith(f *func()) {
-	if f == nil {
-		f = w.onWake.Load()
-	}
-	if f != nil {
+func (w *watcher) wake() {
+	if f := w.onWake.Load(); f != nil {
 		w.woke.Store(true)
 		(*f)()
 		return
@@ -203,10 +194,20 @@ func (w *watcher) wakeWith(f *func()) {
 	default:
 	}
 	// onWake set meanwhile: setOnWake may have looked at c before the send above.
-	if f = w.onWake.Load(); f != nil {
+	if f := w.onWake.Load(); f != nil {
 		w.woke.Store(true)
 		(*f)()
 	}
+}
+
+// wakeReady wakes a watcher whose next read is done: its stream's Poll will not wait.
+func (w *watcher) wakeReady() {
+	if r := w.onReady.Load(); r != nil {
+		w.woke.Store(true)
+		(*r).Ready()
+		return
+	}
+	w.wake()
 }
 
 // setOnWake sets onWake: from now on wake-ups are left in woke, and one left in c
@@ -222,13 +223,13 @@ func (w *watcher) setOnWake(f func()) {
 }
 
 // setOnReady sets onReady.
-func (w *watcher) setOnReady(f func()) { w.onReady.Store(box(&w.onReady, &w.readyFn, f)) }
+func (w *watcher) setOnReady(r parley.Readier) { w.onReady.Store(box(&w.onReady, &w.readyTo, r)) }
 
 // box returns where to keep f for p: in, unless p is set already (a wake-up may be
 // reading it: then in a box of its own).
-func box(p *atomic.Pointer[func()], in *func(), f func()) *func() {
+func box[F any](p *atomic.Pointer[F], in *F, f F) *F {
 	if p.Load() != nil {
-		in = new(func())
+		in = new(F)
 	}
 	*in = f
 	return in
@@ -653,8 +654,8 @@ func (s *addedStream) readFrom(after int64) func(context.Context) (any, error) {
 func (s *addedStream) OnWake(f func()) { s.w.setOnWake(f) }
 
 // OnReady implements parley.ReadyWaker.
-func (s *addedStream) OnReady(f func()) bool {
-	s.w.setOnReady(f)
+func (s *addedStream) OnReady(r parley.Readier) bool {
+	s.w.setOnReady(r)
 	return true
 }
 
@@ -740,8 +741,8 @@ func (s *updatedStream) readFrom(after int64) func(context.Context) (any, error)
 func (s *updatedStream) OnWake(f func()) { s.w.setOnWake(f) }
 
 // OnReady implements parley.ReadyWaker.
-func (s *updatedStream) OnReady(f func()) bool {
-	s.w.setOnReady(f)
+func (s *updatedStream) OnReady(r parley.Readier) bool {
+	s.w.setOnReady(r)
 	return true
 }
 

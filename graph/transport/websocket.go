@@ -751,11 +751,11 @@ type pushTargetKey struct{}
 // wake-ups instead of a goroutine of its own.
 type PushTarget interface {
 	// Attach gives the operation its source of events. It returns the function to call
-	// whenever the source's Poll may have something new (wake), and the one to call
+	// whenever the source's Poll may have something new (wake), and what to tell
 	// instead when Poll has what it reads at hand and will not wait under
 	// parley.NoWaiting (ready, for parley.ReadyWaker: it may deliver in the caller's
 	// goroutine, never waiting).
-	Attach(src PushSource) (wake, ready func())
+	Attach(src PushSource) (wake func(), ready parley.Readier)
 }
 
 // PushSource is a subscription's events, as a resolver attaches them to its operation
@@ -784,11 +784,11 @@ func PushTargetFrom(ctx context.Context) PushTarget {
 	return op
 }
 
-func (op *wsOp) Attach(src PushSource) (wake, ready func()) {
+func (op *wsOp) Attach(src PushSource) (wake func(), ready parley.Readier) {
 	op.mu.Lock()
 	op.src = src
 	op.mu.Unlock()
-	return op.wake, op.ready
+	return op.wake, op
 }
 
 // wake starts a drain unless one is running, in which case that one goes round again.
@@ -799,13 +799,13 @@ func (op *wsOp) wake() {
 	}
 }
 
-// ready is the wake-up of a stream whose next poll has what it reads at hand
-// (parley.ReadyWaker): the drain runs here, in the caller's goroutine, as far as it can
+// Ready implements parley.Readier: the wake-up of a stream whose next poll has what it
+// reads at hand (parley.ReadyWaker). The drain runs here, in the caller's goroutine, as far as it can
 // without waiting, and goes on in a goroutine of its own only if it must wait (see
 // drain). The realtime hub calls it for each of a conversation's subscribers in turn: a
 // goroutine per delivery, its start, scheduling and exit, were a tenth of a delivery's
 // CPU.
-func (op *wsOp) ready() {
+func (op *wsOp) Ready() {
 	if op.claim() {
 		op.drain(true)
 	}
@@ -834,7 +834,7 @@ func (op *wsOp) claim() bool {
 // database at the pace of these writes, and a client that stops reading is cut off by
 // the write timeout.
 //
-// Inline (called by ready) it never waits: it polls under parley.NoWaiting and writes
+// Inline (called by Ready) it never waits: it polls under parley.NoWaiting and writes
 // only what the network takes at once (wsConn.writeNow); anything that would wait (the
 // rest of a write, a read of the database, an error or a result to send otherwise, a
 // wake-up during the drain) goes on in a goroutine of its own.
