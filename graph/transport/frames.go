@@ -113,7 +113,10 @@ func appendTextHeader(b []byte, n int) []byte {
 // frameConn in place of the connection, and a buffered writer over it.
 type framingWriter struct {
 	http.ResponseWriter
-	conn *frameConn // set by Hijack
+	// conn is the frameConn Hijack fills in: the one given, a zero frameConn the
+	// connection's own (see wsConn.fc), or else a new one.
+	conn     *frameConn
+	hijacked bool
 }
 
 // Hijack implements http.Hijacker.
@@ -128,7 +131,10 @@ func (w *framingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		nc.Close()
 		return nil, nil, err
 	}
-	w.conn = &frameConn{Conn: nc, fd: -1}
+	if w.conn == nil {
+		w.conn = new(frameConn)
+	}
+	w.conn.Conn, w.conn.fd, w.hijacked = nc, -1, true
 	if sc, ok := nc.(syscall.Conn); ok { // a TCP connection; not a TLS one
 		if raw, err := sc.SyscallConn(); err == nil {
 			raw.Control(func(fd uintptr) { w.conn.fd = int(fd) })

@@ -108,7 +108,10 @@ func (wsTransport) Supports(r *http.Request) bool { return KindOf(r.Context()) =
 // Do implements graphql.Transport: it accepts the websocket and returns, leaving the
 // connection to a goroutine of its own.
 func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
-	fw := &framingWriter{ResponseWriter: w}
+	// The connection is allocated first, so that the network connection the upgrade
+	// hands over (frameConn) is kept inside it: a delivery then finds the two together.
+	c := &wsConn{t: t, exec: exec}
+	fw := &framingWriter{ResponseWriter: w, conn: &c.fc}
 	conn, err := websocket.Accept(fw, r, &websocket.AcceptOptions{
 		Subprotocols:   []string{protoTransportWS, protoLegacyWS},
 		OriginPatterns: t.origins,
@@ -121,10 +124,11 @@ func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	// values (request id...) but not its cancellation.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	ctx = context.WithValue(ctx, openSubscriptionsKey{}, new(atomic.Int64))
-	c := &wsConn{
-		t: t, exec: exec, conn: conn, frames: fw.conn, legacy: conn.Subprotocol() != protoTransportWS,
-		ctx: ctx, cancel: cancel, opCtx: ctx, ops: map[string]*wsOp{},
+	c.conn, c.legacy = conn, conn.Subprotocol() != protoTransportWS
+	if fw.hijacked {
+		c.frames = fw.conn
 	}
+	c.ctx, c.cancel, c.opCtx, c.ops = ctx, cancel, ctx, map[string]*wsOp{}
 	c.mu.Lock()
 	c.timer = time.AfterFunc(t.initTimeout, c.initTimedOut)
 	c.stopShutdown = context.AfterFunc(t.shutdown, func() { c.close(closeGoingAway, "server shutting down") })
@@ -136,11 +140,12 @@ func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 // t's first two, so that they share a cache line or two: at a thousand subscribers,
 // each delivery's first touch of each of its objects is a cache miss.
 type wsConn struct {
-	frames *frameConn // conn's network connection, written to directly (nil if it could not be wrapped)
+	frames *frameConn // conn's network connection, written to directly: fc (nil if it could not be wrapped)
 	// wmu serializes writes; closed is set, under it, once the connection is closing.
 	wmu    sync.Mutex
 	closed bool
 	legacy bool
+	fc     frameConn // its fields a delivery touches first
 	t      wsTransport
 
 	exec         graphql.GraphExecutor
