@@ -1,6 +1,9 @@
 package parley
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // MessageEventKind says what happened to a conversation's messages.
 type MessageEventKind string
@@ -97,6 +100,22 @@ type ReadyWaker interface {
 // at a thousand subscribers) each delivery touched.
 type Readier interface {
 	Ready()
+}
+
+// DeliveryObserver is told of each message a stream delivers (ObservedStream).
+type DeliveryObserver interface {
+	// Delivered is called with each message the stream delivers, and when the
+	// subscription began.
+	Delivered(m Message, since time.Time)
+}
+
+// ObservedStream is a MessageStream that tells an observer of each message it delivers
+// itself, so that the observer need not wrap it: a wrapper was one object more that
+// each delivery touched (a cache miss at a thousand subscribers).
+type ObservedStream interface {
+	// Observe sets the stream's observer, and when its subscription began. Set it
+	// before the first Poll or Next.
+	Observe(o DeliveryObserver, since time.Time)
 }
 
 type noWaitingKey struct{}

@@ -21,7 +21,14 @@ var errNoEvents = &parley.Error{Code: parley.EUNAVAILABLE, Message: "Subscriptio
 // reading is cut off by the transport's write timeout, which ends ctx.
 func (r *Resolver) forward(ctx context.Context, s parley.MessageStream) <-chan *model.MessageEdge {
 	if target := transport.PushTargetFrom(ctx); target != nil {
-		p := &messagePush{s: s, ch: make(chan *model.MessageEdge, 1)}
+		p := &messagePush{ch: make(chan *model.MessageEdge, 1)}
+		if b, ok := s.(*branchStream); ok {
+			// Moved into the push source (followBranch's is not referred to elsewhere):
+			// one object fewer that each delivery touches.
+			p.branch = *b
+			s = &p.branch
+		}
+		p.s = s
 		wake, ready := target.Attach(p)
 		s.OnWake(wake)
 		if r, ok := s.(parley.ReadyWaker); ok {
@@ -36,8 +43,11 @@ func (r *Resolver) forward(ctx context.Context, s parley.MessageStream) <-chan *
 // (transport.PushSource).
 type messagePush struct {
 	s    parley.MessageStream
-	ch   chan *model.MessageEdge
 	next parley.Message // polled, not yet pushed; only the operation's drain touches it
+	// branch is the stream of a messageAdded subscription that follows a branch (s then
+	// points here): kept in the object a delivery reaches first, rather than its own.
+	branch branchStream
+	ch     chan *model.MessageEdge
 }
 
 func (p *messagePush) Poll(ctx context.Context) (any, bool, error) {

@@ -33,6 +33,10 @@ func (e events) SubscribeMessagesAdded(ctx context.Context, conversationID strin
 	if err != nil {
 		return nil, err
 	}
+	if o, ok := s.(parley.ObservedStream); ok {
+		o.Observe((*addedLag)(e.m), since)
+		return s, nil
+	}
 	return &lagStream{MessageStream: s, m: e.m, since: since}, nil
 }
 
@@ -42,7 +46,26 @@ func (e events) SubscribeMessagesUpdated(ctx context.Context, conversationID str
 	if err != nil {
 		return nil, err
 	}
+	if o, ok := s.(parley.ObservedStream); ok {
+		o.Observe((*updatedLag)(e.m), since)
+		return s, nil
+	}
 	return &lagStream{MessageStream: s, m: e.m, since: since, updated: true}, nil
+}
+
+// addedLag and updatedLag observe the lag of the messages a stream that tells of them
+// (parley.ObservedStream) delivers, without a wrapper: one object for all the streams.
+type (
+	addedLag   Metrics
+	updatedLag Metrics
+)
+
+func (l *addedLag) Delivered(msg parley.Message, since time.Time) {
+	(*Metrics)(l).observeLag(msg.Meta().CreatedAt, since)
+}
+
+func (l *updatedLag) Delivered(msg parley.Message, since time.Time) {
+	(*Metrics)(l).observeLag(msg.Meta().UpdatedAt, since)
 }
 
 // lagStream observes the lag of each message its stream delivers.
@@ -82,8 +105,14 @@ func (s *lagStream) observe(msg parley.Message) {
 	if s.updated {
 		stored = meta.UpdatedAt
 	}
-	if stored.IsZero() || stored.Before(s.since) {
+	s.m.observeLag(stored, s.since)
+}
+
+// observeLag records the delivery lag of a message stored at stored, to a subscription
+// that began at since: only messages stored after it count (a replay is not lag).
+func (m *Metrics) observeLag(stored, since time.Time) {
+	if stored.IsZero() || stored.Before(since) {
 		return
 	}
-	s.m.ObserveDeliveryLag(time.Since(stored))
+	m.ObserveDeliveryLag(time.Since(stored))
 }
