@@ -189,6 +189,14 @@ func (c *wsConn) serve() {
 		if err != nil {
 			return
 		}
+		if typ == websocket.MessageText && bytes.Equal(data, plainPong) {
+			// The answer to a keepalive ping, every interval from every client: nothing to
+			// decode or to handle but the count of pings unanswered.
+			c.mu.Lock()
+			c.unanswered = 0
+			c.mu.Unlock()
+			continue
+		}
 		// Each message is handled on a goroutine of its own, in turn: handling goes deep
 		// (JSON, authentication, the database), and a stack grown for it would stay
 		// grown, idle, for the life of the connection.
@@ -198,6 +206,9 @@ func (c *wsConn) serve() {
 		}
 	}
 }
+
+// plainPong is a pong as clients send it (graphql-ws's, without a payload).
+var plainPong = []byte(`{"type":"pong"}`)
 
 // handleFrame decodes and handles one message; false ends the connection.
 func (c *wsConn) handleFrame(typ websocket.MessageType, data []byte) bool {
