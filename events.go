@@ -102,6 +102,16 @@ type Readier interface {
 	Ready()
 }
 
+// Prefetcher may be implemented by a Readier and by what it reaches: Prefetch reads a
+// word of each object the Readier's Ready touches first, and does nothing else. The
+// goroutine that serves a conversation's subscribers has a few of them prefetch before
+// it wakes them, so that the cache misses on their objects (one each, at a thousand
+// subscribers, on every object a delivery touches) overlap rather than come one after
+// another.
+type Prefetcher interface {
+	Prefetch()
+}
+
 // DeliveryObserver is told of each message a stream delivers (ObservedStream).
 type DeliveryObserver interface {
 	// Delivered is called with each message the stream delivers, and when the

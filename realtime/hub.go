@@ -166,11 +166,11 @@ type watcher struct {
 	onWake atomic.Pointer[func()]
 	// onReady, when set (parley.ReadyWaker), is called instead of onWake after the
 	// wake-ups that find the stream's read done (see topic.publish).
-	onReady atomic.Pointer[parley.Readier]
+	onReady atomic.Pointer[readyTarget]
 	// wakeFn and readyTo are where onWake and onReady point when first set: in the
 	// watcher, whose cache line the wake-up has at hand, rather than a box of their own.
 	wakeFn  func()
-	readyTo parley.Readier
+	readyTo readyTarget
 	// ahead is the stream, for those that can read ahead (set when they start), and
 	// aheadKind and aheadOwner the kind and owner of its reads' keys.
 	ahead                 aheadReader
@@ -178,6 +178,12 @@ type watcher struct {
 
 	c   chan struct{}
 	seq uint64 // the order of registration in the Hub
+}
+
+// readyTarget is what a watcher's onReady calls, and its Prefetcher, if it has one.
+type readyTarget struct {
+	r parley.Readier
+	p parley.Prefetcher
 }
 
 // aheadReader is a stream that can say how it reads.
@@ -205,9 +211,9 @@ func (w *watcher) wake() {
 
 // wakeReady wakes a watcher whose next read is done: its stream's Poll will not wait.
 func (w *watcher) wakeReady() {
-	if r := w.onReady.Load(); r != nil {
+	if t := w.onReady.Load(); t != nil {
 		w.woke.Store(true)
-		(*r).Ready()
+		t.r.Ready()
 		return
 	}
 	w.wake()
@@ -226,7 +232,10 @@ func (w *watcher) setOnWake(f func()) {
 }
 
 // setOnReady sets onReady.
-func (w *watcher) setOnReady(r parley.Readier) { w.onReady.Store(box(&w.onReady, &w.readyTo, r)) }
+func (w *watcher) setOnReady(r parley.Readier) {
+	p, _ := r.(parley.Prefetcher)
+	w.onReady.Store(box(&w.onReady, &w.readyTo, readyTarget{r, p}))
+}
 
 // box returns where to keep f for p: in, unless p is set already (a wake-up may be
 // reading it: then in a box of its own).
@@ -387,14 +396,41 @@ func (t *topic) publish(kind parley.MessageEventKind) {
 			ws := h.watchers[i*len(h.watchers)/parts : (i+1)*len(h.watchers)/parts]
 			go func() {
 				<-r.done // failed or not: the streams' own reads retry
-				for _, w := range ws {
-					w.got.Store(r)
-					w.wakeReady()
-				}
+				serveReady(ws, r)
 			}()
 		}
 	}
 }
+
+// serveReady wakes the watchers ws, whose next read r is done, one after another. It
+// goes by batches of prefetchBatch: first each watcher of a batch is read and its
+// onReady asked to prefetch (parley.Prefetcher), then each is woken. At a thousand
+// subscribers each delivery's first touch of each of its objects (the watcher, the
+// operation, its source, its connection) misses the cache; so their misses overlap,
+// a batch's at a time, rather than come one after another as each delivery reaches them.
+func serveReady(ws []*watcher, r *sharedRead) {
+	var targets [prefetchBatch]*readyTarget
+	for len(ws) > 0 {
+		batch := ws[:min(len(ws), prefetchBatch)]
+		ws = ws[len(batch):]
+		for i, w := range batch {
+			targets[i] = w.onReady.Load()
+		}
+		for _, t := range targets[:len(batch)] {
+			if t != nil && t.p != nil {
+				t.p.Prefetch()
+			}
+		}
+		for _, w := range batch {
+			w.got.Store(r)
+			w.wakeReady()
+		}
+	}
+}
+
+// prefetchBatch is how many watchers serveReady prefetches at a time: enough for their
+// misses to overlap, few enough that what they fetch stays in the cache until used.
+const prefetchBatch = 16
 
 // minWakesPerGoroutine is the fewest held wake-ups worth a goroutine of their own.
 const minWakesPerGoroutine = 64

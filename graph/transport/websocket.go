@@ -709,6 +709,8 @@ type wsOp struct {
 	responses graphql.ResponseHandler
 	src       PushSource // set by a subscription resolver: see Attach
 	c         *wsConn
+	// srcPrefetch is src, if it is a parley.Prefetcher.
+	srcPrefetch parley.Prefetcher
 	// The contexts of polls: rctx for a drain that may wait (parley.Waiting), and for an
 	// inline one (parley.NoWaiting).
 	wait, noWait context.Context
@@ -810,9 +812,27 @@ func PushTargetFrom(ctx context.Context) PushTarget {
 func (op *wsOp) Attach(src PushSource) (wake func(), ready parley.Readier) {
 	op.mu.Lock()
 	op.src = src
+	op.srcPrefetch, _ = src.(parley.Prefetcher)
 	op.mu.Unlock()
 	return op.wake, op
 }
+
+// Prefetch implements parley.Prefetcher: it reads a word of each cache line of the
+// operation and of its connection that a delivery (Ready) touches, and has its source
+// do the same. It is called only once Attach has returned.
+func (op *wsOp) Prefetch() {
+	c := op.c
+	touch(c.frames, c.t.shared, op.idJSON)
+	if op.srcPrefetch != nil {
+		op.srcPrefetch.Prefetch()
+	}
+}
+
+// touch does nothing: a call to it reads its arguments from where they are kept (see
+// wsOp.Prefetch), which the compiler would otherwise drop.
+//
+//go:noinline
+func touch(*frameConn, *sharedResults, []byte) {}
 
 // wake starts a drain unless one is running, in which case that one goes round again.
 // It never blocks: the feed calls it while publishing.
