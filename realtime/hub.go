@@ -10,12 +10,10 @@
 package realtime
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"log/slog"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -76,7 +74,6 @@ type Hub struct {
 	topics map[string]*topic // by conversation id
 
 	storeReads, tailReads atomic.Int64 // Stats
-	seq                   uint64       // watchers registered, under mu
 }
 
 var (
@@ -98,9 +95,13 @@ func isOwnerTopic(key string) bool { return strings.HasPrefix(key, "\x00") }
 
 // topic is the subscribers of one conversation (or of all of one owner's: ownerTopic).
 type topic struct {
-	// watchers maps each watcher to the kind of event it wakes for; "" is any kind.
-	// A ConversationDeleted event wakes them all: every stream must learn it is over.
-	watchers map[*watcher]parley.MessageEventKind
+	// watchers are the topic's, in the order they registered (nil where one has gone:
+	// see remove), which is mostly the order their objects (the watcher, the streams,
+	// the connection...) were allocated in, each kind next to the previous subscriber's:
+	// served in this order, the processor's prefetchers have most of them at hand. (A
+	// map's order is random, and sorting it cost a publish a pass over them all.)
+	watchers []*watcher
+	live     int // the watchers not nil
 	// epoch counts the wake-ups of the conversation's subscribers (see sharedRead).
 	epoch atomic.Int64
 
@@ -108,6 +109,35 @@ type topic struct {
 	reads map[readKey]*sharedRead // the latest read of each kind, owner and start
 
 	tail tail // the appends this process committed lately (live subscribers)
+}
+
+// add adds w to the topic's watchers. The caller holds the Hub's lock.
+func (t *topic) add(w *watcher) {
+	w.idx = len(t.watchers)
+	t.watchers = append(t.watchers, w)
+	t.live++
+}
+
+// remove takes w from the topic's watchers, leaving a hole that later removals close
+// (keeping the order) once holes are half of the list. The caller holds the Hub's lock.
+func (t *topic) remove(w *watcher) {
+	if w.idx >= len(t.watchers) || t.watchers[w.idx] != w {
+		return
+	}
+	t.watchers[w.idx] = nil
+	t.live--
+	if t.live > len(t.watchers)/2 {
+		return
+	}
+	ws := t.watchers[:0]
+	for _, w := range t.watchers {
+		if w != nil {
+			w.idx = len(ws)
+			ws = append(ws, w)
+		}
+	}
+	clear(t.watchers[len(ws):])
+	t.watchers = ws
 }
 
 // maxSharedReads bounds the reads a topic keeps for sharing: subscribers at the tail
@@ -176,8 +206,11 @@ type watcher struct {
 	ahead                 aheadReader
 	aheadKind, aheadOwner string
 
-	c   chan struct{}
-	seq uint64 // the order of registration in the Hub
+	c chan struct{}
+	// kind is the kind of event it wakes for; "" is any kind. A ConversationDeleted
+	// event wakes them all: every stream must learn it is over.
+	kind parley.MessageEventKind
+	idx  int // its place in its topic's watchers, under the Hub's lock
 }
 
 // readyTarget is what a watcher's onReady calls, and its Prefetcher, if it has one.
@@ -352,8 +385,11 @@ func (t *topic) publish(kind parley.MessageEventKind) {
 	epoch := t.epoch.Add(1)
 	var ahead map[readKey]*heldWakes
 	var last *heldWakes // the last looked up: the watchers alike come in runs
-	for w, k := range t.watchers {
-		if k == liveKind && kind != parley.ToolCallClaimed {
+	for _, w := range t.watchers {
+		if w == nil {
+			continue
+		}
+		if k := w.kind; k == liveKind && kind != parley.ToolCallClaimed {
 			w.dirty.Store(true)
 			w.wake()
 		} else if k == kind || kind == parley.ConversationDeleted || (k == "" && kind != parley.MessageDelta) ||
@@ -384,13 +420,7 @@ func (t *topic) publish(kind parley.MessageEventKind) {
 	}
 	for key, h := range ahead {
 		r := t.shared(key, epoch, h.fn)
-		// In the order they subscribed, which is, mostly, the order their objects (the
-		// watcher, the streams, the connection...) were allocated in, each kind next to
-		// the previous subscriber's: the processor's prefetchers then have most of them
-		// at hand, rather than each delivery missing the cache on every one (the map's
-		// order is random).
-		slices.SortFunc(h.watchers, func(a, b *watcher) int { return cmp.Compare(a.seq, b.seq) })
-		// Split among the CPUs, so that a thousand deliveries do not wait for one.
+		// In the order they subscribed (see topic.watchers). Split among the CPUs, so that a thousand deliveries do not wait for one.
 		parts := min(runtime.GOMAXPROCS(0), (len(h.watchers)+minWakesPerGoroutine-1)/minWakesPerGoroutine)
 		for i := range parts {
 			ws := h.watchers[i*len(h.watchers)/parts : (i+1)*len(h.watchers)/parts]
@@ -449,9 +479,11 @@ func (f *Hub) Resync() {
 	defer f.mu.RUnlock()
 	for _, t := range f.topics {
 		t.epoch.Add(1)
-		for w := range t.watchers {
-			w.dirty.Store(true)
-			w.wake()
+		for _, w := range t.watchers {
+			if w != nil {
+				w.dirty.Store(true)
+				w.wake()
+			}
 		}
 	}
 }
@@ -480,9 +512,10 @@ func (f *Hub) Stats() Stats {
 		if isOwnerTopic(key) {
 			s.Conversations--
 		}
-		for w, kind := range t.watchers {
+		for _, w := range t.watchers {
 			switch {
-			case kind == "":
+			case w == nil:
+			case w.kind == "":
 				s.Watchers++
 			case w.started.Load():
 				s.Subscribers++
@@ -507,18 +540,17 @@ func (f *Hub) register(ctx context.Context, conversationID string, kind parley.M
 	f.mu.Lock()
 	t := f.topics[conversationID]
 	if t == nil {
-		t = &topic{watchers: map[*watcher]parley.MessageEventKind{}}
+		t = &topic{}
 		f.topics[conversationID] = t
 	}
-	f.seq++
-	w.c, w.t, w.seq = make(chan struct{}, 1), t, f.seq
-	t.watchers[w] = kind
+	w.c, w.t, w.kind = make(chan struct{}, 1), t, kind
+	t.add(w)
 	f.mu.Unlock()
 	unregister := func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		delete(t.watchers, w)
-		if len(t.watchers) == 0 && f.topics[conversationID] == t {
+		t.remove(w)
+		if t.live == 0 && f.topics[conversationID] == t {
 			delete(f.topics, conversationID)
 		}
 	}

@@ -134,8 +134,8 @@ func (f *Hub) PublishAppend(conversationID string, b *parley.DeltaBatch) {
 		t.tail.add(*b)
 		t.mu.Unlock()
 	}
-	for w, k := range t.watchers {
-		if k == liveKind {
+	for _, w := range t.watchers {
+		if w != nil && w.kind == liveKind {
 			if b == nil {
 				w.dirty.Store(true)
 			}
