@@ -71,6 +71,7 @@ func TestConversationPageIsBothReads(t *testing.T) {
 		{"after, tree", line.ID, parley.PageRequest{First: n(10), After: cur(12), Tree: true}},
 		{"before, tree", line.ID, parley.PageRequest{Last: n(10), Before: cur(20), Tree: true}},
 		{"last page, tree, budget", line.ID, parley.PageRequest{Last: n(10), Tree: true, MaxBytes: 30}},
+		{"after, tree, budget", line.ID, parley.PageRequest{First: n(10), After: cur(5), Tree: true, MaxBytes: 200}},
 		{"past the end", line.ID, parley.PageRequest{First: n(10), After: cur(30)}},
 		{"budget", line.ID, parley.PageRequest{First: n(10), MaxBytes: 20}},
 		{"fork, first page", forked.ID, parley.PageRequest{First: n(100), Tree: true}},

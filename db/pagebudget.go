@@ -25,7 +25,9 @@ func scanPage(rows *sql.Rows, err error, expect, budget int, forLLM bool, log *s
 
 // scanHeadedPage is scanPage, and with head, for the rows of conversationPageSQL: the
 // first is the conversation's, scanned into head (which is then found), and each later
-// row is a message after conversationWidth NULL columns, and its parent (Parent).
+// row is a message of that conversation (its conversation id column NULL) after
+// conversationWidth NULL columns, and its parent (Parent; sameAsPrevious: the row
+// scanned before it).
 func scanHeadedPage(rows *sql.Rows, err error, expect, budget int, head *conversationHead, log *slog.Logger) ([]pageRow, map[string]bool, error) {
 	return scanRows(rows, err, expect, budget, head, false, log)
 }
@@ -40,7 +42,7 @@ type pageRow struct {
 	id             string // the message's key, as messageRow.ID
 	conversationID string // its conversation's key
 	depth, bytes   int    // messageRow.Depth, messageRow.Bytes
-	parent         sql.NullString
+	parentID       string // the parent's public id, when the row holds it (conversationPageSQL)
 }
 
 // message is the row's message, or why it could not be decoded.
@@ -63,6 +65,7 @@ func scanRows(rows *sql.Rows, err error, expect, budget int, head *conversationH
 	dec := rowDecoder{slab: 64}
 	var skip [messageWidth + 1]sql.RawBytes // the columns of the other kind of row: NULL
 	var calls, results, payload, provenance sql.RawBytes
+	previousID := "" // the public id of the message row scanned last
 	var created, updated any = &r.CreatedAt, &r.UpdatedAt
 	if forLLM {
 		created, updated = &skip[0], &skip[1]
@@ -73,7 +76,11 @@ func scanRows(rows *sql.Rows, err error, expect, budget int, head *conversationH
 			dest = append(dest, &skip[i])
 		}
 	}
-	dest = append(dest, &r.ID, &r.ConversationID, intColumn{&r.Position}, intColumn{&r.SchemaVersion}, &r.Kind, &r.Role, &r.Content,
+	var conv any = &r.ConversationID
+	if head != nil {
+		conv = &skip[0] // NULL: the head's
+	}
+	dest = append(dest, &r.ID, conv, intColumn{&r.Position}, intColumn{&r.SchemaVersion}, &r.Kind, &r.Role, &r.Content,
 		&calls, &results, &payload, &r.SourceID, created, updated,
 		&r.Status, &r.StatusReason, &r.ClientID, &provenance, intColumn{&r.StreamSeq}, intColumn{&r.Segment}, intColumn{&r.Depth},
 		&r.Hidden, &r.DeletedAt, intColumn{&r.Bytes})
@@ -97,20 +104,33 @@ func scanRows(rows *sql.Rows, err error, expect, budget int, head *conversationH
 		if err := rows.Scan(dest...); err != nil {
 			return nil, nil, err
 		}
+		if head != nil {
+			r.ConversationID = head.row.ID
+		}
+		parentID := previousID
+		if r.Parent.String != sameAsPrevious || !r.Parent.Valid {
+			parentID = messageIDOf(r.Parent)
+		}
 		size := r.Bytes
 		if !fitsPage(budget, used, size, held[r.ConversationID], cut[r.ConversationID]) {
 			if cut == nil {
 				cut = map[string]bool{}
 			}
 			cut[r.ConversationID] = true
+			previousID = parley.MessageID(r.ID)
 			continue
 		}
 		used += size
 		held[r.ConversationID]++
 		r.ToolCalls, r.ToolResults, r.Payload, r.Provenance = calls, results, payload, provenance
 		m, err := dec.decode(&r, log)
+		if err == nil {
+			previousID = m.Meta().ID
+		} else {
+			previousID = parley.MessageID(r.ID)
+		}
 		out = append(out, pageRow{msg: m, err: err, id: r.ID, conversationID: r.ConversationID,
-			depth: r.Depth, bytes: r.Bytes, parent: r.Parent})
+			depth: r.Depth, bytes: r.Bytes, parentID: parentID})
 	}
 	return out, cut, rows.Err()
 }

@@ -242,7 +242,7 @@ func pageQuery(backward bool, columns string) string {
 				JOIN conversations own ON own.id = c.id AND own.owner = $5
 				CROSS JOIN LATERAL (SELECT CASE WHEN $6::int >= 0 THEN $6::int ELSE own.active_segment END AS seg,
 					CASE WHEN $6::int >= 0 THEN $7::int ELSE `+leafDepth+` END AS leaf) b`),
-		pageRange(backward, columns, "$8", ""))
+		pageRange(backward, columns, "ch.fconv::text", "$8", ""))
 }
 
 // chainQuery reads the segments of a branch's chain that the page ($2, $3, $4) touches,
@@ -292,27 +292,35 @@ const linkExpansion = `SELECT own.id AS conv, l.seg, l.lo, l.hi, 0::bigint AS j,
 
 // pageRange reads the page's rows of the chain's segment ch: a range of depths both of
 // whose bounds are index conditions, at most $4 rows, cut at the byte budget (budget,
-// 0 for none). With parent (an SQL boolean), each row ends with its parent's id when
-// parent is true (else NULL): in a conversation without forks, the message before it,
-// which for every row but the range's first is the range's row before it (lag, or lead
-// reading down), and for the first one probe of the index.
-func pageRange(backward bool, columns, budget, parent string) string {
-	rng, order, prev := `depth > $2 AND depth <= LEAST(ch.hi, $2 + $4) AND depth < COALESCE(NULLIF($3, 0), `+noBound+`)`, "ASC", "lag"
+// 0 for none). conv is the conversation id each row carries (an SQL text expression).
+// With parent (an SQL boolean), each row ends with its parent's id when parent is true
+// (else NULL): in a conversation without forks, the message before it, which for every
+// row but the range's first is the range's row before it, and for the first one probe
+// of the index. Read down (backward), that row is the next one read (lead), and its id
+// is sent. Read up, it is the row read just before, which the page keeps whenever it
+// keeps this one (the budget cuts a range's tail): the parent is then ” (sameAsPrevious),
+// and the reader takes the id it has just read, where Postgres would format a uuid and
+// lib/pq allocate a string for it a second time.
+func pageRange(backward bool, columns, conv, budget, parent string) string {
+	rng, order := `depth > $2 AND depth <= LEAST(ch.hi, $2 + $4) AND depth < COALESCE(NULLIF($3, 0), `+noBound+`)`, "ASC"
+	previous, next := `WHEN lag(depth) OVER w IS NOT NULL THEN '`+sameAsPrevious+`'`, ""
 	if backward {
 		// The end: before ($3), or just past the branch's leaf.
 		end := `COALESCE(NULLIF($3, 0), ch.leaf + 1)`
-		rng, order, prev = `depth < `+end+` AND depth >= `+end+` - $4 AND depth > $2 AND depth <= ch.hi`, "DESC", "lead"
+		rng, order = `depth < `+end+` AND depth >= `+end+` - $4 AND depth > $2 AND depth <= ch.hi`, "DESC"
+		previous, next = "", "lead(id::text) OVER w, "
 	}
 	cols, parentCol := strings.ReplaceAll(messageColumns, "\n", " ")+", body_bytes", ""
 	if parent != "" {
 		cols += ", parent"
 		parentCol = fmt.Sprintf(`, CASE WHEN NOT (%s) THEN NULL
+				%s
 				WHEN ch.shared THEN fork_message_id(ch.fno, NULLIF(depth - 1, 0))::text
-				ELSE COALESCE(%s(id::text) OVER w, (SELECT x.id::text FROM messages x
+				ELSE COALESCE(%s(SELECT x.id::text FROM messages x
 					WHERE x.conversation_id = ch.conv AND x.segment = ch.seg AND x.depth = messages.depth - 1),
-					CASE WHEN depth - 1 = ch.bdepth AND ch.bdepth > 0 AND ch.seg = 0 THEN fork_message_id(ch.fno, ch.bdepth)::text END) END AS parent`, parent, prev)
+					CASE WHEN depth - 1 = ch.bdepth AND ch.bdepth > 0 AND ch.seg = 0 THEN fork_message_id(ch.fno, ch.bdepth)::text END) END AS parent`, parent, previous, next)
 	}
-	columns = sharedColumns.Replace(columns)
+	columns = sharedColumns(conv).Replace(columns)
 	return fmt.Sprintf(`SELECT %s FROM (
 			SELECT %s, sum(body_bytes) OVER w AS page_bytes%s
 			FROM messages WHERE conversation_id = ch.conv AND segment = ch.seg AND %s
@@ -322,13 +330,19 @@ func pageRange(backward bool, columns, budget, parent string) string {
 		cols, columns, parentCol, rng, order, order, budget, budget)
 }
 
+// sameAsPrevious is the parent pageRange sends for a row whose parent is the row read
+// just before it.
+const sameAsPrevious = ""
+
 // sharedColumns rewrite a page's message columns for the rows a fork shares (ch.shared,
-// linkExpansion): the fork's derived id and conversation, the depth as the position, and
-// segment 0, where the fork's history starts.
-var sharedColumns = strings.NewReplacer(
-	"id::text AS id, conversation_id::text AS conversation_id, position,",
-	"CASE WHEN ch.shared THEN fork_message_id(ch.fno, depth)::text ELSE id::text END AS id, ch.fconv::text AS conversation_id, CASE WHEN ch.shared THEN depth ELSE position END AS position,",
-	" segment, depth,", " CASE WHEN ch.shared THEN 0 ELSE segment END AS segment, depth,")
+// linkExpansion): the fork's derived id, the depth as the position, and segment 0, where
+// the fork's history starts; and every row's conversation id as conv.
+func sharedColumns(conv string) *strings.Replacer {
+	return strings.NewReplacer(
+		"id::text AS id, conversation_id::text AS conversation_id, position,",
+		"CASE WHEN ch.shared THEN fork_message_id(ch.fno, depth)::text ELSE id::text END AS id, "+conv+" AS conversation_id, CASE WHEN ch.shared THEN depth ELSE position END AS position,",
+		" segment, depth,", " CASE WHEN ch.shared THEN 0 ELSE segment END AS segment, depth,")
+}
 
 // conversationPageSQL reads a conversation ($1) of the owner $5 and a page of its active
 // branch, forward (conversationPageSQL[false]) or backward (true), as pageSQL does (the
@@ -336,8 +350,9 @@ var sharedColumns = strings.NewReplacer(
 // the page statement, so that `conversation(id:) { messages }` is one statement and one
 // round trip. Its first row is the conversation's conversationColumns and its number of
 // segments, followed by messageWidth NULLs; then come the page's rows, each
-// conversationWidth NULLs followed by a message's columns and its parent's id (when $7
-// and the conversation has no forks: its tree fields without treeSQL; see pageRange).
+// conversationWidth NULLs followed by a message's columns (their conversation id NULL:
+// the first row's) and its parent's id (when $7 and the conversation has no forks: its
+// tree fields without treeSQL; see pageRange).
 // UNION ALL runs its branches in order. No row at all when the owner has no such
 // conversation. The page is read exactly as pageSQL reads it: its segments found from
 // the leaf segment's row (chainQuery), then index range scans whatever the statistics
@@ -356,7 +371,7 @@ func conversationPageQuery(backward bool) string {
 		conversationColumns, leafDepth,
 		chainQuery(backward, "1::bigint", `own CROSS JOIN LATERAL (SELECT own.active_segment AS seg, own.leaf AS leaf) b`),
 		nulls(messageWidth+1), nulls(conversationWidth),
-		pageRange(backward, pageColumns, "$6", "$7::boolean AND (ch.hi = "+noBound+" OR ch.shared)"))
+		pageRange(backward, pageColumns, "NULL::text", "$6", "$7::boolean AND (ch.hi = "+noBound+" OR ch.shared)"))
 }
 
 // conversationWidth and messageWidth are how many columns conversationPageSQL's
@@ -398,6 +413,12 @@ func (db *DB) assemblePage(rows []pageRow, page parley.PageRequest, limit, after
 		rows = rows[len(rows)-*page.Last:]
 	}
 	out := &parley.MessagePage{Messages: make([]parley.Message, 0, len(rows)), TotalCount: last}
+	var trees []parley.TreeInfo
+	var self []string
+	if lineTree {
+		// The page's tree fields, in two allocations instead of two a message.
+		trees, self = make([]parley.TreeInfo, len(rows)), make([]string, len(rows))
+	}
 	for i := range rows {
 		m, err := rows[i].message()
 		if err != nil {
@@ -405,7 +426,9 @@ func (db *DB) assemblePage(rows []pageRow, page parley.PageRequest, limit, after
 		}
 		if lineTree {
 			meta := m.Meta()
-			meta.Tree = &parley.TreeInfo{ParentID: messageIDOf(rows[i].parent), SiblingIDs: []string{meta.ID}}
+			self[i] = meta.ID
+			trees[i] = parley.TreeInfo{ParentID: rows[i].parentID, SiblingIDs: self[i : i+1 : i+1]}
+			meta.Tree = &trees[i]
 		}
 		out.Messages = append(out.Messages, m)
 		out.Bytes += rows[i].bytes
