@@ -298,7 +298,7 @@ const linkExpansion = `SELECT own.id AS conv, l.seg, l.lo, l.hi, 0::bigint AS j,
 // row but the range's first is the range's row before it, and for the first one probe
 // of the index. Read down (backward), that row is the next one read (lead), and its id
 // is sent. Read up, it is the row read just before, which the page keeps whenever it
-// keeps this one (the budget cuts a range's tail): the parent is then ” (sameAsPrevious),
+// keeps this one (the budget cuts a range's tail): the parent is then empty (sameAsPrevious),
 // and the reader takes the id it has just read, where Postgres would format a uuid and
 // lib/pq allocate a string for it a second time.
 func pageRange(backward bool, columns, conv, budget, parent string) string {
