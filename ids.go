@@ -68,7 +68,13 @@ var cursorEncoding = base64.RawURLEncoding
 
 // MessageCursor returns the cursor of the message at position.
 func MessageCursor(position int) string {
-	return cursorEncoding.EncodeToString([]byte("m:" + strconv.Itoa(position)))
+	// Built on the stack, one allocation for the cursor (a page writes one a message).
+	var raw [2 + 20]byte
+	b := strconv.AppendInt(append(raw[:0], "m:"...), int64(position), 10)
+	var out [32]byte // base64 of len(raw) bytes
+	n := cursorEncoding.EncodedLen(len(b))
+	cursorEncoding.Encode(out[:n], b)
+	return string(out[:n])
 }
 
 // MaxPosition is the largest message position: positions are stored as Postgres

@@ -130,8 +130,10 @@ func messageConnection(page *parley.MessagePage) *model.MessageConnection {
 		PageInfo:   &model.PageInfo{HasNextPage: page.HasNextPage, HasPreviousPage: page.HasPreviousPage},
 		TotalCount: page.TotalCount,
 	}
+	edges := make([]model.MessageEdge, len(page.Messages)) // one allocation for the page's edges
 	for i, m := range page.Messages {
-		conn.Edges[i] = messageEdge(m)
+		edges[i] = edgeOf(m)
+		conn.Edges[i] = &edges[i]
 	}
 	if n := len(conn.Edges); n > 0 {
 		conn.PageInfo.StartCursor = &conn.Edges[0].Cursor
@@ -141,7 +143,12 @@ func messageConnection(page *parley.MessagePage) *model.MessageConnection {
 }
 
 func messageEdge(m parley.Message) *model.MessageEdge {
-	return &model.MessageEdge{Cursor: parley.MessageCursor(m.Meta().Position), Node: m}
+	e := edgeOf(m)
+	return &e
+}
+
+func edgeOf(m parley.Message) model.MessageEdge {
+	return model.MessageEdge{Cursor: parley.MessageCursor(m.Meta().Position), Node: m}
 }
 
 func conversationConnection(page *parley.ConversationPage) *model.ConversationConnection {

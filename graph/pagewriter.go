@@ -224,6 +224,9 @@ type jsonWriter struct {
 	b     []byte
 	html  *render.Renderer
 	final bool
+	// siblings holds the message's siblings while they are written: one for the page
+	// where a new one a message cost an allocation.
+	siblings model.Siblings
 }
 
 func (w *jsonWriter) Write(p []byte) (int, error) {
@@ -696,7 +699,11 @@ func messageFields[T parley.Message](more map[string]fieldCompiler[T]) map[strin
 			}
 			return func(w *jsonWriter, m T) bool {
 				t := m.Meta().Tree
-				return t != nil && write(w, siblingsOf(m, t))
+				if t == nil {
+					return false
+				}
+				w.siblings = siblingsOf(m, t)
+				return write(w, &w.siblings)
 			}, true
 		},
 	}

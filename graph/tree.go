@@ -56,16 +56,17 @@ func (r *Resolver) siblings(ctx context.Context, m parley.Message) (*model.Sibli
 	if err != nil {
 		return nil, err
 	}
-	return siblingsOf(m, t), nil
+	s := siblingsOf(m, t)
+	return &s, nil
 }
 
-func siblingsOf(m parley.Message, t *parley.TreeInfo) *model.Siblings {
+func siblingsOf(m parley.Message, t *parley.TreeInfo) model.Siblings {
 	ids := t.SiblingIDs
 	i := t.SiblingIndex(m.Meta().ID)
 	if i < 0 {
 		ids, i = append([]string{m.Meta().ID}, ids...), 0
 	}
-	return &model.Siblings{Count: len(ids), Index: i, Ids: ids}
+	return model.Siblings{Count: len(ids), Index: i, Ids: ids}
 }
 
 // treeFields are the message fields that need the tree: a page whose selection has
