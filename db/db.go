@@ -69,6 +69,9 @@ type DB struct {
 	appended func(conversationID string, b *parley.DeltaBatch)
 	// timed receives each group-committed append's times (OnGroupCommit).
 	timed func(queued, written time.Duration)
+	// zone is the sessions' time zone as lib/pq loads it (nil when it cannot), which
+	// the times of a page's rows are placed in as lib/pq would place them (timeColumn).
+	zone *time.Location
 }
 
 // Origin returns the name this DB gives the notifications of the appends it delivers
@@ -134,8 +137,23 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 	if cfg.TracerProvider != nil {
 		db.tracer = cfg.TracerProvider.Tracer("github.com/parley-dev/parley/db")
 	}
+	db.zone = sessionZone(ctx, conn)
 	db.prepare(ctx)
 	return db, nil
+}
+
+// sessionZone returns the time zone of the pool's sessions as lib/pq loads it from the
+// server's TimeZone parameter, nil when it cannot (and lib/pq then uses none either).
+func sessionZone(ctx context.Context, conn *sqlx.DB) *time.Location {
+	var name string
+	if err := conn.GetContext(ctx, &name, `SELECT current_setting('TimeZone')`); err != nil {
+		return nil
+	}
+	zone, err := time.LoadLocation(name)
+	if err != nil {
+		return nil
+	}
+	return zone
 }
 
 // hotStatements are the statements prepared when the pool opens: saving a message (the

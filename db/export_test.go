@@ -2,6 +2,8 @@ package db
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -87,4 +89,30 @@ func (db *DB) SearchSQL(ctx context.Context, owner string, req parley.SearchRequ
 		return "", nil, err
 	}
 	return searchSQL(&req, nil, owner, cfg, query)
+}
+
+// ScanTimes selects each of values as a timestamptz in a session of the time zone zone,
+// and returns it as lib/pq scans it (want) and as a page scans it (got: to_json, then
+// timeColumn).
+func (db *DB) ScanTimes(ctx context.Context, zone string, values []string) (got, want []time.Time, err error) {
+	conn, err := db.db.Connx(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SELECT set_config('TimeZone', $1, false)`, zone); err != nil {
+		return nil, nil, err
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, v := range values {
+		var w, g time.Time
+		if err := conn.QueryRowxContext(ctx, `SELECT $1::timestamptz, to_json($1::timestamptz)`, v).Scan(&w, timeColumn{t: &g, zone: loc}); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", v, err)
+		}
+		got, want = append(got, g), append(want, w)
+	}
+	return got, want, nil
 }

@@ -3,7 +3,6 @@ package db
 import (
 	"database/sql"
 	"fmt"
-	"log/slog"
 
 	"github.com/parley-dev/parley"
 )
@@ -19,8 +18,8 @@ import (
 // newest first), so a cut page keeps the rows nearest its starting cursor, and the next
 // page, from its end cursor, reads what it left.
 // With forLLM, the rows are of llmPageSQL, whose times are NULL: they are skipped.
-func scanPage(rows *sql.Rows, err error, expect, budget int, forLLM bool, log *slog.Logger) ([]pageRow, map[string]bool, error) {
-	return scanRows(rows, err, expect, budget, nil, forLLM, log)
+func (db *DB) scanPage(rows *sql.Rows, err error, expect, budget int, forLLM bool) ([]pageRow, map[string]bool, error) {
+	return db.scanRows(rows, err, expect, budget, nil, forLLM)
 }
 
 // scanHeadedPage is scanPage, and with head, for the rows of conversationPageSQL: the
@@ -28,8 +27,8 @@ func scanPage(rows *sql.Rows, err error, expect, budget int, forLLM bool, log *s
 // row is a message of that conversation (its conversation id column NULL) after
 // conversationWidth NULL columns, and its parent (Parent; sameAsPrevious: the row
 // scanned before it).
-func scanHeadedPage(rows *sql.Rows, err error, expect, budget int, head *conversationHead, log *slog.Logger) ([]pageRow, map[string]bool, error) {
-	return scanRows(rows, err, expect, budget, head, false, log)
+func (db *DB) scanHeadedPage(rows *sql.Rows, err error, expect, budget int, head *conversationHead) ([]pageRow, map[string]bool, error) {
+	return db.scanRows(rows, err, expect, budget, head, false)
 }
 
 // pageRow is a message of a page as scanRows read it, decoded as it arrived, with what
@@ -52,7 +51,7 @@ func (r *pageRow) message() (parley.Message, error) { return r.msg, r.err }
 // scanned, its jsonb columns straight from the driver's buffer (sql.RawBytes), which
 // the next row overwrites: nothing of a row is copied to be decoded later, and the
 // page holds messages, never rows and their payloads beside them.
-func scanRows(rows *sql.Rows, err error, expect, budget int, head *conversationHead, forLLM bool, log *slog.Logger) ([]pageRow, map[string]bool, error) {
+func (db *DB) scanRows(rows *sql.Rows, err error, expect, budget int, head *conversationHead, forLLM bool) ([]pageRow, map[string]bool, error) {
 	if err != nil {
 		return nil, nil, err
 	}
@@ -66,7 +65,7 @@ func scanRows(rows *sql.Rows, err error, expect, budget int, head *conversationH
 	var skip [messageWidth + 1]sql.RawBytes // the columns of the other kind of row: NULL
 	var calls, results, payload, provenance sql.RawBytes
 	previousID := "" // the public id of the message row scanned last
-	var created, updated any = &r.CreatedAt, &r.UpdatedAt
+	var created, updated any = timeColumn{t: &r.CreatedAt, zone: db.zone}, timeColumn{t: &r.UpdatedAt, zone: db.zone}
 	if forLLM {
 		created, updated = &skip[0], &skip[1]
 	}
@@ -83,7 +82,7 @@ func scanRows(rows *sql.Rows, err error, expect, budget int, head *conversationH
 	dest = append(dest, &r.ID, conv, intColumn{&r.Position}, intColumn{&r.SchemaVersion}, &r.Kind, &r.Role, &r.Content,
 		&calls, &results, &payload, &r.SourceID, created, updated,
 		&r.Status, &r.StatusReason, &r.ClientID, &provenance, intColumn{&r.StreamSeq}, intColumn{&r.Segment}, intColumn{&r.Depth},
-		&r.Hidden, &r.DeletedAt, intColumn{&r.Bytes})
+		&r.Hidden, timeColumn{t: &r.DeletedAt.Time, valid: &r.DeletedAt.Valid, zone: db.zone}, intColumn{&r.Bytes})
 	if head != nil {
 		dest = append(dest, &r.Parent)
 	}
@@ -123,7 +122,7 @@ func scanRows(rows *sql.Rows, err error, expect, budget int, head *conversationH
 		used += size
 		held[r.ConversationID]++
 		r.ToolCalls, r.ToolResults, r.Payload, r.Provenance = calls, results, payload, provenance
-		m, err := dec.decode(&r, log)
+		m, err := dec.decode(&r, db.log)
 		if err == nil {
 			previousID = m.Meta().ID
 		} else {

@@ -55,7 +55,7 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 	} else {
 		result, err = db.db.QueryContext(ctx, query, args...)
 	}
-	rows, cut, err := scanPage(result, err, min(len(keys)*(limit+1), 1024), page.MaxBytes, page.ForLLM, db.log)
+	rows, cut, err := db.scanPage(result, err, min(len(keys)*(limit+1), 1024), page.MaxBytes, page.ForLLM)
 	if err != nil {
 		return nil, classify(fmt.Errorf("find messages: %w", err))
 	}
@@ -171,7 +171,7 @@ func (db *DB) FindConversationPage(ctx context.Context, id string, page parley.P
 		result, err = db.db.QueryContext(ctx, q, args...)
 	}
 	var head conversationHead
-	rows, cut, err := scanHeadedPage(result, err, b.limit+1, page.MaxBytes, &head, db.log)
+	rows, cut, err := db.scanHeadedPage(result, err, b.limit+1, page.MaxBytes, &head)
 	if err != nil {
 		return nil, nil, classify(fmt.Errorf("find conversation %s and its messages: %w", id, err))
 	}
@@ -385,16 +385,24 @@ const conversationWidth, messageWidth = 8, 23
 // rows of schema version 1, the only ones decodeMessage builds from it (a version 2 row
 // holds its text in its payload too): a tool result's text was sent, received and
 // copied twice. What the row takes as read comes from body_bytes (migration 000017),
-// which counts content whether or not it is sent.
+// which counts content whether or not it is sent. The times come as JSON (pageTimes).
 var pageColumns = strings.NewReplacer(
 	"id, conversation_id,", "id::text AS id, conversation_id::text AS conversation_id,",
 	" content,", " CASE WHEN schema_version = 1 THEN content ELSE '' END AS content,",
+	" created_at, updated_at,", pageTimes,
+	" deleted_at", " to_json(deleted_at) AS deleted_at",
 	"\n", " ").Replace(messageColumns) + ", body_bytes"
 
+// pageTimes are a page's creation and update times as JSON strings (ISO 8601 with the
+// session's offset), which lib/pq hands over as the bytes it read and timeColumn parses
+// without allocating: as timestamptz, lib/pq copied each into a string of its own to
+// parse it and returned the time boxed, two allocations and a slower parse each.
+const pageTimes = " to_json(created_at) AS created_at, to_json(updated_at) AS updated_at,"
+
 // llmPageColumns are pageColumns without what no LLM export uses (PageRequest.ForLLM):
-// the times, NULL (lib/pq parses each timestamp from its text), and source_id, NULL.
+// the times, NULL, and source_id, NULL.
 var llmPageColumns = strings.NewReplacer(
-	" source_id, created_at, updated_at,", " NULL::text AS source_id, NULL::timestamptz AS created_at, NULL::timestamptz AS updated_at,",
+	" source_id,"+pageTimes, " NULL::text AS source_id, NULL::json AS created_at, NULL::json AS updated_at,",
 ).Replace(pageColumns)
 
 // assemblePage turns the rows read for one conversation (limit+1 at most, in read order)
