@@ -201,10 +201,10 @@ func writeEdges(write writeFunc[*model.MessageEdge], edges []*model.MessageEdge,
 		if w.b == nil {
 			panic("graph: a message page was written twice")
 		}
-		out.Write(w.b)
 		if w.final {
-			final.Add(w.b)
+			final.Place(out, w.b)
 		} else {
+			out.Write(w.b)
 			bufpool.Put(w.b)
 		}
 		w.b = nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,9 @@ func writeResponse(w http.ResponseWriter, resp *graphql.Response, final *Final) 
 			return
 		}
 	}
+	if resp != nil && len(pieces) > 0 {
+		resp.Data = placePieces(resp.Data, pieces)
+	}
 	b, err := json.Marshal(resp)
 	if err != nil {
 		panic(fmt.Errorf("unable to marshal %s: %w", string(resp.Data), err))
@@ -49,11 +53,19 @@ func writeResponse(w http.ResponseWriter, resp *graphql.Response, final *Final) 
 // final form, as appendData would write them (AppendFinal), so that appendData copies
 // them instead of scanning them again: package graph's page writer writes a page of
 // history so, which was most of what appendData scanned (8-11% of a history read's CPU,
-// issue 15 §6).
+// issue 15 §6). gqlgen's data holds a placeholder byte where each piece goes (Place),
+// so that the piece is neither copied into gqlgen's buffer, which grows to hold it, nor
+// looked for there.
 type Final struct {
 	mu     sync.Mutex
 	pieces [][]byte
 }
+
+// placeholder stands for a piece in gqlgen's data. It never appears in JSON as gqlgen
+// writes it: a control character, escaped in strings, and no token outside them.
+const placeholder = 0
+
+var placeholderBytes = []byte{placeholder}
 
 type finalKey struct{}
 
@@ -71,12 +83,14 @@ func FinalOf(ctx context.Context) *Final {
 	return f
 }
 
-// Add hands over piece, JSON in its final form (a value: compact, escaped as AppendFinal
-// escapes) that has just been written into the response's data, in the order of the
-// data. piece is a bufpool buffer, which the response puts back once written.
-func (f *Final) Add(piece []byte) {
+// Place hands over piece, JSON in its final form (a value: compact, escaped as
+// AppendFinal escapes), as the value gqlgen is writing to out, its response's data: out
+// gets a placeholder, which the response's writer replaces with piece. piece is a
+// bufpool buffer, which the response puts back once written.
+func (f *Final) Place(out io.Writer, piece []byte) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	out.Write(placeholderBytes)
 	f.pieces = append(f.pieces, piece)
 }
 
@@ -123,28 +137,48 @@ func HTMLEscape[T ~string | ~[]byte](s T, i int) (esc string, n int) {
 // appendData appends {"data":data} to b as json.Marshal writes a graphql.Response
 // holding only data (AppendFinal), and reports false when it cannot (the response is
 // then left to json.Marshal). pieces are pieces of data already in their final form
-// (Final), in their order: each is copied where it is found, outside a string, without
-// looking at it again.
+// (Final), in their order, each standing in data as a placeholder: each is copied
+// there without looking at it again.
 func appendData(b, data []byte, pieces [][]byte) ([]byte, bool) {
 	b = append(b, `{"data":`...)
 	ok := true
 	for _, p := range pieces {
-		i := bytes.Index(data, p)
+		i := bytes.IndexByte(data, placeholder)
 		if i < 0 {
-			continue // not written where expected: scanned with the rest
+			return nil, false
 		}
-		// A piece found inside a string ends the scan before it there: ok is false.
+		// A placeholder inside a string (which gqlgen never writes) ends the scan before
+		// it there: ok is false.
 		if b, ok = AppendFinal(b, data[:i]); !ok {
 			return nil, false
 		}
 		b = append(b, p...)
 		piecesCopied.Add(1)
-		data = data[i+len(p):]
+		data = data[i+1:]
 	}
 	if b, ok = AppendFinal(b, data); !ok {
 		return nil, false
 	}
 	return append(b, '}'), true
+}
+
+// placePieces returns data with each placeholder replaced by its piece (Final), for
+// json.Marshal.
+func placePieces(data []byte, pieces [][]byte) []byte {
+	n := len(data)
+	for _, p := range pieces {
+		n += len(p)
+	}
+	out := make([]byte, 0, n)
+	for _, p := range pieces {
+		i := bytes.IndexByte(data, placeholder)
+		if i < 0 {
+			break
+		}
+		out = append(append(out, data[:i]...), p...)
+		data = data[i+1:]
+	}
+	return append(out, data...)
 }
 
 // piecesCopied counts the pieces appendData copied without scanning them.

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http/httptest"
 	"strings"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/parley-dev/parley/internal/bufpool"
 )
 
 // TestAppendDataIsJSONMarshal: appendData writes what json.Marshal writes for a
@@ -44,29 +47,32 @@ func TestAppendDataIsJSONMarshal(t *testing.T) {
 }
 
 // TestAppendDataCopiesFinalPieces: pieces of the data in their final form (Final) are
-// copied where they are found outside a string, and the bytes are json.Marshal's all
-// the same; a piece found inside a string leaves the response to json.Marshal.
+// copied where their placeholders stand outside a string, and the bytes are
+// json.Marshal's of the data with the pieces in place all the same; a placeholder
+// missing, or inside a string, leaves the response to json.Marshal (writeResponse puts
+// the pieces in place for it: placePieces).
 func TestAppendDataCopiesFinalPieces(t *testing.T) {
 	page := `[{"t":"\u003cp\u003ex \u0026 y\u003c/p\u003e","n":1},{"t":"\u2028","j":{"a":[1,2]}}]`
 	tests := []struct {
 		name   string
-		data   string
+		data   string // \x00: a piece
 		pieces []string
 		copied int64 // pieces copied; -1: left to json.Marshal
 	}{
-		{"one page", `{"c":{"title":"<b>","m":{"edges":` + page + `,"n":2}}}`, []string{page}, 1},
-		{"two pages, whitespace around", "{\"a\": " + page + " ,\"b\":\t" + page + "}", []string{page, page}, 2},
-		{"a piece not there", `{"a":"<x>"}`, []string{page}, 0},
-		{"a piece inside a string", `{"a":"abc <&> abc","b":"abc"}`, []string{`abc`}, -1},
+		{"one page", `{"c":{"title":"<b>","m":{"edges":` + "\x00" + `,"n":2}}}`, []string{page}, 1},
+		{"two pages, whitespace around", "{\"a\": \x00 ,\"b\":\t\x00}", []string{page, page}, 2},
+		{"no pieces", `{"a":"<x>"}`, nil, 0},
+		{"a placeholder missing", `{"a":"<x>"}`, []string{page}, -1},
+		{"a placeholder inside a string", "{\"a\":\"abc \x00 <&> abc\",\"b\":\"abc\"}", []string{`1`}, -1},
 	}
 	for _, tc := range tests {
-		want, err := json.Marshal(&graphql.Response{Data: json.RawMessage(tc.data)})
-		if err != nil {
-			t.Fatalf("%s: json.Marshal: %v", tc.name, err)
-		}
 		var pieces [][]byte
 		for _, p := range tc.pieces {
 			pieces = append(pieces, []byte(p))
+		}
+		want, err := json.Marshal(&graphql.Response{Data: json.RawMessage(placePieces([]byte(tc.data), pieces))})
+		if err != nil && tc.copied >= 0 {
+			t.Fatalf("%s: json.Marshal: %v", tc.name, err)
 		}
 		before := piecesCopied.Load()
 		got, ok := appendData(nil, []byte(tc.data), pieces)
@@ -166,5 +172,27 @@ func BenchmarkJSONMarshalData(b *testing.B) {
 		if _, err := json.Marshal(&graphql.Response{Data: benchData}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestWriteResponsePlacesPieces: a response json.Marshal writes (here, data with errors)
+// gets the pieces of its data (Final) in place of their placeholders.
+func TestWriteResponsePlacesPieces(t *testing.T) {
+	t.Parallel()
+	page := `[{"t":"\u003cp\u003e"}]`
+	_, final := withFinal(t.Context())
+	var data bytes.Buffer
+	data.WriteString(`{"a":`)
+	final.Place(&data, append(bufpool.Get(), page...))
+	data.WriteString(`,"b":null}`)
+	resp := &graphql.Response{Data: data.Bytes(), Errors: gqlerror.List{{Message: "x"}}}
+	want, err := json.Marshal(&graphql.Response{Data: json.RawMessage(`{"a":` + page + `,"b":null}`), Errors: resp.Errors})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	writeResponse(rec, resp, final)
+	if got := rec.Body.String(); got != string(want) {
+		t.Errorf("got %s, want %s", got, want)
 	}
 }
