@@ -42,6 +42,14 @@ func (r Role) String() string { return strings.ToUpper(string(r)) }
 // Label is the role's display label (seed 004): a tool request reads "Tool Call".
 func (r Role) Label() string {
 	switch r {
+	case RoleUser:
+		return "User" // the roles' labels as constants: a page writes one a message
+	case RoleAssistant:
+		return "Assistant"
+	case RoleSupervisor:
+		return "Supervisor"
+	case RoleDocument:
+		return "Document"
 	case RoleInvocation:
 		return "Tool Call"
 	case RoleResult:
