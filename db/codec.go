@@ -314,6 +314,8 @@ type rowDecoder struct {
 	// conv and convID are the last row's conversation key and public id: a page's rows
 	// share one, which is then made once, not once a row.
 	conv, convID string
+	// publicIDs: the rows' ids are the messages' public ids (pageColumns), not their keys.
+	publicIDs bool
 	// With slab > 1, the messages of the commonest kinds, their parts and their calls
 	// are cut from slices of slab elements (take), a few allocations for a page where
 	// each message took three. A page's messages are read, written and dropped
@@ -358,8 +360,12 @@ func (d *rowDecoder) decode(row *messageRow, log *slog.Logger) (parley.Message, 
 	if row.ConversationID != d.conv || d.convID == "" {
 		d.conv, d.convID = row.ConversationID, parley.ConversationID(row.ConversationID)
 	}
+	id := row.ID
+	if !d.publicIDs {
+		id = parley.MessageID(row.ID)
+	}
 	meta := parley.MessageMeta{
-		ID:             parley.MessageID(row.ID),
+		ID:             id,
 		ConversationID: d.convID,
 		Role:           parley.Role(row.Role),
 		Position:       row.Depth,

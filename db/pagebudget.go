@@ -38,7 +38,7 @@ type pageRow struct {
 	// err is why the row could not be decoded: the page fails if it keeps the row (the
 	// row after a page, read only to tell that there are more, does not fail it).
 	err            error
-	id             string // the message's key, as messageRow.ID
+	id             string // the message's public id
 	conversationID string // its conversation's key
 	depth, bytes   int    // messageRow.Depth, messageRow.Bytes
 	parentID       string // the parent's public id, when the row holds it (conversationPageSQL)
@@ -61,7 +61,7 @@ func (db *DB) scanRows(rows *sql.Rows, err error, expect, budget int, head *conv
 	held := map[string]int{}
 	used := 0
 	var r messageRow
-	dec := rowDecoder{slab: 64}
+	dec := rowDecoder{slab: 64, publicIDs: true}
 	var skip [messageWidth + 1]sql.RawBytes // the columns of the other kind of row: NULL
 	var calls, results, payload, provenance sql.RawBytes
 	previousID := "" // the public id of the message row scanned last
@@ -108,26 +108,21 @@ func (db *DB) scanRows(rows *sql.Rows, err error, expect, budget int, head *conv
 		}
 		parentID := previousID
 		if r.Parent.String != sameAsPrevious || !r.Parent.Valid {
-			parentID = messageIDOf(r.Parent)
+			parentID = r.Parent.String
 		}
+		previousID = r.ID
 		size := r.Bytes
 		if !fitsPage(budget, used, size, held[r.ConversationID], cut[r.ConversationID]) {
 			if cut == nil {
 				cut = map[string]bool{}
 			}
 			cut[r.ConversationID] = true
-			previousID = parley.MessageID(r.ID)
 			continue
 		}
 		used += size
 		held[r.ConversationID]++
 		r.ToolCalls, r.ToolResults, r.Payload, r.Provenance = calls, results, payload, provenance
 		m, err := dec.decode(&r, db.log)
-		if err == nil {
-			previousID = m.Meta().ID
-		} else {
-			previousID = parley.MessageID(r.ID)
-		}
 		out = append(out, pageRow{msg: m, err: err, id: r.ID, conversationID: r.ConversationID,
 			depth: r.Depth, bytes: r.Bytes, parentID: parentID})
 	}

@@ -293,7 +293,7 @@ const linkExpansion = `SELECT own.id AS conv, l.seg, l.lo, l.hi, 0::bigint AS j,
 // pageRange reads the page's rows of the chain's segment ch: a range of depths both of
 // whose bounds are index conditions, at most $4 rows, cut at the byte budget (budget,
 // 0 for none). conv is the conversation id each row carries (an SQL text expression).
-// With parent (an SQL boolean), each row ends with its parent's id when parent is true
+// With parent (an SQL boolean), each row ends with its parent's public id when parent is true
 // (else NULL): in a conversation without forks, the message before it, which for every
 // row but the range's first is the range's row before it, and for the first one probe
 // of the index. Read down (backward), that row is the next one read (lead), and its id
@@ -315,10 +315,11 @@ func pageRange(backward bool, columns, conv, budget, parent string) string {
 		cols += ", parent"
 		parentCol = fmt.Sprintf(`, CASE WHEN NOT (%s) THEN NULL
 				%s
+				ELSE %s END AS parent`, parent, previous, publicMessageID(fmt.Sprintf(`CASE
 				WHEN ch.shared THEN fork_message_id(ch.fno, NULLIF(depth - 1, 0))::text
 				ELSE COALESCE(%s(SELECT x.id::text FROM messages x
 					WHERE x.conversation_id = ch.conv AND x.segment = ch.seg AND x.depth = messages.depth - 1),
-					CASE WHEN depth - 1 = ch.bdepth AND ch.bdepth > 0 AND ch.seg = 0 THEN fork_message_id(ch.fno, ch.bdepth)::text END) END AS parent`, parent, previous, next)
+					CASE WHEN depth - 1 = ch.bdepth AND ch.bdepth > 0 AND ch.seg = 0 THEN fork_message_id(ch.fno, ch.bdepth)::text END) END`, next)))
 	}
 	columns = sharedColumns(conv).Replace(columns)
 	return fmt.Sprintf(`SELECT %s FROM (
@@ -339,8 +340,8 @@ const sameAsPrevious = ""
 // the fork's history starts; and every row's conversation id as conv.
 func sharedColumns(conv string) *strings.Replacer {
 	return strings.NewReplacer(
-		"id::text AS id, conversation_id::text AS conversation_id, position,",
-		"CASE WHEN ch.shared THEN fork_message_id(ch.fno, depth)::text ELSE id::text END AS id, "+conv+" AS conversation_id, CASE WHEN ch.shared THEN depth ELSE position END AS position,",
+		publicMessageID("id::text")+" AS id, conversation_id::text AS conversation_id, position,",
+		publicMessageID("CASE WHEN ch.shared THEN fork_message_id(ch.fno, depth)::text ELSE id::text END")+" AS id, "+conv+" AS conversation_id, CASE WHEN ch.shared THEN depth ELSE position END AS position,",
 		" segment, depth,", " CASE WHEN ch.shared THEN 0 ELSE segment END AS segment, depth,")
 }
 
@@ -379,19 +380,27 @@ func conversationPageQuery(backward bool) string {
 // segments) and in pageColumns.
 const conversationWidth, messageWidth = 8, 23
 
-// pageColumns are messageColumns as a page reads them, and body_bytes: the ids as text
-// (lib/pq reads a uuid in binary and formats it into a new buffer that database/sql then
-// copies into a string, two allocations per id where text is one), and content only for
+// pageColumns are messageColumns as a page reads them, and body_bytes: the message's
+// public id (parley.MessageID: made by Postgres, where the reader made a second string
+// of the key it had read), the conversation's id as text (lib/pq reads a uuid in binary
+// and formats it into a new buffer that database/sql then copies into a string, two
+// allocations per id where text is one), and content only for
 // rows of schema version 1, the only ones decodeMessage builds from it (a version 2 row
 // holds its text in its payload too): a tool result's text was sent, received and
 // copied twice. What the row takes as read comes from body_bytes (migration 000017),
 // which counts content whether or not it is sent. The times come as JSON (pageTimes).
 var pageColumns = strings.NewReplacer(
-	"id, conversation_id,", "id::text AS id, conversation_id::text AS conversation_id,",
+	"id, conversation_id,", publicMessageID("id::text")+" AS id, conversation_id::text AS conversation_id,",
 	" content,", " CASE WHEN schema_version = 1 THEN content ELSE '' END AS content,",
 	" created_at, updated_at,", pageTimes,
 	" deleted_at", " to_json(deleted_at) AS deleted_at",
 	"\n", " ").Replace(messageColumns) + ", body_bytes"
+
+// publicMessageID is the SQL expression of the public id (parley.MessageID) of the
+// message whose key is the text expression key.
+func publicMessageID(key string) string {
+	return "'" + parley.MessageID("") + "' || " + key
+}
 
 // pageTimes are a page's creation and update times as JSON strings (ISO 8601 with the
 // session's offset), which lib/pq hands over as the bytes it read and timeColumn parses

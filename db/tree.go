@@ -873,7 +873,7 @@ func (db *DB) FindTreeMessages(ctx context.Context, conv *parley.Conversation, a
 		}
 		out.Messages = append(out.Messages, m)
 		out.Bytes += rows[i].bytes
-		keys[i] = rows[i].id
+		keys[i] = strings.TrimPrefix(rows[i].id, parley.MessageID(""))
 	}
 	info, err := findTree(ctx, db.db, keys)
 	if err != nil {
