@@ -79,9 +79,9 @@ func (db *DB) scanRows(rows *sql.Rows, err error, expect, budget int, head *conv
 	if head != nil {
 		conv = &skip[0] // NULL: the head's
 	}
-	dest = append(dest, &r.ID, conv, intColumn{&r.Position}, intColumn{&r.SchemaVersion}, &r.Kind, &r.Role, &r.Content,
+	dest = append(dest, &r.ID, conv, intColumn{&r.Position}, intColumn{&r.SchemaVersion}, &r.Kind, knownWord{&r.Role}, &r.Content,
 		&calls, &results, &payload, &r.SourceID, created, updated,
-		&r.Status, &r.StatusReason, &r.ClientID, &provenance, intColumn{&r.StreamSeq}, intColumn{&r.Segment}, intColumn{&r.Depth},
+		knownWord{&r.Status}, &r.StatusReason, &r.ClientID, &provenance, intColumn{&r.StreamSeq}, intColumn{&r.Segment}, intColumn{&r.Depth},
 		&r.Hidden, timeColumn{t: &r.DeletedAt.Time, valid: &r.DeletedAt.Valid, zone: db.zone}, intColumn{&r.Bytes})
 	if head != nil {
 		dest = append(dest, &r.Parent)
@@ -140,6 +140,44 @@ func (c intColumn) Scan(src any) error {
 		return fmt.Errorf("scan an integer column: got %T", src)
 	}
 	*c.p = int(v)
+	return nil
+}
+
+// knownWord scans a column of a few known words (a role, a status: pageColumns) into
+// the constant of its spelling, a new string only for a word it does not know.
+type knownWord struct{ p *string }
+
+// knownWords are the words knownWord knows.
+var knownWords = func() []string {
+	var words []string
+	for _, r := range parley.Roles {
+		words = append(words, string(r))
+	}
+	for _, s := range []parley.MessageStatus{parley.StatusStreaming, parley.StatusCompleted, parley.StatusAborted,
+		parley.StatusFailed, parley.StatusInterrupted} {
+		words = append(words, string(s))
+	}
+	return words
+}()
+
+func (c knownWord) Scan(src any) error {
+	var b []byte
+	switch v := src.(type) {
+	case []byte:
+		b = v
+	case string:
+		*c.p = v
+		return nil
+	default:
+		return fmt.Errorf("scan a word: got %T", src)
+	}
+	for _, w := range knownWords {
+		if string(b) == w {
+			*c.p = w
+			return nil
+		}
+	}
+	*c.p = string(b)
 	return nil
 }
 

@@ -388,11 +388,16 @@ const conversationWidth, messageWidth = 8, 23
 // rows of schema version 1, the only ones decodeMessage builds from it (a version 2 row
 // holds its text in its payload too): a tool result's text was sent, received and
 // copied twice. What the row takes as read comes from body_bytes (migration 000017),
-// which counts content whether or not it is sent. The times come as JSON (pageTimes).
+// which counts content whether or not it is sent. The times come as JSON (pageTimes),
+// and role and status, words of a few letters that their CHECK constraints fix, as
+// name: lib/pq hands over the text of a type it does not decode as the bytes it read,
+// where it copies text into a new string, and the reader takes the constant of that
+// spelling (knownWord).
 var pageColumns = strings.NewReplacer(
 	"id, conversation_id,", publicMessageID("id::text")+" AS id, conversation_id::text AS conversation_id,",
 	" content,", " CASE WHEN schema_version = 1 THEN content ELSE '' END AS content,",
 	" created_at, updated_at,", pageTimes,
+	" role,", " role::name AS role,", "\tstatus,", " status::name AS status,",
 	" deleted_at", " to_json(deleted_at) AS deleted_at",
 	"\n", " ").Replace(messageColumns) + ", body_bytes"
 
