@@ -308,7 +308,9 @@ func decodeMessage(row *messageRow, log *slog.Logger) (parley.Message, error) {
 // of their own (goccy/go-json grows a new one through reflect for each otherwise:
 // a tenth of a transcript's allocated bytes).
 type rowDecoder struct {
-	parts   []partJSON
+	// payload, calls and results are what the row's jsonb columns decode into: fields,
+	// so that decoding into them allocates nothing for them either.
+	payload bodyPayload
 	calls   []toolCallJSON
 	results []toolResultJSON
 	// conv and convID are the last row's conversation key and public id: a page's rows
@@ -341,6 +343,12 @@ func take[T any](slab *[]T, n, chunk int) []T {
 	i := len(*slab)
 	*slab = (*slab)[:i+n]
 	return (*slab)[i : i+n : i+n]
+}
+
+// unmarshalBody decodes a body's payload into d.payload.
+func (d *rowDecoder) unmarshalBody(payload []byte) error {
+	d.payload.Parts = reuse(d.payload.Parts)
+	return unmarshal(payload, &d.payload)
 }
 
 // body is decodeBody, its parts cut from the decoder's slab.
@@ -401,11 +409,10 @@ func (d *rowDecoder) decode(row *messageRow, log *slog.Logger) (parley.Message, 
 	)
 	switch kind := parley.MessageKind(row.Kind.String); kind {
 	case parley.KindText:
-		p := bodyPayload{Parts: reuse(d.parts)}
-		err = unmarshal(row.Payload, &p)
+		err = d.unmarshalBody(row.Payload)
 		tm := &take(&d.texts, 1, d.slab)[0]
-		*tm = parley.TextMessage{MessageMeta: meta, Body: d.body(p)}
-		m, d.parts = tm, p.Parts
+		*tm = parley.TextMessage{MessageMeta: meta, Body: d.body(d.payload)}
+		m = tm
 	case parley.KindImage:
 		var p imagePayload
 		err = unmarshal(row.Payload, &p)
@@ -417,28 +424,25 @@ func (d *rowDecoder) decode(row *messageRow, log *slog.Logger) (parley.Message, 
 		err = unmarshal(row.Payload, &p)
 		m = &parley.FileReferenceMessage{MessageMeta: meta, Path: p.Path, StartLine: p.StartLine, EndLine: p.EndLine, Resolution: p.Resolution}
 	case parley.KindToolRequest:
-		p := bodyPayload{Parts: reuse(d.parts)}
-		calls := reuse(d.calls)
-		if err = unmarshal(row.Payload, &p); err == nil {
-			err = unmarshal(row.ToolCalls, &calls)
+		d.calls = reuse(d.calls)
+		if err = d.unmarshalBody(row.Payload); err == nil {
+			err = unmarshal(row.ToolCalls, &d.calls)
 		}
 		rm := &take(&d.requests, 1, d.slab)[0]
-		*rm = parley.ToolRequestMessage{MessageMeta: meta, Body: d.body(p), ToolCalls: decodeToolCalls(calls, take(&d.callSlab, len(calls), d.slab))}
-		m, d.parts, d.calls = rm, p.Parts, calls
+		*rm = parley.ToolRequestMessage{MessageMeta: meta, Body: d.body(d.payload), ToolCalls: decodeToolCalls(d.calls, take(&d.callSlab, len(d.calls), d.slab))}
+		m = rm
 	case parley.KindToolResult:
-		p := bodyPayload{Parts: reuse(d.parts)}
-		results := reuse(d.results)
-		if err = unmarshal(row.Payload, &p); err == nil {
-			err = unmarshal(row.ToolResults, &results)
+		d.results = reuse(d.results)
+		if err = d.unmarshalBody(row.Payload); err == nil {
+			err = unmarshal(row.ToolResults, &d.results)
 		}
-		d.parts, d.results = p.Parts, results
-		if err == nil && len(results) != 1 {
-			err = fmt.Errorf("want one tool result, found %d", len(results))
+		if err == nil && len(d.results) != 1 {
+			err = fmt.Errorf("want one tool result, found %d", len(d.results))
 		}
 		if err == nil {
-			r := results[0]
+			r := d.results[0]
 			tm := &take(&d.answers, 1, d.slab)[0]
-			*tm = parley.ToolResultMessage{MessageMeta: meta, Body: d.body(p), ToolCallID: r.ToolCallID,
+			*tm = parley.ToolResultMessage{MessageMeta: meta, Body: d.body(d.payload), ToolCallID: r.ToolCallID,
 				ToolName: r.ToolName, Status: r.Status, Output: r.Output, DurationMs: r.DurationMs,
 				ExecutedAt: r.ExecutedAt, Truncated: r.Truncated, OriginalSize: r.OriginalSize, OutputRaw: r.OutputRaw}
 			if r.OutputRaw != nil {
