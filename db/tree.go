@@ -873,7 +873,7 @@ func (db *DB) FindTreeMessages(ctx context.Context, conv *parley.Conversation, a
 		}
 		out.Messages = append(out.Messages, m)
 		out.Bytes += rows[i].bytes
-		keys[i] = strings.TrimPrefix(rows[i].id, parley.MessageID(""))
+		keys[i], _ = parley.ParseMessageID(rows[i].id) // a page row's id is public
 	}
 	info, err := findTree(ctx, db.db, keys)
 	if err != nil {

@@ -33,11 +33,7 @@ func (e events) SubscribeMessagesAdded(ctx context.Context, conversationID strin
 	if err != nil {
 		return nil, err
 	}
-	if o, ok := s.(parley.ObservedStream); ok {
-		o.Observe((*addedLag)(e.m), since)
-		return s, nil
-	}
-	return &lagStream{MessageStream: s, m: e.m, since: since}, nil
+	return observed(s, (*addedLag)(e.m), since), nil
 }
 
 func (e events) SubscribeMessagesUpdated(ctx context.Context, conversationID string) (parley.MessageStream, error) {
@@ -46,15 +42,21 @@ func (e events) SubscribeMessagesUpdated(ctx context.Context, conversationID str
 	if err != nil {
 		return nil, err
 	}
-	if o, ok := s.(parley.ObservedStream); ok {
-		o.Observe((*updatedLag)(e.m), since)
-		return s, nil
-	}
-	return &lagStream{MessageStream: s, m: e.m, since: since, updated: true}, nil
+	return observed(s, (*updatedLag)(e.m), since), nil
 }
 
-// addedLag and updatedLag observe the lag of the messages a stream that tells of them
-// (parley.ObservedStream) delivers, without a wrapper: one object for all the streams.
+// observed has o told of each message s delivers to a subscription that began at
+// since: by s itself when it can tell (parley.ObservedStream), else through a wrapper.
+func observed(s parley.MessageStream, o parley.DeliveryObserver, since time.Time) parley.MessageStream {
+	if obs, ok := s.(parley.ObservedStream); ok {
+		obs.Observe(o, since)
+		return s
+	}
+	return &lagStream{MessageStream: s, o: o, since: since}
+}
+
+// addedLag and updatedLag observe the lag of the messages a stream delivers (observed):
+// one object for all the streams.
 type (
 	addedLag   Metrics
 	updatedLag Metrics
@@ -68,12 +70,12 @@ func (l *updatedLag) Delivered(msg parley.Message, since time.Time) {
 	(*Metrics)(l).observeLag(msg.Meta().UpdatedAt, since)
 }
 
-// lagStream observes the lag of each message its stream delivers.
+// lagStream tells its observer of each message its stream delivers, for a stream that
+// cannot tell it itself.
 type lagStream struct {
 	parley.MessageStream
-	m       *Metrics
-	since   time.Time
-	updated bool
+	o     parley.DeliveryObserver
+	since time.Time
 }
 
 func (s *lagStream) Next(ctx context.Context) (parley.Message, error) {
@@ -97,15 +99,9 @@ func (s *lagStream) OnReady(r parley.Readier) bool {
 }
 
 func (s *lagStream) observe(msg parley.Message) {
-	if msg == nil {
-		return
+	if msg != nil {
+		s.o.Delivered(msg, s.since)
 	}
-	meta := msg.Meta()
-	stored := meta.CreatedAt
-	if s.updated {
-		stored = meta.UpdatedAt
-	}
-	s.m.observeLag(stored, s.since)
 }
 
 // observeLag records the delivery lag of a message stored at stored, to a subscription

@@ -420,7 +420,8 @@ func (t *topic) publish(kind parley.MessageEventKind) {
 	}
 	for key, h := range ahead {
 		r := t.shared(key, epoch, h.fn)
-		// In the order they subscribed (see topic.watchers). Split among the CPUs, so that a thousand deliveries do not wait for one.
+		// In the order they subscribed (see topic.watchers). Split among the CPUs, so that
+		// a thousand deliveries do not wait for one.
 		parts := min(runtime.GOMAXPROCS(0), (len(h.watchers)+minWakesPerGoroutine-1)/minWakesPerGoroutine)
 		for i := range parts {
 			ws := h.watchers[i*len(h.watchers)/parts : (i+1)*len(h.watchers)/parts]

@@ -41,6 +41,15 @@ func authServer(t *testing.T) *testserver.Server {
 }
 
 // token makes an API token for owner in srv's store.
+// annAndBob starts a server that takes API tokens and returns clients of it as ann and
+// as bob.
+func annAndBob(t *testing.T) (ann, bob *testserver.Server) {
+	srv := testserver.NewWith(t, testserver.Options{Auth: func(store *db.DB) auth.Config { return auth.Config{Tokens: store} }})
+	annToken, _ := token(t, srv, "ann", nil)
+	bobToken, _ := token(t, srv, "bob", nil)
+	return srv.As(annToken), srv.As(bobToken)
+}
+
 func token(t *testing.T, srv *testserver.Server, owner string, expires *time.Time) (string, *parley.APIToken) {
 	t.Helper()
 	tok, secret, err := srv.Store.CreateToken(context.Background(), owner, "test", expires, false)

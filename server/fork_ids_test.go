@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parley-dev/parley/auth"
-	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/testserver"
 )
 
@@ -581,10 +579,7 @@ func TestForkLiveMessageIDs(t *testing.T) {
 // messages it shares, nor its shared calls among the calls awaiting a result.
 func TestForkMessageIDsAreTheOwners(t *testing.T) {
 	t.Parallel()
-	srv := testserver.NewWith(t, testserver.Options{Auth: func(store *db.DB) auth.Config { return auth.Config{Tokens: store} }})
-	annToken, _ := token(t, srv, "ann", nil)
-	bobToken, _ := token(t, srv, "bob", nil)
-	ann, bob := srv.As(annToken), srv.As(bobToken)
+	ann, bob := annAndBob(t)
 	src := ann.CreateConversation(t, "source")
 	req := ann.AddMessage(t, src, map[string]any{"toolRequest": map[string]any{"toolCalls": []any{
 		map[string]any{"id": "c1", "name": "ls", "arguments": map[string]any{}}}}}).ID

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parley-dev/parley/auth"
-	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/testserver"
 )
 
@@ -26,10 +24,7 @@ type forkResult struct {
 // in the fork only. Another owner finds none of them.
 func TestForkIsSearchable(t *testing.T) {
 	t.Parallel()
-	srv := testserver.NewWith(t, testserver.Options{Auth: func(store *db.DB) auth.Config { return auth.Config{Tokens: store} }})
-	annToken, _ := token(t, srv, "ann", nil)
-	bobToken, _ := token(t, srv, "bob", nil)
-	ann, bob := srv.As(annToken), srv.As(bobToken)
+	ann, bob := annAndBob(t)
 	src := ann.CreateConversation(t, "source")
 	kept := ann.AddMessage(t, src, testserver.Text("USER", "pangolin kept")).ID
 	hidden := ann.AddMessage(t, src, testserver.Text("ASSISTANT", "pangolin hidden")).ID

@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	"github.com/parley-dev/parley"
-	"github.com/parley-dev/parley/auth"
-	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/testserver"
 )
 
@@ -614,10 +612,7 @@ func TestDeleteLeavesATombstone(t *testing.T) {
 
 func TestForkKeepsThePathAndTheOwnerCheck(t *testing.T) {
 	t.Parallel()
-	srv := testserver.NewWith(t, testserver.Options{Auth: func(store *db.DB) auth.Config { return auth.Config{Tokens: store} }})
-	annToken, _ := token(t, srv, "ann", nil)
-	bobToken, _ := token(t, srv, "bob", nil)
-	ann, bob := srv.As(annToken), srv.As(bobToken)
+	ann, bob := annAndBob(t)
 	conv := ann.CreateConversation(t, "source")
 	u1 := addAt(t, ann, conv, "Plan the trip", "", "")
 	var req struct{ AddMessage struct{ Node treeMsg } }

@@ -113,10 +113,9 @@ func appendTextHeader(b []byte, n int) []byte {
 // frameConn in place of the connection, and a buffered writer over it.
 type framingWriter struct {
 	http.ResponseWriter
-	// conn is the frameConn Hijack fills in: the one given, a zero frameConn the
-	// connection's own (see wsConn.fc), or else a new one.
-	conn     *frameConn
-	hijacked bool
+	// conn is the frameConn Hijack fills in (its Conn set then): the one given, a zero
+	// frameConn the connection's own (see wsConn.fc), or else a new one.
+	conn *frameConn
 }
 
 // Hijack implements http.Hijacker.
@@ -134,7 +133,7 @@ func (w *framingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if w.conn == nil {
 		w.conn = new(frameConn)
 	}
-	w.conn.Conn, w.conn.fd, w.hijacked = nc, -1, true
+	w.conn.Conn, w.conn.fd = nc, -1
 	if sc, ok := nc.(syscall.Conn); ok { // a TCP connection; not a TLS one
 		if raw, err := sc.SyscallConn(); err == nil {
 			raw.Control(func(fd uintptr) { w.conn.fd = int(fd) })

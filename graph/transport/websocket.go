@@ -125,8 +125,8 @@ func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	ctx = context.WithValue(ctx, openSubscriptionsKey{}, new(atomic.Int64))
 	c.conn, c.legacy = conn, conn.Subprotocol() != protoTransportWS
-	if fw.hijacked {
-		c.frames = fw.conn
+	if c.fc.Conn != nil { // hijacked: wrapped
+		c.frames = &c.fc
 	}
 	c.ctx, c.cancel, c.opCtx, c.ops = ctx, cancel, ctx, map[string]*wsOp{}
 	c.mu.Lock()
