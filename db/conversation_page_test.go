@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/db"
 )
 
 // TestConversationPageIsBothReads checks FindConversationPage, the conversation and its
@@ -13,7 +14,9 @@ import (
 // FindMessages): the same conversation and the same page, forward and backward, at the
 // ends and in the middle, within a byte budget, of a conversation whose active branch
 // runs through a fork, of an empty one, with the tree fields; ENOTFOUND for another
-// owner's conversation and EINVALID for a bad page, as the two reads answer.
+// owner's conversation and EINVALID for a bad page, as the two reads answer. Pages of a
+// conversation that is one line come from linePageSQL, the others' from
+// conversationPageSQL after it (TestLinePageOnlyForOneLine).
 func TestConversationPageIsBothReads(t *testing.T) {
 	t.Parallel()
 	d := openDB(t)
@@ -31,8 +34,20 @@ func TestConversationPageIsBothReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var forkAt parley.Message
 	for i := range 30 {
-		add(line.ID, fmt.Sprintf("line %d", i), parley.Placement{})
+		m := add(line.ID, fmt.Sprintf("line %d", i), parley.Placement{})
+		if i == 19 {
+			forkAt = m
+		}
+	}
+	// A linked fork of line at 20 (db/fork.go): it shares line's 1..20, then its own.
+	linked, err := d.ForkConversation(ctx, forkAt.Meta().ID, "linked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		add(linked.ID, fmt.Sprintf("linked %d", i), parley.Placement{})
 	}
 	// A fork at 10: the active branch is 1..10 of the first segment, then its own.
 	forked, err := d.CreateConversation(ctx, "forked")
@@ -77,6 +92,10 @@ func TestConversationPageIsBothReads(t *testing.T) {
 		{"fork, first page", forked.ID, parley.PageRequest{First: n(100), Tree: true}},
 		{"fork, across it", forked.ID, parley.PageRequest{First: n(6), After: cur(8), Tree: true}},
 		{"fork, last page", forked.ID, parley.PageRequest{Last: n(8)}},
+		{"linked fork, first page", linked.ID, parley.PageRequest{First: n(100), Tree: true}},
+		{"linked fork, across its link", linked.ID, parley.PageRequest{First: n(6), After: cur(17), Tree: true}},
+		{"linked fork, last page", linked.ID, parley.PageRequest{Last: n(8), Tree: true}},
+		{"linked fork, before its link's end, budget", linked.ID, parley.PageRequest{Last: n(10), Before: cur(22), MaxBytes: 60}},
 		{"empty", empty.ID, parley.PageRequest{First: n(10)}},
 		{"empty, last", empty.ID, parley.PageRequest{Last: n(10)}},
 	}
@@ -121,6 +140,121 @@ func TestConversationPageIsBothReads(t *testing.T) {
 		_, _, err := d.FindConversationPage(parley.WithOwner(t.Context(), tc.ctx), tc.conv, tc.page)
 		if got := parley.ErrorCode(err); got != tc.code {
 			t.Errorf("%s: got %v (%s), want %s", tc.name, err, got, tc.code)
+		}
+	}
+}
+
+// TestLinePageOnlyForOneLine checks what linePageSQL decides from the conversation's
+// row: the page of a conversation without branches or a shared history (empty too),
+// read forward and backward; for a conversation with a branch, a linked fork, and the
+// fork once made real (materialize_fork: its rows its own, one line again), the row
+// says whether it is one line, and only then do the page's rows follow it.
+func TestLinePageOnlyForOneLine(t *testing.T) {
+	t.Parallel()
+	d := openDB(t)
+	const owner = "lines"
+	ctx := parley.WithOwner(t.Context(), owner)
+	add := func(conv string, text string, place parley.Placement) parley.Message {
+		t.Helper()
+		m := &parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser, Place: place}, Body: parley.TextBody(text)}
+		stored, err := d.AddMessage(ctx, conv, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stored
+	}
+	create := func(title string, n int) (*parley.Conversation, []parley.Message) {
+		t.Helper()
+		c, err := d.CreateConversation(ctx, title)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ms []parley.Message
+		for i := range n {
+			ms = append(ms, add(c.ID, fmt.Sprintf("%s %d", title, i), parley.Placement{}))
+		}
+		return c, ms
+	}
+	line, lineMsgs := create("line", 12)
+	empty, _ := create("empty", 0)
+	branched, branchedMsgs := create("branched", 12)
+	add(branched.ID, "edit", parley.Placement{SiblingOf: branchedMsgs[5].Meta().ID})
+	linked, err := d.ForkConversation(ctx, lineMsgs[7].Meta().ID, "linked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(linked.ID, "linked's own", parley.Placement{})
+	madeReal, err := d.ForkConversation(ctx, lineMsgs[9].Meta().ID, "made real")
+	if err != nil {
+		t.Fatal(err)
+	}
+	realKey, _ := parley.ParseConversationID(madeReal.ID)
+	if _, err := d.SQL().ExecContext(t.Context(), `SELECT materialize_fork($1)`, realKey); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name     string
+		conv     *parley.Conversation
+		line     bool
+		messages int // the page's rows, of 10 asked for (and the one that tells of more)
+	}{
+		{"one line", line, true, 11},
+		{"empty", empty, true, 0},
+		{"a branch", branched, false, 0},
+		{"a linked fork", linked, false, 0},
+		{"a fork made real", madeReal, true, 10},
+	}
+	for _, tc := range tests {
+		key, _ := parley.ParseConversationID(tc.conv.ID)
+		for backward, dir := range map[bool]string{false: "forward", true: "backward"} {
+			rows, err := d.SQL().QueryxContext(t.Context(), db.LinePageSQL[backward], key, 0, 0, 11, owner, 0, true)
+			if err != nil {
+				t.Fatalf("%s, %s: %v", tc.name, dir, err)
+			}
+			var heads, messages int
+			var line bool
+			for rows.Next() {
+				cols, err := rows.SliceScan()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cols[0] == nil {
+					messages++
+					continue
+				}
+				heads++
+				line, _ = cols[8].(bool)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			rows.Close()
+			if heads != 1 || line != tc.line || messages != tc.messages {
+				t.Errorf("%s, %s: got %d conversation rows (one line: %v) and %d messages, want 1 (%v) and %d",
+					tc.name, dir, heads, line, messages, tc.line, tc.messages)
+			}
+			// Whichever statement read it, the page is the two reads'.
+			n := 10
+			page := parley.PageRequest{First: &n, Tree: true}
+			if backward {
+				page = parley.PageRequest{Last: &n, Tree: true}
+			}
+			conv, err := d.FindConversationByID(ctx, tc.conv.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := d.FindMessages(ctx, conv, page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, got, err := d.FindConversationPage(ctx, tc.conv.ID, page)
+			if err != nil {
+				t.Fatalf("%s, %s: %v", tc.name, dir, err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s, %s: got page %+v, want %+v", tc.name, dir, got, want)
+			}
 		}
 	}
 }

@@ -27,6 +27,9 @@ var LLMPageSQL = llmPageSQL
 // ConversationPageSQL is conversationPageSQL, for the plan tests.
 var ConversationPageSQL = conversationPageSQL
 
+// LinePageSQL is linePageSQL, for the plan tests.
+var LinePageSQL = linePageSQL
+
 // PlaceSQL, LockPlaceSQL and OnBranchSQL are placeSQL, lockPlaceSQL and onBranchSQL,
 // for the plan tests.
 const (

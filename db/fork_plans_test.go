@@ -14,7 +14,9 @@ import (
 // the deepest branch of a chain of 100 segments (its link has an entry per segment):
 // each must read only the link entries it touches, each by an index range of
 // messages_branch_idx without a filter, at most a page of rows, and the link itself by
-// one probe of fork_paths' primary key; on tables never analyzed and analyzed.
+// one probe of fork_paths' primary key; on tables never analyzed and analyzed. The
+// statement for a conversation that is one line (linePageSQL) reads neither the fork's
+// messages nor the tree's.
 func TestForkPagePlans(t *testing.T) {
 	t.Parallel()
 	d := openDB(t)
@@ -26,7 +28,8 @@ func TestForkPagePlans(t *testing.T) {
 	}
 	defer conn.Close()
 	for name, q := range map[string]string{"page_forward": pageSQLFor(false), "page_backward": pageSQLFor(true),
-		"conversation_page_forward": convPageSQLFor(false), "conversation_page_backward": convPageSQLFor(true)} {
+		"conversation_page_forward": convPageSQLFor(false), "conversation_page_backward": convPageSQLFor(true),
+		"line_page_forward": db.LinePageSQL[false], "line_page_backward": db.LinePageSQL[true]} {
 		if _, err := conn.ExecContext(ctx, `PREPARE `+name+` AS `+q); err != nil {
 			t.Fatalf("prepare %s: %v", name, err)
 		}
@@ -55,6 +58,12 @@ func TestForkPagePlans(t *testing.T) {
 			{"first page", "page_forward", fmt.Sprintf(`'{%s}', 0, 0, 101, '%s', -1, 0, 0`, conv, owner), 101, 3},
 			{"conversation and a forward page in the middle", "conversation_page_forward", fmt.Sprintf(`'%s', 2475, 0, 101, '%s', 0, true`, conv, owner), 102, 3},
 			{"conversation and its last page", "conversation_page_backward", fmt.Sprintf(`'%s', 0, 0, 101, '%s', 0, true`, conv, owner), 102, 3},
+			// Neither the fork nor the tree it shares is one line: linePageSQL reads
+			// their rows alone, no message.
+			{"the fork's row alone, forward", "line_page_forward", fmt.Sprintf(`'%s', 2475, 0, 101, '%s', 0, true`, conv, owner), 1, 0},
+			{"the fork's row alone, backward", "line_page_backward", fmt.Sprintf(`'%s', 0, 0, 101, '%s', 0, true`, conv, owner), 1, 0},
+			{"the tree's row alone, forward", "line_page_forward", fmt.Sprintf(`'%s', 0, 0, 101, '%s', 0, true`, src, owner), 1, 0},
+			{"the tree's row alone, backward", "line_page_backward", fmt.Sprintf(`'%s', 0, 0, 101, '%s', 0, true`, src, owner), 1, 0},
 		}
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 			if _, err := conn.ExecContext(ctx, `SET plan_cache_mode = `+mode); err != nil {

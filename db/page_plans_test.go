@@ -54,9 +54,10 @@ func TestPagePlansAreIndexRangeScans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	// Each page is read by both statements: pageSQL (pages of conversations already
-	// read) and conversationPageSQL (a conversation and its page, folded into one
-	// statement, whose first row is the conversation's).
+	// Each page is read by every page statement: pageSQL (pages of conversations already
+	// read), conversationPageSQL (a conversation and its page, folded into one
+	// statement, whose first row is the conversation's) and linePageSQL (the same for a
+	// conversation that is one line).
 	statements := []struct {
 		name  string
 		sql   map[bool]string
@@ -67,8 +68,17 @@ func TestPagePlansAreIndexRangeScans(t *testing.T) {
 		{"conversation_page", db.ConversationPageSQL, "'%s', %d, %d, %d, '%s', 0, false", 1},
 		// With the tree fields: each row's parent, one more probe of the index per page.
 		{"conversation_page", db.ConversationPageSQL, "'%s', %d, %d, %d, '%s', 0, true", 1},
+		// linePageSQL, conversationPageSQL for a conversation without branches or a
+		// shared history, as both of these are.
+		{"line_page", db.LinePageSQL, "'%s', %d, %d, %d, '%s', 0, false", 1},
+		{"line_page", db.LinePageSQL, "'%s', %d, %d, %d, '%s', 0, true", 1},
 	}
-	for _, st := range statements[:2] {
+	prepared := map[string]bool{}
+	for _, st := range statements {
+		if prepared[st.name] {
+			continue
+		}
+		prepared[st.name] = true
 		for backward, name := range map[bool]string{false: "forward", true: "backward"} {
 			if _, err := conn.ExecContext(ctx, `PREPARE `+st.name+`_`+name+` AS `+st.sql[backward]); err != nil {
 				t.Fatalf("prepare the %s %s: %v", name, st.name, err)

@@ -89,7 +89,7 @@ func (db *DB) scanRows(rows *sql.Rows, err error, expect, budget int, head *conv
 	for rows.Next() {
 		if head != nil && !head.found {
 			c := &head.row
-			headDest := []any{&c.ID, &c.Title, &c.CreatedAt, &c.UpdatedAt, &c.MessageCount, &c.LastPosition, &c.ForkedFrom, &head.segments}
+			headDest := []any{&c.ID, &c.Title, &c.CreatedAt, &c.UpdatedAt, &c.MessageCount, &c.LastPosition, &c.ForkedFrom, &head.segments, &head.line}
 			for i := range messageWidth + 1 {
 				headDest = append(headDest, &skip[i])
 			}
@@ -181,10 +181,12 @@ func (c knownWord) Scan(src any) error {
 	return nil
 }
 
-// conversationHead is the conversation read by conversationPageSQL, found when it was.
+// conversationHead is the conversation read by conversationPageSQL or linePageSQL,
+// found when it was.
 type conversationHead struct {
 	row      conversationRow
 	segments int
+	line     bool // no branches and no shared history: linePageSQL reads its page
 	found    bool
 }
 

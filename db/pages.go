@@ -162,16 +162,14 @@ func (db *DB) FindConversationPage(ctx context.Context, id string, page parley.P
 	if err != nil {
 		return nil, nil, err
 	}
-	q := conversationPageSQL[b.backward]
 	args := []any{key, b.after, b.before, b.limit + 1, owner, max(page.MaxBytes, 0), page.Tree}
-	var result *sql.Rows
-	if s := db.stmt(q); s != nil {
-		result, err = s.QueryContext(ctx, args...)
-	} else {
-		result, err = db.db.QueryContext(ctx, q, args...)
-	}
 	var head conversationHead
-	rows, cut, err := db.scanHeadedPage(result, err, b.limit+1, page.MaxBytes, &head)
+	rows, cut, err := db.readHeadedPage(ctx, linePageSQL[b.backward], args, b.limit+1, page.MaxBytes, &head)
+	if err == nil && head.found && !head.line {
+		// Branches, or a shared history: the page follows the chain.
+		head = conversationHead{}
+		rows, cut, err = db.readHeadedPage(ctx, conversationPageSQL[b.backward], args, b.limit+1, page.MaxBytes, &head)
+	}
 	if err != nil {
 		return nil, nil, classify(fmt.Errorf("find conversation %s and its messages: %w", id, err))
 	}
@@ -188,6 +186,19 @@ func (db *DB) FindConversationPage(ctx context.Context, id string, page parley.P
 		return nil, nil, err
 	}
 	return c, p, nil
+}
+
+// readHeadedPage runs q, conversationPageSQL or linePageSQL, with args, and scans its
+// rows (scanHeadedPage).
+func (db *DB) readHeadedPage(ctx context.Context, q string, args []any, expect, budget int, head *conversationHead) ([]pageRow, map[string]bool, error) {
+	var result *sql.Rows
+	var err error
+	if s := db.stmt(q); s != nil {
+		result, err = s.QueryContext(ctx, args...)
+	} else {
+		result, err = db.db.QueryContext(ctx, q, args...)
+	}
+	return db.scanHeadedPage(result, err, expect, budget, head)
 }
 
 // pageSQL reads the same page of several conversations along a branch each, forward
@@ -349,11 +360,11 @@ func sharedColumns(conv string) *strings.Replacer {
 // branch, forward (conversationPageSQL[false]) or backward (true), as pageSQL does (the
 // same bounds $2, $3 and $4; the byte budget is $6): the conversation lookup folded into
 // the page statement, so that `conversation(id:) { messages }` is one statement and one
-// round trip. Its first row is the conversation's conversationColumns and its number of
-// segments, followed by messageWidth NULLs; then come the page's rows, each
-// conversationWidth NULLs followed by a message's columns (their conversation id NULL:
-// the first row's) and its parent's id (when $7 and the conversation has no forks: its
-// tree fields without treeSQL; see pageRange).
+// round trip. Its first row is the conversation's (headColumns), followed by
+// messageWidth + 1 NULLs; then come the page's rows, each conversationWidth NULLs
+// followed by a message's columns (their conversation id NULL: the first row's) and its
+// parent's id (when $7 and the conversation has no forks: its tree fields without
+// treeSQL; see pageRange).
 // UNION ALL runs its branches in order. No row at all when the owner has no such
 // conversation. The page is read exactly as pageSQL reads it: its segments found from
 // the leaf segment's row (chainQuery), then index range scans whatever the statistics
@@ -361,24 +372,63 @@ func sharedColumns(conv string) *strings.Replacer {
 var conversationPageSQL = map[bool]string{false: conversationPageQuery(false), true: conversationPageQuery(true)}
 
 func conversationPageQuery(backward bool) string {
-	nulls := func(n int) string { return strings.TrimSuffix(strings.Repeat("NULL, ", n), ", ") }
-	return fmt.Sprintf(`WITH own AS (
-			SELECT %s, segments, active_segment, %s AS leaf, `+forkLinkColumns+` FROM conversations WHERE id = $1 AND owner = $5),
+	return fmt.Sprintf(`WITH own AS (%s),
 		chain AS (%s)
-		SELECT id::text, title, created_at, updated_at, message_count, last_position, forked_from, segments, %s FROM own
+		%s
 		UNION ALL
 		SELECT %s, m.* FROM chain ch
 		CROSS JOIN LATERAL (%s) m`,
-		conversationColumns, leafDepth,
+		ownQuery,
 		chainQuery(backward, "1::bigint", `own CROSS JOIN LATERAL (SELECT own.active_segment AS seg, own.leaf AS leaf) b`),
-		nulls(messageWidth+1), nulls(conversationWidth),
+		headRow, nulls(conversationWidth),
 		pageRange(backward, pageColumns, "NULL::text", "$6", "$7::boolean AND (ch.hi = "+noBound+" OR ch.shared)"))
 }
 
+// linePageSQL is conversationPageSQL (the same arguments, the same rows) for a
+// conversation that is one line, the common case: no branches (segments = 0) and no
+// shared history (base_depth = 0, db/fork.go). Its page is one range of depths of
+// segment 0 read without the chain (no segment or link to look up, no chain to sort), a
+// third of the statement's execution and the planning of its nodes on every run. Whether
+// the conversation is one line is decided from its row, read by the same statement:
+// when it is not, the first row comes alone, saying so (its line column false), and
+// FindConversationPage reads the page with conversationPageSQL. The page's range is
+// that of conversationPageSQL's one segment: an index range scan whatever the
+// statistics and the plan cache (db/page_plans_test.go).
+var linePageSQL = map[bool]string{false: linePageQuery(false), true: linePageQuery(true)}
+
+func linePageQuery(backward bool) string {
+	return fmt.Sprintf(`WITH own AS (%s)
+		%s
+		UNION ALL
+		SELECT %s, m.* FROM own
+		CROSS JOIN LATERAL (SELECT own.id AS conv, 0 AS seg, %s AS hi, own.leaf AS leaf, false AS shared,
+			NULL::bigint AS fno, 0 AS bdepth) ch
+		CROSS JOIN LATERAL (%s) m
+		WHERE own.line`,
+		ownQuery, headRow, nulls(conversationWidth), noBound,
+		pageRange(backward, pageColumns, "NULL::text", "$6", "$7::boolean"))
+}
+
+// ownQuery reads the conversation of conversationPageSQL and linePageSQL: its
+// headColumns, and what finding its active branch takes.
+var ownQuery = `SELECT ` + conversationColumns + `, segments, segments = 0 AND base_depth = 0 AS line,
+			active_segment, ` + leafDepth + ` AS leaf, ` + forkLinkColumns + ` FROM conversations WHERE id = $1 AND owner = $5`
+
+// headRow is the first row of conversationPageSQL and linePageSQL: the conversation's
+// headColumns, then NULL for each column of a message row.
+var headRow = `SELECT ` + headColumns + `, ` + nulls(messageWidth+1) + ` FROM own`
+
+// headColumns are the conversation's conversationColumns as the head row of
+// conversationPageSQL and linePageSQL reads them, its number of segments, and whether
+// it is one line (linePageSQL).
+const headColumns = `id::text, title, created_at, updated_at, message_count, last_position, forked_from, segments, line`
+
+// nulls is n NULL columns.
+func nulls(n int) string { return strings.TrimSuffix(strings.Repeat("NULL, ", n), ", ") }
+
 // conversationWidth and messageWidth are how many columns conversationPageSQL's
-// conversation and messages take before (conversationColumns and the number of
-// segments) and in pageColumns.
-const conversationWidth, messageWidth = 8, 23
+// conversation and messages take before (headColumns) and in pageColumns.
+const conversationWidth, messageWidth = 9, 23
 
 // pageColumns are messageColumns as a page reads them, and body_bytes: the message's
 // public id (parley.MessageID: made by Postgres, where the reader made a second string
