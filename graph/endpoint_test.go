@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -43,8 +44,8 @@ func postHandlers(msgs []parley.Message) (gqlgenPOST, ours http.Handler) {
 
 // TestPostAnswersAsGqlgen sends the same requests to gqlgen's POST transport and to
 // Parley's: an executed operation's status, headers and body must be gqlgen's, byte for
-// byte; a request error's are gqlgen's with the status the GraphQL-over-HTTP spec gives
-// it and without "data", which gqlgen writes as null.
+// byte, with Content-Length besides; a request error's are gqlgen's with the status the
+// GraphQL-over-HTTP spec gives it and without "data", which gqlgen writes as null.
 func TestPostAnswersAsGqlgen(t *testing.T) {
 	t.Parallel()
 	gqlgenPOST, ours := postHandlers(everyMessage())
@@ -82,6 +83,11 @@ func TestPostAnswersAsGqlgen(t *testing.T) {
 				want.body, _ = json.Marshal(map[string]any{"errors": []map[string]string{{"message": msg}}})
 			}
 			want.header.Add("Vary", "Accept")
+			if tc.status == 0 {
+				// An executed operation's data says its length: net/http then sends a
+				// large body as it is instead of in chunks (the same bytes).
+				want.header.Set("Content-Length", strconv.Itoa(len(want.body)))
+			}
 			got := postTo(ours, tc.contentType, tc.accept, tc.body)
 			if got.String() != want.String() {
 				t.Errorf("got\n%s\nwant\n%s", got, want)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -132,6 +133,10 @@ func TestWriteResponse(t *testing.T) {
 			// No other test of this package writes responses.
 			if wrote := dataWritten.Load() > before; wrote != tc.dataOnly {
 				t.Errorf("appendData wrote the response: %v; want %v (a response with data only)", wrote, tc.dataOnly)
+			}
+			// A response of data says its length, so that net/http need not chunk it.
+			if got := rec.Header().Get("Content-Length"); tc.dataOnly && got != strconv.Itoa(rec.Body.Len()) {
+				t.Errorf("got Content-Length %q, want %d", got, rec.Body.Len())
 			}
 		})
 	}
