@@ -149,6 +149,8 @@ func TestConversationPageIsBothReads(t *testing.T) {
 // read forward and backward; for a conversation with a branch, a linked fork, and the
 // fork once made real (materialize_fork: its rows its own, one line again), the row
 // says whether it is one line, and only then do the page's rows follow it.
+// FindConversationPage reads each right, and remembers those that are not one line
+// until one is again.
 func TestLinePageOnlyForOneLine(t *testing.T) {
 	t.Parallel()
 	d := openDB(t)
@@ -255,6 +257,39 @@ func TestLinePageOnlyForOneLine(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("%s, %s: got page %+v, want %+v", tc.name, dir, got, want)
 			}
+			// Found not one line, it is read with conversationPageSQL from now on.
+			if got := d.NotALine(tc.conv.ID); got == tc.line {
+				t.Errorf("%s, %s: remembered as not one line: %v, want %v", tc.name, dir, got, !tc.line)
+			}
+		}
+	}
+
+	// The linked fork, remembered as not one line, is made real: read again, its page is
+	// the two reads' and it is one line again.
+	linkedKey, _ := parley.ParseConversationID(linked.ID)
+	if _, err := d.SQL().ExecContext(t.Context(), `SELECT materialize_fork($1)`, linkedKey); err != nil {
+		t.Fatal(err)
+	}
+	n := 10
+	page := parley.PageRequest{First: &n, Tree: true}
+	conv, err := d.FindConversationByID(ctx, linked.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := d.FindMessages(ctx, conv, page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		_, got, err := d.FindConversationPage(ctx, linked.ID, page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("the linked fork made real: got page %+v, want %+v", got, want)
+		}
+		if d.NotALine(linked.ID) {
+			t.Errorf("the linked fork made real: remembered as not one line")
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/XSAM/otelsql"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 	"go.opentelemetry.io/otel/attribute"
@@ -72,7 +73,16 @@ type DB struct {
 	// zone is the sessions' time zone as lib/pq loads it (nil when it cannot), which
 	// the times of a page's rows are placed in as lib/pq would place them (timeColumn).
 	zone *time.Location
+	// notLines holds the keys of the conversations whose last FindConversationPage found
+	// them not one line (branches, a shared history): their pages are read with
+	// conversationPageSQL straight away. A hint only: a conversation it names that is
+	// one line again is read right all the same, and dropped from it; one it does not
+	// name is found out by linePageSQL.
+	notLines *lru.Cache[string, struct{}]
 }
+
+// notLineHints is how many conversations DB.notLines remembers, the most recently read.
+const notLineHints = 10000
 
 // Origin returns the name this DB gives the notifications of the appends it delivers
 // itself (OnAppended): a Listener of the same process skips them (ListenerConfig.Origin).
@@ -134,6 +144,8 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 		assemblers: cfg.Assemblers, awaitingScans: make(chan struct{}, maxAwaitingScans)}
 	db.group.db = db
 	db.origin = fmt.Sprintf("%016x", rand.Uint64()) // unique enough among a database's processes
+	// lru.New fails only for a size below 1.
+	db.notLines, _ = lru.New[string, struct{}](notLineHints)
 	if cfg.TracerProvider != nil {
 		db.tracer = cfg.TracerProvider.Tracer("github.com/parley-dev/parley/db")
 	}

@@ -30,6 +30,12 @@ var ConversationPageSQL = conversationPageSQL
 // LinePageSQL is linePageSQL, for the plan tests.
 var LinePageSQL = linePageSQL
 
+// NotALine reports whether DB.notLines names the conversation id.
+func (db *DB) NotALine(id string) bool {
+	key, _ := parley.ParseConversationID(id)
+	return db.notLines.Contains(key)
+}
+
 // PlaceSQL, LockPlaceSQL and OnBranchSQL are placeSQL, lockPlaceSQL and onBranchSQL,
 // for the plan tests.
 const (

@@ -138,9 +138,11 @@ func (db *DB) finishPage(ctx context.Context, rows []pageRow, b pageBounds, last
 }
 
 // FindConversationPage implements parley.MessageService: the conversation and a page of
-// its active branch in one statement (conversationPageSQL), where FindConversationByID
-// and then FindMessages take two. A page of another branch takes those two and the
-// branch's lookup.
+// its active branch in one statement (linePageSQL, or conversationPageSQL for a
+// conversation that is not one line), where FindConversationByID and then FindMessages
+// take two. A conversation linePageSQL found not to be one line is read again with
+// conversationPageSQL, and remembered (DB.notLines) so that its next reads take that
+// one statement. A page of another branch takes those two and the branch's lookup.
 func (db *DB) FindConversationPage(ctx context.Context, id string, page parley.PageRequest) (*parley.Conversation, *parley.MessagePage, error) {
 	key, ok := parley.ParseConversationID(id)
 	if !ok {
@@ -163,10 +165,19 @@ func (db *DB) FindConversationPage(ctx context.Context, id string, page parley.P
 		return nil, nil, err
 	}
 	args := []any{key, b.after, b.before, b.limit + 1, owner, max(page.MaxBytes, 0), page.Tree}
+	q, hinted := linePageSQL[b.backward], db.notLines.Contains(key)
+	if hinted {
+		q = conversationPageSQL[b.backward]
+	}
 	var head conversationHead
-	rows, cut, err := db.readHeadedPage(ctx, linePageSQL[b.backward], args, b.limit+1, page.MaxBytes, &head)
-	if err == nil && head.found && !head.line {
-		// Branches, or a shared history: the page follows the chain.
+	rows, cut, err := db.readHeadedPage(ctx, q, args, b.limit+1, page.MaxBytes, &head)
+	switch {
+	case err != nil || !head.found:
+	case head.line && hinted:
+		db.notLines.Remove(key) // one line again: a fork made real
+	case !head.line && !hinted:
+		// Branches, or a shared history: the page follows the chain, now and next time.
+		db.notLines.Add(key, struct{}{})
 		head = conversationHead{}
 		rows, cut, err = db.readHeadedPage(ctx, conversationPageSQL[b.backward], args, b.limit+1, page.MaxBytes, &head)
 	}
