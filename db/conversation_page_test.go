@@ -1,6 +1,7 @@
 package db_test
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"testing"
@@ -23,12 +24,7 @@ func TestConversationPageIsBothReads(t *testing.T) {
 	ctx := parley.WithOwner(t.Context(), "pages")
 	add := func(conv string, text string, place parley.Placement) parley.Message {
 		t.Helper()
-		m := &parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser, Place: place}, Body: parley.TextBody(text)}
-		stored, err := d.AddMessage(ctx, conv, m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return stored
+		return addText(t, ctx, d, conv, text, place)
 	}
 	line, err := d.CreateConversation(ctx, "line")
 	if err != nil {
@@ -158,12 +154,7 @@ func TestLinePageOnlyForOneLine(t *testing.T) {
 	ctx := parley.WithOwner(t.Context(), owner)
 	add := func(conv string, text string, place parley.Placement) parley.Message {
 		t.Helper()
-		m := &parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser, Place: place}, Body: parley.TextBody(text)}
-		stored, err := d.AddMessage(ctx, conv, m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return stored
+		return addText(t, ctx, d, conv, text, place)
 	}
 	create := func(title string, n int) (*parley.Conversation, []parley.Message) {
 		t.Helper()
@@ -292,6 +283,17 @@ func TestLinePageOnlyForOneLine(t *testing.T) {
 			t.Errorf("the linked fork made real: remembered as not one line")
 		}
 	}
+}
+
+// addText adds a user's text message to conv at place.
+func addText(t *testing.T, ctx context.Context, d *db.DB, conv, text string, place parley.Placement) parley.Message {
+	t.Helper()
+	m := &parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser, Place: place}, Body: parley.TextBody(text)}
+	stored, err := d.AddMessage(ctx, conv, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stored
 }
 
 func ptr[T any](v T) *T { return &v }

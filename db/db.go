@@ -201,6 +201,14 @@ func (db *DB) prepare(ctx context.Context) {
 // stmt returns query as prepared by prepare, or nil.
 func (db *DB) stmt(query string) *sqlx.Stmt { return db.stmts[query] }
 
+// query runs query with args on the pool: prepared, when prepare prepared it.
+func (db *DB) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if s := db.stmt(query); s != nil {
+		return s.QueryContext(ctx, args...)
+	}
+	return db.db.QueryContext(ctx, query, args...)
+}
+
 // Close closes the pool.
 func (db *DB) Close() error {
 	for _, s := range db.stmts {

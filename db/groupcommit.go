@@ -232,13 +232,7 @@ func (db *DB) writeAppends(ctx context.Context, batch []*pendingAppend) error {
 	}
 	args := []any{pq.Array(ids), pq.Array(seqs), pq.Array(deltas), pq.Array(events), pq.Array(provs),
 		pq.Array(formats), pq.Array(owners), NotifyChannel, db.origin, conversationsPerNotification}
-	var rows *sql.Rows
-	var err error
-	if st := db.stmt(appendGroupSQL); st != nil {
-		rows, err = st.QueryContext(ctx, args...)
-	} else {
-		rows, err = db.db.QueryContext(ctx, appendGroupSQL, args...)
-	}
+	rows, err := db.query(ctx, appendGroupSQL, args...)
 	if err != nil {
 		return fmt.Errorf("append to %d messages: %w", n, err)
 	}

@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -49,12 +48,7 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 	if page.ForLLM {
 		query = llmPageSQL[backward]
 	}
-	var result *sql.Rows
-	if s := db.stmt(query); s != nil {
-		result, err = s.QueryContext(ctx, args...)
-	} else {
-		result, err = db.db.QueryContext(ctx, query, args...)
-	}
+	result, err := db.query(ctx, query, args...)
 	rows, cut, err := db.scanPage(result, err, min(len(keys)*(limit+1), 1024), page.MaxBytes, page.ForLLM)
 	if err != nil {
 		return nil, classify(fmt.Errorf("find messages: %w", err))
@@ -202,13 +196,7 @@ func (db *DB) FindConversationPage(ctx context.Context, id string, page parley.P
 // readHeadedPage runs q, conversationPageSQL or linePageSQL, with args, and scans its
 // rows (scanHeadedPage).
 func (db *DB) readHeadedPage(ctx context.Context, q string, args []any, expect, budget int, head *conversationHead) ([]pageRow, map[string]bool, error) {
-	var result *sql.Rows
-	var err error
-	if s := db.stmt(q); s != nil {
-		result, err = s.QueryContext(ctx, args...)
-	} else {
-		result, err = db.db.QueryContext(ctx, q, args...)
-	}
+	result, err := db.query(ctx, q, args...)
 	return db.scanHeadedPage(result, err, expect, budget, head)
 }
 
