@@ -101,3 +101,40 @@ func TestImportRecordRepeatedAcrossBatches(t *testing.T) {
 		t.Fatalf("re-import: added %d, messageCount %d; want 0, %d", again.Added, again.Conversation.MessageCount, want.Added)
 	}
 }
+
+// TestImportLeavesNoPendingSearchEntries imports a session of two COPY batches and
+// reads the search index's pending list (GIN's fastupdate list, through pgstattuple's
+// pgstatginindex): the import lets it grow past gin_pending_list_limit and moves it into
+// the index before it commits, so that no later save pays for moving what the import
+// left there (the save that fills the list past the limit moves all of it), and no
+// search reads through it.
+func TestImportLeavesNoPendingSearchEntries(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	if _, err := srv.Store.SQL().ExecContext(t.Context(), `CREATE EXTENSION IF NOT EXISTS pgstattuple`); err != nil {
+		t.Skipf("pgstattuple is not available to read the pending list: %v", err)
+	}
+	var buf strings.Builder
+	if err := sessiongen.Write(&buf, 5200); err != nil {
+		t.Fatal(err)
+	}
+	rep := importData(t, srv, "CLAUDE_CODE_JSONL", buf.String(), "", "")
+	if rep.Added < 5100 {
+		t.Fatalf("the session made %d messages, want more than one batch", rep.Added)
+	}
+	var pending struct {
+		Pages  int `db:"pending_pages"`
+		Tuples int `db:"pending_tuples"`
+	}
+	if err := srv.Store.SQL().GetContext(t.Context(), &pending,
+		`SELECT pending_pages, pending_tuples FROM pgstatginindex('messages_search_idx')`); err != nil {
+		t.Fatal(err)
+	}
+	if pending.Tuples != 0 || pending.Pages != 0 {
+		t.Errorf("after the import the search index's pending list has %d entries in %d pages, want none", pending.Tuples, pending.Pages)
+	}
+	// A message saved after it goes through the pending list as any save does.
+	srv.MustDo(t, `mutation($c: ID!, $i: MessageInput!) { addMessage(conversationId: $c, input: $i) { cursor } }`,
+		map[string]any{"c": rep.Conversation.ID, "i": obj{"text": obj{"role": "USER", "content": "pendingword after the import"}}}, nil)
+	searchFinds(t, srv, "pendingword")
+}
