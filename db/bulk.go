@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"github.com/parley-dev/parley"
@@ -45,7 +46,7 @@ type bulkWriter struct {
 	fresh         bool
 	queuedSources []string
 	storedSources map[string]struct{}
-	// staged says the transaction's staging table is made (storeRows).
+	// staged says the transaction's staging table is made (stage).
 	staged bool
 	// cleanPending says the import let the search index's pending list grow
 	// (importPendingSQL) and must move it into the index before it ends (finish).
@@ -299,7 +300,9 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message, at spot
 
 // flush sends the queued messages with one COPY, then the tool-call rows whose request
 // and (when answered) result are now stored: new calls copied in, stored calls that the
-// import answered updated with one statement.
+// import answered updated with one statement. The statements are sent behind
+// (txn.sendBehind): the writer goes on queuing the next batch while Postgres stores
+// this one, and the next use of the transaction waits for them.
 func (w *bulkWriter) flush(ctx context.Context, tx *txn) error {
 	for _, q := range w.requests {
 		row, err := encodeMessage(q.m)
@@ -311,19 +314,21 @@ func (w *bulkWriter) flush(ctx context.Context, tx *txn) error {
 	}
 	clear(w.requests)
 	w.requests = w.requests[:0]
+	var b sentBatch
 	if len(w.rows) > 0 {
-		if err := w.storeRows(ctx, tx); err != nil {
-			return fmt.Errorf("copy messages into %s: %w", parley.ConversationID(w.convKey), err)
+		if !w.staged {
+			if err := w.stage(ctx, tx); err != nil {
+				return err
+			}
 		}
-		clear(w.rows)
-		w.rows, w.rowBytes = w.rows[:0], 0
+		// The rows are the batch's now: the writer queues the next ones anew.
+		b.rows = w.rows
+		w.rows, w.rowBytes = make([][]any, 0, len(b.rows)), 0
 		for _, id := range w.queuedSources {
 			w.storedSources[id] = struct{}{}
 		}
 		w.queuedSources = w.queuedSources[:0]
 	}
-	var calls [][]any
-	var storedIDs, storedResults []string
 	for _, id := range w.dirty {
 		c := w.calls[id]
 		switch {
@@ -335,30 +340,61 @@ func (w *bulkWriter) flush(ctx context.Context, tx *txn) error {
 			if d := c.call.Decision; d != nil {
 				decidedAt = d.DecidedAt
 			}
-			calls = append(calls, []any{w.convKey, id, c.name, c.requestKey, result, string(c.call.ApprovalStatus), decidedAt, c.call.Imported})
+			b.calls = append(b.calls, []any{w.convKey, id, c.name, c.requestKey, result, string(c.call.ApprovalStatus), decidedAt, c.call.Imported})
 			c.stored, c.resultNew = true, false
 			c.pendingImported = c.call.Imported && c.call.ApprovalStatus == parley.ApprovalPending
 			c.call = nil // sent: a result from now on approves it in the database
 		case c.resultNew:
-			storedIDs, storedResults = append(storedIDs, id), append(storedResults, c.resultKey)
+			b.storedIDs, b.storedResults = append(b.storedIDs, id), append(b.storedResults, c.resultKey)
 			c.resultNew = false
 		}
 	}
-	if len(calls) > 0 {
-		if err := copyIn(ctx, tx, "tool_calls", []string{"conversation_id", "call_id", "name", "request_id", "result_id",
-			"approval_status", "decided_at", "imported"}, calls); err != nil {
-			return fmt.Errorf("copy tool calls into %s: %w", parley.ConversationID(w.convKey), err)
+	w.dirty = w.dirty[:0]
+	if len(b.rows) > 0 || len(b.calls) > 0 || len(b.storedIDs) > 0 {
+		convKey := w.convKey
+		if err := tx.sendBehind(func(q *sqlx.Tx) error { return b.store(ctx, q, convKey) }); err != nil {
+			return err
 		}
 	}
-	if len(storedIDs) > 0 {
-		if _, err := tx.ExecContext(ctx, `UPDATE tool_calls t SET result_id = r.result_id::uuid
+	return w.approveStored(ctx, tx)
+}
+
+// sentBatch is what a flush stores: messages' rows, new tool calls' rows, and the
+// results of stored calls (their call ids and the results' message keys).
+type sentBatch struct {
+	rows, calls              [][]any
+	storedIDs, storedResults []string
+}
+
+// store sends b with q: the messages through the staging table (importInsertSQL), the
+// calls copied in after them (their rows name the messages), the stored calls' results.
+func (b *sentBatch) store(ctx context.Context, q *sqlx.Tx, convKey string) error {
+	if len(b.rows) > 0 {
+		err := copyIn(ctx, q, "import_stage", messageCopyColumns, b.rows)
+		if err == nil {
+			_, err = q.ExecContext(ctx, importInsertSQL, convKey)
+		}
+		if err == nil {
+			_, err = q.ExecContext(ctx, `TRUNCATE import_stage`)
+		}
+		if err != nil {
+			return fmt.Errorf("copy messages into %s: %w", parley.ConversationID(convKey), err)
+		}
+	}
+	if len(b.calls) > 0 {
+		if err := copyIn(ctx, q, "tool_calls", []string{"conversation_id", "call_id", "name", "request_id", "result_id",
+			"approval_status", "decided_at", "imported"}, b.calls); err != nil {
+			return fmt.Errorf("copy tool calls into %s: %w", parley.ConversationID(convKey), err)
+		}
+	}
+	if len(b.storedIDs) > 0 {
+		if _, err := q.ExecContext(ctx, `UPDATE tool_calls t SET result_id = r.result_id::uuid
 			FROM unnest($2::text[], $3::text[]) AS r(call_id, result_id)
-			WHERE t.conversation_id = $1 AND t.call_id = r.call_id`, w.convKey, pq.Array(storedIDs), pq.Array(storedResults)); err != nil {
+			WHERE t.conversation_id = $1 AND t.call_id = r.call_id`, convKey, pq.Array(b.storedIDs), pq.Array(b.storedResults)); err != nil {
 			return fmt.Errorf("record results of stored tool calls: %w", err)
 		}
 	}
-	w.dirty = w.dirty[:0]
-	return w.approveStored(ctx, tx)
+	return nil
 }
 
 // importStageSQL makes the transaction's staging table, import_stage: messages'
@@ -381,7 +417,10 @@ var importStageSQL = `SET LOCAL jit = off;
 // thousand imported messages, each move touching the same keys' posting trees again
 // (the conversation id is in every row's entries); once at the end of the import it
 // took 3.6-4.5 s instead of 4.6-6.1 s for 100,000 messages. finish moves it, so
-// that no later save, and no search, pays for a list the import left.
+// that no later save, and no search, pays for a list the import left. While the
+// import runs, the list is the index's, not the import's: a save elsewhere that finds
+// it past its own 4 MB limit moves all of it (up to 64 MB, 0.6-1.3 s), and a search
+// reads through it.
 const importPendingSQL = `SELECT CASE WHEN pg_has_role(relowner, 'USAGE')
 	THEN set_config('gin_pending_list_limit', '64MB', true) <> '' ELSE false END
 	FROM pg_class WHERE oid = 'messages_search_idx'::regclass`
@@ -397,27 +436,17 @@ var importInsertSQL = `INSERT INTO messages (` + strings.Join(messageCopyColumns
 	FROM import_stage s CROSS JOIN (SELECT config FROM search_config LIMIT 1) k
 	CROSS JOIN LATERAL message_search_vectors(k.config, s.kind, s.content, s.payload, s.tool_calls, s.tool_results) v`
 
-// storeRows stores the queued messages: COPY into the staging table (made at the
-// first batch), one insert from it into messages, and the staging table emptied for
-// the next batch.
-func (w *bulkWriter) storeRows(ctx context.Context, tx *txn) error {
-	if !w.staged {
-		if _, err := tx.ExecContext(ctx, importStageSQL); err != nil {
-			return fmt.Errorf("make the staging table: %w", err)
-		}
-		if err := tx.GetContext(ctx, &w.cleanPending, importPendingSQL); err != nil {
-			return fmt.Errorf("size the search index's pending list: %w", err)
-		}
-		w.staged = true
+// stage makes the transaction's staging table (importStageSQL), before the first batch
+// is sent, and sizes the search index's pending list (importPendingSQL).
+func (w *bulkWriter) stage(ctx context.Context, tx *txn) error {
+	if _, err := tx.ExecContext(ctx, importStageSQL); err != nil {
+		return fmt.Errorf("make the staging table: %w", err)
 	}
-	if err := copyIn(ctx, tx, "import_stage", messageCopyColumns, w.rows); err != nil {
-		return err
+	if err := tx.GetContext(ctx, &w.cleanPending, importPendingSQL); err != nil {
+		return fmt.Errorf("size the search index's pending list: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, importInsertSQL, w.convKey); err != nil {
-		return err
-	}
-	_, err := tx.ExecContext(ctx, `TRUNCATE import_stage`)
-	return err
+	w.staged = true
+	return nil
 }
 
 // approveStored approves, in their stored requests and in the index, the imported calls
@@ -504,8 +533,8 @@ func (w *bulkWriter) finish(ctx context.Context, db *DB, tx *txn, leaf string) e
 }
 
 // copyIn copies rows into table's columns with COPY FROM STDIN (lib/pq's CopyIn).
-func copyIn(ctx context.Context, tx *txn, table string, columns []string, rows [][]any) error {
-	stmt, err := tx.PrepareContext(ctx, pq.CopyIn(table, columns...))
+func copyIn(ctx context.Context, q *sqlx.Tx, table string, columns []string, rows [][]any) error {
+	stmt, err := q.PrepareContext(ctx, pq.CopyIn(table, columns...))
 	if err != nil {
 		return err
 	}

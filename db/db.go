@@ -235,6 +235,10 @@ func (db *DB) Ping(ctx context.Context) error {
 type txn struct {
 	*sqlx.Tx
 	now time.Time
+	// behind is the end of statements sent on a goroutine of their own (sendBehind),
+	// nil when none are; behindErr is the first error they ended with (db/behind.go).
+	behind    chan error
+	behindErr error
 }
 
 // setNow records the transaction's start time, read by a statement of tx.

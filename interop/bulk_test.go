@@ -102,6 +102,58 @@ func TestImportRecordRepeatedAcrossBatches(t *testing.T) {
 	}
 }
 
+// TestImportFailingBatchLeavesNothing imports Claude Code sessions of two COPY batches
+// (5,000 messages each at most) where Postgres refuses a message (a trigger of the
+// test's), in the first batch or in the last: the import fails and leaves nothing, no
+// conversation and no message. A batch is stored while the next one is read and
+// queued; when that next one is refused too (a truncated line at the end), the error
+// reported is still the first batch's, as when the batches took turns.
+func TestImportFailingBatchLeavesNothing(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	if _, err := srv.Store.SQL().ExecContext(t.Context(), `CREATE FUNCTION refuse_marked() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'refused by the test'; END $$;
+		CREATE TRIGGER refuse_marked BEFORE INSERT ON messages FOR EACH ROW WHEN (NEW.content = 'REFUSE-ME') EXECUTE FUNCTION refuse_marked()`); err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	if err := sessiongen.Write(&buf, 5200); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	marked := jsonl(t, ccUser("refused", "REFUSE-ME"))
+	truncated := `{"type":"user","uuid":"u2","message":{"role":"us` + "\n"
+	for _, tt := range []struct {
+		name string
+		data string
+		want string
+	}{
+		{"refused in the first batch", strings.Join(lines[:20], "") + marked + strings.Join(lines[20:], ""), "INTERNAL_SERVER_ERROR"},
+		{"refused in the first batch, the second truncated", strings.Join(lines[:20], "") + marked + strings.Join(lines[20:], "") + "\n" + truncated,
+			"INTERNAL_SERVER_ERROR"},
+		{"refused in the last batch", strings.Join(lines, "") + "\n" + marked, "INTERNAL_SERVER_ERROR"},
+		{"the last batch truncated", strings.Join(lines, "") + "\n" + truncated, "BAD_USER_INPUT"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := srv.Do(t, importMutation, importVars("CLAUDE_CODE_JSONL", tt.data, "", ""))
+			if got := r.ErrorCode(t); got != tt.want {
+				t.Errorf("got %s, want %s", got, tt.want)
+			}
+			var stored struct {
+				Conversations int `db:"conversations"`
+				Messages      int `db:"messages"`
+			}
+			if err := srv.Store.SQL().GetContext(t.Context(), &stored, `SELECT (SELECT count(*) FROM conversations) AS conversations,
+				(SELECT count(*) FROM messages) AS messages`); err != nil {
+				t.Fatal(err)
+			}
+			if stored.Conversations != 0 || stored.Messages != 0 {
+				t.Errorf("the failed import left %d conversations and %d messages, want none", stored.Conversations, stored.Messages)
+			}
+		})
+	}
+}
+
 // TestImportLeavesNoPendingSearchEntries imports a session of two COPY batches and
 // reads the search index's pending list (GIN's fastupdate list, through pgstattuple's
 // pgstatginindex): the import lets it grow past gin_pending_list_limit and moves it into
