@@ -48,9 +48,6 @@ type bulkWriter struct {
 	storedSources map[string]struct{}
 	// staged says the transaction's staging table is made (stage).
 	staged bool
-	// cleanPending says the import let the search index's pending list grow
-	// (importPendingSQL) and must move it into the index before it ends (finish).
-	cleanPending bool
 }
 
 // bulkCall is a tool call of the conversation as the import sees it.
@@ -410,21 +407,6 @@ var importStageSQL = `SET LOCAL jit = off;
 		ALTER COLUMN tool_calls SET COMPRESSION lz4, ALTER COLUMN tool_results SET COMPRESSION lz4,
 		ALTER COLUMN provenance SET COMPRESSION lz4`
 
-// importPendingSQL lets the transaction's inserts grow the search index's pending
-// list (GIN's fastupdate) to 64 MB instead of gin_pending_list_limit's 4 MB, when the
-// Parley user may move it into the index (gin_clean_pending_list wants the index's
-// owner), and says whether it did. A 4 MB list is moved into the index about every
-// thousand imported messages, each move touching the same keys' posting trees again
-// (the conversation id is in every row's entries); once at the end of the import it
-// took 3.6-4.5 s instead of 4.6-6.1 s for 100,000 messages. finish moves it, so
-// that no later save, and no search, pays for a list the import left. While the
-// import runs, the list is the index's, not the import's: a save elsewhere that finds
-// it past its own 4 MB limit moves all of it (up to 64 MB, 0.6-1.3 s), and a search
-// reads through it.
-const importPendingSQL = `SELECT CASE WHEN pg_has_role(relowner, 'USAGE')
-	THEN set_config('gin_pending_list_limit', '64MB', true) <> '' ELSE false END
-	FROM pg_class WHERE oid = 'messages_search_idx'::regclass`
-
 // importInsertSQL moves the staged rows into messages with their owner ($1 is the
 // conversation) and search vectors, computed for the batch by one query
 // (message_search_vectors, migration 000024) rather than by the insert trigger's
@@ -437,13 +419,10 @@ var importInsertSQL = `INSERT INTO messages (` + strings.Join(messageCopyColumns
 	CROSS JOIN LATERAL message_search_vectors(k.config, s.kind, s.content, s.payload, s.tool_calls, s.tool_results) v`
 
 // stage makes the transaction's staging table (importStageSQL), before the first batch
-// is sent, and sizes the search index's pending list (importPendingSQL).
+// is sent.
 func (w *bulkWriter) stage(ctx context.Context, tx *txn) error {
 	if _, err := tx.ExecContext(ctx, importStageSQL); err != nil {
 		return fmt.Errorf("make the staging table: %w", err)
-	}
-	if err := tx.GetContext(ctx, &w.cleanPending, importPendingSQL); err != nil {
-		return fmt.Errorf("size the search index's pending list: %w", err)
 	}
 	w.staged = true
 	return nil
@@ -505,11 +484,6 @@ func (w *bulkWriter) approveStored(ctx context.Context, tx *txn) error {
 func (w *bulkWriter) finish(ctx context.Context, db *DB, tx *txn, leaf string) error {
 	if err := w.flush(ctx, tx); err != nil {
 		return err
-	}
-	if w.cleanPending {
-		if _, err := tx.ExecContext(ctx, `SELECT gin_clean_pending_list('messages_search_idx'::regclass)`); err != nil {
-			return fmt.Errorf("move the search index's pending list into it: %w", err)
-		}
 	}
 	if w.added == 0 {
 		return nil
