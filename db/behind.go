@@ -3,6 +3,8 @@ package db
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"runtime/debug"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -23,7 +25,18 @@ func (tx *txn) sendBehind(send func(q *sqlx.Tx) error) error {
 	}
 	done := make(chan error, 1)
 	tx.behind = done
-	go func() { done <- send(tx.Tx) }()
+	go func() {
+		var err error
+		defer func() {
+			// A panic here would end the process: the request's own recover (the API's)
+			// is on another goroutine. It becomes the transaction's internal error.
+			if r := recover(); r != nil {
+				err = fmt.Errorf("statements sent behind: panic: %v\n%s", r, debug.Stack())
+			}
+			done <- err
+		}()
+		err = send(tx.Tx)
+	}()
 	return nil
 }
 

@@ -313,7 +313,14 @@ func (db *DB) attempt(ctx context.Context, fn func(tx *txn) error) error {
 		return err
 	}
 	defer tx.Rollback()
-	if err := fn(&txn{Tx: tx}); err != nil {
+	t := &txn{Tx: tx}
+	err = fn(t)
+	// What fn sent behind (txn.sendBehind) ends before the transaction does; its error
+	// is of something fn did before whatever failed after it, and so the one returned.
+	if serr := t.settle(); serr != nil {
+		return serr
+	}
+	if err != nil {
 		return err
 	}
 	return tx.Commit()

@@ -15,6 +15,19 @@ func (db *DB) Transact(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 	return db.transact(ctx, func(tx *txn) error { return fn(tx.Tx) })
 }
 
+// SendBehind runs a transaction that sends behind (txn.sendBehind) and then, on the
+// transaction's own goroutine, runs next with a query function that goes through txn
+// (its GetContext), for the tests of package db_test.
+func (db *DB) SendBehind(ctx context.Context, behind func(q *sqlx.Tx) error,
+	next func(get func(dest any, query string, args ...any) error) error) error {
+	return db.transactN(ctx, 1, func(tx *txn) error {
+		if err := tx.sendBehind(behind); err != nil {
+			return err
+		}
+		return next(func(dest any, query string, args ...any) error { return tx.GetContext(ctx, dest, query, args...) })
+	})
+}
+
 // MaxAttempts is maxAttempts, for tests.
 const MaxAttempts = maxAttempts
 

@@ -180,15 +180,10 @@ func (db *DB) importFrom(ctx context.Context, target parley.ImportTarget, attemp
 	}
 	var report *parley.ImportReport
 	var src parley.ImportSource
-	err = db.transactN(ctx, attempts, func(tx *txn) (err error) {
-		defer func() {
-			// What the writer sent behind (txn.sendBehind) ends before the transaction
-			// does; its error is an earlier batch's than any after it, and so the one
-			// the import reports, as when the batches took turns.
-			if serr := tx.settle(); serr != nil {
-				err = serr
-			}
-		}()
+	// A batch the writer sent behind (bulkWriter.flush) ends before the transaction
+	// does, and its error is reported before any of a later batch (db.attempt), as when
+	// the batches took turns.
+	err = db.transactN(ctx, attempts, func(tx *txn) error {
 		src = open()
 		report = &parley.ImportReport{Created: targetKey == ""}
 		convKey := targetKey
