@@ -121,10 +121,15 @@ func (p *importPlacer) place(ctx context.Context, tx *txn, im parley.ImportedMes
 	return at, nil
 }
 
-// end returns the deepest depth of a segment, reading a stored one the first time.
+// end returns the deepest depth of a segment, reading a stored one the first time. In
+// a conversation the import made, a segment it has not placed in has nothing (0).
 func (p *importPlacer) end(ctx context.Context, tx *txn, segment int) (int, error) {
 	if d, ok := p.ends[segment]; ok {
 		return d, nil
+	}
+	if p.fresh {
+		p.ends[segment] = 0
+		return 0, nil
 	}
 	var d sql.NullInt64
 	if err := tx.GetContext(ctx, &d, `SELECT max(depth) FROM messages WHERE conversation_id = $1 AND segment = $2`,
