@@ -312,8 +312,10 @@ func (db *DB) attempt(ctx context.Context, fn func(tx *txn) error) error {
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
 	t := &txn{Tx: tx}
+	// Rolled back after what was sent behind has ended, even when fn panics: a rollback
+	// in the middle of a batch's COPY would be sent inside it.
+	defer func() { _ = t.settle(); tx.Rollback() }()
 	err = fn(t)
 	// What fn sent behind (txn.sendBehind) ends before the transaction does; its error
 	// is of something fn did before whatever failed after it, and so the one returned.
