@@ -810,7 +810,8 @@ func (e *env) profile(ctx context.Context, cfg *config, m measurement, res *resu
 
 // parleyRevision is the commit the binary was built from: its VCS stamp, else (builds
 // with -buildvcs=false) the working tree's HEAD, marked when the tree has uncommitted
-// changes.
+// changes other than what make bench itself writes (benchOutputs: the sections' reports,
+// written before this program starts, would otherwise mark every full run).
 func parleyRevision(bin string) string {
 	if rev := commandVersion(`vcs\.revision=(\w{12})`, "go", "version", "-m", bin); rev != "unknown" {
 		if commandVersion(`vcs\.modified=(true)`, "go", "version", "-m", bin) == "true" {
@@ -819,11 +820,16 @@ func parleyRevision(bin string) string {
 		return rev
 	}
 	rev := commandVersion(`(\w{12})`, "git", "rev-parse", "--short=12", "HEAD")
-	if rev != "unknown" && exec.Command("git", "diff", "--quiet", "HEAD").Run() != nil {
+	if rev != "unknown" && exec.Command("git", append([]string{"diff", "--quiet", "HEAD", "--", "."}, benchOutputs...)...).Run() != nil {
 		rev += " (working tree with uncommitted changes)"
 	}
 	return rev
 }
+
+// benchOutputs are git pathspecs excluding the files make bench writes: its report,
+// chart, results and profiles, and the reports of the sections scripts/bench.sh runs.
+var benchOutputs = []string{":(exclude)bench/report.*", ":(exclude)bench/results.json",
+	":(exclude)bench/*-report.md", ":(exclude)bench/*.prof"}
 
 // createDatabase creates dbname on the server at adminDSN.
 func createDatabase(ctx context.Context, adminDSN, dbname string) error {
