@@ -14,8 +14,9 @@ import (
 // a batch while the next one is encoded (bulkWriter.flush), where the two took turns
 // before. The connection still runs one statement at a time: every use of the
 // transaction through txn waits for what was sent behind to end (settle), and sees its
-// error. The methods below are sqlx.Tx's that db uses, each settling first; what was
-// sent behind uses the sqlx.Tx itself.
+// error. The methods below are sqlx.Tx's that db uses, each settling first (txn does
+// not embed the sqlx.Tx, so a method missing here does not compile); what was sent
+// behind uses the sqlx.Tx itself.
 
 // sendBehind runs send on its own goroutine, once what was sent before has ended. It
 // returns that one's error, if any, without running send.
@@ -35,7 +36,7 @@ func (tx *txn) sendBehind(send func(q *sqlx.Tx) error) error {
 			}
 			done <- err
 		}()
-		err = send(tx.Tx)
+		err = send(tx.sqlTx)
 	}()
 	return nil
 }
@@ -55,7 +56,7 @@ func (tx *txn) ExecContext(ctx context.Context, query string, args ...any) (sql.
 	if err := tx.settle(); err != nil {
 		return nil, err
 	}
-	return tx.Tx.ExecContext(ctx, query, args...)
+	return tx.sqlTx.ExecContext(ctx, query, args...)
 }
 
 // GetContext is sqlx.Tx's, once what was sent behind has ended.
@@ -63,7 +64,7 @@ func (tx *txn) GetContext(ctx context.Context, dest any, query string, args ...a
 	if err := tx.settle(); err != nil {
 		return err
 	}
-	return tx.Tx.GetContext(ctx, dest, query, args...)
+	return tx.sqlTx.GetContext(ctx, dest, query, args...)
 }
 
 // SelectContext is sqlx.Tx's, once what was sent behind has ended.
@@ -71,7 +72,7 @@ func (tx *txn) SelectContext(ctx context.Context, dest any, query string, args .
 	if err := tx.settle(); err != nil {
 		return err
 	}
-	return tx.Tx.SelectContext(ctx, dest, query, args...)
+	return tx.sqlTx.SelectContext(ctx, dest, query, args...)
 }
 
 // PrepareContext is sql.Tx's, once what was sent behind has ended.
@@ -79,7 +80,7 @@ func (tx *txn) PrepareContext(ctx context.Context, query string) (*sql.Stmt, err
 	if err := tx.settle(); err != nil {
 		return nil, err
 	}
-	return tx.Tx.PrepareContext(ctx, query)
+	return tx.sqlTx.PrepareContext(ctx, query)
 }
 
 // QueryContext is sql.Tx's, once what was sent behind has ended.
@@ -87,7 +88,7 @@ func (tx *txn) QueryContext(ctx context.Context, query string, args ...any) (*sq
 	if err := tx.settle(); err != nil {
 		return nil, err
 	}
-	return tx.Tx.QueryContext(ctx, query, args...)
+	return tx.sqlTx.QueryContext(ctx, query, args...)
 }
 
 // QueryxContext is sqlx.Tx's, once what was sent behind has ended.
@@ -95,7 +96,7 @@ func (tx *txn) QueryxContext(ctx context.Context, query string, args ...any) (*s
 	if err := tx.settle(); err != nil {
 		return nil, err
 	}
-	return tx.Tx.QueryxContext(ctx, query, args...)
+	return tx.sqlTx.QueryxContext(ctx, query, args...)
 }
 
 // QueryRowContext is sql.Tx's, once what was sent behind has ended. It cannot return
@@ -104,18 +105,18 @@ func (tx *txn) QueryxContext(ctx context.Context, query string, args ...any) (*s
 // StmtxContext.
 func (tx *txn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	_ = tx.settle()
-	return tx.Tx.QueryRowContext(ctx, query, args...)
+	return tx.sqlTx.QueryRowContext(ctx, query, args...)
 }
 
 // QueryRowxContext is sqlx.Tx's, once what was sent behind has ended.
 func (tx *txn) QueryRowxContext(ctx context.Context, query string, args ...any) *sqlx.Row {
 	_ = tx.settle()
-	return tx.Tx.QueryRowxContext(ctx, query, args...)
+	return tx.sqlTx.QueryRowxContext(ctx, query, args...)
 }
 
 // StmtxContext is sqlx.Tx's, once what was sent behind has ended: the statement it
 // returns is used at once, never across a flush.
 func (tx *txn) StmtxContext(ctx context.Context, stmt any) *sqlx.Stmt {
 	_ = tx.settle()
-	return tx.Tx.StmtxContext(ctx, stmt)
+	return tx.sqlTx.StmtxContext(ctx, stmt)
 }

@@ -233,8 +233,12 @@ func (db *DB) Ping(ctx context.Context) error {
 // statement that runs anyway reads it along (transaction_timestamp()) and records it
 // with setNow, so rules that need the time get it without a round trip of its own.
 type txn struct {
-	*sqlx.Tx
-	now time.Time
+	// sqlTx is the transaction itself, not embedded: txn has only the methods of it that
+	// db uses (db/behind.go), each waiting for what was sent behind, so that a use of
+	// one it lacks is a compile error rather than a statement sent in the middle of a
+	// batch's COPY.
+	sqlTx *sqlx.Tx
+	now   time.Time
 	// behind is the end of statements sent on a goroutine of their own (sendBehind),
 	// nil when none are; behindErr is the first error they ended with (db/behind.go).
 	behind    chan error
@@ -312,7 +316,7 @@ func (db *DB) attempt(ctx context.Context, fn func(tx *txn) error) error {
 	if err != nil {
 		return err
 	}
-	t := &txn{Tx: tx}
+	t := &txn{sqlTx: tx}
 	// Rolled back after what was sent behind has ended, even when fn panics: a rollback
 	// in the middle of a batch's COPY would be sent inside it.
 	defer func() { _ = t.settle(); tx.Rollback() }()

@@ -12,7 +12,7 @@ import (
 
 // Transact exposes transact to the tests of package db_test.
 func (db *DB) Transact(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
-	return db.transact(ctx, func(tx *txn) error { return fn(tx.Tx) })
+	return db.transact(ctx, func(tx *txn) error { return fn(tx.sqlTx) })
 }
 
 // SendBehind runs a transaction that sends behind (txn.sendBehind) and then, on the
