@@ -140,8 +140,7 @@ func rawHistory(db *sqlx.DB, convKey string, want int) op {
 }
 
 // parleyHistoryQuery reads the first 100 messages of a conversation, every field.
-const parleyHistoryQuery = `query History($c: ID!) { conversation(id: $c) { messages(first: 100) {
-	edges { cursor node {` + selection.MessageFields + `} } } } }`
+const parleyHistoryQuery = selection.HistoryQuery
 
 const parleySaveQuery = `mutation Save($c: ID!, $i: MessageInput!) {
 	addMessage(conversationId: $c, input: $i) { cursor node { ... on MessageBase { id position } } } }`

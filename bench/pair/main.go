@@ -17,14 +17,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -40,11 +37,6 @@ import (
 	"github.com/parley-dev/parley/internal/selection"
 	"github.com/parley-dev/parley/localpg"
 )
-
-// historyQuery is bin/parley-bench's history read: the first 100 messages of a
-// conversation, every field.
-const historyQuery = `query History($c: ID!) { conversation(id: $c) { messages(first: 100) {
-	edges { cursor node {` + selection.MessageFields + `} } } } }`
 
 func main() {
 	work := flag.String("work", "", "a work directory bin/parley-bench kept (-keep -work DIR)")
@@ -75,18 +67,20 @@ func run(ctx context.Context, work string, bins []string, n, warmup int) error {
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(map[string]any{"query": historyQuery, "variables": map[string]any{"c": conv}})
+	body, err := json.Marshal(map[string]any{"query": selection.HistoryQuery, "variables": map[string]any{"c": conv}})
 	if err != nil {
 		return err
 	}
 	urls := make([]string, len(bins))
 	for i, bin := range bins {
-		srv, err := serve(ctx, bin, dsn, filepath.Join(work, fmt.Sprintf("pair-%d.log", i)))
+		// At the log level bin/parley-bench serves at (info: the access log on), where
+		// parleyproc's own is warn.
+		srv, err := parleyproc.Start(ctx, bin, dsn, filepath.Join(work, fmt.Sprintf("pair-%d.log", i)), "--log-level", "info")
 		if err != nil {
 			return err
 		}
-		defer srv.Process.Signal(syscall.SIGTERM)
-		urls[i] = srv.url
+		defer srv.Stop()
+		urls[i] = srv.URL + "/graphql"
 	}
 	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
 	load := parleyproc.LoadAverage()
@@ -128,50 +122,6 @@ func historyConversation(ctx context.Context, dsn string) (string, error) {
 		return "", fmt.Errorf("the bench's history conversation: %w", err)
 	}
 	return parley.ConversationID(key), nil
-}
-
-// server is a running `parley serve`.
-type server struct {
-	*os.Process
-	url string // its GraphQL endpoint
-}
-
-// serve starts bin serve on dsn on a free loopback port, as bin/parley-bench starts it,
-// with its log in logPath, and returns once it is ready (within a minute).
-func serve(ctx context.Context, bin, dsn, logPath string) (*server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close()
-	cmd := exec.Command(bin, "serve", "--addr", addr, "--database-url", dsn)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	go cmd.Wait()
-	srv := &server{Process: cmd.Process, url: "http://" + addr + "/graphql"}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return srv, nil
-			}
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			srv.Signal(syscall.SIGTERM)
-			return nil, errors.Join(fmt.Errorf("%s is not ready within a minute; see %s", bin, logPath), ctx.Err())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // read posts body to url and reads the response into buf: a page of edges, not errors.

@@ -36,3 +36,9 @@ const MessageFields = `
 	... on MCPResourceMessage { serverName resourceUri content text html mimeType retrievedAt truncated }
 	... on CompactionMessage { content text html provider providerData coversThrough }
 	... on UnknownMessage { type raw }`
+
+// HistoryQuery is the history benchmark's read: the first 100 messages of a
+// conversation ($c), every field (bin/parley-bench, and bench/pair comparing binaries on
+// the same read).
+const HistoryQuery = `query History($c: ID!) { conversation(id: $c) { messages(first: 100) {
+	edges { cursor node {` + MessageFields + `} } } } }`
