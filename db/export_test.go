@@ -114,7 +114,7 @@ func (db *DB) SearchSQL(ctx context.Context, owner string, req parley.SearchRequ
 }
 
 // ScanTimes selects each of values as a timestamptz in a session of the time zone zone,
-// and returns it as lib/pq scans it (want) and as a page scans it (got: to_json, then
+// and returns it as lib/pq scans it (want) and as a page scans it (got: pageTime, then
 // timeColumn).
 func (db *DB) ScanTimes(ctx context.Context, zone string, values []string) (got, want []time.Time, err error) {
 	conn, err := db.db.Connx(ctx)
@@ -131,7 +131,7 @@ func (db *DB) ScanTimes(ctx context.Context, zone string, values []string) (got,
 	}
 	for _, v := range values {
 		var w, g time.Time
-		if err := conn.QueryRowxContext(ctx, `SELECT $1::timestamptz, to_json($1::timestamptz)`, v).Scan(&w, timeColumn{t: &g, zone: loc}); err != nil {
+		if err := conn.QueryRowxContext(ctx, `SELECT $1::timestamptz, `+pageTime(`$1::timestamptz`), v).Scan(&w, timeColumn{t: &g, zone: loc}); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", v, err)
 		}
 		got, want = append(got, g), append(want, w)

@@ -3,15 +3,13 @@ package db
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/lib/pq"
 )
 
-// timeColumn scans a timestamp selected as JSON (to_json of a timestamptz: pageTimes)
-// into *t, as lib/pq would have scanned the timestamptz in a session of the time zone
-// zone (DB.zone). NULL sets *valid false, and is an error where valid is nil (a column
+// timeColumn scans a timestamp selected as text (pageTime) into *t, as lib/pq would
+// have scanned the timestamptz in a session of the time zone zone (DB.zone). NULL sets *valid false, and is an error where valid is nil (a column
 // that is never NULL).
 type timeColumn struct {
 	t     *time.Time
@@ -28,10 +26,10 @@ func (c timeColumn) Scan(src any) error {
 		return nil
 	}
 	b, ok := src.([]byte)
-	if !ok || len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+	if !ok {
 		return fmt.Errorf("scan a time column: got %T %q", src, src)
 	}
-	t, err := parseJSONTime(b[1:len(b)-1], c.zone)
+	t, err := parseTextTime(b, c.zone)
 	if err != nil {
 		return err
 	}
@@ -42,27 +40,27 @@ func (c timeColumn) Scan(src any) error {
 	return nil
 }
 
-// parseJSONTime parses a timestamptz as Postgres writes it in JSON in a session of the
-// time zone zone, as lib/pq parses the column's text: a time whose offset is zone's
-// then is placed in zone, any other at a fixed offset. Times at offset zero in years 1
-// to 9999 (every stored time where the sessions' zone is UTC) are parsed here without
-// allocating; anything else (another offset, a year past 9999, BC) is left to lib/pq,
-// from the text form, which differs from JSON's by its 'T' alone.
-func parseJSONTime(b []byte, zone *time.Location) (time.Time, error) {
+// parseTextTime parses a timestamptz as Postgres writes it (DateStyle ISO, which lib/pq
+// sets) in a session of the time zone zone, as lib/pq parses the column: a time whose
+// offset is zone's then is placed in zone, any other at a fixed offset. Times at offset
+// zero in years 1 to 9999 (every stored time where the sessions' zone is UTC) are
+// parsed here without allocating; anything else (another offset, a year past 9999, BC)
+// is left to lib/pq.
+func parseTextTime(b []byte, zone *time.Location) (time.Time, error) {
 	if t, ok := parseUTC(b); ok && zone != nil {
 		if t = t.In(zone); offset(t) == 0 {
 			return t, nil
 		}
 	}
-	return pq.ParseTimestamp(zone, strings.Replace(string(b), "T", " ", 1))
+	return pq.ParseTimestamp(zone, string(b))
 }
 
-// parseUTC parses 2006-01-02T15:04:05[.fraction]+00:00, and reports false for
-// anything else.
+// parseUTC parses 2006-01-02 15:04:05[.fraction]+00, and reports false for anything
+// else.
 func parseUTC(b []byte) (time.Time, bool) {
-	const zero = "+00:00"
+	const zero = "+00"
 	n := len(b)
-	if n < 19+len(zero) || string(b[n-len(zero):]) != zero || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' {
+	if n < 19+len(zero) || string(b[n-len(zero):]) != zero || b[4] != '-' || b[7] != '-' || b[10] != ' ' || b[13] != ':' || b[16] != ':' {
 		return time.Time{}, false
 	}
 	year, ok1 := digits(b[0:4])

@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// TestPageTimesAreLibPQs checks that a page's times, selected as JSON and parsed by
-// timeColumn, are the times lib/pq scans from the timestamptz columns: the same instant,
-// zone and offset, so the same in every response, whatever the sessions' time zone.
+// TestPageTimesAreLibPQs checks that a page's times, selected as text (pageTime) and
+// parsed by timeColumn, are the times lib/pq scans from the timestamptz columns: the
+// same instant, zone and offset, so the same in every response, whatever the sessions'
+// time zone.
 func TestPageTimesAreLibPQs(t *testing.T) {
 	t.Parallel()
 	d := openDB(t)
