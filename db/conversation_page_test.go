@@ -212,12 +212,14 @@ func TestLinePageOnlyForOneLine(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if cols[0] == nil {
+				// The conversation's row (headRow) is the one without a schema version;
+				// its line column is a message row's hidden.
+				if cols[3] != nil {
 					messages++
 					continue
 				}
 				heads++
-				line, _ = cols[8].(bool)
+				line, _ = cols[20].(bool)
 			}
 			if err := rows.Err(); err != nil {
 				t.Fatal(err)

@@ -23,10 +23,9 @@ func (db *DB) scanPage(rows *sql.Rows, err error, expect, budget int, forLLM boo
 }
 
 // scanHeadedPage is scanPage, and with head, for the rows of conversationPageSQL: the
-// first is the conversation's, scanned into head (which is then found), and each later
-// row is a message of that conversation (its conversation id column NULL) after
-// conversationWidth NULL columns, and its parent (Parent; sameAsPrevious: the row
-// scanned before it).
+// first is the conversation's (headRow), scanned into head (which is then found), and
+// each later row is a message of that conversation (its conversation id column NULL)
+// and its parent (Parent; sameAsPrevious: the row scanned before it).
 func (db *DB) scanHeadedPage(rows *sql.Rows, err error, expect, budget int, head *conversationHead) ([]pageRow, map[string]bool, error) {
 	return db.scanRows(rows, err, expect, budget, head, false)
 }
@@ -62,23 +61,18 @@ func (db *DB) scanRows(rows *sql.Rows, err error, expect, budget int, head *conv
 	used := 0
 	var r messageRow
 	dec := rowDecoder{slab: 64, publicIDs: true}
-	var skip [messageWidth + 1]sql.RawBytes // the columns of the other kind of row: NULL
+	var skip [messageWidth + 1]sql.RawBytes // columns NULL in the row scanned
 	var calls, results, payload, provenance sql.RawBytes
 	previousID := "" // the public id of the message row scanned last
 	var created, updated any = timeColumn{t: &r.CreatedAt, zone: db.zone}, timeColumn{t: &r.UpdatedAt, zone: db.zone}
 	if forLLM {
 		created, updated = &skip[0], &skip[1]
 	}
-	dest := make([]any, 0, conversationWidth+messageWidth+1)
-	if head != nil {
-		for i := range conversationWidth {
-			dest = append(dest, &skip[i])
-		}
-	}
 	var conv any = &r.ConversationID
 	if head != nil {
 		conv = &skip[0] // NULL: the head's
 	}
+	dest := make([]any, 0, messageWidth+1)
 	dest = append(dest, &r.ID, conv, intColumn{&r.Position}, intColumn{&r.SchemaVersion}, &r.Kind, knownWord{&r.Role}, &r.Content,
 		&calls, &results, &payload, &r.SourceID, created, updated,
 		knownWord{&r.Status}, &r.StatusReason, &r.ClientID, &provenance, intColumn{&r.StreamSeq}, intColumn{&r.Segment}, intColumn{&r.Depth},
@@ -89,10 +83,11 @@ func (db *DB) scanRows(rows *sql.Rows, err error, expect, budget int, head *conv
 	for rows.Next() {
 		if head != nil && !head.found {
 			c := &head.row
-			headDest := []any{&c.ID, &c.Title, &c.CreatedAt, &c.UpdatedAt, &c.MessageCount, &c.LastPosition, &c.ForkedFrom, &head.segments, &head.line}
-			for i := range messageWidth + 1 {
-				headDest = append(headDest, &skip[i])
-			}
+			// headRow: the conversation's columns where a message row has columns of their types.
+			headDest := []any{&c.ID, &skip[0], intColumn{&c.MessageCount}, &skip[1], &skip[2], &skip[3], &c.Title,
+				&skip[4], &skip[5], &skip[6], &c.ForkedFrom, timeColumn{t: &c.CreatedAt, zone: db.zone}, timeColumn{t: &c.UpdatedAt, zone: db.zone},
+				&skip[7], &skip[8], &skip[9], &skip[10], &skip[11], intColumn{&head.segments}, intColumn{&c.LastPosition}, &head.line,
+				&skip[12], &skip[13], &skip[14]}
 			if err := rows.Scan(headDest...); err != nil {
 				return nil, nil, err
 			}

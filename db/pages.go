@@ -359,11 +359,10 @@ func sharedColumns(conv string) *strings.Replacer {
 // branch, forward (conversationPageSQL[false]) or backward (true), as pageSQL does (the
 // same bounds $2, $3 and $4; the byte budget is $6): the conversation lookup folded into
 // the page statement, so that `conversation(id:) { messages }` is one statement and one
-// round trip. Its first row is the conversation's (headColumns), followed by
-// messageWidth + 1 NULLs; then come the page's rows, each conversationWidth NULLs
-// followed by a message's columns (their conversation id NULL: the first row's) and its
-// parent's id (when $7 and the conversation has no forks: its tree fields without
-// treeSQL; see pageRange).
+// round trip. Its first row is the conversation's (headRow), in the columns of a
+// message row; then come the page's rows, each a message's columns (their conversation
+// id NULL: the first row's) and its parent's id (when $7 and the conversation has no
+// forks: its tree fields without treeSQL; see pageRange).
 // UNION ALL runs its branches in order. No row at all when the owner has no such
 // conversation. The page is read exactly as pageSQL reads it: its segments found from
 // the leaf segment's row (chainQuery), then index range scans whatever the statistics
@@ -375,11 +374,11 @@ func conversationPageQuery(backward bool) string {
 		chain AS (%s)
 		%s
 		UNION ALL
-		SELECT %s, m.* FROM chain ch
+		SELECT m.* FROM chain ch
 		CROSS JOIN LATERAL (%s) m`,
 		ownQuery,
 		chainQuery(backward, "1::bigint", `own CROSS JOIN LATERAL (SELECT own.active_segment AS seg, own.leaf AS leaf) b`),
-		headRow, nulls(conversationWidth),
+		headRow,
 		pageRange(backward, pageColumns, "NULL::text", "$6", "$7::boolean AND (ch.hi = "+noBound+" OR ch.shared)"))
 }
 
@@ -399,35 +398,30 @@ func linePageQuery(backward bool) string {
 	return fmt.Sprintf(`WITH own AS (%s)
 		%s
 		UNION ALL
-		SELECT %s, m.* FROM own
+		SELECT m.* FROM own
 		CROSS JOIN LATERAL (SELECT own.id AS conv, 0 AS seg, %s AS hi, own.leaf AS leaf, false AS shared,
 			NULL::bigint AS fno, 0 AS bdepth) ch
 		CROSS JOIN LATERAL (%s) m
 		WHERE own.line`,
-		ownQuery, headRow, nulls(conversationWidth), noBound,
+		ownQuery, headRow, noBound,
 		pageRange(backward, pageColumns, "NULL::text", "$6", "$7::boolean"))
 }
 
-// ownQuery reads the conversation of conversationPageSQL and linePageSQL: its
-// headColumns, and what finding its active branch takes.
+// ownQuery reads the conversation of conversationPageSQL and linePageSQL: what headRow
+// sends of it, and what finding its active branch takes.
 var ownQuery = `SELECT ` + conversationColumns + `, segments, segments = 0 AND base_depth = 0 AS line,
 			active_segment, ` + leafDepth + ` AS leaf, ` + forkLinkColumns + ` FROM conversations WHERE id = $1 AND owner = $5`
 
 // headRow is the first row of conversationPageSQL and linePageSQL: the conversation's
-// headColumns, then NULL for each column of a message row.
-var headRow = `SELECT ` + headColumns + `, ` + nulls(messageWidth+1) + ` FROM own`
+// conversationColumns, its number of segments and whether it is one line (linePageSQL),
+// each in a column of a message row (pageColumns and the parent) of its type, the
+// others NULL. Where the conversation's columns came first, NULL in every message row,
+// each page of 100 messages sent, read and scanned 900 NULLs.
+var headRow = `SELECT id::text, NULL, message_count, NULL, NULL, NULL, title, NULL, NULL, NULL, forked_from, ` +
+	pageTime("created_at") + `, ` + pageTime("updated_at") + `, NULL, NULL, NULL, NULL, NULL, segments, last_position, line, NULL, NULL, NULL FROM own`
 
-// headColumns are the conversation's conversationColumns as the head row of
-// conversationPageSQL and linePageSQL reads them, its number of segments, and whether
-// it is one line (linePageSQL).
-const headColumns = `id::text, title, created_at, updated_at, message_count, last_position, forked_from, segments, line`
-
-// nulls is n NULL columns.
-func nulls(n int) string { return strings.TrimSuffix(strings.Repeat("NULL, ", n), ", ") }
-
-// conversationWidth and messageWidth are how many columns conversationPageSQL's
-// conversation and messages take before (headColumns) and in pageColumns.
-const conversationWidth, messageWidth = 9, 23
+// messageWidth is how many columns pageColumns has.
+const messageWidth = 23
 
 // pageColumns are messageColumns as a page reads them, and body_bytes: the message's
 // public id (parley.MessageID: made by Postgres, where the reader made a second string
