@@ -48,6 +48,10 @@ type bulkWriter struct {
 	storedSources map[string]struct{}
 	// staged says the transaction's staging table is made (stage).
 	staged bool
+	// batches counts the batches sent; from the second on, their vectors are computed
+	// on vec (db/vectors.go), when the pool lends it.
+	batches int
+	vec     vectorConn
 }
 
 // bulkCall is a tool call of the conversation as the import sees it.
@@ -94,14 +98,19 @@ var messageCopyColumns = []string{"id", "conversation_id", "position", "schema_v
 	"tool_calls", "tool_results", "payload", "source_id", "created_at", "updated_at", "provenance", "segment", "depth",
 	"hidden", "deleted_at"}
 
+// stageColumns are the staging table's: a batch's rows, and their search vectors when
+// computed on the second connection (nil when the insert computes them).
+var stageColumns = append(messageCopyColumns[:len(messageCopyColumns):len(messageCopyColumns)], "search_vector")
+
 // newBulkWriter starts writing after the conversation's last message, continuing its
 // active branch. The conversation's row must be the transaction's.
-func newBulkWriter(ctx context.Context, tx *txn, convKey string, fresh bool) (*bulkWriter, error) {
+// The writer may borrow a second connection of pool (db/vectors.go): release it.
+func newBulkWriter(ctx context.Context, pool *sqlx.DB, tx *txn, convKey string, fresh bool) (*bulkWriter, error) {
 	now, err := tx.Now(ctx)
 	if err != nil {
 		return nil, err
 	}
-	w := &bulkWriter{convKey: convKey, now: now, calls: make(map[string]*bulkCall), fresh: fresh}
+	w := &bulkWriter{convKey: convKey, now: now, calls: make(map[string]*bulkCall), fresh: fresh, vec: vectorConn{pool: pool}}
 	if fresh {
 		w.storedSources = make(map[string]struct{})
 	}
@@ -274,7 +283,7 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message, at spot
 		// Encoded when sent (encodeRequests); counted by its text and arguments.
 		w.requests = append(w.requests, queuedRequest{row: len(w.rows), m: req})
 		w.rows = append(w.rows, []any{key, w.convKey, w.last, nil, nil, nil, nil, nil, nil, nil, nil, created, w.now, encodeProvenance(meta.Live.Provenance),
-			at.Segment, at.Depth, meta.Hidden, nullTime(deletedAt)})
+			at.Segment, at.Depth, meta.Hidden, nullTime(deletedAt), nil})
 		w.rowBytes += 2 * len(req.Text())
 		for _, c := range req.ToolCalls {
 			w.rowBytes += len(c.Arguments)
@@ -286,7 +295,7 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message, at spot
 		}
 		w.rows = append(w.rows, []any{key, w.convKey, w.last, row.SchemaVersion, row.Kind, row.Role, row.Content,
 			nullJSON(row.ToolCalls), nullJSON(row.ToolResults), string(row.Payload), row.SourceID, created, w.now, encodeProvenance(meta.Live.Provenance),
-			at.Segment, at.Depth, meta.Hidden, nullTime(deletedAt)})
+			at.Segment, at.Depth, meta.Hidden, nullTime(deletedAt), nil})
 		w.rowBytes += len(row.Content) + len(row.ToolCalls) + len(row.ToolResults) + len(row.Payload)
 	}
 	if len(w.rows) >= flushRows || w.rowBytes >= flushBytes {
@@ -318,8 +327,14 @@ func (w *bulkWriter) flush(ctx context.Context, tx *txn) error {
 				return err
 			}
 		}
-		// The rows are the batch's now: the writer queues the next ones anew.
+		// The rows are the batch's now: the writer queues the next ones anew. Their
+		// vectors are computed on the second connection while the batch before is
+		// stored; the first batch's, with nothing before it, in the insert.
 		b.rows = w.rows
+		if w.batches > 0 && w.vec.reserve(ctx) {
+			b.vectors = w.vec.compute(b.rows)
+		}
+		w.batches++
 		w.rows, w.rowBytes = make([][]any, 0, len(b.rows)), 0
 		for _, id := range w.queuedSources {
 			w.storedSources[id] = struct{}{}
@@ -361,15 +376,29 @@ func (w *bulkWriter) flush(ctx context.Context, tx *txn) error {
 type sentBatch struct {
 	rows, calls              [][]any
 	storedIDs, storedResults []string
+	// vectors are the rows' search vectors, being computed on the second connection;
+	// nil when the insert computes them.
+	vectors *batchVectors
 }
 
 // store sends b with q: the messages through the staging table (importInsertSQL), the
 // calls copied in after them (their rows name the messages), the stored calls' results.
 func (b *sentBatch) store(ctx context.Context, q *sqlx.Tx, convKey string) error {
 	if len(b.rows) > 0 {
-		err := copyIn(ctx, q, "import_stage", messageCopyColumns, b.rows)
+		insert := importInsertSQL
+		if b.vectors != nil {
+			vectors, err := b.vectors.wait()
+			if err != nil {
+				return fmt.Errorf("copy messages into %s: %w", parley.ConversationID(convKey), err)
+			}
+			for i, v := range vectors {
+				b.rows[i][len(messageCopyColumns)] = v
+			}
+			insert = importInsertVectorsSQL
+		}
+		err := copyIn(ctx, q, "import_stage", stageColumns, b.rows)
 		if err == nil {
-			_, err = q.ExecContext(ctx, importInsertSQL, convKey)
+			_, err = q.ExecContext(ctx, insert, convKey)
 		}
 		if err == nil {
 			_, err = q.ExecContext(ctx, `TRUNCATE import_stage`)
@@ -401,7 +430,7 @@ func (b *sentBatch) store(ctx context.Context, q *sqlx.Tx, convKey string) error
 // table without statistics, four to_tsvector a row) is above jit_above_cost for every
 // batch, and compiling it took 0.9 s a batch of 5,000 rows, more than the insert.
 var importStageSQL = `SET LOCAL jit = off;
-	CREATE TEMPORARY TABLE import_stage ON COMMIT DROP AS SELECT ` + strings.Join(messageCopyColumns, ", ") + `
+	CREATE TEMPORARY TABLE import_stage ON COMMIT DROP AS SELECT ` + strings.Join(stageColumns, ", ") + `
 	FROM messages WITH NO DATA;
 	ALTER TABLE import_stage ALTER COLUMN content SET COMPRESSION lz4, ALTER COLUMN payload SET COMPRESSION lz4,
 		ALTER COLUMN tool_calls SET COMPRESSION lz4, ALTER COLUMN tool_results SET COMPRESSION lz4,
@@ -417,6 +446,12 @@ var importInsertSQL = `INSERT INTO messages (` + strings.Join(messageCopyColumns
 		CASE WHEN s.deleted_at IS NULL THEN v END
 	FROM import_stage s CROSS JOIN (SELECT config FROM search_config LIMIT 1) k
 	CROSS JOIN LATERAL message_search_vectors(k.config, s.kind, s.content, s.payload, s.tool_calls, s.tool_results) v`
+
+// importInsertVectorsSQL is importInsertSQL for rows staged with their vectors
+// (db/vectors.go): a deleted message's is null.
+var importInsertVectorsSQL = `INSERT INTO messages (` + strings.Join(messageCopyColumns, ", ") + `, owner, search_vector)
+	SELECT s.` + strings.Join(messageCopyColumns, ", s.") + `, (SELECT owner FROM conversations WHERE id = $1), s.search_vector
+	FROM import_stage s`
 
 // stage makes the transaction's staging table (importStageSQL), before the first batch
 // is sent.
@@ -504,6 +539,13 @@ func (w *bulkWriter) finish(ctx context.Context, db *DB, tx *txn, leaf string) e
 		return fmt.Errorf("bump conversation: %w", err)
 	}
 	return db.notifyAdded(ctx, tx, w.convKey, w.lastKey, w.last)
+}
+
+// release waits for what the writer sent behind and gives back the connection it
+// borrowed, if any.
+func (w *bulkWriter) release(tx *txn) {
+	_ = tx.settle()
+	w.vec.release()
 }
 
 // copyIn copies rows into table's columns with COPY FROM STDIN (lib/pq's CopyIn).

@@ -201,10 +201,11 @@ func (db *DB) importFrom(ctx context.Context, target parley.ImportTarget, attemp
 		}
 		// The conversation's row is this transaction's (created or locked): the writer
 		// numbers the messages and bumps the conversation once, at the end.
-		w, err := newBulkWriter(ctx, tx, convKey, report.Created)
+		w, err := newBulkWriter(ctx, db.db, tx, convKey, report.Created)
 		if err != nil {
 			return err
 		}
+		defer w.release(tx)
 		var check *parley.ImportChecker
 		if !prepared {
 			check = parley.NewImportChecker(db.limits)

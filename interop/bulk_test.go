@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/sessiongen"
 	"github.com/parley-dev/parley/internal/testserver"
 )
@@ -139,17 +140,110 @@ func TestImportFailingBatchLeavesNothing(t *testing.T) {
 			if got := r.ErrorCode(t); got != tt.want {
 				t.Errorf("got %s, want %s", got, tt.want)
 			}
-			var stored struct {
-				Conversations int `db:"conversations"`
-				Messages      int `db:"messages"`
-			}
-			if err := srv.Store.SQL().GetContext(t.Context(), &stored, `SELECT (SELECT count(*) FROM conversations) AS conversations,
-				(SELECT count(*) FROM messages) AS messages`); err != nil {
-				t.Fatal(err)
-			}
+			stored := storedCounts(t, srv)
 			if stored.Conversations != 0 || stored.Messages != 0 {
 				t.Errorf("the failed import left %d conversations and %d messages, want none", stored.Conversations, stored.Messages)
 			}
 		})
 	}
+}
+
+// TestImportVectorsRefusedLeaveNothing imports Claude Code sessions of two batches where
+// the search vectors of a marked message cannot be computed on the connection the
+// import borrows for its later batches' vectors (db/vectors.go): the test's
+// message_search_vectors refuses it outside a transaction that has written, which the
+// import's insert, computing the first batch's vectors, is not. Marked in the first
+// batch, the import succeeds; marked in the last, it fails and leaves nothing.
+func TestImportVectorsRefusedLeaveNothing(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	if _, err := srv.Store.SQL().ExecContext(t.Context(), `ALTER FUNCTION message_search_vectors(regconfig, text, text, jsonb, jsonb, jsonb)
+			RENAME TO message_search_vectors_real;
+		CREATE FUNCTION message_search_vectors(cfg regconfig, kind text, content text, payload jsonb, tool_calls jsonb, tool_results jsonb)
+			RETURNS SETOF tsvector LANGUAGE plpgsql AS $$
+		BEGIN
+			IF content = 'REFUSE-ME' AND txid_current_if_assigned() IS NULL THEN
+				RAISE EXCEPTION 'refused by the test';
+			END IF;
+			RETURN QUERY SELECT message_search_vectors_real(cfg, kind, content, payload, tool_calls, tool_results);
+		END $$`); err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	if err := sessiongen.Write(&buf, 5200); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	marked := jsonl(t, ccUser("refused", "REFUSE-ME"))
+	for _, tt := range []struct {
+		name string
+		data string
+		want string // the error's code, "" for none
+	}{
+		{"marked in the first batch", strings.Join(lines[:20], "") + marked + strings.Join(lines[20:], ""), ""},
+		{"marked in the last batch", strings.Join(lines, "") + "\n" + marked, "INTERNAL_SERVER_ERROR"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := storedCounts(t, srv)
+			r := srv.Do(t, importMutation, importVars("CLAUDE_CODE_JSONL", tt.data, "", ""))
+			got := ""
+			if len(r.Errors) > 0 {
+				got = r.ErrorCode(t)
+			}
+			if got != tt.want {
+				t.Fatalf("got error %q, want %q", got, tt.want)
+			}
+			after := storedCounts(t, srv)
+			if tt.want != "" && after != before {
+				t.Errorf("the failed import left %d conversations and %d messages, want none",
+					after.Conversations-before.Conversations, after.Messages-before.Messages)
+			}
+			if tt.want == "" && after.Messages-before.Messages < 5100 {
+				t.Errorf("the import added %d messages, want more than a batch", after.Messages-before.Messages)
+			}
+		})
+	}
+}
+
+// TestImportWithPoolOfOne imports a session of three batches through a server whose
+// pool has one connection, which the import's transaction holds: the import lends no
+// second one for its vectors, computes them in its inserts, and stores the trigger's.
+func TestImportWithPoolOfOne(t *testing.T) {
+	t.Parallel()
+	srv := testserver.NewWith(t, testserver.Options{DB: db.Config{MaxOpenConns: 1}})
+	var buf strings.Builder
+	if err := sessiongen.Write(&buf, 12000); err != nil {
+		t.Fatal(err)
+	}
+	rep := importData(t, srv, "CLAUDE_CODE_JSONL", buf.String(), "", "")
+	if rep.Added < 10000 {
+		t.Fatalf("got %d messages, want more than two batches", rep.Added)
+	}
+	var differing int
+	if err := srv.Store.SQL().GetContext(t.Context(), &differing, `SELECT count(*) FROM messages
+		WHERE conversation_id = $1 AND search_vector IS DISTINCT FROM
+			message_search_vector((SELECT config FROM search_config), kind, content, payload, tool_calls, tool_results)`,
+		strings.TrimPrefix(rep.Conversation.ID, "conv_")); err != nil {
+		t.Fatal(err)
+	}
+	if differing != 0 {
+		t.Errorf("%d of %d imported messages have a vector other than the trigger's", differing, rep.Added)
+	}
+}
+
+// storedRows are the database's conversations and messages.
+type storedRows struct {
+	Conversations int `db:"conversations"`
+	Messages      int `db:"messages"`
+}
+
+// storedCounts counts what the database stores.
+func storedCounts(t *testing.T, srv *testserver.Server) storedRows {
+	t.Helper()
+	var s storedRows
+	if err := srv.Store.SQL().GetContext(t.Context(), &s, `SELECT (SELECT count(*) FROM conversations) AS conversations,
+		(SELECT count(*) FROM messages) AS messages`); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

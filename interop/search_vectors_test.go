@@ -2,6 +2,8 @@ package interop_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -10,16 +12,18 @@ import (
 )
 
 // An import stores its messages with their search vectors computed for each batch
-// (message_search_vectors, migration 000024), not by the insert trigger: every stored
-// vector is the one the trigger computes (message_search_vector), for every kind of
-// message the importers make (text with thinking, tool requests and results, errors,
+// (message_search_vectors, migration 000024), not by the insert trigger: in the insert
+// for its first batch, on a second connection for the others (db/vectors.go). Every
+// stored vector is the one the trigger computes (message_search_vector), for every kind
+// of message the importers make (text with thinking, tool requests and results, errors,
 // files, MCP resources, images, system controls, a message of a future kind, a
-// tombstone), and a search finds imported messages by their words.
+// tombstone), in the first batch and in later ones, and a search finds imported
+// messages by their words.
 func TestImportedVectorsAreTheTriggers(t *testing.T) {
 	t.Parallel()
 	srv := testserver.New(t)
 	var session strings.Builder
-	if err := sessiongen.Write(&session, 200); err != nil {
+	if err := sessiongen.Write(&session, 12000); err != nil { // three batches
 		t.Fatal(err)
 	}
 	// The Parley export with its third message a tombstone, which has no vector.
@@ -36,6 +40,7 @@ func TestImportedVectorsAreTheTriggers(t *testing.T) {
 	for _, in := range []struct{ format, path, data string }{
 		{format: "PARLEY_JSON", path: "parleyjson/testdata/conversation.json"},
 		{format: "PARLEY_JSON", data: string(withTombstone)},
+		{format: "PARLEY_JSON", data: afterFirstBatch(t, export)},
 		{format: "CLAUDE_CODE_JSONL", path: "claudecode/testdata/session.jsonl"},
 		{format: "CLAUDE_CODE_JSONL", path: "claudecode/testdata/rewind.jsonl"},
 		{format: "OPENAI_CHAT", path: "openai/testdata/chat.json"},
@@ -91,12 +96,36 @@ func TestImportedVectorsAreTheTriggers(t *testing.T) {
 	if thinking == 0 {
 		t.Error("no imported message with thinking: the comparison does not cover it")
 	}
-	if deleted != 1 {
-		t.Errorf("got %d imported tombstones, want 1: the comparison does not cover them", deleted)
+	if deleted != 2 {
+		t.Errorf("got %d imported tombstones, want 2 (in a first batch and in a later one): the comparison does not cover them", deleted)
 	}
 	for _, word := range []string{"README", "flaky"} {
 		searchFinds(t, srv, word)
 	}
+}
+
+// afterFirstBatch is the Parley export doc with 5,000 text messages before its own, so
+// that its own (every kind, a tombstone) are an import's second batch.
+func afterFirstBatch(t *testing.T, doc map[string]any) string {
+	t.Helper()
+	var msgs []any
+	for i := range 5000 {
+		msgs = append(msgs, obj{"type": "text", "id": fmt.Sprintf("msg_00000000-0000-4000-9000-%012d", i), "role": "USER",
+			"createdAt": "2026-03-01T11:00:00Z", "updatedAt": "2026-03-01T11:00:00Z",
+			"parts": []obj{{"kind": "TEXT", "text": fmt.Sprintf("filler %d", i)}}})
+	}
+	for _, m := range doc["messages"].([]any) {
+		m := maps.Clone(m.(map[string]any))
+		delete(m, "position")
+		msgs = append(msgs, m)
+	}
+	padded := maps.Clone(doc)
+	padded["messages"] = msgs
+	b, err := json.Marshal(padded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // searchFinds checks that a search for query finds at least one message.

@@ -1,0 +1,229 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/parley-dev/parley"
+)
+
+// An import's search vectors are most of what its transaction's backend does per
+// message after the rows themselves (docs/performance.md, the import's rounds), and
+// that backend is the import's bound: one core, while the machine has more. So from its
+// second batch on, an import has a batch's vectors computed on a second connection of
+// the pool, outside its transaction, while the transaction's backend stores the batch
+// before it; the vectors then come in the staging COPY, and the insert only reads them.
+// The second connection runs the insert's own function (message_search_vectors) with
+// the same configuration (search_config), so the vectors are those the insert, and the
+// trigger, would compute (interop's TestImportedVectorsAreTheTriggers). It reads nothing
+// of the transaction: everything it needs is sent with the query.
+
+// vectorsReserveWait is how long an import waits for the pool to lend it a second
+// connection. A pool of one connection (the transaction holds it) or a pool busy with
+// other requests does not lend one in time: the import then computes its vectors in
+// the insert, as for its first batch, rather than wait for one or hold another request up.
+const vectorsReserveWait = 50 * time.Millisecond
+
+// searchVectorsSQL computes the search vectors of a batch's messages sent as arrays,
+// one row each, numbered as sent.
+const searchVectorsSQL = `SELECT s.n, v::text
+	FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::jsonb[], $5::jsonb[]) WITH ORDINALITY
+		AS s(kind, content, payload, tool_calls, tool_results, n)
+	CROSS JOIN (SELECT config FROM search_config LIMIT 1) k
+	CROSS JOIN LATERAL message_search_vectors(k.config, s.kind, s.content, s.payload, s.tool_calls, s.tool_results) v`
+
+// vectorConn is the second connection an import computes its vectors on, reserved at
+// its second batch and held until it ends.
+type vectorConn struct {
+	pool     *sqlx.DB
+	conn     *sqlx.Conn
+	reserved bool // a reservation was tried: conn is nil when none was lent
+	ctx      context.Context
+	// last is the batch whose vectors were asked for last: the next batch's query waits
+	// for it, the connection running one at a time.
+	last *batchVectors
+}
+
+// reserve asks the pool for the connection once; it reports whether there is one.
+func (v *vectorConn) reserve(ctx context.Context) bool {
+	if !v.reserved {
+		v.reserved = true
+		wait, cancel := context.WithTimeout(ctx, vectorsReserveWait)
+		conn, err := v.pool.Connx(wait)
+		cancel()
+		if err == nil {
+			v.conn, v.ctx = conn, ctx
+		}
+	}
+	return v.conn != nil
+}
+
+// release gives the connection back to the pool, once the query running on it, if
+// any, has ended.
+func (v *vectorConn) release() {
+	if v.conn != nil {
+		v.conn.Close()
+		v.conn = nil
+	}
+}
+
+// batchVectors are a batch's search vectors as text, by row, being computed.
+type batchVectors struct {
+	done    chan struct{}
+	vectors []any // a row's vector, nil for a deleted message
+	err     error
+}
+
+// compute starts computing the vectors of rows (messageCopyColumns' values) on the
+// connection, on a goroutine of its own, once the last batch's are.
+func (v *vectorConn) compute(rows [][]any) *batchVectors {
+	bv := &batchVectors{done: make(chan struct{}), vectors: make([]any, len(rows))}
+	last := v.last
+	v.last = bv
+	go func() {
+		defer close(bv.done)
+		defer func() {
+			// As in sendBehind: a panic here would end the process.
+			if r := recover(); r != nil {
+				bv.err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+			}
+		}()
+		if last != nil {
+			<-last.done
+		}
+		bv.err = v.query(rows, bv.vectors)
+	}()
+	return bv
+}
+
+// The columns of messageCopyColumns the vectors are computed from.
+const (
+	colKind        = 4
+	colContent     = 6
+	colToolCalls   = 7
+	colToolResults = 8
+	colPayload     = 9
+	colDeletedAt   = 17
+)
+
+// vectorsQueryBytes bounds the text sent with one query: the arrays it is sent as are
+// copies of it, made twice over (lib/pq's encoding and its buffer). A batch of large
+// messages (flushBytes, 16 MiB) sent whole took the peak memory of a 200 MB import
+// (cmd/parley's TestImportLargeSessionBoundedMemory) from main's 174 MiB to 389 MiB;
+// sent 2 MiB at a time, 238 MiB; 256 KiB at a time, 214 MiB.
+const vectorsQueryBytes = 256 << 10
+
+// query fills vectors with those of rows that are not deleted (a deleted message has no
+// vector, as the trigger would give it), with as many queries as vectorsQueryBytes
+// takes.
+func (v *vectorConn) query(rows [][]any, vectors []any) error {
+	var q vectorsQuery
+	for i, r := range rows {
+		if r[colDeletedAt] != nil {
+			continue
+		}
+		q.add(i, r)
+		if q.bytes >= vectorsQueryBytes {
+			if err := q.send(v, vectors); err != nil {
+				return err
+			}
+		}
+	}
+	return q.send(v, vectors)
+}
+
+// vectorsQuery is the messages of a query of searchVectorsSQL, and where their vectors go.
+type vectorsQuery struct {
+	kinds, contents, payloads []string
+	calls, results            []sql.NullString
+	index                     []int // the rows' places in the batch
+	bytes                     int
+}
+
+// add adds the row r, the batch's i-th.
+func (q *vectorsQuery) add(i int, r []any) {
+	q.index = append(q.index, i)
+	q.kinds = append(q.kinds, r[colKind].(sql.NullString).String)
+	q.contents = append(q.contents, r[colContent].(string))
+	q.payloads = append(q.payloads, vectorPayload(q.kinds[len(q.kinds)-1], r[colPayload].(string)))
+	q.calls = append(q.calls, nullString(r[colToolCalls]))
+	q.results = append(q.results, nullString(r[colToolResults]))
+	q.bytes += len(q.contents[len(q.contents)-1]) + len(q.payloads[len(q.payloads)-1]) +
+		len(q.calls[len(q.calls)-1].String) + len(q.results[len(q.results)-1].String)
+}
+
+// send runs the query on v's connection, puts the vectors in their rows' places, and
+// empties q.
+func (q *vectorsQuery) send(v *vectorConn, vectors []any) error {
+	if len(q.index) == 0 {
+		return nil
+	}
+	got, err := v.conn.QueryContext(v.ctx, searchVectorsSQL, pq.Array(q.kinds), pq.Array(q.contents), pq.Array(q.payloads),
+		pq.Array(q.calls), pq.Array(q.results))
+	if err != nil {
+		return err
+	}
+	defer got.Close()
+	n := 0
+	for got.Next() {
+		var at int
+		var vec string
+		if err := got.Scan(&at, &vec); err != nil {
+			return err
+		}
+		if at < 1 || at > len(q.index) {
+			return fmt.Errorf("a vector for message %d of %d", at, len(q.index))
+		}
+		vectors[q.index[at-1]] = vec
+		n++
+	}
+	if err := got.Err(); err != nil {
+		return err
+	}
+	if n != len(q.index) {
+		return fmt.Errorf("%d vectors for %d messages", n, len(q.index))
+	}
+	*q = vectorsQuery{}
+	return nil
+}
+
+// wait returns the vectors once computed.
+func (bv *batchVectors) wait() ([]any, error) {
+	<-bv.done
+	if bv.err != nil {
+		return nil, fmt.Errorf("compute search vectors on a second connection: %w", bv.err)
+	}
+	return bv.vectors, nil
+}
+
+// thinkingKind is how a thinking part's kind is written in a payload (encoding/json
+// escapes none of its letters).
+var thinkingKind = `"` + string(parley.PartThinking) + `"`
+
+// vectorPayload is payload as message_search_vectors needs it. For a text message, a
+// tool request or a tool result, whose payload Parley encodes (encodeMessage) and from
+// which the vector takes only thinking parts: {}, which gives the same vector, when
+// the payload has no thinking part, for a payload repeats its message's content, part
+// by part, and would be half of the text sent. Whole for every other kind.
+func vectorPayload(kind, payload string) string {
+	switch parley.MessageKind(kind) {
+	case parley.KindText, parley.KindToolRequest, parley.KindToolResult:
+		if !strings.Contains(payload, thinkingKind) {
+			return "{}"
+		}
+	}
+	return payload
+}
+
+// nullString is a nullJSON value as an array element.
+func nullString(v any) sql.NullString {
+	s, ok := v.(string)
+	return sql.NullString{String: s, Valid: ok}
+}
