@@ -117,11 +117,7 @@ func TestImportFailingBatchLeavesNothing(t *testing.T) {
 		CREATE TRIGGER refuse_marked BEFORE INSERT ON messages FOR EACH ROW WHEN (NEW.content = 'REFUSE-ME') EXECUTE FUNCTION refuse_marked()`); err != nil {
 		t.Fatal(err)
 	}
-	var buf strings.Builder
-	if err := sessiongen.Write(&buf, 5200); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.SplitAfter(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	lines := sessionLines(t, 5200)
 	marked := jsonl(t, ccUser("refused", "REFUSE-ME"))
 	truncated := `{"type":"user","uuid":"u2","message":{"role":"us` + "\n"
 	for _, tt := range []struct {
@@ -169,11 +165,7 @@ func TestImportVectorsRefusedLeaveNothing(t *testing.T) {
 		END $$`); err != nil {
 		t.Fatal(err)
 	}
-	var buf strings.Builder
-	if err := sessiongen.Write(&buf, 5200); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.SplitAfter(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	lines := sessionLines(t, 5200)
 	marked := jsonl(t, ccUser("refused", "REFUSE-ME"))
 	for _, tt := range []struct {
 		name string
@@ -229,6 +221,17 @@ func TestImportWithPoolOfOne(t *testing.T) {
 	if differing != 0 {
 		t.Errorf("%d of %d imported messages have a vector other than the trigger's", differing, rep.Added)
 	}
+}
+
+// sessionLines is a generated Claude Code session of n messages, line by line, each
+// line with its newline but the last.
+func sessionLines(t *testing.T, n int) []string {
+	t.Helper()
+	var buf strings.Builder
+	if err := sessiongen.Write(&buf, n); err != nil {
+		t.Fatal(err)
+	}
+	return strings.SplitAfter(strings.TrimSuffix(buf.String(), "\n"), "\n")
 }
 
 // storedRows are the database's conversations and messages.
