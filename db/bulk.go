@@ -104,7 +104,8 @@ var stageColumns = append(messageCopyColumns[:len(messageCopyColumns):len(messag
 
 // newBulkWriter starts writing after the conversation's last message, continuing its
 // active branch. The conversation's row must be the transaction's.
-// The writer may borrow a second connection of pool (db/vectors.go): release it.
+// The writer may borrow a second connection of pool (db/vectors.go): the caller
+// releases it (release) when the import ends, however it ends.
 func newBulkWriter(ctx context.Context, pool *sqlx.DB, tx *txn, convKey string, fresh bool) (*bulkWriter, error) {
 	now, err := tx.Now(ctx)
 	if err != nil {
@@ -381,7 +382,8 @@ type sentBatch struct {
 	vectors *batchVectors
 }
 
-// store sends b with q: the messages through the staging table (importInsertSQL), the
+// store sends b with q: the messages through the staging table (importInsertSQL, or
+// importInsertVectorsSQL once their vectors are computed on the second connection), the
 // calls copied in after them (their rows name the messages), the stored calls' results.
 func (b *sentBatch) store(ctx context.Context, q *sqlx.Tx, convKey string) error {
 	if len(b.rows) > 0 {

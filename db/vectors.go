@@ -14,16 +14,18 @@ import (
 	"github.com/parley-dev/parley"
 )
 
-// An import's search vectors are most of what its transaction's backend does per
-// message after the rows themselves (docs/performance.md, the import's rounds), and
-// that backend is the import's bound: one core, while the machine has more. So from its
-// second batch on, an import has a batch's vectors computed on a second connection of
-// the pool, outside its transaction, while the transaction's backend stores the batch
-// before it; the vectors then come in the staging COPY, and the insert only reads them.
-// The second connection runs the insert's own function (message_search_vectors) with
-// the same configuration (search_config), so the vectors are those the insert, and the
-// trigger, would compute (interop's TestImportedVectorsAreTheTriggers). It reads nothing
-// of the transaction: everything it needs is sent with the query.
+// An import's search vectors are a good part of what its transaction's backend does
+// (1.4 s of its 5.0 s for the bench's 100,000 messages: docs/performance.md, the
+// import's rounds), and that backend is the import's bound: one core, while the machine
+// has more. So from its second batch on, an import has a batch's vectors computed on a
+// second connection of the pool, outside its transaction, while the transaction's
+// backend stores the batch before it; the vectors then come in the staging COPY, and
+// the insert only reads them. The second connection runs the insert's own function
+// (message_search_vectors) with the same configuration (search_config), so the vectors
+// are those the insert, and the trigger, would compute (interop's
+// TestImportedVectorsAreTheTriggers). It reads nothing of the transaction: everything
+// it needs is sent with the query. It costs CPU in all (the text sent twice, the
+// vectors printed and parsed again): it pays while a core has room for it.
 
 // vectorsReserveWait is how long an import waits for the pool to lend it a second
 // connection. A pool of one connection (the transaction holds it) or a pool busy with
