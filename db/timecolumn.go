@@ -9,8 +9,8 @@ import (
 )
 
 // timeColumn scans a timestamp selected as text (pageTime) into *t, as lib/pq would
-// have scanned the timestamptz in a session of the time zone zone (DB.zone). NULL sets *valid false, and is an error where valid is nil (a column
-// that is never NULL).
+// have scanned the timestamptz in a session of the time zone zone (DB.zone). NULL sets
+// *valid false, and is an error where valid is nil (a column that is never NULL).
 type timeColumn struct {
 	t     *time.Time
 	valid *bool
