@@ -47,7 +47,9 @@ type vectorConn struct {
 	pool     *sqlx.DB
 	conn     *sqlx.Conn
 	reserved bool // a reservation was tried: conn is nil when none was lent
-	ctx      context.Context
+	// ctx is the import's, for the connection's queries; release cancels it (stop).
+	ctx  context.Context
+	stop context.CancelFunc
 	// last is the batch whose vectors were asked for last: the next batch's query waits
 	// for it, the connection running one at a time.
 	last *batchVectors
@@ -61,19 +63,28 @@ func (v *vectorConn) reserve(ctx context.Context) bool {
 		conn, err := v.pool.Connx(wait)
 		cancel()
 		if err == nil {
-			v.conn, v.ctx = conn, ctx
+			v.conn = conn
+			v.ctx, v.stop = context.WithCancel(ctx)
 		}
 	}
 	return v.conn != nil
 }
 
-// release gives the connection back to the pool, once the query running on it, if
-// any, has ended.
+// release gives the connection back to the pool once no query of the import runs on
+// it. An import that ends early (an error, a cancellation) may still be computing the
+// vectors of a batch it will never store: those are cancelled and waited for, so that
+// the connection goes back between queries and the goroutines computing them never see
+// it released (the last batch's ends after every one before it).
 func (v *vectorConn) release() {
-	if v.conn != nil {
-		v.conn.Close()
-		v.conn = nil
+	if v.conn == nil {
+		return
 	}
+	v.stop()
+	if v.last != nil {
+		<-v.last.done
+	}
+	v.conn.Close()
+	v.conn = nil
 }
 
 // batchVectors are a batch's search vectors as text, by row, being computed.
