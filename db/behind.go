@@ -27,18 +27,22 @@ func (tx *txn) sendBehind(send func(q *sqlx.Tx) error) error {
 	done := make(chan error, 1)
 	tx.behind = done
 	go func() {
-		var err error
-		defer func() {
-			// A panic here would end the process: the request's own recover (the API's)
-			// is on another goroutine. It becomes the transaction's internal error.
-			if r := recover(); r != nil {
-				err = fmt.Errorf("statements sent behind: panic: %v\n%s", r, debug.Stack())
-			}
-			done <- err
-		}()
-		err = send(tx.sqlTx)
+		// A panic becomes the transaction's internal error.
+		done <- recovered("statements sent behind: ", func() error { return send(tx.sqlTx) })
 	}()
 	return nil
+}
+
+// recovered runs fn, on a goroutine of its own that a request started, and returns its
+// error, or its panic as an error whose message starts with what: a panic there would
+// end the process, the request's own recover (the API's) being on another goroutine.
+func recovered(what string, fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%spanic: %v\n%s", what, r, debug.Stack())
+		}
+	}()
+	return fn()
 }
 
 // settle waits for what was sent behind to end and returns its error: the first one, at

@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -102,29 +102,32 @@ func (v *vectorConn) compute(rows [][]any) *batchVectors {
 	v.last = bv
 	go func() {
 		defer close(bv.done)
-		defer func() {
-			// As in sendBehind: a panic here would end the process.
-			if r := recover(); r != nil {
-				bv.err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
-			}
-		}()
 		if last != nil {
 			<-last.done
 		}
-		bv.err = v.query(rows, bv.vectors)
+		bv.err = recovered("", func() error { return v.query(rows, bv.vectors) })
 	}()
 	return bv
 }
 
 // The columns of messageCopyColumns the vectors are computed from.
-const (
-	colKind        = 4
-	colContent     = 6
-	colToolCalls   = 7
-	colToolResults = 8
-	colPayload     = 9
-	colDeletedAt   = 17
+var (
+	colKind        = copyColumn("kind")
+	colContent     = copyColumn("content")
+	colToolCalls   = copyColumn("tool_calls")
+	colToolResults = copyColumn("tool_results")
+	colPayload     = copyColumn("payload")
+	colDeletedAt   = copyColumn("deleted_at")
 )
+
+// copyColumn is the place of column in messageCopyColumns, the rows' layout.
+func copyColumn(column string) int {
+	i := slices.Index(messageCopyColumns, column)
+	if i < 0 {
+		panic("db: messageCopyColumns has no " + column)
+	}
+	return i
+}
 
 // vectorsQueryBytes bounds the text sent with one query: the arrays it is sent as are
 // copies of it, made twice over (lib/pq's encoding and its buffer). A batch of large

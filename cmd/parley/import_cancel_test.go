@@ -68,6 +68,7 @@ func TestImportCancelledWhileVectorsComputed(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("no vectors computed on a second connection within 60 s")
 		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	cancel()
 	select {
