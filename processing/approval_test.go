@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/parley-dev/parley/internal/poll"
 )
 
 type awaitingNode struct {
@@ -156,13 +157,12 @@ func TestAwaitingSubscription(t *testing.T) {
 		t.Errorf("got %d subscribers while subscribed, want 1", n)
 	}
 	sub.close()
-	deadline := time.Now().Add(wait)
-	for e.Hub.Stats().Watchers != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("got %d subscribers after closing, want 0", e.Hub.Stats().Watchers)
+	poll.Until(t, "no subscriber after closing", wait, func() error {
+		if n := e.Hub.Stats().Watchers; n != 0 {
+			return fmt.Errorf("%d subscribers", n)
 		}
-		time.Sleep(10 * time.Millisecond) // polling, with a deadline
-	}
+		return nil
+	})
 }
 
 // Deciding calls and adding results for other calls of the same request at the same

@@ -18,6 +18,7 @@ import (
 
 	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/pgtest"
+	"github.com/parley-dev/parley/internal/poll"
 	"github.com/parley-dev/parley/internal/testserver"
 	"github.com/parley-dev/parley/realtime"
 	"github.com/parley-dev/parley/server"
@@ -67,15 +68,7 @@ func waitUntil(t *testing.T, what string, signal <-chan struct{}, cond func() bo
 // conditions nothing signals (another process's state).
 func pollUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", wait, what)
-		}
-		<-tick.C
-	}
+	poll.For(t, what, wait, cond)
 }
 
 // The GraphQL websocket subprotocols.

@@ -15,6 +15,7 @@ import (
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/pgtest"
+	"github.com/parley-dev/parley/internal/poll"
 	"github.com/parley-dev/parley/internal/testserver"
 	"github.com/parley-dev/parley/metrics"
 	"github.com/parley-dev/parley/realtime"
@@ -210,22 +211,6 @@ func ready(baseURL string) int {
 	return resp.StatusCode
 }
 
-// pollFor polls cond every few milliseconds until it holds, failing t after limit,
-// and returns how long it took.
-func pollFor(t *testing.T, what string, limit time.Duration, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Since(start) > limit {
-			t.Fatalf("timed out after %s waiting for %s", limit, what)
-		}
-		<-tick.C
-	}
-	return time.Since(start)
-}
-
 // TestPostgresStoppedAndRestarted stops Postgres (its own cluster, so other tests are
 // unaffected) under write and subscription load, then starts it again, without
 // restarting the server. While it is down, every write and read fails within failFast
@@ -274,7 +259,7 @@ func TestPostgresStoppedAndRestarted(t *testing.T) {
 			w.halt()
 		}
 	}()
-	pollFor(t, "30 messages written and received", wait, func() bool { return w.count(time.Time{}, true) >= 30 && received(30) })
+	poll.For(t, "30 messages written and received", wait, func() bool { return w.count(time.Time{}, true) >= 30 && received(30) })
 
 	// Down.
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
@@ -285,8 +270,8 @@ func TestPostgresStoppedAndRestarted(t *testing.T) {
 	}
 	down := time.Now()
 	t.Logf("Postgres stopped in %s", down.Sub(stopping).Round(time.Millisecond))
-	toNotReady := pollFor(t, "/readyz to say 503", 10*time.Second, func() bool { return ready(r.URL) == http.StatusServiceUnavailable })
-	pollFor(t, "15 failed writes", wait, func() bool { return w.count(down, false) >= 15 })
+	toNotReady := poll.For(t, "/readyz to say 503", 10*time.Second, func() bool { return ready(r.URL) == http.StatusServiceUnavailable })
+	poll.For(t, "15 failed writes", wait, func() bool { return w.count(down, false) >= 15 })
 
 	// Reads and new subscriptions fail the same way.
 	for name, query := range map[string]string{
@@ -311,7 +296,7 @@ func TestPostgresStoppedAndRestarted(t *testing.T) {
 	// reads fail for retryFor, and their subscriptions end, telling them to subscribe
 	// again (a websocket error SERVICE_UNAVAILABLE; an SSE stream cut without complete).
 	r.Hub.Resync()
-	pollFor(t, "the subscriptions to end", wait, func() bool {
+	poll.For(t, "the subscriptions to end", wait, func() bool {
 		for _, f := range followers {
 			if !f.subs[len(f.subs)-1].over() {
 				return false
@@ -336,16 +321,16 @@ func TestPostgresStoppedAndRestarted(t *testing.T) {
 	}
 	up := time.Now()
 	t.Logf("Postgres started again in %s", up.Sub(restarting).Round(time.Millisecond))
-	toReady := pollFor(t, "/readyz to say 200", wait, func() bool { return ready(r.URL) == http.StatusOK })
-	toWrite := pollFor(t, "a write to succeed", wait, func() bool { return w.count(up, true) >= 1 })
-	pollFor(t, "30 more messages written", wait, func() bool { return w.count(up, true) >= 30 })
+	toReady := poll.For(t, "/readyz to say 200", wait, func() bool { return ready(r.URL) == http.StatusOK })
+	toWrite := poll.For(t, "a write to succeed", wait, func() bool { return w.count(up, true) >= 1 })
+	poll.For(t, "30 more messages written", wait, func() bool { return w.count(up, true) >= 30 })
 	w.halt()
 
 	var last int
 	if err := r.Store.SQL().Get(&last, `SELECT last_position FROM conversations`); err != nil {
 		t.Fatal(err)
 	}
-	pollFor(t, fmt.Sprintf("every follower to receive %d messages", last), wait, func() bool { return received(last) })
+	poll.For(t, fmt.Sprintf("every follower to receive %d messages", last), wait, func() bool { return received(last) })
 	caughtUp := time.Since(up)
 	for _, f := range followers {
 		checkSequence(t, f.name, positions(f.events()), 1, last)
@@ -354,7 +339,7 @@ func TestPostgresStoppedAndRestarted(t *testing.T) {
 		}
 		t.Logf("%s: %d messages over %d subscriptions", f.name, last, len(f.subs))
 	}
-	pollFor(t, "the listener to reconnect", wait, func() bool {
+	poll.For(t, "the listener to reconnect", wait, func() bool {
 		return sample(scrape(t, r.URL), "parley_listener_reconnects_total") == 1
 	})
 	relistened := time.Since(up)
@@ -410,7 +395,7 @@ func TestPostgresStoppedAndRestarted(t *testing.T) {
 	if a := addMessageAttempt(r.URL, conv, "after the crash"); !a.ok() || a.position != last+1 {
 		t.Fatalf("first write after the crash: got %s %q at position %d, want success at %d", a.code, a.message, a.position, last+1)
 	}
-	pollFor(t, "every follower to receive the message written after the crash", wait, func() bool { return received(last + 1) })
+	poll.For(t, "every follower to receive the message written after the crash", wait, func() bool { return received(last + 1) })
 	for _, f := range followers {
 		checkSequence(t, f.name+" after the crash", positions(f.events()), 1, last+1)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/db"
+	"github.com/parley-dev/parley/internal/poll"
 	"github.com/parley-dev/parley/internal/testserver"
 	"github.com/parley-dev/parley/interop/anthropic"
 	"github.com/parley-dev/parley/interop/openai"
@@ -371,19 +372,15 @@ func TestLiveToolCallIDReused(t *testing.T) {
 	if got.MessageStatus != "ABORTED" || len(got.ToolCalls) != 2 || got.ToolCalls[0].ID != "call_9" {
 		t.Errorf("aborted: got %s with calls %+v, want ABORTED with call_9 and call_10", got.MessageStatus, got.ToolCalls)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got := readMessage(t, srv, swept.ID)
-		if got.MessageStatus == "INTERRUPTED" {
-			if len(got.ToolCalls) != 2 || got.ToolCalls[0].ID != "call_9" || string(got.ToolCalls[1].Arguments) != `{"q":"y"}` {
-				t.Errorf("interrupted: got calls %+v, want call_9 and call_11 as they arrived", got.ToolCalls)
-			}
-			break
+	poll.Until(t, "the sweeper to close the message after its 1 s lease", 30*time.Second, func() error {
+		got = readMessage(t, srv, swept.ID)
+		if got.MessageStatus != "INTERRUPTED" {
+			return fmt.Errorf("status %s", got.MessageStatus)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the sweeper has not closed the message 30 s after its 1 s lease: %s", got.MessageStatus)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	})
+	if len(got.ToolCalls) != 2 || got.ToolCalls[0].ID != "call_9" || string(got.ToolCalls[1].Arguments) != `{"q":"y"}` {
+		t.Errorf("interrupted: got calls %+v, want call_9 and call_11 as they arrived", got.ToolCalls)
 	}
 	// Their other calls are indexed: results can answer them.
 	for _, id := range []string{"call_10", "call_11"} {

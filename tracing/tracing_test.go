@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/parley-dev/parley/auth"
 	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/pgtest"
+	"github.com/parley-dev/parley/internal/poll"
 	"github.com/parley-dev/parley/internal/testserver"
 	"github.com/parley-dev/parley/server"
 	"github.com/parley-dev/parley/tracing"
@@ -141,17 +143,14 @@ func TestSpans(t *testing.T) {
 // waitSpans polls exp until done holds for its spans, for at most 30 s.
 func waitSpans(t *testing.T, exp *tracetest.InMemoryExporter, done func(tracetest.SpanStubs) bool) tracetest.SpanStubs {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		spans := exp.GetSpans()
-		if done(spans) {
-			return spans
+	var spans tracetest.SpanStubs
+	poll.Until(t, "the spans", 30*time.Second, func() error {
+		if spans = exp.GetSpans(); !done(spans) {
+			return fmt.Errorf("got %v", names(spans))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("spans not there after 30 s; got %v", names(spans))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
+	return spans
 }
 
 func count(spans tracetest.SpanStubs, name string) int {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley/internal/pgtest"
+	"github.com/parley-dev/parley/internal/poll"
 	"github.com/parley-dev/parley/internal/testserver"
 )
 
@@ -51,18 +52,11 @@ func TestKill9Streaming(t *testing.T) {
 			Text          string
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.For(t, "the message to end after its writer was killed (lease 2 s)", 30*time.Second, func() bool {
 		other.MustDo(t, `query($id: ID!) { node(id: $id) { ... on MessageBase { messageStatus statusReason } ... on TextMessage { text } } }`,
 			map[string]any{"id": id}, &got)
-		if got.Node.MessageStatus != "STREAMING" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still STREAMING 30 s after its writer was killed (lease 2 s)")
-		}
-		time.Sleep(50 * time.Millisecond) // polling another process's outcome, with a deadline
-	}
+		return got.Node.MessageStatus != "STREAMING"
+	})
 	if got.Node.MessageStatus != "INTERRUPTED" || !strings.Contains(got.Node.StatusReason, "writer went away") {
 		t.Fatalf("got %s (%q), want INTERRUPTED saying the writer went away", got.Node.MessageStatus, got.Node.StatusReason)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley/internal/pgtest"
+	"github.com/parley-dev/parley/internal/poll"
 )
 
 // TestAccessLogTraced: with tracing on (OTEL_TRACES_EXPORTER=console), a request's
@@ -31,27 +33,24 @@ func TestAccessLogTraced(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		for _, line := range strings.Split(p.stderr.String(), "\n") {
-			var rec map[string]any
-			if json.Unmarshal([]byte(line), &rec) != nil || rec["msg"] != "request" || rec["path"] != "/graphql" {
-				continue
+	var line string
+	var rec map[string]any
+	poll.Until(t, "an access log line for /graphql", 30*time.Second, func() error {
+		for _, line = range strings.Split(p.stderr.String(), "\n") {
+			rec = nil // a line's own fields, not merged into the last one's
+			if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "request" && rec["path"] == "/graphql" {
+				return nil
 			}
-			if rec["trace_id"] != traceID || rec["owner"] != "local" || rec["operation"] != "Named" || rec["operationType"] != "mutation" {
-				t.Errorf("access log line: got %s, want trace_id %s, owner local, operation Named, operationType mutation", line, traceID)
-			}
-			if d, ok := rec["durationMs"].(float64); !ok || d <= 0 {
-				t.Errorf("access log line: got durationMs %v, want a positive number of milliseconds", rec["durationMs"])
-			}
-			checkServiceVersion(t, p)
-			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no access log line for /graphql within 30 s:\n%s", p.stderr)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return fmt.Errorf("the log:\n%s", p.stderr)
+	})
+	if rec["trace_id"] != traceID || rec["owner"] != "local" || rec["operation"] != "Named" || rec["operationType"] != "mutation" {
+		t.Errorf("access log line: got %s, want trace_id %s, owner local, operation Named, operationType mutation", line, traceID)
 	}
+	if d, ok := rec["durationMs"].(float64); !ok || d <= 0 {
+		t.Errorf("access log line: got durationMs %v, want a positive number of milliseconds", rec["durationMs"])
+	}
+	checkServiceVersion(t, p)
 }
 
 // TestMetricsNotOnAPIWithAuth: once authentication is configured, /metrics is not
@@ -88,13 +87,12 @@ func freeAddr(t *testing.T) string {
 func checkServiceVersion(t *testing.T, p *process) {
 	t.Helper()
 	want := `{"Key":"service.version","Value":{"Type":"STRING","Value":` + strconv.Quote(clientVersion) + `}}`
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(p.stdout.String(), `"service.version"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no span with a service.version within 30 s:\n%s", p.stdout)
+	poll.Until(t, "a span with a service.version", 30*time.Second, func() error {
+		if !strings.Contains(p.stdout.String(), `"service.version"`) {
+			return fmt.Errorf("the spans:\n%s", p.stdout)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if out := strings.ReplaceAll(p.stdout.String(), " ", ""); !strings.Contains(strings.ReplaceAll(out, "\n", ""), want) {
 		t.Errorf("the spans' resource: want %s in\n%.2000s", want, p.stdout)
 	}

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/parley-dev/parley/internal/poll"
 )
 
 // actAsParley, set to 1 in a child's environment, makes this test binary run parley's
@@ -232,18 +234,14 @@ func TestSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Shutdown has begun once the listener is closed.
-	deadline := time.Now().Add(time.Minute)
-	for {
+	poll.For(t, "the listener to close after SIGTERM", time.Minute, func() bool {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
-			break
+			return true
 		}
 		c.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("still accepting connections a minute after SIGTERM")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	})
 	if _, err := conn.Write(inflight[half:]); err != nil {
 		t.Fatalf("finish the in-flight request: %v", err)
 	}
@@ -329,19 +327,14 @@ func TestKill9(t *testing.T) {
 			}
 		})
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
+	poll.Until(t, "100 messages written", time.Minute, func() error {
 		mu.Lock()
-		n := len(acked)
-		mu.Unlock()
-		if n >= 100 {
-			break
+		defer mu.Unlock()
+		if len(acked) < 100 {
+			return fmt.Errorf("%d written", len(acked))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d messages written in a minute", n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	if err := p.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}

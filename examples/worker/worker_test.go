@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley/internal/pgtest"
+	"github.com/parley-dev/parley/internal/poll"
 	"github.com/parley-dev/parley/internal/testserver"
 )
 
@@ -137,19 +139,18 @@ tools:
 	// The worker runs the four approved calls; poll the history until their results are in.
 	var nodes []historyNode
 	results := map[string]historyNode{}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(results) < 4 {
-		if time.Now().After(deadline) {
-			t.Fatalf("got results for %d calls, want 4: %+v", len(results), results)
-		}
-		time.Sleep(50 * time.Millisecond) // polling the API, with a deadline
+	poll.Until(t, "results for the 4 decided calls", 30*time.Second, func() error {
 		nodes = history(t, srv, conv)
 		for _, n := range nodes {
 			if n.Typename == "ToolResultMessage" {
 				results[n.ToolCallID] = n
 			}
 		}
-	}
+		if len(results) < 4 {
+			return fmt.Errorf("results for %d: %+v", len(results), results)
+		}
+		return nil
+	})
 	request := nodes[0]
 	decided := map[string]time.Time{}
 	for _, c := range request.ToolCalls {
@@ -255,33 +256,29 @@ func TestLapsedClaimIsOfferedAgain(t *testing.T) {
 	go func() { defer wg.Done(); w.Run(ctx) }()
 
 	// The waiting worker is offered the call, and refused while the claim lasts.
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(logs.String(), "not claimed; leaving it") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the worker was never refused the claimed call; its log:\n%s", logs.String())
+	poll.Until(t, "the worker to be refused the claimed call", 30*time.Second, func() error {
+		if !strings.Contains(logs.String(), "not claimed; leaving it") {
+			return fmt.Errorf("its log:\n%s", logs.String())
 		}
-		time.Sleep(20 * time.Millisecond) // polling the worker's log, with a deadline
-	}
+		return nil
+	})
 	// The dead worker's last renewal lapses in a second: nothing is written then.
 	claim(1)
 
-	for {
-		var result *historyNode
+	var result *historyNode
+	poll.Until(t, "the waiting worker to take up the lapsed claim", 30*time.Second, func() error {
 		for _, n := range history(t, srv, conv) {
 			if n.Typename == "ToolResultMessage" && n.ToolCallID == "c-echo" {
 				result = &n
 			}
 		}
-		if result != nil {
-			if result.Status != "SUCCESS" || !jsonEqual(result.Output, `{"text": "again"}`) {
-				t.Errorf("got %s %s, want SUCCESS {\"text\": \"again\"}", result.Status, result.Output)
-			}
-			break
+		if result == nil {
+			return fmt.Errorf("its log:\n%s", logs.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the lapsed claim was never taken up by the waiting worker; its log:\n%s", logs.String())
-		}
-		time.Sleep(50 * time.Millisecond) // polling the API, with a deadline
+		return nil
+	})
+	if result.Status != "SUCCESS" || !jsonEqual(result.Output, `{"text": "again"}`) {
+		t.Errorf("got %s %s, want SUCCESS {\"text\": \"again\"}", result.Status, result.Output)
 	}
 	if n := strings.Count(logs.String(), "not claimed; leaving it"); n != 1 {
 		t.Errorf("the worker was refused %d times, want once (offered again only when the claim lapsed); its log:\n%s", n, logs.String())
