@@ -79,6 +79,13 @@ type DB struct {
 	// one line again is read right all the same, and dropped from it; one it does not
 	// name is found out by linePageSQL.
 	notLines *lru.Cache[string, struct{}]
+	// largeMessages holds, for the conversations whose last FindConversationPage found
+	// their page too large to be read without the byte budget's window (pageFits), the
+	// bound of their messages' size it read (max_message_bytes, migration 000026): a
+	// page that bound says does not fit is read by linePageSQL straight away. A hint
+	// only, as notLines is: the bound only grows, so a page it says does not fit does
+	// not, and one it says fits is checked by fittingLinePageSQL all the same.
+	largeMessages *lru.Cache[string, int64]
 }
 
 // notLineHints is how many conversations DB.notLines remembers, the most recently read.
@@ -146,6 +153,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 	db.origin = fmt.Sprintf("%016x", rand.Uint64()) // unique enough among a database's processes
 	// lru.New fails only for a size below 1.
 	db.notLines, _ = lru.New[string, struct{}](notLineHints)
+	db.largeMessages, _ = lru.New[string, int64](notLineHints)
 	if cfg.TracerProvider != nil {
 		db.tracer = cfg.TracerProvider.Tracer("github.com/parley-dev/parley/db")
 	}

@@ -43,6 +43,9 @@ var ConversationPageSQL = conversationPageSQL
 // LinePageSQL is linePageSQL, for the plan tests.
 var LinePageSQL = linePageSQL
 
+// FittingLinePageSQL is fittingLinePageSQL, for the plan tests.
+var FittingLinePageSQL = fittingLinePageSQL
+
 // NotALine reports whether DB.notLines names the conversation id.
 func (db *DB) NotALine(id string) bool {
 	key, _ := parley.ParseConversationID(id)

@@ -63,15 +63,24 @@ func TestPagePlansAreIndexRangeScans(t *testing.T) {
 		sql   map[bool]string
 		args  string // EXECUTE's arguments after the conversation's: $2... as printf verbs
 		extra int    // rows besides the page's
+		// window: whether the plan may sum the byte budget (a WindowAgg); only the head
+		// row comes when it is -1 (a page too large for fittingLinePageSQL).
+		window bool
+		only   int
 	}{
-		{"page", db.PageSQL, "'{%s}', %d, %d, %d, '%s', -1, 0, 0", 0},
-		{"conversation_page", db.ConversationPageSQL, "'%s', %d, %d, %d, '%s', 0, false", 1},
+		{"page", db.PageSQL, "'{%s}', %d, %d, %d, '%s', -1, 0, 0", 0, true, 0},
+		{"conversation_page", db.ConversationPageSQL, "'%s', %d, %d, %d, '%s', 0, false", 1, true, 0},
 		// With the tree fields: each row's parent, one more probe of the index per page.
-		{"conversation_page", db.ConversationPageSQL, "'%s', %d, %d, %d, '%s', 0, true", 1},
+		{"conversation_page", db.ConversationPageSQL, "'%s', %d, %d, %d, '%s', 0, true", 1, true, 0},
 		// linePageSQL, conversationPageSQL for a conversation without branches or a
 		// shared history, as both of these are.
-		{"line_page", db.LinePageSQL, "'%s', %d, %d, %d, '%s', 0, false", 1},
-		{"line_page", db.LinePageSQL, "'%s', %d, %d, %d, '%s', 0, true", 1},
+		{"line_page", db.LinePageSQL, "'%s', %d, %d, %d, '%s', 0, false", 1, true, 0},
+		{"line_page", db.LinePageSQL, "'%s', %d, %d, %d, '%s', 0, true", 1, true, 0},
+		// fittingLinePageSQL: a page that fits its budget (none, or 16 MiB) is read
+		// without the window; one that does not (a budget of a byte), not at all.
+		{"line_page_fitting", db.FittingLinePageSQL, "'%s', %d, %d, %d, '%s', 0, false", 1, false, 0},
+		{"line_page_fitting", db.FittingLinePageSQL, "'%s', %d, %d, %d, '%s', 16777216, true", 1, false, 0},
+		{"line_page_fitting", db.FittingLinePageSQL, "'%s', %d, %d, %d, '%s', 1, false", 1, false, -1},
 	}
 	prepared := map[string]bool{}
 	for _, st := range statements {
@@ -108,8 +117,12 @@ func TestPagePlansAreIndexRangeScans(t *testing.T) {
 		}
 		for _, st := range statements {
 			for _, tc := range tests {
-				checkPagePlan(t, conn, mode+", "+st.name+"("+st.args[len(st.args)-5:]+"), "+tc.name, st.name, tc.backward,
-					fmt.Sprintf(st.args, *tc.conv, tc.after, tc.before, limit, owner), tc.rows+st.extra)
+				rows := tc.rows + st.extra
+				if st.only < 0 {
+					rows = st.extra
+				}
+				checkPagePlan(t, conn, mode+", "+st.name+"("+st.args[strings.LastIndex(st.args, "'")+3:]+"), "+tc.name, st.name, tc.backward,
+					fmt.Sprintf(st.args, *tc.conv, tc.after, tc.before, limit, owner), rows, st.window)
 			}
 		}
 	}
@@ -117,8 +130,9 @@ func TestPagePlansAreIndexRangeScans(t *testing.T) {
 
 // checkPagePlan EXPLAINs (ANALYZE) the prepared page statement stmt (_forward or
 // _backward) with args, and fails unless it reads messages by one index range scan
-// bounded on both sides, reading at most a page, and returns rows rows.
-func checkPagePlan(t *testing.T, conn *sqlx.Conn, name, stmt string, backward bool, args string, rows int) {
+// bounded on both sides, reading at most a page, and returns rows rows; without window,
+// also if it has a window (WindowAgg).
+func checkPagePlan(t *testing.T, conn *sqlx.Conn, name, stmt string, backward bool, args string, rows int, window bool) {
 	t.Helper()
 	const limit = 101
 	if backward {
@@ -171,6 +185,9 @@ func checkPagePlan(t *testing.T, conn *sqlx.Conn, name, stmt string, backward bo
 		if len(sort.find(func(n *planNode) bool { return n.Relation == "messages" })) > 0 {
 			t.Errorf("%s: the plan sorts messages (%s); the index gives the order:\n%s", name, sort.Type, out)
 		}
+	}
+	if w := root.find(func(n *planNode) bool { return n.Type == "WindowAgg" }); !window && len(w) > 0 {
+		t.Errorf("%s: the plan sums the byte budget (WindowAgg), which a page that fits it skips:\n%s", name, out)
 	}
 	// The conversation is read once (here by a scan of the table's one page, which is
 	// what Postgres does with a table this small).

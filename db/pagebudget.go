@@ -87,7 +87,7 @@ func (db *DB) scanRows(rows *sql.Rows, err error, expect, budget int, head *conv
 			headDest := []any{&c.ID, &skip[0], intColumn{&c.MessageCount}, &skip[1], &skip[2], &skip[3], &c.Title,
 				&skip[4], &skip[5], &skip[6], &c.ForkedFrom, timeColumn{t: &c.CreatedAt, zone: db.zone}, timeColumn{t: &c.UpdatedAt, zone: db.zone},
 				&skip[7], &skip[8], &skip[9], &skip[10], &skip[11], intColumn{&head.segments}, intColumn{&c.LastPosition}, &head.line,
-				&skip[12], &skip[13], &skip[14]}
+				&skip[12], intColumn{&head.maxMessageBytes}, &skip[14]}
 			if err := rows.Scan(headDest...); err != nil {
 				return nil, nil, err
 			}
@@ -182,7 +182,10 @@ type conversationHead struct {
 	row      conversationRow
 	segments int
 	line     bool // no branches and no shared history: linePageSQL reads its page
-	found    bool
+	// maxMessageBytes bounds the size of its messages (max_message_bytes): whether
+	// fittingLinePageSQL read its page (pageFits).
+	maxMessageBytes int
+	found           bool
 }
 
 // fitsPage is parley.FitsBudget for a page that may have been cut already: once a row of

@@ -137,6 +137,10 @@ func (db *DB) finishPage(ctx context.Context, rows []pageRow, b pageBounds, last
 // take two. A conversation linePageSQL found not to be one line is read again with
 // conversationPageSQL, and remembered (DB.notLines) so that its next reads take that
 // one statement. A page of another branch takes those two and the branch's lookup.
+// A line's page that fits its byte budget is read by fittingLinePageSQL, without the
+// budget's window; one whose conversation's row says it may not is read again with
+// conversationPageSQL, and the conversation remembered (DB.largeMessages) so that its
+// next pages too large for that are read with linePageSQL straight away.
 func (db *DB) FindConversationPage(ctx context.Context, id string, page parley.PageRequest) (*parley.Conversation, *parley.MessagePage, error) {
 	key, ok := parley.ParseConversationID(id)
 	if !ok {
@@ -158,10 +162,16 @@ func (db *DB) FindConversationPage(ctx context.Context, id string, page parley.P
 	if err != nil {
 		return nil, nil, err
 	}
-	args := []any{key, b.after, b.before, b.limit + 1, owner, max(page.MaxBytes, 0), page.Tree}
-	q, hinted := linePageSQL[b.backward], db.notLines.Contains(key)
-	if hinted {
+	budget := max(page.MaxBytes, 0)
+	args := []any{key, b.after, b.before, b.limit + 1, owner, budget, page.Tree}
+	q, hinted, fitting := linePageSQL[b.backward], db.notLines.Contains(key), false
+	switch bound, large := db.largeMessages.Get(key); {
+	case hinted:
 		q = conversationPageSQL[b.backward]
+	case b.backward && page.Tree: // its parents need the window (fittingLinePageSQL)
+	case large && !pageFits(budget, b.limit+1, int(bound)):
+	default:
+		q, fitting = fittingLinePageSQL[b.backward], true
 	}
 	var head conversationHead
 	rows, cut, err := db.readHeadedPage(ctx, q, args, b.limit+1, page.MaxBytes, &head)
@@ -172,6 +182,13 @@ func (db *DB) FindConversationPage(ctx context.Context, id string, page parley.P
 	case !head.line && !hinted:
 		// Branches, or a shared history: the page follows the chain, now and next time.
 		db.notLines.Add(key, struct{}{})
+		head = conversationHead{}
+		rows, cut, err = db.readHeadedPage(ctx, conversationPageSQL[b.backward], args, b.limit+1, page.MaxBytes, &head)
+	case fitting && !pageFits(budget, b.limit+1, head.maxMessageBytes):
+		// Messages too large for the page to be read without the budget's window: read
+		// with it, now and next time (conversationPageSQL, which reads any conversation,
+		// should it have stopped being one line since).
+		db.largeMessages.Add(key, int64(head.maxMessageBytes))
 		head = conversationHead{}
 		rows, cut, err = db.readHeadedPage(ctx, conversationPageSQL[b.backward], args, b.limit+1, page.MaxBytes, &head)
 	}
@@ -312,8 +329,23 @@ const linkExpansion = `SELECT own.id AS conv, l.seg, l.lo, l.hi, 0::bigint AS j,
 // and the reader takes the id it has just read, where Postgres would format a uuid and
 // lib/pq allocate a string for it a second time.
 func pageRange(backward bool, columns, conv, budget, parent string) string {
+	return pageRangeOf(backward, columns, conv, budget, parent, false)
+}
+
+// pageRangeOf is pageRange, and with fits, the range of a page known to fit its byte
+// budget (fitsBudget) and to be read by linePageSQL: the same rows without the window
+// (the budget's running sum, and the parents' lag), a quarter of Postgres's time for a
+// page of 100. A forward page's parents come without it: in one line the depths are
+// dense (no message row is ever deleted but with its conversation), so the range's
+// first row read is the one at depth $2 + 1, and every later row's parent is the row
+// read before it. A backward page's parents (lead) keep the window: pages with fits
+// send no parents when read backward (NULL).
+func pageRangeOf(backward bool, columns, conv, budget, parent string, fits bool) string {
 	rng, order := `depth > $2 AND depth <= LEAST(ch.hi, $2 + $4) AND depth < COALESCE(NULLIF($3, 0), `+noBound+`)`, "ASC"
 	previous, next := `WHEN lag(depth) OVER w IS NOT NULL THEN '`+sameAsPrevious+`'`, ""
+	if fits {
+		previous = `WHEN depth > $2 + 1 THEN '` + sameAsPrevious + `'`
+	}
 	if backward {
 		// The end: before ($3), or just past the branch's leaf.
 		end := `COALESCE(NULLIF($3, 0), ch.leaf + 1)`
@@ -332,6 +364,16 @@ func pageRange(backward bool, columns, conv, budget, parent string) string {
 					CASE WHEN depth - 1 = ch.bdepth AND ch.bdepth > 0 AND ch.seg = 0 THEN fork_message_id(ch.fno, ch.bdepth)::text END) END`, next)))
 	}
 	columns = sharedColumns(conv).Replace(columns)
+	if fits && backward && parent != "" {
+		// None (fittingLinePageSQL), with $7 named all the same: a statement's
+		// parameters are those it uses.
+		parentCol = fmt.Sprintf(", CASE WHEN %s THEN NULL::text END AS parent", parent)
+	}
+	if fits {
+		return fmt.Sprintf(`SELECT %s%s
+			FROM messages WHERE conversation_id = ch.conv AND segment = ch.seg AND %s
+			ORDER BY depth %s LIMIT $4`, columns, parentCol, rng, order)
+	}
 	return fmt.Sprintf(`SELECT %s FROM (
 			SELECT %s, sum(body_bytes) OVER w AS page_bytes%s
 			FROM messages WHERE conversation_id = ch.conv AND segment = ch.seg AND %s
@@ -392,9 +434,23 @@ func conversationPageQuery(backward bool) string {
 // FindConversationPage reads the page with conversationPageSQL. The page's range is
 // that of conversationPageSQL's one segment: an index range scan whatever the
 // statistics and the plan cache (db/page_plans_test.go).
-var linePageSQL = map[bool]string{false: linePageQuery(false), true: linePageQuery(true)}
+var linePageSQL = map[bool]string{false: linePageQuery(false, false), true: linePageQuery(true, false)}
 
-func linePageQuery(backward bool) string {
+// fittingLinePageSQL is linePageSQL for a page that fits its byte budget: the same
+// arguments, and the same rows when the conversation's row says that the page fits
+// (pageFits: $4 times the bound of its messages' size, max_message_bytes, migration
+// 000026, is within the budget $6, or there is none), read without the budget's window
+// (pageRangeOf with fits), a quarter of Postgres's time for a page of 100; when it does
+// not, the first row comes alone, as for a conversation that is not one line, and
+// FindConversationPage reads the page again with the window. Read backward its rows
+// hold no parents (NULL): a backward page of tree fields is read by linePageSQL.
+var fittingLinePageSQL = map[bool]string{false: linePageQuery(false, true), true: linePageQuery(true, true)}
+
+func linePageQuery(backward, fits bool) string {
+	line := "own.line"
+	if fits {
+		line = "own.line AND ($6 = 0 OR $4::bigint * own.max_message_bytes <= $6)" // pageFits
+	}
 	return fmt.Sprintf(`WITH own AS (%s)
 		%s
 		UNION ALL
@@ -402,23 +458,31 @@ func linePageQuery(backward bool) string {
 		CROSS JOIN LATERAL (SELECT own.id AS conv, 0 AS seg, %s AS hi, own.leaf AS leaf, false AS shared,
 			NULL::bigint AS fno, 0 AS bdepth) ch
 		CROSS JOIN LATERAL (%s) m
-		WHERE own.line`,
+		WHERE %s`,
 		ownQuery, headRow, noBound,
-		pageRange(backward, pageColumns, "NULL::text", "$6", "$7::boolean"))
+		pageRangeOf(backward, pageColumns, "NULL::text", "$6", "$7::boolean", fits), line)
+}
+
+// pageFits reports whether a page of at most rows messages, each of at most bound bytes
+// (max_message_bytes), fits the byte budget (0: none), so that the budget's running sum
+// cannot cut it: fittingLinePageSQL's condition, which it must stay.
+func pageFits(budget, rows, bound int) bool {
+	return budget <= 0 || int64(rows)*int64(bound) <= int64(budget)
 }
 
 // ownQuery reads the conversation of conversationPageSQL and linePageSQL: what headRow
 // sends of it, and what finding its active branch takes.
 var ownQuery = `SELECT ` + conversationColumns + `, segments, segments = 0 AND base_depth = 0 AS line,
-			active_segment, ` + leafDepth + ` AS leaf, ` + forkLinkColumns + ` FROM conversations WHERE id = $1 AND owner = $5`
+			active_segment, ` + leafDepth + ` AS leaf, ` + forkLinkColumns + `, max_message_bytes FROM conversations WHERE id = $1 AND owner = $5`
 
 // headRow is the first row of conversationPageSQL and linePageSQL: the conversation's
-// conversationColumns, its number of segments and whether it is one line (linePageSQL),
+// conversationColumns, its number of segments, whether it is one line (linePageSQL) and
+// the bound of its messages' size (fittingLinePageSQL),
 // each in a column of a message row (pageColumns and the parent) of its type, the
 // others NULL. Where the conversation's columns came first, NULL in every message row,
 // each page of 100 messages sent, read and scanned 900 NULLs.
 var headRow = `SELECT id::text, NULL, message_count, NULL, NULL, NULL, title, NULL, NULL, NULL, forked_from, ` +
-	pageTime("created_at") + `, ` + pageTime("updated_at") + `, NULL, NULL, NULL, NULL, NULL, segments, last_position, line, NULL, NULL, NULL FROM own`
+	pageTime("created_at") + `, ` + pageTime("updated_at") + `, NULL, NULL, NULL, NULL, NULL, segments, last_position, line, NULL, max_message_bytes, NULL FROM own`
 
 // messageWidth is how many columns pageColumns has.
 const messageWidth = 23
