@@ -805,10 +805,13 @@ func (db *DB) ForkConversation(ctx context.Context, messageID, title string) (*p
 			return parley.Errorf(parley.ECONFLICT, "messageId: a message on the path to %s is still streaming; fork once it has ended", messageID)
 		}
 		var row conversationRow
+		// The bound of its messages' size (migration 000026) covers the rows it shares:
+		// theirs covers them, and they do not change while shared.
 		if err := tx.GetContext(ctx, &row, `INSERT INTO conversations (title, owner, forked_from, fork_no, base_depth,
-				last_position, message_count, active_depth)
-			VALUES ($1, $2, $3, nextval('conversations_fork_no_seq'), $4, $4, $4, $4)
-			RETURNING `+conversationColumns, title, owner, key, src.Depth); err != nil {
+				last_position, message_count, active_depth, max_message_bytes)
+			VALUES ($1, $2, $3, nextval('conversations_fork_no_seq'), $4, $4, $4, $4,
+				(SELECT coalesce(max(max_message_bytes), 0) FROM conversations WHERE id = ANY ($5::uuid[])))
+			RETURNING `+conversationColumns, title, owner, key, src.Depth, pq.Array(convs)); err != nil {
 			return fmt.Errorf("create the fork: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, `WITH path AS (
