@@ -11,6 +11,10 @@
 //
 //	bin/parley-bench -only history -runs 1 -duration 1s -profile-for 0 -import-runs 0 -scale-messages 0 -keep -work /tmp/w
 //	go run ./bench/pair -work /tmp/w -parley /tmp/parley-before,bin/parley
+//
+// A binary given as BIN@DATABASE serves that database of the cluster instead of
+// "parley": a copy made before a newer binary migrated it (CREATE DATABASE parley_old
+// TEMPLATE parley), for a binary that refuses a schema newer than its own.
 package main
 
 import (
@@ -62,10 +66,22 @@ func run(ctx context.Context, work string, bins []string, n, warmup int) error {
 		return err
 	}
 	defer cluster.Stop(context.Background())
-	dsn := cluster.DSN("parley")
-	conv, err := historyConversation(ctx, dsn)
-	if err != nil {
-		return err
+	dsns := make([]string, len(bins))
+	var conv string
+	for i, bin := range bins {
+		dbname := "parley"
+		if b, name, ok := strings.Cut(bin, "@"); ok {
+			bins[i], dbname = b, name
+		}
+		dsns[i] = cluster.DSN(dbname)
+		c, err := historyConversation(ctx, dsns[i])
+		if err != nil {
+			return fmt.Errorf("%s: %w", dbname, err)
+		}
+		if conv != "" && c != conv {
+			return fmt.Errorf("%s: the history conversation is %s, not %s: not a copy of the same database", dbname, c, conv)
+		}
+		conv = c
 	}
 	body, err := json.Marshal(map[string]any{"query": selection.HistoryQuery, "variables": map[string]any{"c": conv}})
 	if err != nil {
@@ -75,7 +91,7 @@ func run(ctx context.Context, work string, bins []string, n, warmup int) error {
 	for i, bin := range bins {
 		// At the log level bin/parley-bench serves at (info: the access log on), where
 		// parleyproc's own is warn.
-		srv, err := parleyproc.Start(ctx, bin, dsn, filepath.Join(work, fmt.Sprintf("pair-%d.log", i)), "--log-level", "info")
+		srv, err := parleyproc.Start(ctx, bin, dsns[i], filepath.Join(work, fmt.Sprintf("pair-%d.log", i)), "--log-level", "info")
 		if err != nil {
 			return err
 		}
