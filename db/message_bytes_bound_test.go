@@ -19,6 +19,10 @@ import (
 // conversation's message sizes on its row (000026_message_bytes_bound).
 const messageBytesBoundMigration = 26
 
+// startingBound is where a conversation's bound starts (the column's default), which
+// every message up to that size is within: only larger messages move it.
+const startingBound = 16384
+
 // boundOf returns a conversation's bound of its messages' size (max_message_bytes) and
 // the size of the largest message a page of it can read (body_bytes): its own rows, and
 // for a linked fork the rows it shares.
@@ -48,8 +52,9 @@ func boundOf(t *testing.T, q sqlx.QueryerContext, conv string) (bound, largest i
 // read without summing it (fittingLinePageSQL), after every write that creates or grows
 // a message: a save, a streaming message's start, an append that grows its provenance,
 // its end, a file's resolution, an import, a fork (whose shared rows are another
-// conversation's) and the fork made real. After a write that grows the largest message
-// the bound is exactly its size (the bound follows it); after a tombstone it stays.
+// conversation's) and the fork made real. A small message leaves the starting bound;
+// after a write that grows the largest message past it, the bound is exactly its size
+// (the bound follows it); after a tombstone it stays.
 func TestMessageBytesBoundOnEveryWrite(t *testing.T) {
 	t.Parallel()
 	d, err := db.Open(t.Context(), pgtest.NewDatabase(t), db.Config{Assemblers: map[parley.StreamFormat]func() parley.StreamAssembler{
@@ -64,19 +69,23 @@ func TestMessageBytesBoundOnEveryWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// exact: the largest message is past the starting bound, and the bound is its size.
 	exact := func(step, conv string) {
 		t.Helper()
 		bound, largest := boundOf(t, d.SQL(), conv)
-		if largest == 0 || bound != largest {
-			t.Errorf("after %s: got a bound of %d, want the largest message's %d", step, bound, largest)
+		if largest <= startingBound || bound != largest {
+			t.Errorf("after %s: got a bound of %d, want the largest message's %d (more than %d)", step, bound, largest, startingBound)
 		}
 	}
-	if bound, _ := boundOf(t, d.SQL(), conv.ID); bound != 0 {
-		t.Errorf("a new conversation: got a bound of %d, want 0", bound)
+	starting := func(step, conv string) {
+		t.Helper()
+		if bound, largest := boundOf(t, d.SQL(), conv); bound != startingBound || largest > bound {
+			t.Errorf("after %s: got a bound of %d (largest message %d), want %d", step, bound, largest, startingBound)
+		}
 	}
-
+	starting("a new conversation", conv.ID)
 	addText(t, ctx, d, conv.ID, "small", parley.Placement{})
-	exact("a save", conv.ID)
+	starting("a small message's save", conv.ID)
 	large := addText(t, ctx, d, conv.ID, strings.Repeat("a large message ", 4000), parley.Placement{})
 	exact("a larger save", conv.ID)
 
@@ -90,7 +99,7 @@ func TestMessageBytesBoundOnEveryWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exact("a streaming message's start", live.ID)
+	starting("a streaming message's start", live.ID)
 	startBound, _ := boundOf(t, d.SQL(), live.ID)
 	if _, err := d.AppendProviderEvents(ctx, m.Meta().ID, parley.FormatOpenAIChat, 1, []parley.JSON{parley.JSON(`{"text": "hi"}`)}); err != nil {
 		t.Fatal(err)
@@ -167,7 +176,8 @@ func TestMessageBytesBoundOnEveryWrite(t *testing.T) {
 }
 
 // namingAssembler is a provider stream's assembler whose events are {"text": ...} and
-// name a model of a thousand letters: the message's provenance grows with the first.
+// name a model of 20,000 letters: the message's provenance grows past the starting
+// bound with the first.
 type namingAssembler struct{}
 
 func (*namingAssembler) AddJSON(raw []byte) ([]parley.Delta, error) {
@@ -179,7 +189,7 @@ func (*namingAssembler) AddJSON(raw []byte) ([]parley.Delta, error) {
 }
 
 func (*namingAssembler) Provenance() parley.Provenance {
-	return parley.Provenance{Provider: "stub", Model: strings.Repeat("m", 1000)}
+	return parley.Provenance{Provider: "stub", Model: strings.Repeat("m", 20000)}
 }
 
 // TestMessageBytesBoundMigration: going up to 000026 sets every conversation's bound
@@ -203,7 +213,7 @@ func TestMessageBytesBoundMigration(t *testing.T) {
 	must(q.GetContext(ctx, &src, `INSERT INTO conversations (owner, last_position, message_count) VALUES ('o', 3, 3) RETURNING id`))
 	must(q.GetContext(ctx, &empty, `INSERT INTO conversations (owner) VALUES ('o') RETURNING id`))
 	_, err := q.ExecContext(ctx, `INSERT INTO messages (conversation_id, position, kind, role, content)
-		VALUES ($1, 1, 'text', 'user', 'a'), ($1, 2, 'text', 'assistant', repeat('b', 5000)), ($1, 3, 'text', 'user', 'c')`, src)
+		VALUES ($1, 1, 'text', 'user', 'a'), ($1, 2, 'text', 'assistant', repeat('b', 20000)), ($1, 3, 'text', 'user', 'c')`, src)
 	must(err)
 	// A linked fork sharing src's first two messages, with none of its own.
 	must(q.GetContext(ctx, &fork, `INSERT INTO conversations (owner, fork_no, base_depth, last_position, message_count, active_depth)
@@ -217,11 +227,11 @@ func TestMessageBytesBoundMigration(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, conv string
-		nonzero    bool
+		large      bool // holding a message larger than the starting bound
 	}{{"a conversation", src, true}, {"an empty conversation", empty, false}, {"a linked fork", fork, true}} {
 		bound, largest := boundOf(t, q, tc.conv)
-		if bound != largest || (largest > 0) != tc.nonzero {
-			t.Errorf("%s after migrating up: got a bound of %d, want its largest message's %d", tc.name, bound, largest)
+		if bound != max(largest, startingBound) || (largest > startingBound) != tc.large {
+			t.Errorf("%s after migrating up: got a bound of %d, want %d (its largest message's %d)", tc.name, bound, max(largest, startingBound), largest)
 		}
 	}
 

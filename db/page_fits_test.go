@@ -42,7 +42,7 @@ func TestLinePageFitsOrIsCut(t *testing.T) {
 	for i := 1; i <= 20; i++ {
 		addText(t, ctx, d, even.ID, fmt.Sprintf("message %02d", i), parley.Placement{})
 	}
-	size, _ := boundOf(t, d.SQL(), even.ID)
+	bound, size := boundOf(t, d.SQL(), even.ID) // the starting bound, and each message's size
 
 	n := func(v int) *int { return &v }
 	cur := func(p int) *string { c := parley.MessageCursor(p); return &c }
@@ -63,12 +63,12 @@ func TestLinePageFitsOrIsCut(t *testing.T) {
 		{"the default budget", huge.ID, parley.PageRequest{First: n(30), MaxBytes: 16 << 20, Tree: true}, 30},
 		{"no budget", huge.ID, parley.PageRequest{Last: n(30)}, 30},
 		{"a page that fits before the large message", huge.ID, parley.PageRequest{First: n(10), MaxBytes: budget}, 10},
-		{"exactly fits", even.ID, parley.PageRequest{First: n(10), MaxBytes: 11 * size}, 10},
-		{"exactly fits, tree", even.ID, parley.PageRequest{First: n(10), After: cur(4), MaxBytes: 11 * size, Tree: true}, 10},
-		{"exactly fits, backward", even.ID, parley.PageRequest{Last: n(10), MaxBytes: 11 * size}, 10},
-		{"a byte short", even.ID, parley.PageRequest{First: n(10), MaxBytes: 11*size - 1}, 10},
-		{"a byte short, tree", even.ID, parley.PageRequest{First: n(10), After: cur(4), MaxBytes: 11*size - 1, Tree: true}, 10},
-		{"a byte short, backward", even.ID, parley.PageRequest{Last: n(10), MaxBytes: 11*size - 1}, 10},
+		{"exactly fits", even.ID, parley.PageRequest{First: n(10), MaxBytes: 11 * bound}, 10},
+		{"exactly fits, tree", even.ID, parley.PageRequest{First: n(10), After: cur(4), MaxBytes: 11 * bound, Tree: true}, 10},
+		{"exactly fits, backward", even.ID, parley.PageRequest{Last: n(10), MaxBytes: 11 * bound}, 10},
+		{"a byte short", even.ID, parley.PageRequest{First: n(10), MaxBytes: 11*bound - 1}, 10},
+		{"a byte short, tree", even.ID, parley.PageRequest{First: n(10), After: cur(4), MaxBytes: 11*bound - 1, Tree: true}, 10},
+		{"a byte short, backward", even.ID, parley.PageRequest{Last: n(10), MaxBytes: 11*bound - 1}, 10},
 		{"a third of a page", even.ID, parley.PageRequest{Last: n(10), MaxBytes: 3 * size}, 3},
 	}
 	for _, tc := range tests {

@@ -810,7 +810,7 @@ func (db *DB) ForkConversation(ctx context.Context, messageID, title string) (*p
 		if err := tx.GetContext(ctx, &row, `INSERT INTO conversations (title, owner, forked_from, fork_no, base_depth,
 				last_position, message_count, active_depth, max_message_bytes)
 			VALUES ($1, $2, $3, nextval('conversations_fork_no_seq'), $4, $4, $4, $4,
-				(SELECT coalesce(max(max_message_bytes), 0) FROM conversations WHERE id = ANY ($5::uuid[])))
+				(SELECT max(max_message_bytes) FROM conversations WHERE id = ANY ($5::uuid[])))
 			RETURNING `+conversationColumns, title, owner, key, src.Depth, pq.Array(convs)); err != nil {
 			return fmt.Errorf("create the fork: %w", err)
 		}
