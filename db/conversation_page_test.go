@@ -81,6 +81,9 @@ func TestConversationPageIsBothReads(t *testing.T) {
 		{"default size, tree", line.ID, parley.PageRequest{Tree: true}},
 		{"after, tree", line.ID, parley.PageRequest{First: n(10), After: cur(12), Tree: true}},
 		{"before, tree", line.ID, parley.PageRequest{Last: n(10), Before: cur(20), Tree: true}},
+		// Backward, the range's last row read is the page's own (after: its parent is
+		// not in the range).
+		{"between, backward, tree", line.ID, parley.PageRequest{Last: n(10), After: cur(12), Before: cur(18), Tree: true}},
 		{"last page, tree, budget", line.ID, parley.PageRequest{Last: n(10), Tree: true, MaxBytes: 30}},
 		{"after, tree, budget", line.ID, parley.PageRequest{First: n(10), After: cur(5), Tree: true, MaxBytes: 200}},
 		{"past the end", line.ID, parley.PageRequest{First: n(10), After: cur(30)}},

@@ -66,6 +66,8 @@ func TestLinePageFitsOrIsCut(t *testing.T) {
 		{"exactly fits", even.ID, parley.PageRequest{First: n(10), MaxBytes: 11 * bound}, 10},
 		{"exactly fits, tree", even.ID, parley.PageRequest{First: n(10), After: cur(4), MaxBytes: 11 * bound, Tree: true}, 10},
 		{"exactly fits, backward", even.ID, parley.PageRequest{Last: n(10), MaxBytes: 11 * bound}, 10},
+		{"exactly fits, backward, tree", even.ID, parley.PageRequest{Last: n(10), After: cur(4), Before: cur(12), MaxBytes: 11 * bound, Tree: true}, 7},
+		{"a byte short, backward, tree", even.ID, parley.PageRequest{Last: n(10), After: cur(4), Before: cur(12), MaxBytes: 11*bound - 1, Tree: true}, 7},
 		{"a byte short", even.ID, parley.PageRequest{First: n(10), MaxBytes: 11*bound - 1}, 10},
 		{"a byte short, tree", even.ID, parley.PageRequest{First: n(10), After: cur(4), MaxBytes: 11*bound - 1, Tree: true}, 10},
 		{"a byte short, backward", even.ID, parley.PageRequest{Last: n(10), MaxBytes: 11*bound - 1}, 10},

@@ -25,7 +25,8 @@ func (db *DB) scanPage(rows *sql.Rows, err error, expect, budget int, forLLM boo
 // scanHeadedPage is scanPage, and with head, for the rows of conversationPageSQL: the
 // first is the conversation's (headRow), scanned into head (which is then found), and
 // each later row is a message of that conversation (its conversation id column NULL)
-// and its parent (Parent; sameAsPrevious: the row scanned before it).
+// and its parent (Parent; sameAsPrevious: the row scanned before it; sameAsNext: the
+// row scanned after it).
 func (db *DB) scanHeadedPage(rows *sql.Rows, err error, expect, budget int, head *conversationHead) ([]pageRow, map[string]bool, error) {
 	return db.scanRows(rows, err, expect, budget, head, false)
 }
@@ -64,6 +65,7 @@ func (db *DB) scanRows(rows *sql.Rows, err error, expect, budget int, head *conv
 	var skip [messageWidth + 1]sql.RawBytes // columns NULL in the row scanned
 	var calls, results, payload, provenance sql.RawBytes
 	previousID := "" // the public id of the message row scanned last
+	waiting := -1    // the row of out whose parent is the next row scanned (sameAsNext)
 	var created, updated any = timeColumn{t: &r.CreatedAt, zone: db.zone}, timeColumn{t: &r.UpdatedAt, zone: db.zone}
 	if forLLM {
 		created, updated = &skip[0], &skip[1]
@@ -101,9 +103,15 @@ func (db *DB) scanRows(rows *sql.Rows, err error, expect, budget int, head *conv
 		if head != nil {
 			r.ConversationID = head.row.ID
 		}
-		parentID := previousID
+		if waiting >= 0 {
+			out[waiting].parentID, waiting = r.ID, -1
+		}
+		parentID, next := previousID, r.Parent.Valid && r.Parent.String == sameAsNext
 		if r.Parent.String != sameAsPrevious || !r.Parent.Valid {
 			parentID = r.Parent.String
+		}
+		if next {
+			parentID = ""
 		}
 		previousID = r.ID
 		size := r.Bytes
@@ -120,6 +128,9 @@ func (db *DB) scanRows(rows *sql.Rows, err error, expect, budget int, head *conv
 		m, err := dec.decode(&r, db.log)
 		out = append(out, pageRow{msg: m, err: err, id: r.ID, conversationID: r.ConversationID,
 			depth: r.Depth, bytes: r.Bytes, parentID: parentID})
+		if next {
+			waiting = len(out) - 1
+		}
 	}
 	return out, cut, rows.Err()
 }

@@ -168,7 +168,6 @@ func (db *DB) FindConversationPage(ctx context.Context, id string, page parley.P
 	switch bound, large := db.largeMessages.Get(key); {
 	case hinted:
 		q = conversationPageSQL[b.backward]
-	case b.backward && page.Tree: // its parents need the window (fittingLinePageSQL)
 	case large && !pageFits(budget, b.limit+1, int(bound)):
 	default:
 		q, fitting = fittingLinePageSQL[b.backward], true
@@ -335,11 +334,14 @@ func pageRange(backward bool, columns, conv, budget, parent string) string {
 // pageRangeOf is pageRange, and with fits, the range of a page known to fit its byte
 // budget (fitsBudget) and to be read by linePageSQL: the same rows without the window
 // (the budget's running sum, and the parents' lag), a quarter of Postgres's time for a
-// page of 100. A forward page's parents come without it: in one line the depths are
-// dense (no message row is ever deleted but with its conversation), so the range's
-// first row read is the one at depth $2 + 1, and every later row's parent is the row
-// read before it. A backward page's parents (lead) keep the window: pages with fits
-// send no parents when read backward (NULL).
+// page of 100. The parents come without it too: in one line the depths are dense (no
+// message row is ever deleted but with its conversation), so which row of the range is
+// read first (forward) or last (backward) follows from the range's bounds. Read up, the
+// first is the one at depth $2 + 1, and every later row's parent is the row read just
+// before it (sameAsPrevious); read down, the last is the one at the range's lower
+// bound, and every earlier row's parent is the row read just after it (sameAsNext),
+// whose id the reader takes when it reads that row. The first (forward) or last
+// (backward) row's parent is one probe of the index, as with the window.
 func pageRangeOf(backward bool, columns, conv, budget, parent string, fits bool) string {
 	rng, order := `depth > $2 AND depth <= LEAST(ch.hi, $2 + $4) AND depth < COALESCE(NULLIF($3, 0), `+noBound+`)`, "ASC"
 	previous, next := `WHEN lag(depth) OVER w IS NOT NULL THEN '`+sameAsPrevious+`'`, ""
@@ -351,6 +353,9 @@ func pageRangeOf(backward bool, columns, conv, budget, parent string, fits bool)
 		end := `COALESCE(NULLIF($3, 0), ch.leaf + 1)`
 		rng, order = `depth < `+end+` AND depth >= `+end+` - $4 AND depth > $2 AND depth <= ch.hi`, "DESC"
 		previous, next = "", "lead(id::text) OVER w, "
+		if fits {
+			previous, next = `WHEN depth > GREATEST(`+end+` - $4, $2 + 1) THEN '`+sameAsNext+`'`, ""
+		}
 	}
 	cols, parentCol := strings.ReplaceAll(messageColumns, "\n", " ")+", body_bytes", ""
 	if parent != "" {
@@ -364,11 +369,6 @@ func pageRangeOf(backward bool, columns, conv, budget, parent string, fits bool)
 					CASE WHEN depth - 1 = ch.bdepth AND ch.bdepth > 0 AND ch.seg = 0 THEN fork_message_id(ch.fno, ch.bdepth)::text END) END`, next)))
 	}
 	columns = sharedColumns(conv).Replace(columns)
-	if fits && backward && parent != "" {
-		// None (fittingLinePageSQL), with $7 named all the same: a statement's
-		// parameters are those it uses.
-		parentCol = fmt.Sprintf(", CASE WHEN %s THEN NULL::text END AS parent", parent)
-	}
 	if fits {
 		return fmt.Sprintf(`SELECT %s%s
 			FROM messages WHERE conversation_id = ch.conv AND segment = ch.seg AND %s
@@ -386,6 +386,10 @@ func pageRangeOf(backward bool, columns, conv, budget, parent string, fits bool)
 // sameAsPrevious is the parent pageRange sends for a row whose parent is the row read
 // just before it.
 const sameAsPrevious = ""
+
+// sameAsNext is the parent pageRangeOf sends for a row of a backward page whose parent
+// is the row read just after it (never a public id, which starts "msg_").
+const sameAsNext = "+"
 
 // sharedColumns rewrite a page's message columns for the rows a fork shares (ch.shared,
 // linkExpansion): the fork's derived id, the depth as the position, and segment 0, where
@@ -442,8 +446,7 @@ var linePageSQL = map[bool]string{false: linePageQuery(false, false), true: line
 // 000026, is within the budget $6, or there is none), read without the budget's window
 // (pageRangeOf with fits), a quarter of Postgres's time for a page of 100; when it does
 // not, the first row comes alone, as for a conversation that is not one line, and
-// FindConversationPage reads the page again with the window. Read backward its rows
-// hold no parents (NULL): a backward page of tree fields is read by linePageSQL.
+// FindConversationPage reads the page again with the window.
 var fittingLinePageSQL = map[bool]string{false: linePageQuery(false, true), true: linePageQuery(true, true)}
 
 func linePageQuery(backward, fits bool) string {
