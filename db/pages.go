@@ -332,7 +332,7 @@ func pageRange(backward bool, columns, conv, budget, parent string) string {
 }
 
 // pageRangeOf is pageRange, and with fits, the range of a page known to fit its byte
-// budget (fitsBudget) and to be read by linePageSQL: the same rows without the window
+// budget (pageFits) and to be read by fittingLinePageSQL: the same rows without the window
 // (the budget's running sum, and the parents' lag), a quarter of Postgres's time for a
 // page of 100. The parents come without it too: in one line the depths are dense (no
 // message row is ever deleted but with its conversation), so which row of the range is
