@@ -13,6 +13,7 @@ import (
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/db"
+	"github.com/parley-dev/parley/internal/poll"
 )
 
 // chainTree stores, as the tree benchmark builds it, a conversation of branches
@@ -344,20 +345,14 @@ func TestPlaceAfterWaitingForTheLock(t *testing.T) {
 		done <- result{stored, err}
 	}()
 	// Wait until the writer waits for the lock.
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	poll.For(t, "the writer to wait for the conversation's lock", 30*time.Second, func() bool {
 		var waiting bool
 		if err := d.SQL().GetContext(ctx, &waiting, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock')`); err != nil {
 			t.Fatal(err)
 		}
-		if waiting {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the writer never waited for the conversation's lock")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return waiting
+	})
 	// The parent's first child, as a writer holding the lock stores it.
 	if _, err := holder.ExecContext(ctx, `WITH c AS (UPDATE conversations SET last_position = last_position + 1,
 			message_count = message_count + 1, active_depth = 2 WHERE id = $1 RETURNING last_position)

@@ -12,6 +12,7 @@ import (
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/db"
 	"github.com/parley-dev/parley/internal/pgtest"
+	"github.com/parley-dev/parley/internal/poll"
 )
 
 // Every hot statement must find its rows through an index once the tables are large:
@@ -269,21 +270,17 @@ func withStore(t *testing.T, dsn string, admin *sql.DB, f func(s *db.DB)) {
 	must(t, err)
 	f(s)
 	must(t, s.Close())
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Until(t, "the closed store's sessions to end", 30*time.Second, func() error {
 		var others int
 		// Client backends only: an autovacuum worker's scans do not count, and its
 		// statistics are its own.
 		must(t, admin.QueryRowContext(t.Context(), `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`).Scan(&others))
-		if others == 0 {
-			return
+		if others > 0 {
+			return fmt.Errorf("%d still open", others)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions of a closed store still open after 30s", others)
-		}
-		time.Sleep(10 * time.Millisecond) // polling, with the deadline above
-	}
+		return nil
+	})
 }
 
 // counters returns the sequential scans each table has had so far.
