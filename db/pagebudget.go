@@ -84,12 +84,15 @@ func (db *DB) scanRows(rows *sql.Rows, err error, expect, budget int, head *conv
 	}
 	for rows.Next() {
 		if head != nil && !head.found {
-			c := &head.row
-			// headRow: the conversation's columns where a message row has columns of their types.
-			headDest := []any{&c.ID, &skip[0], intColumn{&c.MessageCount}, &skip[1], &skip[2], &skip[3], &c.Title,
-				&skip[4], &skip[5], &skip[6], &c.ForkedFrom, timeColumn{t: &c.CreatedAt, zone: db.zone}, timeColumn{t: &c.UpdatedAt, zone: db.zone},
-				&skip[7], &skip[8], &skip[9], &skip[10], &skip[11], intColumn{&head.segments}, intColumn{&c.LastPosition}, &head.line,
-				&skip[12], intColumn{&head.maxMessageBytes}, &skip[14]}
+			// headRow: the conversation's columns where a message row has columns of their
+			// types (headPlaces), the others NULL.
+			headDest := make([]any, len(pageRowColumns))
+			for i := range headDest {
+				headDest[i] = &skip[i]
+			}
+			for _, p := range headPlaces {
+				headDest[p.at] = p.dest(head, db.zone)
+			}
 			if err := rows.Scan(headDest...); err != nil {
 				return nil, nil, err
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/lib/pq"
 
@@ -480,12 +481,65 @@ var ownQuery = `SELECT ` + conversationColumns + `, segments, segments = 0 AND b
 
 // headRow is the first row of conversationPageSQL and linePageSQL: the conversation's
 // conversationColumns, its number of segments, whether it is one line (linePageSQL) and
-// the bound of its messages' size (fittingLinePageSQL),
-// each in a column of a message row (pageColumns and the parent) of its type, the
-// others NULL. Where the conversation's columns came first, NULL in every message row,
-// each page of 100 messages sent, read and scanned 900 NULLs.
-var headRow = `SELECT id::text, NULL, message_count, NULL, NULL, NULL, title, NULL, NULL, NULL, forked_from, ` +
-	pageTime("created_at") + `, ` + pageTime("updated_at") + `, NULL, NULL, NULL, NULL, NULL, segments, last_position, line, NULL, max_message_bytes, NULL FROM own`
+// the bound of its messages' size (fittingLinePageSQL), each in a column of a message
+// row of its type (headPlaces), the others NULL. Where the conversation's columns came
+// first, NULL in every message row, each page of 100 messages sent, read and scanned
+// 900 NULLs.
+var headRow = func() string {
+	values := make([]string, len(pageRowColumns))
+	for i := range values {
+		values[i] = "NULL"
+	}
+	for _, p := range headPlaces {
+		values[p.at] = p.value
+	}
+	return "SELECT " + strings.Join(values, ", ") + " FROM own"
+}()
+
+// pageRowColumns name the columns of a message row of conversationPageSQL and
+// linePageSQL, in order: messageColumns, body_bytes and the parent's id.
+var pageRowColumns = append(strings.Split(strings.Join(strings.Fields(messageColumns), ""), ","), "body_bytes", "parent")
+
+// headPlaces are the columns of the conversation's row that headRow sends (value, read
+// from ownQuery), each in the message row's column named column, of its type, and
+// where scanRows scans it (dest); at is column's place in pageRowColumns.
+var headPlaces = func() []headPlace {
+	places := []headPlace{
+		{column: "id", value: "id::text", dest: func(h *conversationHead, _ *time.Location) any { return &h.row.ID }},
+		{column: "position", value: "message_count", dest: func(h *conversationHead, _ *time.Location) any { return intColumn{&h.row.MessageCount} }},
+		{column: "content", value: "title", dest: func(h *conversationHead, _ *time.Location) any { return &h.row.Title }},
+		{column: "source_id", value: "forked_from", dest: func(h *conversationHead, _ *time.Location) any { return &h.row.ForkedFrom }},
+		{column: "created_at", value: pageTime("created_at"), dest: func(h *conversationHead, zone *time.Location) any {
+			return timeColumn{t: &h.row.CreatedAt, zone: zone}
+		}},
+		{column: "updated_at", value: pageTime("updated_at"), dest: func(h *conversationHead, zone *time.Location) any {
+			return timeColumn{t: &h.row.UpdatedAt, zone: zone}
+		}},
+		{column: "segment", value: "segments", dest: func(h *conversationHead, _ *time.Location) any { return intColumn{&h.segments} }},
+		{column: "depth", value: "last_position", dest: func(h *conversationHead, _ *time.Location) any { return intColumn{&h.row.LastPosition} }},
+		{column: "hidden", value: "line", dest: func(h *conversationHead, _ *time.Location) any { return &h.line }},
+		{column: "body_bytes", value: "max_message_bytes", dest: func(h *conversationHead, _ *time.Location) any {
+			return intColumn{&h.maxMessageBytes}
+		}},
+	}
+	if len(pageRowColumns) != messageWidth+1 {
+		panic(fmt.Sprintf("db: a page's message row has %d columns, messageWidth says %d and the parent", len(pageRowColumns), messageWidth))
+	}
+	for i, p := range places {
+		places[i].at = slices.Index(pageRowColumns, p.column)
+		if places[i].at < 0 {
+			panic("db: headPlaces: no message column " + p.column)
+		}
+	}
+	return places
+}()
+
+// headPlace is one of headPlaces.
+type headPlace struct {
+	column, value string
+	at            int
+	dest          func(h *conversationHead, zone *time.Location) any
+}
 
 // messageWidth is how many columns pageColumns has.
 const messageWidth = 23
