@@ -230,6 +230,8 @@ type parser struct {
 	runOf   map[string]string
 	runEnd  map[string]ref
 	gone    map[string]ref // replies left out, to their parents
+
+	scratch []plainBlock // decodeBlocks'
 }
 
 type answer struct {
@@ -455,7 +457,7 @@ func (p *parser) line(n int, line []byte) error {
 		if msg.Role != "" && msg.Role != rec.Type {
 			return invalid(n, "message.role: %q in a %s record; want %q", msg.Role, rec.Type, rec.Type)
 		}
-		blocks, text, isString, err := decodeContent(msg.Content)
+		blocks, text, isString, err := p.decodeContent(msg.Content)
 		if err != nil {
 			return invalid(n, "message.%s", err)
 		}
@@ -495,7 +497,7 @@ func parseTime(s string) (time.Time, error) {
 }
 
 // decodeContent reads a message's content: a string, or an array of blocks.
-func decodeContent(raw json.RawMessage) (blocks []block, text string, isString bool, err error) {
+func (p *parser) decodeContent(raw json.RawMessage) (blocks []block, text string, isString bool, err error) {
 	raw = bytes.TrimSpace(raw)
 	switch {
 	case len(raw) == 0 || string(raw) == "null":
@@ -507,6 +509,9 @@ func decodeContent(raw json.RawMessage) (blocks []block, text string, isString b
 		return nil, stripANSI(text), true, nil
 	case raw[0] != '[':
 		return nil, "", false, fmt.Errorf("content: want a string or an array of blocks, got %s", jsonerr.Kind(raw))
+	}
+	if blocks, ok := decodeBlocks(raw, &p.scratch); ok {
+		return blocks, "", false, nil
 	}
 	var elems []json.RawMessage
 	if err := unmarshal(raw, &elems); err != nil {
@@ -526,6 +531,37 @@ func decodeContent(raw json.RawMessage) (blocks []block, text string, isString b
 		blocks[i].Text = stripANSI(blocks[i].Text)
 	}
 	return blocks, "", false, nil
+}
+
+// plainBlock is a block decoded without contentblock.Block's UnmarshalJSON: an array of
+// them decodes in one pass.
+type plainBlock contentblock.Block
+
+// decodeBlocks decodes raw, an array, into its blocks in one pass, where decodeContent
+// decodes it into elements and then each element: what a line's content is, nearly
+// always. It reports false, for decodeContent to decode it element by element and
+// name what is wrong, when raw is not valid, when a block has no type (or is null),
+// and when one is a server tool's, whose bytes are kept as given (Block.Raw). The
+// blocks are decoded into scratch, kept from call to call (the decoder gives a slice
+// room for ten blocks, 2.4 kB, where a line has one or two), and copied out.
+func decodeBlocks(raw []byte, scratch *[]plainBlock) ([]block, bool) {
+	plain := (*scratch)[:cap(*scratch)]
+	clear(plain) // a field a block lacks must not keep an earlier block's
+	plain = plain[:0]
+	err := unmarshalFast(raw, &plain)
+	*scratch = plain[:0]
+	if err != nil {
+		return nil, false
+	}
+	blocks := make([]block, len(plain))
+	for i := range plain {
+		if plain[i].Type == "" || contentblock.ServerTool(plain[i].Type) {
+			return nil, false
+		}
+		blocks[i] = block(plain[i])
+		blocks[i].Text = stripANSI(blocks[i].Text)
+	}
+	return blocks, true
 }
 
 func (p *parser) user(n int, rec *record, created time.Time, blocks []block, text string, isString bool) error {
@@ -709,7 +745,7 @@ func (p *parser) joinRun(req string, m ref) {
 // and image blocks, the images kept inside the result as IMAGE parts, in order among
 // its text (as the anthropic importer keeps them, and as they go back to the API).
 func (p *parser) result(n int, field string, b block) (*parley.ToolResultMessage, error) {
-	blocks, text, isString, err := decodeContent(b.Content)
+	blocks, text, isString, err := p.decodeContent(b.Content)
 	if err != nil {
 		return nil, invalid(n, "%s.%s", field, err)
 	}
@@ -1003,9 +1039,25 @@ func decodeProblem(err error, raw []byte, want string) string {
 // about twice as fast as the standard library (decoding was 60% of an import's CPU).
 // Errors are rare; for them it decodes again with the standard library, whose errors
 // (the offending value's kind) the messages here are written from.
+//
+// The raw JSON values it decodes (json.RawMessage: a record's message, a message's
+// content, a block's input) point into data rather than copy it (a third of the parse's
+// allocated bytes): data is always a line, or a piece of one, read into a slice of its
+// own (readLine) and never written after, and what keeps a piece keeps it as long as
+// its message, which holds the line's text anyway.
 func unmarshal(data []byte, v any) error {
-	if err := segmentjson.Unmarshal(data, v); err == nil {
+	if err := unmarshalFast(data, v); err == nil {
 		return nil
 	}
 	return json.Unmarshal(data, v)
+}
+
+// unmarshalFast is segmentio's Unmarshal (trailing bytes an error), its raw values
+// pointing into data.
+func unmarshalFast(data []byte, v any) error {
+	rest, err := segmentjson.Parse(data, v, segmentjson.DontCopyRawMessage)
+	if err == nil && len(rest) != 0 {
+		err = errors.New("bytes after the value")
+	}
+	return err
 }
