@@ -179,6 +179,15 @@ type (
 	}
 )
 
+// bodyCap is about how many bytes b's payload takes: what to make room for.
+func bodyCap(b parley.Body) int {
+	n := 16
+	for _, p := range b.Parts {
+		n += len(p.Text) + len(p.Signature) + 32
+	}
+	return n + n/8
+}
+
 func encodeBody(b parley.Body) bodyPayload {
 	p := bodyPayload{Parts: make([]partJSON, len(b.Parts))}
 	for i, part := range b.Parts {
@@ -242,7 +251,12 @@ func encodeMessage(m parley.Message) (messageRow, error) {
 	var payload any
 	switch m := m.(type) {
 	case *parley.TextMessage:
-		payload, row.Content = encodeBody(m.Body), m.Content()
+		row.Content = m.Content()
+		if p, ok := appendBodyPayload(make([]byte, 0, bodyCap(m.Body)), m.Body); ok {
+			row.Payload = p
+			return row, nil
+		}
+		payload = encodeBody(m.Body)
 	case *parley.ImageMessage:
 		p := imagePayload{RecognitionMode: m.RecognitionMode, Recognition: m.Recognition}
 		p.Source.Kind, p.Source.URL, p.Source.Data = m.Source.Kind, m.Source.URL, m.Source.Data
@@ -251,14 +265,19 @@ func encodeMessage(m parley.Message) (messageRow, error) {
 	case *parley.FileReferenceMessage:
 		payload = filePayload{Path: m.Path, StartLine: m.StartLine, EndLine: m.EndLine, Resolution: m.Resolution}
 	case *parley.ToolRequestMessage:
-		payload, row.Content = encodeBody(m.Body), m.Content()
+		row.Content = m.Content()
 		calls, err := json.Marshal(encodeToolCalls(m.ToolCalls))
 		if err != nil {
 			return row, fmt.Errorf("encode tool calls: %w", err)
 		}
 		row.ToolCalls = calls
+		if p, ok := appendBodyPayload(make([]byte, 0, bodyCap(m.Body)), m.Body); ok {
+			row.Payload = p
+			return row, nil
+		}
+		payload = encodeBody(m.Body)
 	case *parley.ToolResultMessage:
-		payload, row.Content = encodeBody(m.Body), m.Content()
+		row.Content = m.Content()
 		r := toolResultJSON{
 			ToolCallID: m.ToolCallID, ToolName: m.ToolName, Status: m.Status, Output: m.Output, OutputRaw: m.OutputRaw,
 			DurationMs: m.DurationMs, ExecutedAt: m.ExecutedAt, Truncated: m.Truncated, OriginalSize: m.OriginalSize,
@@ -266,11 +285,19 @@ func encodeMessage(m parley.Message) (messageRow, error) {
 		if e := m.Error; e != nil {
 			r.Error = &toolErrorJSON{Message: e.Message, StackTrace: e.StackTrace, Recoverable: e.Recoverable}
 		}
-		results, err := json.Marshal([]toolResultJSON{r})
-		if err != nil {
-			return row, fmt.Errorf("encode tool result: %w", err)
+		results, ok := appendToolResults(make([]byte, 0, 128), &r)
+		if !ok {
+			var err error
+			if results, err = json.Marshal([]toolResultJSON{r}); err != nil {
+				return row, fmt.Errorf("encode tool result: %w", err)
+			}
 		}
 		row.ToolResults = results
+		if p, ok := appendBodyPayload(make([]byte, 0, bodyCap(m.Body)), m.Body); ok {
+			row.Payload = p
+			return row, nil
+		}
+		payload = encodeBody(m.Body)
 	case *parley.SystemControlMessage:
 		payload = controlPayload{Kind: m.ControlKind, From: m.From, To: m.To, Params: m.Params}
 	case *parley.MCPResourceMessage:

@@ -61,8 +61,7 @@ func encodeProvenance(p *parley.Provenance) any {
 	j.Usage.Input, j.Usage.Output, j.Usage.CachedInput = p.Usage.InputTokens, p.Usage.OutputTokens, p.Usage.CachedInputTokens
 	j.Usage.CacheCreation, j.Usage.Reasoning = p.Usage.CacheCreationInputTokens, p.Usage.ReasoningTokens
 	j.TimeToFirstTokenMs, j.DurationMs = p.TimeToFirstTokenMs, p.DurationMs
-	b, _ := json.Marshal(j) // plain strings and numbers: cannot fail
-	return string(b)
+	return string(appendProvenance(make([]byte, 0, 160), &j)) // json.Marshal(j), by hand
 }
 
 // deltaJSON is one delta as stored in message_deltas.deltas (and nowhere else).

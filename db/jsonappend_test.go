@@ -1,0 +1,84 @@
+package db
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/parley-dev/parley"
+)
+
+// TestAppendJSONIsMarshal holds the hand-written encoders of jsonappend.go to
+// json.Marshal's bytes, over strings of every kind of character it escapes (HTML's,
+// control characters, U+2028, invalid UTF-8, quotes, backslashes, emoji) and every
+// optional field present and absent.
+func TestAppendJSONIsMarshal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 15))
+	pieces := []string{"", "a", "plain text", "<b>&amp;</b>", "\"quoted\"", `back\slash`, "\n", "\r\n", "\t", "\b\f",
+		"\x00", "\x01\x1f", "\x7f", "\u2028", "\u2029", "é", "😬", "\xff", "\xe2\x80", "\xed\xa0\x80", "ok  \tgithub.com/x\t0.01s\n", "\u001b[31m"}
+	str := func() string {
+		var b []byte
+		for range rng.IntN(6) {
+			b = append(b, pieces[rng.IntN(len(pieces))]...)
+		}
+		return string(b)
+	}
+	maybe := func(s string) string {
+		if rng.IntN(2) == 0 {
+			return ""
+		}
+		return s
+	}
+	num := func() int64 {
+		if rng.IntN(2) == 0 {
+			return 0
+		}
+		return rng.Int64N(1<<40) - 1<<20
+	}
+	kinds := []parley.PartKind{parley.PartText, parley.PartThinking, parley.PartRedactedThinking}
+	for i := range 5000 {
+		var body parley.Body
+		for range rng.IntN(4) {
+			body.Parts = append(body.Parts, parley.Part{Kind: kinds[rng.IntN(len(kinds))], Text: str(), Signature: maybe(str()), ItemID: maybe(str())})
+		}
+		want, err := json.Marshal(encodeBody(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := appendBodyPayload([]byte("x"), body); !ok || !bytes.Equal(got, append([]byte("x"), want...)) {
+			t.Fatalf("case %d: appendBodyPayload(%#v) = %q, %v; json.Marshal: %q", i, body, got, ok, want)
+		}
+
+		r := toolResultJSON{ToolCallID: str(), ToolName: maybe(str()), Status: parley.ToolResultStatus(str()), Truncated: rng.IntN(2) == 0}
+		if rng.IntN(2) == 0 {
+			r.Error = &toolErrorJSON{Message: str(), StackTrace: maybe(str()), Recoverable: rng.IntN(2) == 0}
+		}
+		want, err = json.Marshal([]toolResultJSON{r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := appendToolResults(nil, &r); !ok || !bytes.Equal(got, want) {
+			t.Fatalf("case %d: appendToolResults(%#v) = %q, %v; json.Marshal: %q", i, r, got, ok, want)
+		}
+
+		var p provenanceJSON
+		p.Provider, p.Model, p.ResponseID, p.FinishReason = maybe(str()), maybe(str()), maybe(str()), maybe(str())
+		p.Usage.Input, p.Usage.Output, p.Usage.CachedInput, p.Usage.CacheCreation, p.Usage.Reasoning = num(), num(), num(), num(), num()
+		p.TimeToFirstTokenMs, p.DurationMs = num(), num()
+		want, err = json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendProvenance(nil, &p); !bytes.Equal(got, want) {
+			t.Fatalf("case %d: appendProvenance(%#v) = %q; json.Marshal: %q", i, p, got, want)
+		}
+	}
+	// What they do not write is left to json.Marshal.
+	if _, ok := appendBodyPayload(nil, parley.Body{Parts: []parley.Part{{Kind: parley.PartText, Citations: parley.JSON(`[]`)}}}); ok {
+		t.Error("appendBodyPayload wrote a part with citations")
+	}
+	if _, ok := appendToolResults(nil, &toolResultJSON{Output: parley.JSON(`{}`)}); ok {
+		t.Error("appendToolResults wrote a result with an output")
+	}
+}
