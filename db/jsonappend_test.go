@@ -2,9 +2,12 @@ package db
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/lib/pq"
 
 	"github.com/parley-dev/parley"
 )
@@ -80,5 +83,40 @@ func TestAppendJSONIsMarshal(t *testing.T) {
 	}
 	if _, ok := appendToolResults(nil, &toolResultJSON{Output: parley.JSON(`{}`)}); ok {
 		t.Error("appendToolResults wrote a result with an output")
+	}
+}
+
+// TestArrayIsPQArrays holds the vector query's arrays (vectorsQuery) to lib/pq's
+// pq.Array text of the same elements.
+func TestArrayIsPQArrays(t *testing.T) {
+	for _, elems := range [][]sql.NullString{
+		nil,
+		{{String: "", Valid: true}},
+		{{}},
+		{{String: `a "quoted" \ back\slash`, Valid: true}, {}, {String: "{},NULL\n\t😬", Valid: true}, {String: "NULL", Valid: true}},
+	} {
+		var a []byte
+		var s []string
+		for _, e := range elems {
+			a = appendArrayElement(a, e.String, e.Valid)
+			s = append(s, e.String)
+		}
+		want, err := pq.Array(elems).Value()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(elems) == 0 {
+			want = "{}" // pq's for an empty slice; nil is NULL, which the query never sends
+		}
+		if got := array(a); got != want {
+			t.Errorf("array(%v) = %q, pq.Array: %q", elems, got, want)
+		}
+		allValid := true
+		for _, e := range elems {
+			allValid = allValid && e.Valid
+		}
+		if want, _ := pq.Array(s).Value(); allValid && len(s) > 0 && array(a) != want {
+			t.Errorf("array(%q) = %q, pq.Array of strings: %q", s, array(a), want)
+		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/parley-dev/parley"
 )
@@ -156,23 +155,63 @@ func (v *vectorConn) query(rows [][]any, vectors []any) error {
 }
 
 // vectorsQuery is the messages of a query of searchVectorsSQL, and where their vectors go.
+// Its five arrays are written as Postgres's array text as the messages are added (as
+// lib/pq's pq.Array writes them: every element quoted, NULL for a missing one), rather
+// than kept as slices for pq.Array, which copied each element once more and read the
+// nullable ones by reflection.
 type vectorsQuery struct {
-	kinds, contents, payloads []string
-	calls, results            []sql.NullString
-	index                     []int // the rows' places in the batch
-	bytes                     int
+	kinds, contents, payloads, calls, results []byte
+	index                                     []int // the rows' places in the batch
+	bytes                                     int
 }
 
 // add adds the row r, the batch's i-th.
 func (q *vectorsQuery) add(i int, r []any) {
+	kind := r[colKind].(sql.NullString).String
+	content, payload := r[colContent].(string), vectorPayload(kind, r[colPayload].(string))
 	q.index = append(q.index, i)
-	q.kinds = append(q.kinds, r[colKind].(sql.NullString).String)
-	q.contents = append(q.contents, r[colContent].(string))
-	q.payloads = append(q.payloads, vectorPayload(q.kinds[len(q.kinds)-1], r[colPayload].(string)))
-	q.calls = append(q.calls, nullString(r[colToolCalls]))
-	q.results = append(q.results, nullString(r[colToolResults]))
-	q.bytes += len(q.contents[len(q.contents)-1]) + len(q.payloads[len(q.payloads)-1]) +
-		len(q.calls[len(q.calls)-1].String) + len(q.results[len(q.results)-1].String)
+	q.kinds = appendArrayElement(q.kinds, kind, true)
+	q.contents = appendArrayElement(q.contents, content, true)
+	q.payloads = appendArrayElement(q.payloads, payload, true)
+	calls, callsOK := r[colToolCalls].(string)
+	results, resultsOK := r[colToolResults].(string)
+	q.calls = appendArrayElement(q.calls, calls, callsOK)
+	q.results = appendArrayElement(q.results, results, resultsOK)
+	q.bytes += len(content) + len(payload) + len(calls) + len(results)
+}
+
+// appendArrayElement appends s (NULL unless valid) to the elements of an array's text
+// in a, as lib/pq's pq.Array does: quoted, with its double quotes and backslashes
+// escaped.
+func appendArrayElement(a []byte, s string, valid bool) []byte {
+	if len(a) == 0 {
+		a = append(a, '{')
+	} else {
+		a = append(a, ',')
+	}
+	if !valid {
+		return append(a, "NULL"...)
+	}
+	a = append(a, '"')
+	for {
+		i := strings.IndexAny(s, `"\`)
+		if i < 0 {
+			break
+		}
+		a = append(a, s[:i]...)
+		a = append(a, '\\', s[i])
+		s = s[i+1:]
+	}
+	a = append(a, s...)
+	return append(a, '"')
+}
+
+// array is the text of the array whose elements appendArrayElement appended to a.
+func array(a []byte) string {
+	if len(a) == 0 {
+		return "{}"
+	}
+	return string(append(a, '}'))
 }
 
 // send runs the query on v's connection, puts the vectors in their rows' places, and
@@ -181,8 +220,8 @@ func (q *vectorsQuery) send(v *vectorConn, vectors []any) error {
 	if len(q.index) == 0 {
 		return nil
 	}
-	got, err := v.conn.QueryContext(v.ctx, searchVectorsSQL, pq.Array(q.kinds), pq.Array(q.contents), pq.Array(q.payloads),
-		pq.Array(q.calls), pq.Array(q.results))
+	got, err := v.conn.QueryContext(v.ctx, searchVectorsSQL, array(q.kinds), array(q.contents), array(q.payloads),
+		array(q.calls), array(q.results))
 	if err != nil {
 		return err
 	}
@@ -236,10 +275,4 @@ func vectorPayload(kind, payload string) string {
 		}
 	}
 	return payload
-}
-
-// nullString is a nullJSON value as an array element.
-func nullString(v any) sql.NullString {
-	s, ok := v.(string)
-	return sql.NullString{String: s, Valid: ok}
 }
