@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -86,6 +87,18 @@ type queuedRequest struct {
 type answeredCall struct {
 	requestKey, callID string
 	at                 time.Time
+}
+
+// A row's values are of the types database/sql passes on to the driver as they are
+// (string, int64, bool, time.Time, nil): an int or an sql.NullString is converted for
+// each row, by reflection or through its Value method.
+
+// nullString is ns as a row's value: its string, or nil.
+func nullString(ns sql.NullString) any {
+	if !ns.Valid {
+		return nil
+	}
+	return ns.String
 }
 
 // flushRows and flushBytes bound a batch: memory, not round trips, sets them.
@@ -283,8 +296,8 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message, at spot
 	if req, ok := m.(*parley.ToolRequestMessage); ok {
 		// Encoded when sent (encodeRequests); counted by its text and arguments.
 		w.requests = append(w.requests, queuedRequest{row: len(w.rows), m: req})
-		w.rows = append(w.rows, []any{key, w.convKey, w.last, nil, nil, nil, nil, nil, nil, nil, nil, created, w.now, encodeProvenance(meta.Live.Provenance),
-			at.Segment, at.Depth, meta.Hidden, nullTime(deletedAt), nil})
+		w.rows = append(w.rows, []any{key, w.convKey, int64(w.last), nil, nil, nil, nil, nil, nil, nil, nil, created, w.now, encodeProvenance(meta.Live.Provenance),
+			int64(at.Segment), int64(at.Depth), meta.Hidden, nullTime(deletedAt), nil})
 		w.rowBytes += 2 * len(req.Text())
 		for _, c := range req.ToolCalls {
 			w.rowBytes += len(c.Arguments)
@@ -294,9 +307,9 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message, at spot
 		if err != nil {
 			return err
 		}
-		w.rows = append(w.rows, []any{key, w.convKey, w.last, row.SchemaVersion, row.Kind, row.Role, row.Content,
-			nullJSON(row.ToolCalls), nullJSON(row.ToolResults), string(row.Payload), row.SourceID, created, w.now, encodeProvenance(meta.Live.Provenance),
-			at.Segment, at.Depth, meta.Hidden, nullTime(deletedAt), nil})
+		w.rows = append(w.rows, []any{key, w.convKey, int64(w.last), int64(row.SchemaVersion), nullString(row.Kind), row.Role, row.Content,
+			nullJSON(row.ToolCalls), nullJSON(row.ToolResults), string(row.Payload), nullString(row.SourceID), created, w.now, encodeProvenance(meta.Live.Provenance),
+			int64(at.Segment), int64(at.Depth), meta.Hidden, nullTime(deletedAt), nil})
 		w.rowBytes += len(row.Content) + len(row.ToolCalls) + len(row.ToolResults) + len(row.Payload)
 	}
 	if len(w.rows) >= flushRows || w.rowBytes >= flushBytes {
@@ -316,8 +329,8 @@ func (w *bulkWriter) flush(ctx context.Context, tx *txn) error {
 		if err != nil {
 			return err
 		}
-		copy(w.rows[q.row][3:11], []any{row.SchemaVersion, row.Kind, row.Role, row.Content,
-			nullJSON(row.ToolCalls), nullJSON(row.ToolResults), string(row.Payload), row.SourceID})
+		copy(w.rows[q.row][3:11], []any{int64(row.SchemaVersion), nullString(row.Kind), row.Role, row.Content,
+			nullJSON(row.ToolCalls), nullJSON(row.ToolResults), string(row.Payload), nullString(row.SourceID)})
 	}
 	clear(w.requests)
 	w.requests = w.requests[:0]

@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -167,7 +166,7 @@ type vectorsQuery struct {
 
 // add adds the row r, the batch's i-th.
 func (q *vectorsQuery) add(i int, r []any) {
-	kind := r[colKind].(sql.NullString).String
+	kind, _ := r[colKind].(string)
 	content, payload := r[colContent].(string), vectorPayload(kind, r[colPayload].(string))
 	q.index = append(q.index, i)
 	q.kinds = appendArrayElement(q.kinds, kind, true)
