@@ -377,8 +377,8 @@ func (w *bulkWriter) flush(ctx context.Context, tx *txn) error {
 	}
 	w.dirty = w.dirty[:0]
 	if len(b.rows) > 0 || len(b.calls) > 0 || len(b.storedIDs) > 0 {
-		convKey := w.convKey
-		if err := tx.sendBehind(func(q *sqlx.Tx) error { return b.store(ctx, q, convKey) }); err != nil {
+		convKey, conn := w.convKey, tx.conn
+		if err := tx.sendBehind(func(q *sqlx.Tx) error { return b.store(ctx, q, conn, convKey) }); err != nil {
 			return err
 		}
 	}
@@ -398,7 +398,7 @@ type sentBatch struct {
 // store sends b with q: the messages through the staging table (importInsertSQL, or
 // importInsertVectorsSQL once their vectors are computed on the second connection), the
 // calls copied in after them (their rows name the messages), the stored calls' results.
-func (b *sentBatch) store(ctx context.Context, q *sqlx.Tx, convKey string) error {
+func (b *sentBatch) store(ctx context.Context, q *sqlx.Tx, conn *sqlx.Conn, convKey string) error {
 	if len(b.rows) > 0 {
 		insert := importInsertSQL
 		if b.vectors != nil {
@@ -411,7 +411,7 @@ func (b *sentBatch) store(ctx context.Context, q *sqlx.Tx, convKey string) error
 			}
 			insert = importInsertVectorsSQL
 		}
-		err := copyIn(ctx, q, "import_stage", stageColumns, b.rows)
+		err := copyIn(ctx, q, conn, "import_stage", stageColumns, b.rows)
 		if err == nil {
 			_, err = q.ExecContext(ctx, insert, convKey)
 		}
@@ -423,7 +423,7 @@ func (b *sentBatch) store(ctx context.Context, q *sqlx.Tx, convKey string) error
 		}
 	}
 	if len(b.calls) > 0 {
-		if err := copyIn(ctx, q, "tool_calls", []string{"conversation_id", "call_id", "name", "request_id", "result_id",
+		if err := copyIn(ctx, q, conn, "tool_calls", []string{"conversation_id", "call_id", "name", "request_id", "result_id",
 			"approval_status", "decided_at", "imported"}, b.calls); err != nil {
 			return fmt.Errorf("copy tool calls into %s: %w", parley.ConversationID(convKey), err)
 		}
@@ -563,8 +563,13 @@ func (w *bulkWriter) release(tx *txn) {
 	w.vec.release()
 }
 
-// copyIn copies rows into table's columns with COPY FROM STDIN (lib/pq's CopyIn).
-func copyIn(ctx context.Context, q *sqlx.Tx, table string, columns []string, rows [][]any) error {
+// copyIn copies rows into table's columns with COPY FROM STDIN (lib/pq's CopyIn): on
+// conn, the connection q runs on, writing the rows' text itself (rawCopyIn), when the
+// transaction holds it (txn.conn); else a row at a time through database/sql.
+func copyIn(ctx context.Context, q *sqlx.Tx, conn *sqlx.Conn, table string, columns []string, rows [][]any) error {
+	if conn != nil {
+		return rawCopyIn(ctx, conn, table, columns, rows)
+	}
 	stmt, err := q.PrepareContext(ctx, pq.CopyIn(table, columns...))
 	if err != nil {
 		return err

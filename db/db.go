@@ -70,6 +70,9 @@ type DB struct {
 	appended func(conversationID string, b *parley.DeltaBatch)
 	// timed receives each group-committed append's times (OnGroupCommit).
 	timed func(queued, written time.Duration)
+	// copyRaw says the pool's connections are lib/pq's own (no tracing wraps them): an
+	// import's COPY then writes its rows' text itself (rawCopyIn).
+	copyRaw bool
 	// zone is the sessions' time zone as lib/pq loads it (nil when it cannot), which
 	// the times of a page's rows are placed in as lib/pq would place them (timeColumn).
 	zone *time.Location
@@ -148,6 +151,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 		lim.MaxImageBytes = parley.DefaultLimits.MaxImageBytes
 	}
 	db := &DB{db: conn, limits: lim, policies: cfg.ToolPolicies, log: cfg.Logger, tracer: noop.NewTracerProvider().Tracer(""),
+		copyRaw:    cfg.TracerProvider == nil,
 		assemblers: cfg.Assemblers, awaitingScans: make(chan struct{}, maxAwaitingScans)}
 	db.group.db = db
 	db.origin = fmt.Sprintf("%016x", rand.Uint64()) // unique enough among a database's processes
@@ -246,7 +250,10 @@ type txn struct {
 	// one it lacks is a compile error rather than a statement sent in the middle of a
 	// batch's COPY.
 	sqlTx *sqlx.Tx
-	now   time.Time
+	// conn is the connection the transaction runs on, held as a *sql.Conn, for an
+	// import's COPY to reach the driver (rawCopyIn); nil for other transactions.
+	conn *sqlx.Conn
+	now  time.Time
 	// behind is the end of statements sent on a goroutine of their own (sendBehind),
 	// nil when none are; behindErr is the first error they ended with (db/behind.go).
 	behind    chan error
@@ -285,6 +292,12 @@ func (db *DB) transact(ctx context.Context, fn func(tx *txn) error) error {
 // transactN is transact running fn at most attempts times: once for a transaction that
 // cannot start over (a streamed import, whose input is read as it goes).
 func (db *DB) transactN(ctx context.Context, attempts int, fn func(tx *txn) error) (err error) {
+	return db.transactOn(ctx, attempts, false, fn)
+}
+
+// transactOn is transactN with the transaction's connection held as a *sql.Conn
+// (txn.conn) when pinned and the pool's connections are lib/pq's (copyRaw): an import's.
+func (db *DB) transactOn(ctx context.Context, attempts int, pinned bool, fn func(tx *txn) error) (err error) {
 	ctx, span := db.tracer.Start(ctx, "db.transaction", trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(semconv.DBSystemNamePostgreSQL))
 	attempt := 1
@@ -298,7 +311,7 @@ func (db *DB) transactN(ctx context.Context, attempts int, fn func(tx *txn) erro
 		span.End()
 	}()
 	for ; ; attempt++ {
-		err = db.attempt(ctx, fn)
+		err = db.attempt(ctx, pinned && db.copyRaw, fn)
 		if err == nil {
 			return nil
 		}
@@ -318,16 +331,23 @@ func (db *DB) transactN(ctx context.Context, attempts int, fn func(tx *txn) erro
 	return cerr
 }
 
-// attempt runs fn in one transaction.
-func (db *DB) attempt(ctx context.Context, fn func(tx *txn) error) error {
-	tx, err := db.db.BeginTxx(ctx, nil)
+// attempt runs fn in one transaction, on a connection held as a *sql.Conn when pinned.
+func (db *DB) attempt(ctx context.Context, pinned bool, fn func(tx *txn) error) error {
+	t, err := db.begin(ctx, pinned)
 	if err != nil {
 		return err
 	}
-	t := &txn{sqlTx: tx}
+	tx := t.sqlTx
 	// Rolled back after what was sent behind has ended, even when fn panics: a rollback
-	// in the middle of a batch's COPY would be sent inside it.
-	defer func() { _ = t.settle(); tx.Rollback() }()
+	// in the middle of a batch's COPY would be sent inside it. The connection goes back
+	// to the pool after.
+	defer func() {
+		_ = t.settle()
+		tx.Rollback()
+		if t.conn != nil {
+			t.conn.Close()
+		}
+	}()
 	err = fn(t)
 	// What fn sent behind (txn.sendBehind) ends before the transaction does; its error
 	// is of something fn did before whatever failed after it, and so the one returned.
@@ -338,6 +358,34 @@ func (db *DB) attempt(ctx context.Context, fn func(tx *txn) error) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// begin starts a transaction; when pinned, on a connection the pool lends as a
+// *sql.Conn (txn.conn). sql.DB's BeginTx tries another connection when the one it took
+// turns out to be broken (driver.ErrBadConn: the server closed it while it was idle);
+// so does this, as often.
+func (db *DB) begin(ctx context.Context, pinned bool) (*txn, error) {
+	if !pinned {
+		tx, err := db.db.BeginTxx(ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		return &txn{sqlTx: tx}, nil
+	}
+	for try := 1; ; try++ {
+		conn, err := db.db.Connx(ctx)
+		if err != nil {
+			return nil, err
+		}
+		tx, err := conn.BeginTxx(ctx, nil)
+		if err == nil {
+			return &txn{sqlTx: tx, conn: conn}, nil
+		}
+		conn.Close()
+		if !errors.Is(err, driver.ErrBadConn) || try > 2 {
+			return nil, err
+		}
+	}
 }
 
 // retryable reports whether err is Postgres aborting a transaction for a conflict with

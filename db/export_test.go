@@ -141,3 +141,25 @@ func (db *DB) ScanTimes(ctx context.Context, zone string, values []string) (got,
 	}
 	return got, want, nil
 }
+
+// CopyBothWays runs setup, then copies rows into sqlTable through database/sql and into
+// rawTable written by rawCopyIn, in one import's transaction, then runs check: for the
+// tests of package db_test.
+func (db *DB) CopyBothWays(ctx context.Context, setup, sqlTable, rawTable string, columns []string, rows [][]any,
+	check func(q *sqlx.Tx) error) error {
+	return db.transactOn(ctx, 1, true, func(tx *txn) error {
+		if tx.conn == nil {
+			return fmt.Errorf("the import's transaction holds no connection")
+		}
+		if _, err := tx.ExecContext(ctx, setup); err != nil {
+			return err
+		}
+		if err := copyIn(ctx, tx.sqlTx, nil, sqlTable, columns, rows); err != nil {
+			return err
+		}
+		if err := copyIn(ctx, tx.sqlTx, tx.conn, rawTable, columns, rows); err != nil {
+			return err
+		}
+		return check(tx.sqlTx)
+	})
+}

@@ -183,7 +183,9 @@ func (db *DB) importFrom(ctx context.Context, target parley.ImportTarget, attemp
 	// A batch the writer sent behind (bulkWriter.flush) ends before the transaction
 	// does, and its error is reported before any of a later batch (db.attempt), as when
 	// the batches took turns.
-	err = db.transactN(ctx, attempts, func(tx *txn) error {
+	// On a connection held as a *sql.Conn: the batches' COPY writes its text itself
+	// (rawCopyIn).
+	err = db.transactOn(ctx, attempts, true, func(tx *txn) error {
 		src = open()
 		report = &parley.ImportReport{Created: targetKey == ""}
 		convKey := targetKey
