@@ -59,6 +59,7 @@ import (
 	"io"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -431,7 +432,7 @@ func (p *parser) line(n int, line []byte) error {
 	if typeErr != nil && (typeErr.Field == "type" || rec.Type == "user" || rec.Type == "assistant") {
 		return invalid(n, "%s: want %s, got %s", typeErr.Field, jsonerr.GoKind(typeErr.Type.Kind().String(), "an object or a boolean"), typeErr.Value)
 	}
-	where := fmt.Sprintf("line %d", n)
+	where := lineName(n)
 	if rec.UUID != "" {
 		p.uuids[rec.UUID] = true
 	}
@@ -565,7 +566,7 @@ func decodeBlocks(raw []byte, scratch *[]plainBlock) ([]block, bool) {
 }
 
 func (p *parser) user(n int, rec *record, created time.Time, blocks []block, text string, isString bool) error {
-	where := fmt.Sprintf("line %d", n)
+	where := lineName(n)
 	// Text Claude Code injected (isMeta: an expanded slash command's prompt, a caveat, a
 	// reminder) is what the model was told, but not by the person: a supervising party's.
 	textRole := parley.RoleUser
@@ -729,7 +730,7 @@ func (p *parser) toolResults(n int, out *emitter, blocks []block) error {
 		}
 	}
 	if out.count == 0 {
-		p.imp.Skip(reasonRewritten, fmt.Sprintf("line %d", n))
+		p.imp.Skip(reasonRewritten, lineName(n))
 	}
 	return nil
 }
@@ -777,7 +778,7 @@ func (p *parser) result(n int, field string, b block) (*parley.ToolResultMessage
 }
 
 func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Time, blocks []block, text string, isString bool) error {
-	where := fmt.Sprintf("line %d", n)
+	where := lineName(n)
 	if rec.IsAPIError || msg.Model == "<synthetic>" {
 		p.pass(rec)
 		p.imp.Skip(reasonSynthetic, where)
@@ -924,7 +925,7 @@ func (e *emitter) emit(m parley.Message) {
 	}
 	e.count++
 	e.p.turns++
-	e.p.items = append(e.p.items, item{msg: m, origin: fmt.Sprintf("line %d", e.line), parent: e.parent})
+	e.p.items = append(e.p.items, item{msg: m, origin: lineName(e.line), parent: e.parent})
 	e.parent = e.p.next(meta.SourceID)
 }
 
@@ -1061,3 +1062,7 @@ func unmarshalFast(data []byte, v any) error {
 	}
 	return err
 }
+
+// lineName is how messages and skipped records name line n: "line n", written without
+// fmt, for it is written once or twice for each of a session's lines.
+func lineName(n int) string { return "line " + strconv.Itoa(n) }
