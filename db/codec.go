@@ -266,9 +266,12 @@ func encodeMessage(m parley.Message) (messageRow, error) {
 		payload = filePayload{Path: m.Path, StartLine: m.StartLine, EndLine: m.EndLine, Resolution: m.Resolution}
 	case *parley.ToolRequestMessage:
 		row.Content = m.Content()
-		calls, err := json.Marshal(encodeToolCalls(m.ToolCalls))
-		if err != nil {
-			return row, fmt.Errorf("encode tool calls: %w", err)
+		calls, ok := appendToolCalls(make([]byte, 0, 256*len(m.ToolCalls)), m.ToolCalls)
+		if !ok {
+			var err error
+			if calls, err = json.Marshal(encodeToolCalls(m.ToolCalls)); err != nil {
+				return row, fmt.Errorf("encode tool calls: %w", err)
+			}
 		}
 		row.ToolCalls = calls
 		if p, ok := appendBodyPayload(make([]byte, 0, bodyCap(m.Body)), m.Body); ok {

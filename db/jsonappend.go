@@ -1,6 +1,8 @@
 package db
 
 import (
+	"bytes"
+	"encoding/json"
 	"strconv"
 	"unicode/utf8"
 
@@ -84,6 +86,89 @@ func appendToolResults(dst []byte, r *toolResultJSON) (out []byte, ok bool) {
 		dst = append(dst, `,"truncated":true`...)
 	}
 	return append(dst, "}]"...), true
+}
+
+// appendToolCalls appends calls as json.Marshal(encodeToolCalls(calls)) does; ok is
+// false, with dst unchanged, when json.Marshal would fail (arguments that are not JSON,
+// a decision's time it cannot write).
+func appendToolCalls(dst []byte, calls []parley.ToolCall) ([]byte, bool) {
+	n0 := len(dst)
+	dst = append(dst, '[')
+	for i := range calls {
+		c := &calls[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"id":`...)
+		dst = appendJSONString(dst, c.ID)
+		dst = append(dst, `,"name":`...)
+		dst = appendJSONString(dst, c.Name)
+		dst = append(dst, `,"arguments":`...)
+		args, ok := appendRawJSON(dst, c.Arguments)
+		if !ok {
+			return dst[:n0], false
+		}
+		dst = args
+		if c.ArgumentsRaw != nil {
+			dst = append(dst, `,"argumentsRaw":`...)
+			dst = appendJSONString(dst, *c.ArgumentsRaw)
+		}
+		if c.ArgumentsInvalid {
+			dst = append(dst, `,"argumentsInvalid":true`...)
+		}
+		if c.PartIndex != nil {
+			dst = append(dst, `,"partIndex":`...)
+			dst = strconv.AppendInt(dst, int64(*c.PartIndex), 10)
+		}
+		if c.ItemID != "" {
+			dst = append(dst, `,"itemId":`...)
+			dst = appendJSONString(dst, c.ItemID)
+		}
+		if c.ThoughtSignature != "" {
+			dst = append(dst, `,"thoughtSignature":`...)
+			dst = appendJSONString(dst, c.ThoughtSignature)
+		}
+		dst = append(dst, `,"approvalStatus":`...)
+		dst = appendJSONString(dst, string(c.ApprovalStatus))
+		if d := c.Decision; d != nil {
+			dst = append(dst, `,"decision":{"status":`...)
+			dst = appendJSONString(dst, string(d.Status))
+			if d.DecidedBy != "" {
+				dst = append(dst, `,"decidedBy":`...)
+				dst = appendJSONString(dst, d.DecidedBy)
+			}
+			if d.Reason != "" {
+				dst = append(dst, `,"reason":`...)
+				dst = appendJSONString(dst, d.Reason)
+			}
+			dst = append(dst, `,"decidedAt":"`...)
+			at, err := d.DecidedAt.AppendText(dst) // time.Time's MarshalJSON, unquoted
+			if err != nil {
+				return dst[:n0], false
+			}
+			dst = at
+			dst = append(dst, `"}`...)
+		}
+		if c.Imported {
+			dst = append(dst, `,"imported":true`...)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']'), true
+}
+
+// appendRawJSON appends j as json.Marshal writes a parley.JSON: null when empty, else
+// compacted, with <, >, &, U+2028 and U+2029 escaped; ok is false when j is not JSON.
+func appendRawJSON(dst []byte, j parley.JSON) ([]byte, bool) {
+	if len(j) == 0 {
+		return append(dst, "null"...), true
+	}
+	var compact, escaped bytes.Buffer
+	if json.Compact(&compact, j) != nil {
+		return dst, false
+	}
+	json.HTMLEscape(&escaped, compact.Bytes())
+	return append(dst, escaped.Bytes()...), true
 }
 
 // appendProvenance appends j as json.Marshal(j) does.

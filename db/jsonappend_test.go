@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/lib/pq"
 
@@ -40,6 +41,9 @@ func TestAppendJSONIsMarshal(t *testing.T) {
 		return rng.Int64N(1<<40) - 1<<20
 	}
 	kinds := []parley.PartKind{parley.PartText, parley.PartThinking, parley.PartRedactedThinking}
+	args := []string{"", "{}", "null", `{"command":"go test ./..."}`, "{ \"a\" : [1, 2.50, -3e2],\n\t\"b\": \"<b>&amp;\u2028\" }",
+		`{"path":"f\u003c1.go","nested":{"x":true,"y":null}}`, `"a string"`, `[{"k":"v"}, 1]`, "{\"s\":\"    é\"}"}
+	zones := []*time.Location{time.UTC, time.FixedZone("", 5*3600+30*60), time.FixedZone("", -8*3600)}
 	for i := range 5000 {
 		var body parley.Body
 		for range rng.IntN(4) {
@@ -65,6 +69,32 @@ func TestAppendJSONIsMarshal(t *testing.T) {
 			t.Fatalf("case %d: appendToolResults(%#v) = %q, %v; json.Marshal: %q", i, r, got, ok, want)
 		}
 
+		var calls []parley.ToolCall
+		for range rng.IntN(4) {
+			c := parley.ToolCall{ID: str(), Name: str(), Arguments: parley.JSON(args[rng.IntN(len(args))]), ItemID: maybe(str()),
+				ThoughtSignature: maybe(str()), ApprovalStatus: parley.ApprovalStatus(str()), ArgumentsInvalid: rng.IntN(2) == 0, Imported: rng.IntN(2) == 0}
+			if rng.IntN(2) == 0 {
+				raw := str()
+				c.ArgumentsRaw = &raw
+			}
+			if rng.IntN(2) == 0 {
+				n := rng.IntN(5)
+				c.PartIndex = &n
+			}
+			if rng.IntN(2) == 0 {
+				at := time.Unix(rng.Int64N(4e9), rng.Int64N(1e9)).In(zones[rng.IntN(len(zones))])
+				c.Decision = &parley.ApprovalDecision{Status: parley.ApprovalStatus(str()), DecidedBy: maybe(str()), Reason: maybe(str()), DecidedAt: at}
+			}
+			calls = append(calls, c)
+		}
+		want, err = json.Marshal(encodeToolCalls(calls))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := appendToolCalls([]byte("x"), calls); !ok || !bytes.Equal(got, append([]byte("x"), want...)) {
+			t.Fatalf("case %d: appendToolCalls(%#v) = %q, %v; json.Marshal: %q", i, calls, got, ok, want)
+		}
+
 		var p provenanceJSON
 		p.Provider, p.Model, p.ResponseID, p.FinishReason = maybe(str()), maybe(str()), maybe(str()), maybe(str())
 		p.Usage.Input, p.Usage.Output, p.Usage.CachedInput, p.Usage.CacheCreation, p.Usage.Reasoning = num(), num(), num(), num(), num()
@@ -83,6 +113,17 @@ func TestAppendJSONIsMarshal(t *testing.T) {
 	}
 	if _, ok := appendToolResults(nil, &toolResultJSON{Output: parley.JSON(`{}`)}); ok {
 		t.Error("appendToolResults wrote a result with an output")
+	}
+	for _, c := range []parley.ToolCall{
+		{ID: "a", Arguments: parley.JSON(`{"a":`)},
+		{ID: "b", Decision: &parley.ApprovalDecision{DecidedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}},
+	} {
+		if _, err := json.Marshal(encodeToolCalls([]parley.ToolCall{c})); err == nil {
+			t.Errorf("json.Marshal wrote %#v: the case does not test a failure", c)
+		}
+		if got, ok := appendToolCalls([]byte("x"), []parley.ToolCall{c}); ok || string(got) != "x" {
+			t.Errorf("appendToolCalls(%#v) = %q, %v; want it left to json.Marshal, which fails", c, got, ok)
+		}
 	}
 }
 
