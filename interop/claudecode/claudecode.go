@@ -215,7 +215,7 @@ type parser struct {
 	calls      map[string]int // tool_use id -> line that made it
 	answered   map[string]answer
 	userTurns  map[string]ref // timestamp + content fingerprint -> the turn's last message
-	uuids      map[string]bool
+	uuids      map[string]bool // the uuids of records that have no place (at): sidechains', summaries
 	turns      int // conversation turns read so far
 	unfamiliar map[string]bool
 	dropped    map[string]bool // block types warned about
@@ -387,6 +387,24 @@ func (p *parser) pass(rec *record) {
 	}
 }
 
+// sawUUID records the uuid of a record that gets no place in the tree (at): every
+// other record's is a key of at, which hasUUID looks in as well, rather than a second
+// map holding every record's uuid (two inserts a line into maps of 100,000 keys).
+func (p *parser) sawUUID(uuid string) {
+	if uuid != "" {
+		p.uuids[uuid] = true
+	}
+}
+
+// hasUUID reports whether a record of the file has the uuid.
+func (p *parser) hasUUID(uuid string) bool {
+	if p.uuids[uuid] {
+		return true
+	}
+	_, ok := p.at[uuid]
+	return ok
+}
+
 // next numbers a new message.
 func (p *parser) next(sid string) ref {
 	p.ord++
@@ -433,14 +451,12 @@ func (p *parser) line(n int, line []byte) error {
 		return invalid(n, "%s: want %s, got %s", typeErr.Field, jsonerr.GoKind(typeErr.Type.Kind().String(), "an object or a boolean"), typeErr.Value)
 	}
 	where := lineName(n)
-	if rec.UUID != "" {
-		p.uuids[rec.UUID] = true
-	}
 	switch rec.Type {
 	case "":
 		return invalid(n, "no \"type\" field: not a Claude Code session record")
 	case "user", "assistant":
 		if rec.IsSidechain {
+			p.sawUUID(rec.UUID)
 			p.imp.Skip(reasonSidechain, where)
 			return nil // a sub-agent's records are never a main-line record's parent
 		}
@@ -467,6 +483,7 @@ func (p *parser) line(n int, line []byte) error {
 		}
 		return p.assistant(n, &rec, &msg, created, blocks, text, isString)
 	case "summary":
+		p.sawUUID(rec.UUID)
 		p.summaries = append(p.summaries, summaryRecord{text: rec.Summary, leaf: rec.LeafUUID})
 		p.imp.Skip(reasonSummary, where)
 	case "system":
@@ -988,7 +1005,7 @@ func (p *parser) finish() {
 		p.imp.Title = p.custom
 	default:
 		for _, s := range p.summaries {
-			if p.uuids[s.leaf] && strings.TrimSpace(s.text) != "" {
+			if p.hasUUID(s.leaf) && strings.TrimSpace(s.text) != "" {
 				p.imp.Title = s.text
 				break
 			}
