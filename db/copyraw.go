@@ -112,22 +112,14 @@ func appendCopyRow(line []byte, r []any) ([]byte, error) {
 func appendCopyText(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); i++ {
-		var esc byte
-		switch s[i] {
-		case '\\':
-			esc = '\\'
-		case '\n':
-			esc = 'n'
-		case '\r':
-			esc = 'r'
-		case '\t':
-			esc = 't'
-		default:
-			continue
+		if esc := copyEscapes[s[i]]; esc != 0 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', esc)
+			start = i + 1
 		}
-		dst = append(dst, s[start:i]...)
-		dst = append(dst, '\\', esc)
-		start = i + 1
 	}
 	return append(dst, s[start:]...)
 }
+
+// copyEscapes is, for each byte COPY text escapes, the letter after its backslash.
+var copyEscapes = [256]byte{'\\': '\\', '\n': 'n', '\r': 'r', '\t': 't'}
