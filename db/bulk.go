@@ -32,6 +32,11 @@ type bulkWriter struct {
 	dirty []string // calls whose row is to be copied in or given its result at the next flush
 
 	rows     [][]any // messages not yet sent
+	// slab is what rows are cut from (newRow), and convKeyValue and nowValue the
+	// conversation's key and the import's time as row values, made once: a row and
+	// its boxed values were several allocations a message.
+	slab                   []any
+	convKeyValue, nowValue any
 	rowBytes int
 	// requests are the queued rows of tool requests, encoded when they are sent: a
 	// result later in the batch may still approve their calls (ApproveAnsweredImport).
@@ -124,7 +129,8 @@ func newBulkWriter(ctx context.Context, pool *sqlx.DB, tx *txn, convKey string, 
 	if err != nil {
 		return nil, err
 	}
-	w := &bulkWriter{convKey: convKey, now: now, calls: make(map[string]*bulkCall), fresh: fresh, vec: vectorConn{pool: pool}}
+	w := &bulkWriter{convKey: convKey, now: now, calls: make(map[string]*bulkCall), fresh: fresh, vec: vectorConn{pool: pool},
+		convKeyValue: convKey, nowValue: now}
 	if fresh {
 		w.storedSources = make(map[string]struct{})
 	}
@@ -296,8 +302,8 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message, at spot
 	if req, ok := m.(*parley.ToolRequestMessage); ok {
 		// Encoded when sent (encodeRequests); counted by its text and arguments.
 		w.requests = append(w.requests, queuedRequest{row: len(w.rows), m: req})
-		w.rows = append(w.rows, []any{key, w.convKey, int64(w.last), nil, nil, nil, nil, nil, nil, nil, nil, created, w.now, encodeProvenance(meta.Live.Provenance),
-			int64(at.Segment), int64(at.Depth), meta.Hidden, nullTime(deletedAt), nil})
+		w.rows = append(w.rows, w.newRow(key, w.convKeyValue, int64(w.last), nil, nil, nil, nil, nil, nil, nil, nil, created, w.nowValue,
+			encodeProvenance(meta.Live.Provenance), int64(at.Segment), int64(at.Depth), meta.Hidden, nullTime(deletedAt), nil))
 		w.rowBytes += 2 * len(req.Text())
 		for _, c := range req.ToolCalls {
 			w.rowBytes += len(c.Arguments)
@@ -307,15 +313,31 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message, at spot
 		if err != nil {
 			return err
 		}
-		w.rows = append(w.rows, []any{key, w.convKey, int64(w.last), int64(row.SchemaVersion), nullString(row.Kind), row.Role, row.Content,
-			nullJSON(row.ToolCalls), nullJSON(row.ToolResults), string(row.Payload), nullString(row.SourceID), created, w.now, encodeProvenance(meta.Live.Provenance),
-			int64(at.Segment), int64(at.Depth), meta.Hidden, nullTime(deletedAt), nil})
+		w.rows = append(w.rows, w.newRow(key, w.convKeyValue, int64(w.last), int64(row.SchemaVersion), nullString(row.Kind), row.Role, row.Content,
+			nullJSON(row.ToolCalls), nullJSON(row.ToolResults), string(row.Payload), nullString(row.SourceID), created, w.nowValue,
+			encodeProvenance(meta.Live.Provenance), int64(at.Segment), int64(at.Depth), meta.Hidden, nullTime(deletedAt), nil))
 		w.rowBytes += len(row.Content) + len(row.ToolCalls) + len(row.ToolResults) + len(row.Payload)
 	}
 	if len(w.rows) >= flushRows || w.rowBytes >= flushBytes {
 		return w.flush(ctx, tx)
 	}
 	return nil
+}
+
+// newRow is a row of the staging table's columns (stageColumns) holding values, cut
+// from the writer's slab: one allocation for a batch's rows rather than one a row. A
+// batch sent keeps its part of the slab; the next rows are cut after it.
+func (w *bulkWriter) newRow(values ...any) []any {
+	n := len(stageColumns)
+	if len(values) != n {
+		panic(fmt.Sprintf("db: a row of %d values for %d columns", len(values), n))
+	}
+	if cap(w.slab)-len(w.slab) < n {
+		w.slab = make([]any, 0, n*flushRows)
+	}
+	i := len(w.slab)
+	w.slab = append(w.slab, values...)
+	return w.slab[i : i+n : i+n]
 }
 
 // flush sends the queued messages with one COPY, then the tool-call rows whose request
