@@ -31,13 +31,13 @@ type bulkWriter struct {
 	calls map[string]*bulkCall
 	dirty []string // calls whose row is to be copied in or given its result at the next flush
 
-	rows     [][]any // messages not yet sent
+	rows [][]any // messages not yet sent
 	// slab is what rows are cut from (newRow), and convKeyValue and nowValue the
 	// conversation's key and the import's time as row values, made once: a row and
 	// its boxed values were several allocations a message.
 	slab                   []any
 	convKeyValue, nowValue any
-	rowBytes int
+	rowBytes               int
 	// requests are the queued rows of tool requests, encoded when they are sent: a
 	// result later in the batch may still approve their calls (ApproveAnsweredImport).
 	requests []queuedRequest
