@@ -325,8 +325,10 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message, at spot
 }
 
 // newRow is a row of the staging table's columns (stageColumns) holding values, cut
-// from the writer's slab: one allocation for a batch's rows rather than one a row. A
-// batch sent keeps its part of the slab; the next rows are cut after it.
+// from the writer's slab: one allocation for a batch's rows rather than one a row. Each
+// batch has a slab of its own (flush), so that a batch's values are garbage once it is
+// stored: a slab cut across batches of large messages kept up to four batches' text
+// (TestImportLargeSessionBoundedMemory: the server's peak 449 MiB).
 func (w *bulkWriter) newRow(values ...any) []any {
 	n := len(stageColumns)
 	if len(values) != n {
@@ -371,7 +373,9 @@ func (w *bulkWriter) flush(ctx context.Context, tx *txn) error {
 			b.vectors = w.vec.compute(b.rows)
 		}
 		w.batches++
-		w.rows, w.rowBytes = make([][]any, 0, len(b.rows)), 0
+		// A slab of its own for the next batch's rows: one shared with this batch would
+		// keep this batch's values (its text) for as long as the next batch's.
+		w.rows, w.rowBytes, w.slab = make([][]any, 0, len(b.rows)), 0, nil
 		for _, id := range w.queuedSources {
 			w.storedSources[id] = struct{}{}
 		}

@@ -214,9 +214,9 @@ type parser struct {
 	replies    map[string]*reply
 	calls      map[string]int // tool_use id -> line that made it
 	answered   map[string]answer
-	userTurns  map[string]ref // timestamp + content fingerprint -> the turn's last message
+	userTurns  map[string]ref  // timestamp + content fingerprint -> the turn's last message
 	uuids      map[string]bool // the uuids of records that have no place (at): sidechains', summaries
-	turns      int // conversation turns read so far
+	turns      int             // conversation turns read so far
 	unfamiliar map[string]bool
 	dropped    map[string]bool // block types warned about
 	summaries  []summaryRecord
