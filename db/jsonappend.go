@@ -42,14 +42,8 @@ func appendBodyFields(dst []byte, b parley.Body, comma bool) []byte {
 			dst = appendJSONString(dst, string(p.Kind))
 			dst = append(dst, `,"content":`...)
 			dst = appendJSONString(dst, parley.EscapeHTML(p.Text))
-			if p.Signature != "" {
-				dst = append(dst, `,"signature":`...)
-				dst = appendJSONString(dst, p.Signature)
-			}
-			if p.ItemID != "" {
-				dst = append(dst, `,"itemId":`...)
-				dst = appendJSONString(dst, p.ItemID)
-			}
+			dst = appendOptString(dst, "signature", p.Signature)
+			dst = appendOptString(dst, "itemId", p.ItemID)
 			dst = append(dst, '}')
 		}
 		dst = append(dst, ']')
@@ -65,19 +59,13 @@ func appendToolResults(dst []byte, r *toolResultJSON) (out []byte, ok bool) {
 	}
 	dst = append(dst, `[{"toolCallId":`...)
 	dst = appendJSONString(dst, r.ToolCallID)
-	if r.ToolName != "" {
-		dst = append(dst, `,"toolName":`...)
-		dst = appendJSONString(dst, r.ToolName)
-	}
+	dst = appendOptString(dst, "toolName", r.ToolName)
 	dst = append(dst, `,"status":`...)
 	dst = appendJSONString(dst, string(r.Status))
 	if e := r.Error; e != nil {
 		dst = append(dst, `,"error":{"message":`...)
 		dst = appendJSONString(dst, e.Message)
-		if e.StackTrace != "" {
-			dst = append(dst, `,"stackTrace":`...)
-			dst = appendJSONString(dst, e.StackTrace)
-		}
+		dst = appendOptString(dst, "stackTrace", e.StackTrace)
 		dst = append(dst, `,"recoverable":`...)
 		dst = strconv.AppendBool(dst, e.Recoverable)
 		dst = append(dst, '}')
@@ -120,27 +108,15 @@ func appendToolCalls(dst []byte, calls []parley.ToolCall) ([]byte, bool) {
 			dst = append(dst, `,"partIndex":`...)
 			dst = strconv.AppendInt(dst, int64(*c.PartIndex), 10)
 		}
-		if c.ItemID != "" {
-			dst = append(dst, `,"itemId":`...)
-			dst = appendJSONString(dst, c.ItemID)
-		}
-		if c.ThoughtSignature != "" {
-			dst = append(dst, `,"thoughtSignature":`...)
-			dst = appendJSONString(dst, c.ThoughtSignature)
-		}
+		dst = appendOptString(dst, "itemId", c.ItemID)
+		dst = appendOptString(dst, "thoughtSignature", c.ThoughtSignature)
 		dst = append(dst, `,"approvalStatus":`...)
 		dst = appendJSONString(dst, string(c.ApprovalStatus))
 		if d := c.Decision; d != nil {
 			dst = append(dst, `,"decision":{"status":`...)
 			dst = appendJSONString(dst, string(d.Status))
-			if d.DecidedBy != "" {
-				dst = append(dst, `,"decidedBy":`...)
-				dst = appendJSONString(dst, d.DecidedBy)
-			}
-			if d.Reason != "" {
-				dst = append(dst, `,"reason":`...)
-				dst = appendJSONString(dst, d.Reason)
-			}
+			dst = appendOptString(dst, "decidedBy", d.DecidedBy)
+			dst = appendOptString(dst, "reason", d.Reason)
 			dst = append(dst, `,"decidedAt":"`...)
 			at, err := d.DecidedAt.AppendText(dst) // time.Time's MarshalJSON, unquoted
 			if err != nil {
@@ -220,6 +196,18 @@ func appendProvenance(dst []byte, j *provenanceJSON) []byte {
 	num("ttftMs", j.TimeToFirstTokenMs)
 	num("durationMs", j.DurationMs)
 	return append(dst, '}')
+}
+
+// appendOptString appends the field name with the string v, after a comma, as
+// encoding/json writes a field tagged omitempty: nothing when v is empty.
+func appendOptString(dst []byte, name, v string) []byte {
+	if v == "" {
+		return dst
+	}
+	dst = append(dst, `,"`...)
+	dst = append(dst, name...)
+	dst = append(dst, `":`...)
+	return appendJSONString(dst, v)
 }
 
 const hexDigits = "0123456789abcdef"

@@ -3,7 +3,6 @@ package interop_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parley-dev/parley/internal/sessiongen"
 	"github.com/parley-dev/parley/internal/testserver"
 )
 
@@ -24,36 +22,24 @@ import (
 // names that do not change from run to run (body_bytes, generated from the others,
 // counts the digits of those times: it is left out). It is there so that the import's code can
 // be made faster without changing a byte it stores: a digest of each import's rows is
-// kept (the rows of the large sessions are megabytes), and with -update-rows-dir DIR
+// kept (the rows of the large sessions are megabytes), and with -rows-dir DIR
 // the rows themselves are written to DIR, to compare those of two versions with diff.
 func TestImportedRowsGolden(t *testing.T) {
 	t.Parallel()
 	srv := testserver.New(t)
-	var bench strings.Builder
-	if err := sessiongen.Write(&bench, 12000); err != nil { // three batches
-		t.Fatal(err)
-	}
-	var export map[string]any
-	if err := json.Unmarshal([]byte(readFile(t, "parleyjson/testdata/conversation.json")), &export); err != nil {
-		t.Fatal(err)
-	}
-	export["messages"].([]any)[2].(map[string]any)["deletedAt"] = "2026-03-01T12:00:09Z"
-	withTombstone, err := json.Marshal(export)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bench, withTombstone, secondBatch := threeBatchesAndATombstone(t)
 	var lines []string
 	conv := map[string]string{} // an import's name to its conversation
 	for _, in := range []struct{ name, format, path, data, into string }{
 		{name: "parley", format: "PARLEY_JSON", path: "parleyjson/testdata/conversation.json"},
-		{name: "parley-tombstone", format: "PARLEY_JSON", data: string(withTombstone)},
-		{name: "parley-second-batch", format: "PARLEY_JSON", data: afterFirstBatch(t, export)},
+		{name: "parley-tombstone", format: "PARLEY_JSON", data: withTombstone},
+		{name: "parley-second-batch", format: "PARLEY_JSON", data: secondBatch},
 		{name: "claude-code", format: "CLAUDE_CODE_JSONL", path: "claudecode/testdata/session.jsonl"},
 		{name: "claude-code-rewind", format: "CLAUDE_CODE_JSONL", path: "claudecode/testdata/rewind.jsonl"},
 		{name: "claude-code-again", format: "CLAUDE_CODE_JSONL", path: "claudecode/testdata/rewind.jsonl", into: "claude-code"},
 		{name: "openai-chat", format: "OPENAI_CHAT", path: "openai/testdata/chat.json"},
 		{name: "anthropic", format: "ANTHROPIC_MESSAGES", path: "anthropic/testdata/messages.json"},
-		{name: "bench-session", format: "CLAUDE_CODE_JSONL", data: bench.String()},
+		{name: "bench-session", format: "CLAUDE_CODE_JSONL", data: bench},
 		{name: "results-2kb", format: "CLAUDE_CODE_JSONL", data: string(genSession(600))},
 		{name: "results-2kb-longer", format: "CLAUDE_CODE_JSONL", data: string(genSession(1400)), into: "results-2kb"},
 		{name: "chat-calls", format: "OPENAI_CHAT", data: chatWithCalls(20, false)},

@@ -22,30 +22,17 @@ import (
 func TestImportedVectorsAreTheTriggers(t *testing.T) {
 	t.Parallel()
 	srv := testserver.New(t)
-	var session strings.Builder
-	if err := sessiongen.Write(&session, 12000); err != nil { // three batches
-		t.Fatal(err)
-	}
-	// The Parley export with its third message a tombstone, which has no vector.
-	var export map[string]any
-	if err := json.Unmarshal([]byte(readFile(t, "parleyjson/testdata/conversation.json")), &export); err != nil {
-		t.Fatal(err)
-	}
-	export["messages"].([]any)[2].(map[string]any)["deletedAt"] = "2026-03-01T12:00:09Z"
-	withTombstone, err := json.Marshal(export)
-	if err != nil {
-		t.Fatal(err)
-	}
+	session, withTombstone, secondBatch := threeBatchesAndATombstone(t) // a tombstone has no vector
 	var convs []string
 	for _, in := range []struct{ format, path, data string }{
 		{format: "PARLEY_JSON", path: "parleyjson/testdata/conversation.json"},
-		{format: "PARLEY_JSON", data: string(withTombstone)},
-		{format: "PARLEY_JSON", data: afterFirstBatch(t, export)},
+		{format: "PARLEY_JSON", data: withTombstone},
+		{format: "PARLEY_JSON", data: secondBatch},
 		{format: "CLAUDE_CODE_JSONL", path: "claudecode/testdata/session.jsonl"},
 		{format: "CLAUDE_CODE_JSONL", path: "claudecode/testdata/rewind.jsonl"},
 		{format: "OPENAI_CHAT", path: "openai/testdata/chat.json"},
 		{format: "ANTHROPIC_MESSAGES", path: "anthropic/testdata/messages.json"},
-		{format: "CLAUDE_CODE_JSONL", data: session.String()},
+		{format: "CLAUDE_CODE_JSONL", data: session},
 		{format: "OPENAI_CHAT", data: chatWithCalls(20, true)},
 	} {
 		data := in.data
@@ -140,4 +127,26 @@ func searchFinds(t *testing.T, srv *testserver.Server, query string) {
 	if len(out.Search.Edges) == 0 {
 		t.Errorf("search %q: found nothing, want the imported messages that have it", query)
 	}
+}
+
+// threeBatchesAndATombstone returns three imports the import tests share: a generated
+// Claude Code session of 12,000 messages (three of an import's batches), the Parley
+// export of parleyjson's fixture with its third message a tombstone, and the same export
+// as an import's second batch (afterFirstBatch).
+func threeBatchesAndATombstone(t *testing.T) (session, withTombstone, secondBatch string) {
+	t.Helper()
+	var b strings.Builder
+	if err := sessiongen.Write(&b, 12000); err != nil {
+		t.Fatal(err)
+	}
+	var export map[string]any
+	if err := json.Unmarshal([]byte(readFile(t, "parleyjson/testdata/conversation.json")), &export); err != nil {
+		t.Fatal(err)
+	}
+	export["messages"].([]any)[2].(map[string]any)["deletedAt"] = "2026-03-01T12:00:09Z"
+	out, err := json.Marshal(export)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String(), string(out), afterFirstBatch(t, export)
 }
