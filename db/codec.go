@@ -249,14 +249,10 @@ func encodeMessage(m parley.Message) (messageRow, error) {
 		SourceID:      sql.NullString{String: meta.SourceID, Valid: meta.SourceID != ""},
 	}
 	var payload any
+	var body *parley.Body // a payload that is the body alone: written by appendBodyPayload where it can
 	switch m := m.(type) {
 	case *parley.TextMessage:
-		row.Content = m.Content()
-		if p, ok := appendBodyPayload(make([]byte, 0, bodyCap(m.Body)), m.Body); ok {
-			row.Payload = p
-			return row, nil
-		}
-		payload = encodeBody(m.Body)
+		row.Content, body = m.Content(), &m.Body
 	case *parley.ImageMessage:
 		p := imagePayload{RecognitionMode: m.RecognitionMode, Recognition: m.Recognition}
 		p.Source.Kind, p.Source.URL, p.Source.Data = m.Source.Kind, m.Source.URL, m.Source.Data
@@ -273,12 +269,7 @@ func encodeMessage(m parley.Message) (messageRow, error) {
 				return row, fmt.Errorf("encode tool calls: %w", err)
 			}
 		}
-		row.ToolCalls = calls
-		if p, ok := appendBodyPayload(make([]byte, 0, bodyCap(m.Body)), m.Body); ok {
-			row.Payload = p
-			return row, nil
-		}
-		payload = encodeBody(m.Body)
+		row.ToolCalls, body = calls, &m.Body
 	case *parley.ToolResultMessage:
 		row.Content = m.Content()
 		r := toolResultJSON{
@@ -295,12 +286,7 @@ func encodeMessage(m parley.Message) (messageRow, error) {
 				return row, fmt.Errorf("encode tool result: %w", err)
 			}
 		}
-		row.ToolResults = results
-		if p, ok := appendBodyPayload(make([]byte, 0, bodyCap(m.Body)), m.Body); ok {
-			row.Payload = p
-			return row, nil
-		}
-		payload = encodeBody(m.Body)
+		row.ToolResults, body = results, &m.Body
 	case *parley.SystemControlMessage:
 		payload = controlPayload{Kind: m.ControlKind, From: m.From, To: m.To, Params: m.Params}
 	case *parley.MCPResourceMessage:
@@ -318,6 +304,13 @@ func encodeMessage(m parley.Message) (messageRow, error) {
 		return row, nil
 	default:
 		return row, fmt.Errorf("encode message: unsupported type %T", m)
+	}
+	if body != nil {
+		if p, ok := appendBodyPayload(make([]byte, 0, bodyCap(*body)), *body); ok {
+			row.Payload = p
+			return row, nil
+		}
+		payload = encodeBody(*body)
 	}
 	var err error
 	if row.Payload, err = json.Marshal(payload); err != nil {

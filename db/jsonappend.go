@@ -151,31 +151,26 @@ func appendRawJSON(dst []byte, j parley.JSON) ([]byte, bool) {
 func appendProvenance(dst []byte, j *provenanceJSON) []byte {
 	dst = append(dst, '{')
 	comma := false
-	str := func(name, v string) {
-		if v == "" {
-			return
-		}
+	key := func(name string) { // a field's name, after a comma unless it is the object's first
 		if comma {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, '"')
 		dst = append(dst, name...)
 		dst = append(dst, `":`...)
-		dst = appendJSONString(dst, v)
 		comma = true
 	}
+	str := func(name, v string) {
+		if v != "" {
+			key(name)
+			dst = appendJSONString(dst, v)
+		}
+	}
 	num := func(name string, v int64) {
-		if v == 0 {
-			return
+		if v != 0 {
+			key(name)
+			dst = strconv.AppendInt(dst, v, 10)
 		}
-		if comma {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, '"')
-		dst = append(dst, name...)
-		dst = append(dst, `":`...)
-		dst = strconv.AppendInt(dst, v, 10)
-		comma = true
 	}
 	str("provider", j.Provider)
 	str("model", j.Model)

@@ -14,7 +14,7 @@ import (
 // Postgres), whether or not the conversation's bound of its message sizes says the page
 // fits its budget (fittingLinePageSQL reads it without the window; otherwise
 // FindConversationPage reads it again with the window, and remembers that): a
-// conversation with one message of 2 MiB among small ones, read forward and backward,
+// conversation with one message of 900 KiB among small ones, read forward and backward,
 // with and without the tree fields, across the large message, the budget cutting the
 // page just before it and letting it alone through after; and a conversation of
 // messages of one size, each read with budgets of exactly the page times that size

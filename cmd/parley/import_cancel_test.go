@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/parley-dev/parley/internal/pgtest"
+	"github.com/parley-dev/parley/internal/poll"
 	"github.com/parley-dev/parley/internal/sessiongen"
 )
 
@@ -58,18 +60,14 @@ func TestImportCancelledWhileVectorsComputed(t *testing.T) {
 		done <- run(ctx, []string{"parley", "import", "--database-url", dsn, "--format", "CLAUDE_CODE_JSONL", "--json", session},
 			&out, &errOut)
 	}()
-	deadline := time.Now().Add(60 * time.Second)
-	for running("SELECT s.n, v::text%") == 0 {
+	poll.For(t, "vectors computed on a second connection", time.Minute, func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("the import ended (%v) before its vectors were seen computed on a second connection", err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no vectors computed on a second connection within 60 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return running("SELECT s.n, v::text%") > 0
+	})
 	cancel()
 	select {
 	case err := <-done:
@@ -87,10 +85,10 @@ func TestImportCancelledWhileVectorsComputed(t *testing.T) {
 	if conversations != 0 || messages != 0 {
 		t.Errorf("the cancelled import left %d conversations and %d messages, want none", conversations, messages)
 	}
-	for running("%") != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("a statement of the cancelled import still runs")
+	poll.Until(t, "the cancelled import's statements to end", time.Minute, func() error {
+		if n := running("%"); n != 0 {
+			return fmt.Errorf("%d still run", n)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
