@@ -473,11 +473,11 @@ func setUp(ctx context.Context, cfg *config, logf func(string, ...any)) (*env, e
 	dsn := e.cluster.DSN("parley")
 
 	// Parley migrates the database as it starts.
-	port, err := freePort()
+	port, err := parleyproc.FreePort()
 	if err != nil {
 		return e, err
 	}
-	debugPort, err := freePort()
+	debugPort, err := parleyproc.FreePort()
 	if err != nil {
 		return e, err
 	}
@@ -529,7 +529,7 @@ func setUp(ctx context.Context, cfg *config, logf func(string, ...any)) (*env, e
 	if _, err := e.sql.ExecContext(ctx, postgraphileSetupSQL); err != nil {
 		return e, fmt.Errorf("create bench.add_message: %w", err)
 	}
-	if port, err = freePort(); err != nil {
+	if port, err = parleyproc.FreePort(); err != nil {
 		return e, err
 	}
 	e.pgURL = fmt.Sprintf("http://127.0.0.1:%d/graphql", port)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -111,17 +110,6 @@ func (p *proc) logTail() string {
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	lines = lines[max(0, len(lines)-20):]
 	return "\n--- last lines of " + p.log + " ---\n" + strings.Join(lines, "\n")
-}
-
-// freePort asks the kernel for a free loopback TCP port. Another process could take it
-// before the server binds it; on this single-user benchmark machine that does not happen.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // httpOK returns a readiness check that GETs url and wants a 200.

@@ -11,6 +11,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/parley-dev/parley"
+	"github.com/parley-dev/parley/bench/internal/parleyproc"
 	"github.com/parley-dev/parley/internal/selection"
 )
 
@@ -120,7 +121,7 @@ func (e *env) setUpScale(ctx context.Context, cfg *config, logf func(string, ...
 			return err
 		}
 		dsn := e.cluster.DSN(dbname)
-		port, err := freePort()
+		port, err := parleyproc.FreePort()
 		if err != nil {
 			return err
 		}

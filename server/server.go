@@ -163,7 +163,7 @@ func New(cfg Config) http.Handler {
 		}
 		w.Write([]byte("ok\n"))
 	})
-	return tracing.Handler(cfg.TracerProvider, withRequestID(withAccessLog(cfg.Logger, cfg.Metrics, mux)))
+	return withTraceRegion(tracing.Handler(cfg.TracerProvider, withRequestID(withAccessLog(cfg.Logger, cfg.Metrics, mux))))
 }
 
 // apiHandler serves the HTTP API beside GraphQL (importapi.go), authenticated and

@@ -12,6 +12,12 @@
 //	bin/parley-bench -only history -runs 1 -duration 1s -profile-for 0 -import-runs 0 -scale-messages 0 -keep -work /tmp/w
 //	go run ./bench/pair -work /tmp/w -parley /tmp/parley-before,bin/parley
 //
+// With -trace SECONDS it then records an execution trace of each server in turn while
+// reading from it alone, and says where a read's wall time goes (phases.go): before
+// the query, waiting for Postgres, and after; and the goroutines each read starts.
+//
+//	go run ./bench/pair -work /tmp/w -parley bin/parley -trace 3
+//
 // A binary given as BIN@DATABASE serves that database of the cluster instead of
 // "parley": a copy made before a newer binary migrated it (CREATE DATABASE parley_old
 // TEMPLATE parley), for a binary that refuses a schema newer than its own.
@@ -47,6 +53,7 @@ func main() {
 	bins := flag.String("parley", "", "the parley binaries to compare, comma-separated")
 	n := flag.Int("n", 3000, "timed requests to each server")
 	warmup := flag.Int("warmup", 300, "untimed requests to each server first")
+	traceSecs := flag.Int("trace", 0, "after the timed requests, trace each server for this many seconds and say where a read's wall time goes (0: no trace)")
 	flag.Parse()
 	if *work == "" || *bins == "" {
 		fmt.Fprintln(os.Stderr, "pair: -work and -parley are required")
@@ -54,13 +61,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *work, strings.Split(*bins, ","), *n, *warmup); err != nil {
+	if err := run(ctx, *work, strings.Split(*bins, ","), *n, *warmup, *traceSecs); err != nil {
 		fmt.Fprintln(os.Stderr, "pair:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, work string, bins []string, n, warmup int) error {
+func run(ctx context.Context, work string, bins []string, n, warmup, traceSecs int) error {
 	cluster, err := localpg.Start(ctx, localpg.Config{DataDir: filepath.Join(work, "pg"), Fast: true})
 	if err != nil {
 		return err
@@ -87,11 +94,20 @@ func run(ctx context.Context, work string, bins []string, n, warmup int) error {
 	if err != nil {
 		return err
 	}
-	urls := make([]string, len(bins))
+	urls, debugURLs := make([]string, len(bins)), make([]string, len(bins))
 	for i, bin := range bins {
 		// At the log level bin/parley-bench serves at (info: the access log on), where
 		// parleyproc's own is warn.
-		srv, err := parleyproc.Start(ctx, bin, dsns[i], filepath.Join(work, fmt.Sprintf("pair-%d.log", i)), "--log-level", "info")
+		flags := []string{"--log-level", "info"}
+		if traceSecs > 0 {
+			port, err := parleyproc.FreePort()
+			if err != nil {
+				return err
+			}
+			debugURLs[i] = fmt.Sprintf("http://127.0.0.1:%d", port)
+			flags = append(flags, "--debug-addr", fmt.Sprintf("127.0.0.1:%d", port))
+		}
+		srv, err := parleyproc.Start(ctx, bin, dsns[i], filepath.Join(work, fmt.Sprintf("pair-%d.log", i)), flags...)
 		if err != nil {
 			return err
 		}
@@ -122,6 +138,16 @@ func run(ctx context.Context, work string, bins []string, n, warmup int) error {
 		slices.Sort(t)
 		fmt.Printf("| %s | %.3f ms | %.3f ms | %.3f ms |\n", bins[i], ms(t[len(t)/4]), ms(t[len(t)/2]), ms(t[len(t)*3/4]))
 	}
+	if traceSecs == 0 {
+		return nil
+	}
+	ps := make([]*phases, len(bins))
+	for i := range bins {
+		if ps[i], err = traceServer(ctx, client, debugURLs[i], urls[i], body, traceSecs); err != nil {
+			return fmt.Errorf("%s: %w", bins[i], err)
+		}
+	}
+	printPhases(bins, ps, traceSecs)
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -108,6 +109,17 @@ func (s *Server) CPUTime() (time.Duration, error) {
 	}
 	const ticksPerSecond = 100 // USER_HZ on Linux
 	return time.Duration(utime+stime) * time.Second / ticksPerSecond, nil
+}
+
+// FreePort asks the kernel for a free loopback TCP port. Another process could take it
+// before the server binds it; on a single-user benchmark machine that does not happen.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // LoadAverage is the machine's 1-minute load average, or "unknown".

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"runtime/trace"
+	"testing"
+
+	"github.com/parley-dev/parley/internal/pgtest"
+	"github.com/parley-dev/parley/internal/selection"
+	"github.com/parley-dev/parley/internal/testserver"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// TestPhasesOfTracedReads: readPhases finds each history read of a trace of a server
+// reading, with its wait for Postgres inside it, the time before and after it, and the
+// goroutine lib/pq starts for each query it is given a cancellable context for.
+func TestPhasesOfTracedReads(t *testing.T) {
+	srv := testserver.New(t)
+	conv := srv.CreateConversation(t, "history")
+	for i := range 20 {
+		srv.AddMessage(t, conv, testserver.Text("USER", fmt.Sprintf("message %d", i)))
+	}
+	var buf bytes.Buffer
+	if err := trace.Start(&buf); err != nil {
+		t.Fatal(err)
+	}
+	const reads = 10
+	for range reads {
+		if r := srv.Do(t, selection.HistoryQuery, map[string]any{"c": conv}); len(r.Errors) > 0 {
+			trace.Stop()
+			t.Fatal(r.Errors)
+		}
+	}
+	trace.Stop()
+
+	p, err := readPhases(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.reads) != reads {
+		t.Fatalf("found %d reads, want %d", len(p.reads), reads)
+	}
+	for i, r := range p.reads {
+		if r.postgresWaits < 1 || r.toQuery <= 0 || r.postgres <= 0 || r.rest <= 0 {
+			t.Errorf("read %d: %+v: want a wait for Postgres, and time before and after it", i, r)
+		}
+	}
+	if got := p.started["github.com/lib/pq.(*stmt).watchCancel.func1"]; got < reads {
+		t.Errorf("lib/pq's watcher started %d times in %d reads, want one a read at least (started: %v)", got, reads, p.started)
+	}
+}
