@@ -36,6 +36,7 @@ import (
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/bench/internal/parleyproc"
+	"github.com/parley-dev/parley/bench/internal/readtrace"
 	"github.com/parley-dev/parley/localpg"
 )
 
@@ -227,6 +228,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 				continue
 			}
 			if err := e.profile(ctx, cfg, m, res, logf); err != nil {
+				return err
+			}
+		}
+		if m, ok := e.byKey(plan, keyOf("history", 1, "parley")); ok {
+			if err := e.traceReads(ctx, m, res, logf); err != nil {
 				return err
 			}
 		}
@@ -805,6 +811,26 @@ func (e *env) profile(ctx context.Context, cfg *config, m measurement, res *resu
 	res.Profiles[m.key] = trimProfile(string(out))
 	res.Breakdowns[m.key] = profileBreakdown(string(out), strings.Split(m.key, "/")[0])
 	res.ProfileFiles = append(res.ProfileFiles, path)
+	return nil
+}
+
+// readTraceSeconds is how long traceReads traces Parley.
+const readTraceSeconds = 3
+
+// traceReads says where the wall time of m's reads goes (package readtrace), from an
+// execution trace of Parley while m runs: at one client, where the history read's
+// target is, much of a read is waiting, which the CPU profiles do not show.
+func (e *env) traceReads(ctx context.Context, m measurement, res *results, logf func(string, ...any)) error {
+	logf("tracing Parley for %ds under %s", readTraceSeconds, m.key)
+	p, err := readtrace.Record(ctx, e.debugURL, readTraceSeconds, func(ctx context.Context) error {
+		_, err := measure(ctx, m.clients, 0, time.Hour, m.op, nil)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("execution trace: %w", err)
+	}
+	s := p.Summary()
+	res.ReadPhases = map[string]readtrace.Summary{m.key: s}
 	return nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/parley-dev/parley/bench/internal/readtrace"
 )
 
 // report turns results into the Markdown report and the SVG chart.
@@ -313,6 +315,12 @@ func (rep *report) markdown(chartFile string) string {
 		w("## Where the time goes\n\n")
 		w("CPU profiles of Parley's process under %d clients (`/debug/pprof/profile` from `parley serve --debug-addr`), summarized with `go tool pprof -top -cum`; a run leaves the profiles in `%s` (not committed: `go tool pprof bin/parley FILE` opens them).\n\n",
 			r.Clients, strings.Join(relPaths(r.ProfileFiles), "`, `"))
+		for _, k := range sortedKeys(r.ReadPhases) {
+			w("### %s: the wall time of a read\n\n", k)
+			w("An execution trace of Parley for %d s while one client reads (`/debug/pprof/trace`; each request is a trace region, and `bench/internal/readtrace` follows the goroutine serving each one through its waits; `go run ./bench/pair -work DIR -parley BIN -trace 3` does the same on a kept database). The p50 of each part: before the query (the request, the middleware, gqlgen, the resolver), the waits for Postgres's rows, and the rest (reading the rows, writing the page and the response), and the goroutines a read starts, each of which wakes the idle core:\n\n", readTraceSeconds)
+			w(readtrace.TableHeader, "server")
+			w("%s\n", r.ReadPhases[k].Row("Parley"))
+		}
 		for _, k := range sortedKeys(r.Profiles) {
 			w("### %s\n\n", k)
 			if rows := r.Breakdowns[k]; len(rows) > 0 {

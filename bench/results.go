@@ -6,6 +6,8 @@ import (
 	"os"
 	"slices"
 	"time"
+
+	"github.com/parley-dev/parley/bench/internal/readtrace"
 )
 
 // results is everything one benchmark run found, kept as JSON beside the report so that
@@ -28,7 +30,9 @@ type results struct {
 	Profiles      map[string]string   `json:"profiles,omitempty"`
 	Breakdowns    map[string][]string `json:"breakdowns,omitempty"`
 	ProfileFiles  []string            `json:"profileFiles,omitempty"`
-	Extra         []extraFigure       `json:"extra,omitempty"`
+	// ReadPhases says where the wall time of a read goes, by measurement (readtrace).
+	ReadPhases map[string]readtrace.Summary `json:"readPhases,omitempty"`
+	Extra      []extraFigure                `json:"extra,omitempty"`
 	// ScaleDatabase describes the large database of the scale rows.
 	ScaleDatabase string `json:"scaleDatabase,omitempty"`
 	// Fanout is the realtime fan-out benchmark's own Markdown report.

@@ -13,7 +13,7 @@
 //	go run ./bench/pair -work /tmp/w -parley /tmp/parley-before,bin/parley
 //
 // With -trace SECONDS it then records an execution trace of each server in turn while
-// reading from it alone, and says where a read's wall time goes (phases.go): before
+// reading from it alone, and says where a read's wall time goes (bench/internal/readtrace): before
 // the query, waiting for Postgres, and after; and the goroutines each read starts.
 //
 //	go run ./bench/pair -work /tmp/w -parley bin/parley -trace 3
@@ -44,6 +44,7 @@ import (
 
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/bench/internal/parleyproc"
+	"github.com/parley-dev/parley/bench/internal/readtrace"
 	"github.com/parley-dev/parley/internal/selection"
 	"github.com/parley-dev/parley/localpg"
 )
@@ -141,13 +142,23 @@ func run(ctx context.Context, work string, bins []string, n, warmup, traceSecs i
 	if traceSecs == 0 {
 		return nil
 	}
-	ps := make([]*phases, len(bins))
+	fmt.Printf("\nwhere the wall time of a read goes (an execution trace of each server for %d s, one client reading from it alone; p50 of each part):\n\n", traceSecs)
+	fmt.Printf(readtrace.TableHeader, "binary")
 	for i := range bins {
-		if ps[i], err = traceServer(ctx, client, debugURLs[i], urls[i], body, traceSecs); err != nil {
+		p, err := readtrace.Record(ctx, debugURLs[i], traceSecs, func(ctx context.Context) error {
+			var buf bytes.Buffer
+			for ctx.Err() == nil {
+				if err := read(ctx, client, urls[i], body, &buf); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
 			return fmt.Errorf("%s: %w", bins[i], err)
 		}
+		fmt.Print(p.Summary().Row(bins[i]))
 	}
-	printPhases(bins, ps, traceSecs)
 	return nil
 }
 

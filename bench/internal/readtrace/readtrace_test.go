@@ -1,4 +1,4 @@
-package main
+package readtrace_test
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"runtime/trace"
 	"testing"
 
+	"github.com/parley-dev/parley/bench/internal/readtrace"
 	"github.com/parley-dev/parley/internal/pgtest"
 	"github.com/parley-dev/parley/internal/selection"
 	"github.com/parley-dev/parley/internal/testserver"
@@ -13,7 +14,7 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// TestPhasesOfTracedReads: readPhases finds each history read of a trace of a server
+// TestPhasesOfTracedReads: Parse finds each history read of a trace of a server
 // reading, with its wait for Postgres inside it, the time before and after it, and the
 // goroutine lib/pq starts for each query it is given a cancellable context for.
 func TestPhasesOfTracedReads(t *testing.T) {
@@ -35,19 +36,23 @@ func TestPhasesOfTracedReads(t *testing.T) {
 	}
 	trace.Stop()
 
-	p, err := readPhases(&buf)
+	p, err := readtrace.Parse(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.reads) != reads {
-		t.Fatalf("found %d reads, want %d", len(p.reads), reads)
+	if len(p.Reads) != reads {
+		t.Fatalf("found %d reads, want %d", len(p.Reads), reads)
 	}
-	for i, r := range p.reads {
-		if r.postgresWaits < 1 || r.toQuery <= 0 || r.postgres <= 0 || r.rest <= 0 {
+	for i, r := range p.Reads {
+		if r.PostgresWaits < 1 || r.ToQuery <= 0 || r.Postgres <= 0 || r.Rest <= 0 {
 			t.Errorf("read %d: %+v: want a wait for Postgres, and time before and after it", i, r)
 		}
 	}
-	if got := p.started["github.com/lib/pq.(*stmt).watchCancel.func1"]; got < reads {
-		t.Errorf("lib/pq's watcher started %d times in %d reads, want one a read at least (started: %v)", got, reads, p.started)
+	if got := p.Started["github.com/lib/pq.(*stmt).watchCancel.func1"]; got < reads {
+		t.Errorf("lib/pq's watcher started %d times in %d reads, want one a read at least (started: %v)", got, reads, p.Started)
+	}
+	s := p.Summary()
+	if s.Reads != reads || s.In < s.ToQuery+s.Postgres || s.PostgresWaits < 1 {
+		t.Errorf("summary %+v of %d reads", s, reads)
 	}
 }
