@@ -229,7 +229,11 @@ func (rep *report) markdown(chartFile string) string {
 	if len(missed) > 0 {
 		w("Missed:\n\n")
 		for _, g := range missed {
-			w("- %s: %s. Where the time goes: the CPU per request below each table of figures, and the CPU profiles of Parley further down.\n", g.name, g.miss)
+			where := "the CPU per request below each table of figures, and the CPU profiles of Parley further down"
+			if strings.HasPrefix(g.name, "History read p50") && len(r.ReadPhases) > 0 {
+				where = "the CPU per request below each table of figures, and further down the wall time of a read at one client (an execution trace) and the CPU profiles of Parley"
+			}
+			w("- %s: %s. Where the time goes: %s.\n", g.name, g.miss, where)
 		}
 		w("\n")
 	}
