@@ -146,6 +146,9 @@ func (c *StoredCopies) AddResult(callID, content string) { c.results[callID] = c
 
 // Has reports whether m is a copy of a stored message.
 func (c *StoredCopies) Has(m Message) bool {
+	if len(c.userTurns) == 0 && len(c.results) == 0 {
+		return false // a new conversation's: no key to make for each message
+	}
 	switch m := m.(type) {
 	case *TextMessage:
 		return m.Role != RoleAssistant && !m.CreatedAt.IsZero() && c.userTurns[userTurnKey(m.CreatedAt, m.Content())]

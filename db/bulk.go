@@ -47,11 +47,8 @@ type bulkWriter struct {
 	added          int
 	lastKey        string // the key of the last message numbered, for the notification
 	// fresh says the import made the conversation: everything in it is the import's, so
-	// what it holds is known here without asking the database. sources are then the
-	// source ids of the rows sent (storedSources) and queued (queuedSources).
-	fresh         bool
-	queuedSources []string
-	storedSources map[string]struct{}
+	// what it holds is known here without asking the database (presentSourceIDs).
+	fresh bool
 	// staged says the transaction's staging table is made (stage).
 	staged bool
 	// batches counts the batches sent; from the second on, their vectors are computed
@@ -131,9 +128,6 @@ func newBulkWriter(ctx context.Context, pool *sqlx.DB, tx *txn, convKey string, 
 	}
 	w := &bulkWriter{convKey: convKey, now: now, calls: make(map[string]*bulkCall), fresh: fresh, vec: vectorConn{pool: pool},
 		convKeyValue: convKey, nowValue: now}
-	if fresh {
-		w.storedSources = make(map[string]struct{})
-	}
 	var head struct {
 		Last     int `db:"last_position"`
 		Segment  int `db:"active_segment"`
@@ -291,9 +285,6 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message, at spot
 	meta.ConversationID = parley.ConversationID(w.convKey)
 	meta.Position, meta.Seq = at.Depth, w.last
 	meta.CreatedAt, meta.UpdatedAt = created, w.now
-	if w.fresh && meta.SourceID != "" {
-		w.queuedSources = append(w.queuedSources, meta.SourceID)
-	}
 	if c, ok := m.(*parley.CompactionMessage); ok {
 		if err := parley.CheckCompactionCovers(c); err != nil {
 			return err
@@ -376,10 +367,6 @@ func (w *bulkWriter) flush(ctx context.Context, tx *txn) error {
 		// A slab of its own for the next batch's rows: one shared with this batch would
 		// keep this batch's values (its text) for as long as the next batch's.
 		w.rows, w.rowBytes, w.slab = make([][]any, 0, len(b.rows)), 0, nil
-		for _, id := range w.queuedSources {
-			w.storedSources[id] = struct{}{}
-		}
-		w.queuedSources = w.queuedSources[:0]
 	}
 	for _, id := range w.dirty {
 		c := w.calls[id]

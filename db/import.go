@@ -422,19 +422,14 @@ const sourceSpotsSQL = `SELECT m.source_id, m.segment, m.depth FROM unnest($2::t
 		WHERE conversation_id = $1 AND source_id = s.source_id) m`
 
 // presentSourceIDs returns which of ids the conversation's messages already have, and
-// where they are in its tree. In a conversation the import made, those are the rows it
-// sent, known here.
+// where they are in its tree. A conversation the import made has none of them: it holds
+// only the import's messages, and no two of those share a source id (the import's
+// checker, or parley.PrepareImport, refused it before the batch came here), so it is
+// asked nothing, and no set of the source ids sent is kept to ask (100,000 inserts and
+// lookups an import of 100,000 messages).
 func (w *bulkWriter) presentSourceIDs(ctx context.Context, tx *txn, ids []string) (map[string]spot, error) {
 	present := make(map[string]spot)
-	if len(ids) == 0 {
-		return present, nil
-	}
-	if w.fresh {
-		for _, id := range ids {
-			if _, ok := w.storedSources[id]; ok {
-				present[id] = w.place.bySource[id]
-			}
-		}
+	if len(ids) == 0 || w.fresh {
 		return present, nil
 	}
 	var found []struct {

@@ -103,6 +103,47 @@ func TestImportRecordRepeatedAcrossBatches(t *testing.T) {
 	}
 }
 
+// TestImportSourceIDRepeatedAcrossBatches imports into a new conversation a Claude Code
+// session longer than one COPY batch whose last record is a new prompt under the uuid
+// of a prompt in the first batch: not a copy (other time, other text), so two messages
+// would share a source id. The import into a conversation it made does not look for
+// its source ids among what it stored, for none can be there twice: it is refused,
+// naming both lines, and leaves nothing.
+func TestImportSourceIDRepeatedAcrossBatches(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	lines := sessionLines(t, 5200)
+	first, uuid := 0, ""
+	for i, l := range lines {
+		var rec struct {
+			Type, UUID string
+			Message    struct{ Content any }
+		}
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if _, text := rec.Message.Content.(string); rec.Type == "user" && text {
+			first, uuid = i+1, rec.UUID
+			break
+		}
+	}
+	if uuid == "" {
+		t.Fatal("the session has no user prompt")
+	}
+	data := strings.Join(lines, "") + "\n" + jsonl(t, ccUser(uuid, "a new prompt under an old uuid"))
+	r := srv.Do(t, importMutation, importVars("CLAUDE_CODE_JSONL", data, "", ""))
+	if got := r.ErrorCode(t); got != "BAD_USER_INPUT" {
+		t.Fatalf("got %s, want BAD_USER_INPUT", got)
+	}
+	want := fmt.Sprintf("line %d: source id %q is also the id of line %d", len(lines)+1, uuid, first)
+	if got := r.Errors[0].Message; !strings.Contains(got, want) {
+		t.Errorf("got %q, want it to say %q", got, want)
+	}
+	if stored := storedCounts(t, srv); stored.Conversations != 0 || stored.Messages != 0 {
+		t.Errorf("the refused import left %d conversations and %d messages, want none", stored.Conversations, stored.Messages)
+	}
+}
+
 // TestImportFailingBatchLeavesNothing imports Claude Code sessions of two COPY batches
 // (5,000 messages each at most) where Postgres refuses a message (a trigger of the
 // test's), in the first batch or in the last: the import fails and leaves nothing, no
