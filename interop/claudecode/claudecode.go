@@ -212,33 +212,49 @@ type parser struct {
 	imp        *parley.Import
 	items      []item
 	replies    map[string]*reply
-	calls      map[string]int // tool_use id -> line that made it
-	answered   map[string]answer
-	userTurns  map[string]ref  // timestamp + content fingerprint -> the turn's last message
-	uuids      map[string]bool // the uuids of records that have no place (at): sidechains', summaries
-	turns      int             // conversation turns read so far
+	uses       map[string]*toolUse // by tool_use id
+	userTurns  map[turnKey]ref     // the turn's last message
+	uuids      map[string]bool     // the uuids of records that have no place (at): sidechains', summaries
+	turns      int                 // conversation turns read so far
 	unfamiliar map[string]bool
 	dropped    map[string]bool // block types warned about
 	summaries  []summaryRecord
 	custom     string
 
-	// The tree: each record's place (by uuid), the order of the next message, the
-	// request whose calls each call id is of, and the runs of results (a run's messages
-	// to their request, each request to its run's last message).
-	at      map[string]ref
-	ord     int
-	callReq map[string]ref
-	runOf   map[string]string
-	runEnd  map[string]ref
-	gone    map[string]ref // replies left out, to their parents
+	// The tree: each record's place (by uuid), the order of the last message (ord), and
+	// the runs of results: each run's last message (runs), and the run each message is
+	// in, by its order (runOf: an index in runs plus one, 0 for none; a request is in
+	// the run of its calls' results). Slices by order rather than maps by source id: they
+	// are consulted for nearly every record.
+	at    map[string]ref
+	ord   int
+	runs  []ref
+	runOf []int32
+	gone  map[int]ref // replies left out (by order), to their parents
 
 	scratch []plainBlock // decodeBlocks'
+	fp      []byte       // assistant's, kept from block to block
+}
+
+// toolUse is a call a line made: the line, its request, and its result once read.
+type toolUse struct {
+	line     int
+	req      ref
+	answered bool
+	answer   answer
 }
 
 type answer struct {
 	line        int
 	fingerprint string
 	at          ref
+}
+
+// turnKey tells a resumed session's copies of a user turn: the record's timestamp and a
+// digest of its message.
+type turnKey struct {
+	timestamp string
+	message   [16]byte
 }
 
 type summaryRecord struct {
@@ -328,17 +344,14 @@ func newParser() *parser {
 	return &parser{
 		imp:        &parley.Import{},
 		replies:    make(map[string]*reply),
-		calls:      make(map[string]int),
-		answered:   make(map[string]answer),
-		userTurns:  make(map[string]ref),
+		uses:       make(map[string]*toolUse),
+		userTurns:  make(map[turnKey]ref),
 		uuids:      make(map[string]bool),
 		unfamiliar: make(map[string]bool),
 		dropped:    make(map[string]bool),
 		at:         make(map[string]ref),
-		callReq:    make(map[string]ref),
-		runOf:      make(map[string]string),
-		runEnd:     make(map[string]ref),
-		gone:       make(map[string]ref),
+		runOf:      []int32{0}, // orders start at 1
+		gone:       make(map[int]ref),
 	}
 }
 
@@ -372,12 +385,19 @@ func (p *parser) parentOf(rec *record) ref {
 
 // follow takes a place in a run of results to the run's last message.
 func (p *parser) follow(at ref) ref {
-	if req, ok := p.runOf[at.sid]; ok && at.sid != "" {
-		if end, ok := p.runEnd[req]; ok {
-			return end
-		}
+	if run := p.run(at); run > 0 {
+		return p.runs[run-1]
 	}
 	return at
+}
+
+// run is the run of results the message at m is in (an index in runs plus one), 0 for
+// none.
+func (p *parser) run(m ref) int32 {
+	if m.ord <= 0 {
+		return 0
+	}
+	return p.runOf[m.ord]
 }
 
 // pass gives a record that makes no message of its own the place of its parent.
@@ -408,6 +428,7 @@ func (p *parser) hasUUID(uuid string) bool {
 // next numbers a new message.
 func (p *parser) next(sid string) ref {
 	p.ord++
+	p.runOf = append(p.runOf, 0)
 	return ref{sid: sid, ord: p.ord}
 }
 
@@ -591,7 +612,7 @@ func (p *parser) user(n int, rec *record, created time.Time, blocks []block, tex
 		textRole = parley.RoleSupervisor
 	}
 	// Resumed sessions copy earlier user turns with new uuids and the same timestamp.
-	key := rec.Timestamp + "\x00" + fingerprint(rec.Message)
+	key := turnKey{timestamp: rec.Timestamp, message: digest(rec.Message)}
 	if rec.Timestamp != "" {
 		if orig, dup := p.userTurns[key]; dup && !hasToolResult(blocks) {
 			if rec.UUID != "" {
@@ -681,21 +702,23 @@ func hasToolResult(blocks []block) bool {
 // (seed 004: the tool result wins over anything else the record holds).
 func (p *parser) toolResults(n int, out *emitter, blocks []block) error {
 	var last *parley.ToolResultMessage
-	var run string // the request whose run the record's messages join
+	var run ref // the request whose run the record's messages join, if inRun
+	inRun := false
 	var images []parley.Message
 	var extra []parley.Part // text beside the results stays with them (seed 004)
 	for i, b := range blocks {
-		field := fmt.Sprintf("message.content[%d]", i)
 		switch b.Type {
 		case "tool_result":
 			if b.ToolUseID == "" {
-				return invalid(n, "%s.tool_use_id: a tool_result must name the tool_use it answers", field)
+				return invalid(n, "%s.tool_use_id: a tool_result must name the tool_use it answers", contentField(i))
 			}
-			if _, ok := p.calls[b.ToolUseID]; !ok {
-				return invalid(n, "%s: tool_result for tool_use %q, which no earlier line calls", field, jsonerr.Truncate(b.ToolUseID))
+			use, ok := p.uses[b.ToolUseID]
+			if !ok {
+				return invalid(n, "%s: tool_result for tool_use %q, which no earlier line calls", contentField(i), jsonerr.Truncate(b.ToolUseID))
 			}
 			fp := fingerprint(b.Content)
-			if prev, done := p.answered[b.ToolUseID]; done {
+			if use.answered {
+				prev := use.answer
 				if prev.fingerprint != fp {
 					p.imp.Warn("line %d: a second, different result for tool_use %q (first on line %d) skipped", n, jsonerr.Truncate(b.ToolUseID), prev.line)
 				}
@@ -704,31 +727,29 @@ func (p *parser) toolResults(n int, out *emitter, blocks []block) error {
 				}
 				continue
 			}
-			res, err := p.result(n, field, b)
+			res, err := p.result(n, i, b)
 			if err != nil {
 				return err
 			}
-			req := p.callReq[b.ToolUseID]
+			req := use.req
 			if out.count == 0 {
 				// A result answers a call of the run its request started: it follows
 				// the run's last message, not the call's line.
-				if out.parent.sid == req.sid || p.runOf[out.parent.sid] == req.sid {
-					if end, ok := p.runEnd[req.sid]; ok {
-						out.parent = end
-					}
+				if run := p.run(req); run > 0 && (out.parent.ord == req.ord || p.run(out.parent) == run) {
+					out.parent = p.runs[run-1]
 				}
 			}
 			out.emit(res)
-			p.joinRun(req.sid, out.parent)
-			p.answered[b.ToolUseID] = answer{line: n, fingerprint: fp, at: out.parent}
-			run = req.sid
+			p.joinRun(req, out.parent)
+			use.answered, use.answer = true, answer{line: n, fingerprint: fp, at: out.parent}
+			run, inRun = req, true
 			last = res
 		case "text":
 			if strings.TrimSpace(b.Text) != "" {
 				extra = append(extra, parley.Part{Kind: parley.PartText, Text: b.Text})
 			}
 		case "image":
-			img, err := p.image(n, field, b.Source, parley.RoleUser)
+			img, err := p.image(n, contentField(i), b.Source, parley.RoleUser)
 			if err != nil {
 				return err
 			}
@@ -742,7 +763,7 @@ func (p *parser) toolResults(n int, out *emitter, blocks []block) error {
 	}
 	for _, img := range images {
 		out.emit(img)
-		if run != "" {
+		if inRun {
 			p.joinRun(run, out.parent)
 		}
 	}
@@ -753,31 +774,36 @@ func (p *parser) toolResults(n int, out *emitter, blocks []block) error {
 }
 
 // joinRun makes the message at m the last of the run of results of the request req.
-func (p *parser) joinRun(req string, m ref) {
-	p.runOf[req] = req
-	p.runOf[m.sid] = req
-	p.runEnd[req] = m
+func (p *parser) joinRun(req, m ref) {
+	run := p.runOf[req.ord]
+	if run == 0 {
+		p.runs = append(p.runs, ref{})
+		run = int32(len(p.runs))
+		p.runOf[req.ord] = run
+	}
+	p.runs[run-1] = m
+	p.runOf[m.ord] = run
 }
 
 // result reads a tool_result block into its result: its content is a string, or text
 // and image blocks, the images kept inside the result as IMAGE parts, in order among
 // its text (as the anthropic importer keeps them, and as they go back to the API).
-func (p *parser) result(n int, field string, b block) (*parley.ToolResultMessage, error) {
+func (p *parser) result(n, i int, b block) (*parley.ToolResultMessage, error) {
 	blocks, text, isString, err := p.decodeContent(b.Content)
 	if err != nil {
-		return nil, invalid(n, "%s.%s", field, err)
+		return nil, invalid(n, "%s.%s", contentField(i), err)
 	}
 	if isString {
 		return contentblock.ToolResult(parley.MessageMeta{}, b, text), nil
 	}
 	var parts []parley.Part
 	images := false
-	for i, ib := range blocks {
+	for j, ib := range blocks {
 		switch ib.Type {
 		case "text":
 			parts = append(parts, parley.Part{Kind: parley.PartText, Text: ib.Text})
 		case "image":
-			img, err := p.image(n, fmt.Sprintf("%s.content[%d]", field, i), ib.Source, parley.RoleUser)
+			img, err := p.image(n, fmt.Sprintf("%s.content[%d]", contentField(i), j), ib.Source, parley.RoleUser)
 			if err != nil {
 				return nil, err
 			}
@@ -833,22 +859,16 @@ func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Tim
 	r.prov = msg.provenance(r.prov)
 	added := 0
 	for i, b := range blocks {
-		fp := b.Type + "\x00" + b.Text + "\x00" + b.Thinking + "\x00" + b.Signature + b.Data + "\x00" + b.ID + "\x00" + fingerprint(b.Input) + fingerprint(b.Raw)
-		if b.Type == "image" && b.Source != nil {
-			fp += b.Source.Data + b.Source.URL
-		}
-		sum := sha256.Sum256([]byte(fp))
-		digest := [16]byte(sum[:16])
-		if slices.Contains(r.seen, digest) {
+		seen := p.blockDigest(&b)
+		if slices.Contains(r.seen, seen) {
 			continue
 		}
-		r.seen = append(r.seen, digest)
+		r.seen = append(r.seen, seen)
 		if r.emitted {
 			p.imp.Warn("line %d: a block of the reply %s (line %d) after a later reply began was left out", n, jsonerr.Truncate(key), r.line)
 			continue
 		}
 		added++
-		field := fmt.Sprintf("message.content[%d]", i)
 		switch b.Type {
 		case "text":
 			if strings.TrimSpace(b.Text) != "" {
@@ -860,21 +880,20 @@ func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Tim
 			}
 		case "tool_use":
 			if b.ID == "" {
-				return invalid(n, "%s.id: a tool_use needs an id", field)
+				return invalid(n, "%s.id: a tool_use needs an id", contentField(i))
 			}
 			if b.Name == "" {
-				return invalid(n, "%s.name: a tool_use needs a name", field)
+				return invalid(n, "%s.name: a tool_use needs a name", contentField(i))
 			}
-			if prev, dup := p.calls[b.ID]; dup {
-				return invalid(n, "%s.id: tool_use id %q is already used on line %d", field, jsonerr.Truncate(b.ID), prev)
+			if prev, dup := p.uses[b.ID]; dup {
+				return invalid(n, "%s.id: tool_use id %q is already used on line %d", contentField(i), jsonerr.Truncate(b.ID), prev.line)
 			}
 			args, raw := contentblock.Arguments(b.Input)
-			p.calls[b.ID] = n
-			p.callReq[b.ID] = r.self
+			p.uses[b.ID] = &toolUse{line: n, req: r.self}
 			r.calls = append(r.calls, parley.ToolCall{ID: b.ID, Name: b.Name, Arguments: args, ArgumentsRaw: raw})
 			r.at = append(r.at, len(r.parts))
 		case "image":
-			img, err := p.image(n, field, b.Source, parley.RoleAssistant)
+			img, err := p.image(n, contentField(i), b.Source, parley.RoleAssistant)
 			if err != nil {
 				return err
 			}
@@ -975,10 +994,10 @@ func (p *parser) add(it item) {
 	case strings.TrimSpace(parley.Body{Parts: parts}.Text()) != "":
 		p.addAt(&parley.TextMessage{MessageMeta: meta, Body: parley.Body{Parts: parts}}, it.origin, it.parent)
 	case len(parts) > 0:
-		p.gone[r.self.sid] = it.parent
+		p.gone[r.self.ord] = it.parent
 		p.imp.Skip(reasonThinkOnly, it.origin)
 	default:
-		p.gone[r.self.sid] = it.parent
+		p.gone[r.self.ord] = it.parent
 		p.imp.Skip(reasonEmpty, it.origin)
 	}
 }
@@ -987,8 +1006,8 @@ func (p *parser) add(it item) {
 func (p *parser) addAt(m parley.Message, origin string, parent ref) {
 	for {
 		// A reply left out (only thinking): its children are its parent's.
-		up, ok := p.gone[parent.sid]
-		if !ok || parent.sid == "" {
+		up, ok := p.gone[parent.ord]
+		if !ok {
 			break
 		}
 		parent = up
@@ -1038,9 +1057,43 @@ func clip(id string) string {
 }
 
 func fingerprint(raw []byte) string {
-	sum := sha256.Sum256(bytes.TrimSpace(raw))
-	return hex.EncodeToString(sum[:16])
+	sum := digest(raw)
+	return hex.EncodeToString(sum[:])
 }
+
+// digest is what fingerprint writes in hex.
+func digest(raw []byte) [16]byte {
+	sum := sha256.Sum256(bytes.TrimSpace(raw))
+	return [16]byte(sum[:16])
+}
+
+// blockDigest tells a block of a reply read again (a resumed session's copy) from a new
+// one: a digest of its fields, written into a buffer kept from block to block rather
+// than joined into a string (a copy of each block's text, and another to hash it).
+func (p *parser) blockDigest(b *block) [16]byte {
+	fp := p.fp[:0]
+	fp = append(append(fp, b.Type...), 0)
+	fp = append(append(fp, b.Text...), 0)
+	fp = append(append(fp, b.Thinking...), 0)
+	fp = append(append(append(fp, b.Signature...), b.Data...), 0)
+	fp = append(append(fp, b.ID...), 0)
+	fp = appendFingerprint(appendFingerprint(fp, b.Input), b.Raw)
+	if b.Type == "image" && b.Source != nil {
+		fp = append(append(fp, b.Source.Data...), b.Source.URL...)
+	}
+	p.fp = fp
+	sum := sha256.Sum256(fp)
+	return [16]byte(sum[:16])
+}
+
+// appendFingerprint appends fingerprint(raw) to dst.
+func appendFingerprint(dst, raw []byte) []byte {
+	sum := digest(raw)
+	return hex.AppendEncode(dst, sum[:])
+}
+
+// contentField names the message's content block i in an error.
+func contentField(i int) string { return "message.content[" + strconv.Itoa(i) + "]" }
 
 func decodeProblem(err error, raw []byte, want string) string {
 	var te *json.UnmarshalTypeError
