@@ -149,14 +149,14 @@ func TestArrayIsPQArrays(t *testing.T) {
 		if len(elems) == 0 {
 			want = "{}" // pq's for an empty slice; nil is NULL, which the query never sends
 		}
-		if got := array(a); got != want {
+		if got := string(array(a)); got != want {
 			t.Errorf("array(%v) = %q, pq.Array: %q", elems, got, want)
 		}
 		allValid := true
 		for _, e := range elems {
 			allValid = allValid && e.Valid
 		}
-		if want, _ := pq.Array(s).Value(); allValid && len(s) > 0 && array(a) != want {
+		if want, _ := pq.Array(s).Value(); allValid && len(s) > 0 && string(array(a)) != want {
 			t.Errorf("array(%q) = %q, pq.Array of strings: %q", s, array(a), want)
 		}
 	}
