@@ -12,6 +12,9 @@ import (
 // newline and carriage return are removed, and everything else (emoji, CJK, combining
 // marks, right-to-left text) is kept byte for byte.
 func CleanText(field, s string) (string, error) {
+	if cleanAlready(s) {
+		return s, nil
+	}
 	if !utf8.ValidString(s) {
 		off := 0
 		for off < len(s) {
@@ -23,22 +26,26 @@ func CleanText(field, s string) (string, error) {
 		}
 		return "", Errorf(EINVALID, "%s: invalid UTF-8 at byte %d", field, off)
 	}
-	clean := true
-	for _, r := range s {
-		if isStripped(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s, nil
-	}
 	return strings.Map(func(r rune) rune {
 		if isStripped(r) {
 			return -1
 		}
 		return r
 	}, s), nil
+}
+
+// cleanAlready reports whether CleanText keeps s as it is: valid UTF-8 with nothing to
+// remove.
+func cleanAlready(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if isStripped(r) {
+			return false
+		}
+	}
+	return true
 }
 
 func isStripped(r rune) bool {

@@ -182,10 +182,27 @@ func (b *Body) checkSize(field string, max int) error {
 	return nil
 }
 
+// partField names a body's part in an error: written only for one (it was four
+// strings a part, for every part of every message an import checks).
+type partField struct {
+	body string
+	i    int
+}
+
+func (f partField) String() string { return fmt.Sprintf("%s.parts[%d]", f.body, f.i) }
+
+// clean is CleanText of the part's field sub (".text"), named only when s is refused.
+func (f partField) clean(sub, s string) (string, error) {
+	if cleanAlready(s) {
+		return s, nil
+	}
+	return CleanText(f.String()+sub, s)
+}
+
 func (b *Body) prepare(field string) error {
 	for i := range b.Parts {
 		p := &b.Parts[i]
-		f := fmt.Sprintf("%s.parts[%d]", field, i)
+		f := partField{field, i}
 		if !slices.Contains(PartKinds, p.Kind) {
 			return Errorf(EINVALID, "%s.kind: %q is not TEXT, THINKING, REDACTED_THINKING, SERVER_TOOL or IMAGE", f, p.Kind)
 		}
@@ -214,7 +231,7 @@ func (b *Body) prepare(field string) error {
 			return Errorf(EINVALID, "%s.raw: only a SERVER_TOOL or IMAGE part has a raw block", f)
 		}
 		if len(p.Raw) > 0 {
-			if err := checkJSON(f+".raw", p.Raw); err != nil {
+			if err := checkJSON(f.String()+".raw", p.Raw); err != nil {
 				return err
 			}
 		}
@@ -222,7 +239,7 @@ func (b *Body) prepare(field string) error {
 			if p.Kind != PartText {
 				return Errorf(EINVALID, "%s.citations: only a TEXT part has citations", f)
 			}
-			if err := checkJSON(f+".citations", p.Citations); err != nil {
+			if err := checkJSON(f.String()+".citations", p.Citations); err != nil {
 				return err
 			}
 			if t := bytes.TrimSpace(p.Citations); t[0] != '[' {
@@ -237,16 +254,18 @@ func (b *Body) prepare(field string) error {
 				return Errorf(EINVALID, "%s.signature: a REDACTED_THINKING part needs the provider's data", f)
 			}
 		}
-		text, err := CleanText(f+".text", p.Text)
+		text, err := f.clean(".text", p.Text)
 		if err != nil {
 			return err
 		}
 		p.Text = text
-		if p.Signature, err = CleanText(f+".signature", p.Signature); err != nil {
+		if p.Signature, err = f.clean(".signature", p.Signature); err != nil {
 			return err
 		}
-		if err := checkItemID(f+".itemId", p.ItemID); err != nil {
-			return err
+		if p.ItemID != "" { // none is a valid one
+			if err := checkItemID(f.String()+".itemId", p.ItemID); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
