@@ -233,6 +233,8 @@ type parser struct {
 	gone  map[int]ref // replies left out (by order), to their parents
 
 	scratch []plainBlock // decodeBlocks'
+	rec     record       // line's
+	msg     apiMessage   // line's
 	fp      []byte       // assistant's, kept from block to block
 }
 
@@ -462,14 +464,14 @@ func (p *parser) line(n int, line []byte) error {
 		}
 		return invalid(n, "a record must be a JSON object, got %s", jsonerr.Kind(line))
 	}
-	var rec record
-	err := unmarshal(line, &rec)
-	var typeErr *json.UnmarshalTypeError
-	if err != nil && !errors.As(err, &typeErr) {
-		return invalid(n, "not valid JSON (%s)", jsonerr.SyntaxProblem(line, "line"))
-	}
-	if typeErr != nil && (typeErr.Field == "type" || rec.Type == "user" || rec.Type == "assistant") {
-		return invalid(n, "%s: want %s, got %s", typeErr.Field, jsonerr.GoKind(typeErr.Type.Kind().String(), "an object or a boolean"), typeErr.Value)
+	// The record and its message are decoded into the parser's, kept from line to line
+	// (nothing keeps them past the line): two allocations a line fewer.
+	rec := &p.rec
+	*rec = record{}
+	if err := unmarshal(line, rec); err != nil {
+		if perr := recordProblem(n, line, rec, err); perr != nil {
+			return perr
+		}
 	}
 	where := lineName(n)
 	switch rec.Type {
@@ -488,8 +490,9 @@ func (p *parser) line(n int, line []byte) error {
 		if len(bytes.TrimSpace(rec.Message)) == 0 || bytes.Equal(bytes.TrimSpace(rec.Message), []byte("null")) {
 			return invalid(n, "a %s record needs a message", rec.Type)
 		}
-		var msg apiMessage
-		if err := unmarshal(rec.Message, &msg); err != nil {
+		msg := &p.msg
+		*msg = apiMessage{}
+		if err := unmarshal(rec.Message, msg); err != nil {
 			return invalid(n, "message: %s", decodeProblem(err, rec.Message, "an object"))
 		}
 		if msg.Role != "" && msg.Role != rec.Type {
@@ -500,18 +503,18 @@ func (p *parser) line(n int, line []byte) error {
 			return invalid(n, "message.%s", err)
 		}
 		if rec.Type == "user" {
-			return p.user(n, &rec, created, blocks, text, isString)
+			return p.user(n, rec, created, blocks, text, isString)
 		}
-		return p.assistant(n, &rec, &msg, created, blocks, text, isString)
+		return p.assistant(n, rec, msg, created, blocks, text, isString)
 	case "summary":
 		p.sawUUID(rec.UUID)
 		p.summaries = append(p.summaries, summaryRecord{text: rec.Summary, leaf: rec.LeafUUID})
 		p.imp.Skip(reasonSummary, where)
 	case "system":
-		p.pass(&rec)
+		p.pass(rec)
 		p.imp.Skip(reasonSystem, where)
 	default:
-		p.pass(&rec)
+		p.pass(rec)
 		if reason, ok := bookkeeping[rec.Type]; ok {
 			if rec.Type == "custom-title" && strings.TrimSpace(rec.CustomTitle) != "" {
 				p.custom = rec.CustomTitle
@@ -524,6 +527,19 @@ func (p *parser) line(n int, line []byte) error {
 			p.imp.Warn("line %d: unfamiliar record type %q skipped (a newer Claude Code?); later records of this type are skipped too", n, jsonerr.Truncate(rec.Type))
 		}
 		p.imp.Skip(reasonUnfamiliar, where)
+	}
+	return nil
+}
+
+// recordProblem is the error of a line that did not decode into rec (err), or nil when
+// the line is still read: a field of the wrong type in a record that is not a turn.
+func recordProblem(n int, line []byte, rec *record, err error) error {
+	var typeErr *json.UnmarshalTypeError
+	if !errors.As(err, &typeErr) {
+		return invalid(n, "not valid JSON (%s)", jsonerr.SyntaxProblem(line, "line"))
+	}
+	if typeErr.Field == "type" || rec.Type == "user" || rec.Type == "assistant" {
+		return invalid(n, "%s: want %s, got %s", typeErr.Field, jsonerr.GoKind(typeErr.Type.Kind().String(), "an object or a boolean"), typeErr.Value)
 	}
 	return nil
 }
