@@ -269,10 +269,10 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message, at spot
 		}
 	}
 	meta := m.Meta()
-	var deletedAt time.Time
+	var deletedAt time.Time // a value: the message's copy is made only for a deleted one
 	if meta.DeletedAt != nil {
-		deletedAt = meta.DeletedAt.Round(time.Microsecond)
-		meta.DeletedAt = &deletedAt
+		d := meta.DeletedAt.Round(time.Microsecond)
+		meta.DeletedAt, deletedAt = &d, d
 	}
 	created := w.now
 	if !meta.CreatedAt.IsZero() {

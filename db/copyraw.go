@@ -57,6 +57,7 @@ func rawCopyIn(ctx context.Context, conn *sqlx.Conn, table string, columns []str
 			return fmt.Errorf("copy into %s: the driver's statement (%T) takes no COPY data", table, st)
 		}
 		var line []byte
+		var times copyTimes
 		for i, r := range rows {
 			// Checked every so often, as database/sql checked it for each row: lib/pq
 			// watches a context's end on a goroutine of its own each time it is given one.
@@ -65,7 +66,7 @@ func rawCopyIn(ctx context.Context, conn *sqlx.Conn, table string, columns []str
 					return err
 				}
 			}
-			if line, err = appendCopyRow(line[:0], r); err != nil {
+			if line, err = appendCopyRow(line[:0], r, &times); err != nil {
 				return fmt.Errorf("copy into %s: %w", table, err)
 			}
 			// CopyData copies the line before it returns: a string over line's bytes,
@@ -82,8 +83,8 @@ func rawCopyIn(ctx context.Context, conn *sqlx.Conn, table string, columns []str
 
 // appendCopyRow appends r as a line of COPY text (without its newline), as lib/pq's
 // copyin.Exec writes it: the values separated by tabs, each as appendEncodedText
-// writes it.
-func appendCopyRow(line []byte, r []any) ([]byte, error) {
+// writes it. times holds the text of the times of the rows before.
+func appendCopyRow(line []byte, r []any, times *copyTimes) ([]byte, error) {
 	for i, v := range r {
 		if i > 0 {
 			line = append(line, '\t')
@@ -96,7 +97,7 @@ func appendCopyRow(line []byte, r []any) ([]byte, error) {
 		case bool:
 			line = strconv.AppendBool(line, v)
 		case time.Time:
-			line = append(line, pq.FormatTimestamp(v)...)
+			line = append(line, times.format(i, v)...)
 		case nil:
 			line = append(line, `\N`...)
 		default:
@@ -104,6 +105,27 @@ func appendCopyRow(line []byte, r []any) ([]byte, error) {
 		}
 	}
 	return line, nil
+}
+
+// copyTimes is the COPY text of the last time written in each column: an import's rows
+// share their updated_at (the import's time), and often their created_at, and
+// pq.FormatTimestamp makes two allocations a time it writes.
+type copyTimes struct {
+	at   []time.Time
+	text [][]byte
+}
+
+// format is pq.FormatTimestamp(t), t being column's.
+func (c *copyTimes) format(column int, t time.Time) []byte {
+	if column >= len(c.at) {
+		c.at = append(c.at, make([]time.Time, column+1-len(c.at))...)
+		c.text = append(c.text, make([][]byte, column+1-len(c.text))...)
+	}
+	// The same instant in the same location (==, not Equal) is written the same.
+	if c.text[column] == nil || c.at[column] != t {
+		c.at[column], c.text[column] = t, pq.FormatTimestamp(t)
+	}
+	return c.text[column]
 }
 
 // appendCopyText appends s as COPY text, as lib/pq's appendEscapedText does: its

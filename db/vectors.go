@@ -232,9 +232,9 @@ func (q *vectorsQuery) send(v *vectorConn, vectors []any) error {
 	}
 	defer got.Close()
 	n := 0
+	var at int // outside the loop: Scan's pointers made each a row's allocation
+	var vec string
 	for got.Next() {
-		var at int
-		var vec string
 		if err := got.Scan(&at, &vec); err != nil {
 			return err
 		}
