@@ -37,6 +37,7 @@ type bulkWriter struct {
 	// its boxed values were several allocations a message.
 	slab                   []any
 	convKeyValue, nowValue any
+	convID                 string // every message's ConversationID, made once
 	rowBytes               int
 	// requests are the queued rows of tool requests, encoded when they are sent: a
 	// result later in the batch may still approve their calls (ApproveAnsweredImport).
@@ -127,7 +128,7 @@ func newBulkWriter(ctx context.Context, pool *sqlx.DB, tx *txn, convKey string, 
 		return nil, err
 	}
 	w := &bulkWriter{convKey: convKey, now: now, calls: make(map[string]*bulkCall), fresh: fresh, vec: vectorConn{pool: pool},
-		convKeyValue: convKey, nowValue: now}
+		convKeyValue: convKey, nowValue: now, convID: parley.ConversationID(convKey)}
 	var head struct {
 		Last     int `db:"last_position"`
 		Segment  int `db:"active_segment"`
@@ -282,7 +283,7 @@ func (w *bulkWriter) add(ctx context.Context, tx *txn, m parley.Message, at spot
 	w.added++
 	w.lastKey = key
 	meta.ID = parley.MessageID(key)
-	meta.ConversationID = parley.ConversationID(w.convKey)
+	meta.ConversationID = w.convID
 	meta.Position, meta.Seq = at.Depth, w.last
 	meta.CreatedAt, meta.UpdatedAt = created, w.now
 	if c, ok := m.(*parley.CompactionMessage); ok {

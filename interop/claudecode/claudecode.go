@@ -503,9 +503,9 @@ func (p *parser) line(n int, line []byte) error {
 			return invalid(n, "message.%s", err)
 		}
 		if rec.Type == "user" {
-			return p.user(n, rec, created, blocks, text, isString)
+			return p.user(n, where, rec, created, blocks, text, isString)
 		}
-		return p.assistant(n, rec, msg, created, blocks, text, isString)
+		return p.assistant(n, where, rec, msg, created, blocks, text, isString)
 	case "summary":
 		p.sawUUID(rec.UUID)
 		p.summaries = append(p.summaries, summaryRecord{text: rec.Summary, leaf: rec.LeafUUID})
@@ -619,8 +619,8 @@ func decodeBlocks(raw []byte, scratch *[]plainBlock) ([]block, bool) {
 	return blocks, true
 }
 
-func (p *parser) user(n int, rec *record, created time.Time, blocks []block, text string, isString bool) error {
-	where := lineName(n)
+// user reads a user record, line n (where names it).
+func (p *parser) user(n int, where string, rec *record, created time.Time, blocks []block, text string, isString bool) error {
 	// Text Claude Code injected (isMeta: an expanded slash command's prompt, a caveat, a
 	// reminder) is what the model was told, but not by the person: a supervising party's.
 	textRole := parley.RoleUser
@@ -638,7 +638,7 @@ func (p *parser) user(n int, rec *record, created time.Time, blocks []block, tex
 			return nil
 		}
 	}
-	out := &emitter{p: p, line: n, created: created, sourceID: sourceID(rec.UUID, n, rec.Message), parent: p.parentOf(rec)}
+	out := &emitter{p: p, origin: where, created: created, sourceID: sourceID(rec.UUID, n, rec.Message), parent: p.parentOf(rec)}
 	defer func() {
 		// Children of the record follow its last message (its parent's place when it
 		// made none).
@@ -836,8 +836,8 @@ func (p *parser) result(n, i int, b block) (*parley.ToolResultMessage, error) {
 	return res, nil
 }
 
-func (p *parser) assistant(n int, rec *record, msg *apiMessage, created time.Time, blocks []block, text string, isString bool) error {
-	where := lineName(n)
+// assistant reads an assistant record, line n (where names it).
+func (p *parser) assistant(n int, where string, rec *record, msg *apiMessage, created time.Time, blocks []block, text string, isString bool) error {
 	if rec.IsAPIError || msg.Model == "<synthetic>" {
 		p.pass(rec)
 		p.imp.Skip(reasonSynthetic, where)
@@ -961,7 +961,7 @@ func (p *parser) dropBlock(n int, typ, where string) {
 // Each message follows the one before it; parent is where the next one goes.
 type emitter struct {
 	p        *parser
-	line     int
+	origin   string // the record's line, named
 	created  time.Time
 	sourceID string
 	count    int
@@ -977,7 +977,7 @@ func (e *emitter) emit(m parley.Message) {
 	}
 	e.count++
 	e.p.turns++
-	e.p.items = append(e.p.items, item{msg: m, origin: lineName(e.line), parent: e.parent})
+	e.p.items = append(e.p.items, item{msg: m, origin: e.origin, parent: e.parent})
 	e.parent = e.p.next(meta.SourceID)
 }
 
