@@ -187,7 +187,8 @@ func sessionZone(ctx context.Context, conn *sqlx.DB) *time.Location {
 // and of one whose page fits its byte budget), and appending to a streaming message.
 var hotStatements = []string{insertMessageSQL, insertPlacedSQL, insertUnderSQL, lockPlaceSQL, placeSQL, notifySQL, findConversationSQL, branchEndSQL,
 	pageSQL[false], pageSQL[true], llmPageSQL[false], conversationPageSQL[false], conversationPageSQL[true],
-	linePageSQL[false], linePageSQL[true], fittingLinePageSQL[false], fittingLinePageSQL[true], appendGroupSQL}
+	linePageSQL[false], linePageSQL[true], fittingLinePageSQL[false], fittingLinePageSQL[true],
+	fittingConversationPageSQL[false], fittingConversationPageSQL[true], appendGroupSQL}
 
 // prepare prepares the statements of the hottest paths on the pool. database/sql then
 // prepares each once on every connection that runs it and keeps it, so running one is

@@ -163,3 +163,6 @@ func (db *DB) CopyBothWays(ctx context.Context, setup, sqlTable, rawTable string
 		return check(tx.sqlTx)
 	})
 }
+
+// FittingConversationPageSQL is fittingConversationPageSQL, for the plan tests.
+var FittingConversationPageSQL = fittingConversationPageSQL

@@ -138,10 +138,11 @@ func (db *DB) finishPage(ctx context.Context, rows []pageRow, b pageBounds, last
 // take two. A conversation linePageSQL found not to be one line is read again with
 // conversationPageSQL, and remembered (DB.notLines) so that its next reads take that
 // one statement. A page of another branch takes those two and the branch's lookup.
-// A line's page that fits its byte budget is read by fittingLinePageSQL, without the
-// budget's window; one whose conversation's row says it may not is read again with
-// conversationPageSQL, and the conversation remembered (DB.largeMessages) so that its
-// next pages too large for that are read with linePageSQL straight away.
+// A page that fits its byte budget is read by fittingLinePageSQL or
+// fittingConversationPageSQL, without the budget's window; one whose conversation's
+// row says it may not is read again with the window (linePageSQL or
+// conversationPageSQL), and the conversation remembered (DB.largeMessages) so that its
+// next pages too large for that are read with the window straight away.
 func (db *DB) FindConversationPage(ctx context.Context, id string, page parley.PageRequest) (*parley.Conversation, *parley.MessagePage, error) {
 	key, ok := parley.ParseConversationID(id)
 	if !ok {
@@ -165,32 +166,41 @@ func (db *DB) FindConversationPage(ctx context.Context, id string, page parley.P
 	}
 	budget := max(page.MaxBytes, 0)
 	args := []any{key, b.after, b.before, b.limit + 1, owner, budget, page.Tree}
-	q, hinted, fitting := linePageSQL[b.backward], db.notLines.Contains(key), false
-	switch bound, large := db.largeMessages.Get(key); {
-	case hinted:
-		q = conversationPageSQL[b.backward]
-	case large && !pageFits(budget, b.limit+1, int(bound)):
-	default:
-		q, fitting = fittingLinePageSQL[b.backward], true
+	// line: read with a statement for one line; fitting: with one for a page that fits.
+	line, fitting := !db.notLines.Contains(key), true
+	if bound, large := db.largeMessages.Get(key); large && !pageFits(budget, b.limit+1, int(bound)) {
+		fitting = false
 	}
 	var head conversationHead
-	rows, cut, err := db.readHeadedPage(ctx, q, args, b.limit+1, page.MaxBytes, &head)
-	switch {
-	case err != nil || !head.found:
-	case head.line && hinted:
-		db.notLines.Remove(key) // one line again: a fork made real
-	case !head.line && !hinted:
-		// Branches, or a shared history: the page follows the chain, now and next time.
-		db.notLines.Add(key, struct{}{})
+	var rows []pageRow
+	var cut map[string]bool
+	// Each statement's first row says when the page is another's to read. At most three
+	// reads: line only ever turns false, and fitting turns true again only then, from
+	// the bound the row sent (which only grows).
+	for {
 		head = conversationHead{}
-		rows, cut, err = db.readHeadedPage(ctx, conversationPageSQL[b.backward], args, b.limit+1, page.MaxBytes, &head)
-	case fitting && !pageFits(budget, b.limit+1, head.maxMessageBytes):
-		// Messages too large for the page to be read without the budget's window: read
-		// with it, now and next time (conversationPageSQL, which reads any conversation,
-		// should it have stopped being one line since).
-		db.largeMessages.Add(key, int64(head.maxMessageBytes))
-		head = conversationHead{}
-		rows, cut, err = db.readHeadedPage(ctx, conversationPageSQL[b.backward], args, b.limit+1, page.MaxBytes, &head)
+		rows, cut, err = db.readHeadedPage(ctx, headedPageSQL(line, fitting, b.backward), args, b.limit+1, page.MaxBytes, &head)
+		if err != nil || !head.found {
+			break
+		}
+		if line && !head.line {
+			// Branches, or a shared history: the page follows the chain, now and next
+			// time; without the window if it fits.
+			db.notLines.Add(key, struct{}{})
+			line, fitting = false, pageFits(budget, b.limit+1, head.maxMessageBytes)
+			continue
+		}
+		if !line && head.line {
+			db.notLines.Remove(key) // one line again: a fork made real
+		}
+		if fitting && !pageFits(budget, b.limit+1, head.maxMessageBytes) {
+			// Messages too large for the page to be read without the budget's window:
+			// read with it, now and next time.
+			db.largeMessages.Add(key, int64(head.maxMessageBytes))
+			fitting = false
+			continue
+		}
+		break
 	}
 	if err != nil {
 		return nil, nil, classify(fmt.Errorf("find conversation %s and its messages: %w", id, err))
@@ -210,8 +220,23 @@ func (db *DB) FindConversationPage(ctx context.Context, id string, page parley.P
 	return c, p, nil
 }
 
-// readHeadedPage runs q, conversationPageSQL or linePageSQL, with args, and scans its
-// rows (scanHeadedPage).
+// headedPageSQL is the statement FindConversationPage reads a page with: for a
+// conversation that is one line (line) or any (conversationPageSQL), a page that fits
+// its byte budget (fits) or any, forward or backward.
+func headedPageSQL(line, fits, backward bool) string {
+	switch {
+	case line && fits:
+		return fittingLinePageSQL[backward]
+	case line:
+		return linePageSQL[backward]
+	case fits:
+		return fittingConversationPageSQL[backward]
+	}
+	return conversationPageSQL[backward]
+}
+
+// readHeadedPage runs q, conversationPageSQL or linePageSQL (or either's fitting
+// statement), with args, and scans its rows (scanHeadedPage).
 func (db *DB) readHeadedPage(ctx context.Context, q string, args []any, expect, budget int, head *conversationHead) ([]pageRow, map[string]bool, error) {
 	result, err := db.query(ctx, q, args...)
 	return db.scanHeadedPage(result, err, expect, budget, head)
@@ -333,16 +358,17 @@ func pageRange(backward bool, columns, conv, budget, parent string) string {
 }
 
 // pageRangeOf is pageRange, and with fits, the range of a page known to fit its byte
-// budget (pageFits) and to be read by fittingLinePageSQL: the same rows without the window
-// (the budget's running sum, and the parents' lag), a quarter of Postgres's time for a
-// page of 100. The parents come without it too: in one line the depths are dense (no
-// message row is ever deleted but with its conversation), so which row of the range is
-// read first (forward) or last (backward) follows from the range's bounds. Read up, the
-// first is the one at depth $2 + 1, and every later row's parent is the row read just
-// before it (sameAsPrevious); read down, the last is the one at the range's lower
-// bound, and every earlier row's parent is the row read just after it (sameAsNext),
-// whose id the reader takes when it reads that row. The first (forward) or last
-// (backward) row's parent is one probe of the index, as with the window.
+// budget (pageFits) and to be read by fittingLinePageSQL or fittingConversationPageSQL:
+// the same rows without the window (the budget's running sum, and the parents' lag
+// and lead), a quarter of Postgres's time for a page of 100. The parents come without it
+// too: along a branch the depths are dense (no message row is ever deleted but with
+// its conversation), so which row of the page is read first (forward) or last
+// (backward) follows from the page's bounds, whichever of the chain's ranges holds it.
+// Read up, the first is the one at depth $2 + 1, and every later row's parent is the
+// row read just before it (sameAsPrevious); read down, the last is the one at the
+// page's lower bound, and every earlier row's parent is the row read just after it
+// (sameAsNext), whose id the reader takes when it reads that row. The first (forward)
+// or last (backward) row's parent is one probe of the index, as with the window.
 func pageRangeOf(backward bool, columns, conv, budget, parent string, fits bool) string {
 	rng, order := `depth > $2 AND depth <= LEAST(ch.hi, $2 + $4) AND depth < COALESCE(NULLIF($3, 0), `+noBound+`)`, "ASC"
 	previous, next := `WHEN lag(depth) OVER w IS NOT NULL THEN '`+sameAsPrevious+`'`, ""
@@ -414,9 +440,28 @@ func sharedColumns(conv string) *strings.Replacer {
 // conversation. The page is read exactly as pageSQL reads it: its segments found from
 // the leaf segment's row (chainQuery), then index range scans whatever the statistics
 // and the plan cache (db/page_plans_test.go, db/chain_plans_test.go).
-var conversationPageSQL = map[bool]string{false: conversationPageQuery(false), true: conversationPageQuery(true)}
+var conversationPageSQL = map[bool]string{false: conversationPageQuery(false, false), true: conversationPageQuery(true, false)}
 
-func conversationPageQuery(backward bool) string {
+// fittingConversationPageSQL is conversationPageSQL for a page that fits its byte budget,
+// as fittingLinePageSQL is linePageSQL's: the same arguments, and the same rows when the
+// conversation's row says that the page fits (pageFits; for a linked fork the bound
+// covers the rows it shares, migration 000026), each of the chain's ranges read without
+// the window (pageRangeOf with fits); when it does not, the chain is empty and the
+// first row comes alone, and FindConversationPage reads the page again with the window.
+// The parents hold across the ranges as within one: the depths along a branch are
+// dense, and the ranges come in the page's order, so the row read just before (forward)
+// or just after (backward) a row of the page but its first (forward) or last
+// (backward) is the one at the depth below, in whichever range it is; the markers say
+// so where the window sent the id of a range's first row's parent (its probe, or for
+// a row a linked fork shares, its derived id).
+var fittingConversationPageSQL = map[bool]string{false: conversationPageQuery(false, true), true: conversationPageQuery(true, true)}
+
+func conversationPageQuery(backward, fits bool) string {
+	branch := `own CROSS JOIN LATERAL (SELECT own.active_segment AS seg, own.leaf AS leaf) b`
+	if fits {
+		branch = `own CROSS JOIN LATERAL (SELECT own.active_segment AS seg, own.leaf AS leaf
+				WHERE $6 = 0 OR $4::bigint * own.max_message_bytes <= $6) b` // pageFits
+	}
 	return fmt.Sprintf(`WITH own AS (%s),
 		chain AS (%s)
 		%s
@@ -424,9 +469,9 @@ func conversationPageQuery(backward bool) string {
 		SELECT m.* FROM chain ch
 		CROSS JOIN LATERAL (%s) m`,
 		ownQuery,
-		chainQuery(backward, "1::bigint", `own CROSS JOIN LATERAL (SELECT own.active_segment AS seg, own.leaf AS leaf) b`),
+		chainQuery(backward, "1::bigint", branch),
 		headRow,
-		pageRange(backward, pageColumns, "NULL::text", "$6", "$7::boolean AND (ch.hi = "+noBound+" OR ch.shared)"))
+		pageRangeOf(backward, pageColumns, "NULL::text", "$6", "$7::boolean AND (ch.hi = "+noBound+" OR ch.shared)", fits))
 }
 
 // linePageSQL is conversationPageSQL (the same arguments, the same rows) for a
