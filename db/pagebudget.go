@@ -65,7 +65,10 @@ func (db *DB) scanRows(rows *sql.Rows, err error, expect, budget int, head *conv
 	var skip [messageWidth + 1]sql.RawBytes // columns NULL in the row scanned
 	var calls, results, payload, provenance sql.RawBytes
 	previousID := "" // the public id of the message row scanned last
-	waiting := -1    // the row of out whose parent is the next row scanned (sameAsNext)
+	// previousConv and previousDepth are the conversation and depth of the message row
+	// scanned last.
+	previousConv, previousDepth := "", 0
+	waiting := -1 // the row of out whose parent is the next row scanned (sameAsNext)
 	var created, updated any = timeColumn{t: &r.CreatedAt, zone: db.zone}, timeColumn{t: &r.UpdatedAt, zone: db.zone}
 	if forLLM {
 		created, updated = &skip[0], &skip[1]
@@ -117,8 +120,14 @@ func (db *DB) scanRows(rows *sql.Rows, err error, expect, budget int, head *conv
 			parentID = ""
 		}
 		previousID = r.ID
+		// Depths are dense along a branch: a row that does not follow the one scanned
+		// before it of its conversation comes after rows that the statement's budget left
+		// out of an earlier range of the chain (pageRange sends each range's first row,
+		// whatever the budget): the page ends where they were left out.
+		hole := r.ConversationID == previousConv && r.Depth != previousDepth+1 && r.Depth != previousDepth-1
+		previousConv, previousDepth = r.ConversationID, r.Depth
 		size := r.Bytes
-		if !fitsPage(budget, used, size, held[r.ConversationID], cut[r.ConversationID]) {
+		if hole || !fitsPage(budget, used, size, held[r.ConversationID], cut[r.ConversationID]) {
 			if cut == nil {
 				cut = map[string]bool{}
 			}
