@@ -113,7 +113,8 @@ func TestChainPlansProbeOnce(t *testing.T) {
 	for name, q := range map[string]string{"page_forward": db.PageSQL[false], "page_backward": db.PageSQL[true],
 		"place": db.PlaceSQL, "lock_place": db.LockPlaceSQL, "on_branch": db.OnBranchSQL, "tree": db.TreeSQL,
 		"conversation_page_forward": db.ConversationPageSQL[false], "conversation_page_backward": db.ConversationPageSQL[true],
-		"llm_page_forward": db.LLMPageSQL[false]} {
+		"llm_page_forward":                  db.LLMPageSQL[false],
+		"fitting_conversation_page_forward": db.FittingConversationPageSQL[false], "fitting_conversation_page_backward": db.FittingConversationPageSQL[true]} {
 		if _, err := conn.ExecContext(ctx, `PREPARE `+name+` AS `+q); err != nil {
 			t.Fatalf("prepare %s: %v", name, err)
 		}
@@ -173,6 +174,16 @@ func TestChainPlansProbeOnce(t *testing.T) {
 			{"conversation and its last page", "conversation_page_backward", fmt.Sprintf(`'%s', 0, 0, 101, '%s', 0, true`, conv, owner), 102, 2},
 			{"conversation and a backward page before 2500", "conversation_page_backward", fmt.Sprintf(`'%s', 0, 2500, 101, '%s', 0, true`, conv, owner), 102, 3},
 			{"conversation and its first page", "conversation_page_forward", fmt.Sprintf(`'%s', 0, 0, 101, '%s', 0, false`, conv, owner), 102, 3},
+			// The same pages when they fit the byte budget (none, the default, or 101
+			// messages of the bound exactly): without the window (checked below); when
+			// they may not (a byte less), the conversation's row alone (its scan of
+			// messages, never run, counts once below).
+			{"fitting: conversation and a forward page in the middle", "fitting_conversation_page_forward", fmt.Sprintf(`'%s', 2475, 0, 101, '%s', 0, true`, conv, owner), 102, 3},
+			{"fitting: conversation and its last page", "fitting_conversation_page_backward", fmt.Sprintf(`'%s', 0, 0, 101, '%s', 16777216, true`, conv, owner), 102, 2},
+			{"fitting: conversation and a backward page before 2500", "fitting_conversation_page_backward", fmt.Sprintf(`'%s', 0, 2500, 101, '%s', %d, true`, conv, owner, 101*16384), 102, 3},
+			{"fitting: conversation and its first page", "fitting_conversation_page_forward", fmt.Sprintf(`'%s', 0, 0, 101, '%s', 0, false`, conv, owner), 102, 3},
+			{"fitting: the conversation alone, forward", "fitting_conversation_page_forward", fmt.Sprintf(`'%s', 2475, 0, 101, '%s', %d, true`, conv, owner, 101*16384-1), 1, 1},
+			{"fitting: the conversation alone, backward", "fitting_conversation_page_backward", fmt.Sprintf(`'%s', 0, 2500, 101, '%s', %d, false`, conv, owner, 101*16384-1), 1, 1},
 			{"place under a parent on another branch", "place", fmt.Sprintf(`'%s', '%s', false, %d, %d`, conv, parent, leafSeg, leafDepth), 1, 2},
 			{"place as a sibling", "place", fmt.Sprintf(`'%s', '%s', true, %d, %d`, conv, parent, leafSeg, leafDepth), 1, 2},
 			{"lock and place under a parent on another branch", "lock_place", fmt.Sprintf(`'%s', '%s', false, '%s'`, conv, parent, owner), 1, 2},
@@ -195,6 +206,12 @@ func TestChainPlansProbeOnce(t *testing.T) {
 				root := plans[0].Plan
 				if root.Rows != tc.rows {
 					t.Errorf("%s, %s, %s: got %d rows, want %d", stats, mode, tc.name, root.Rows, tc.rows)
+				}
+				// (The link's entries, fork_link_entries, have a window of their own.)
+				if w := root.find(func(n *planNode) bool {
+					return n.Type == "WindowAgg" && len(n.find(func(n *planNode) bool { return n.Relation == "messages" })) > 0
+				}); strings.HasPrefix(tc.stmt, "fitting_") && len(w) > 0 {
+					t.Errorf("%s, %s, %s: the plan sums the byte budget (WindowAgg), which a page that fits it skips:\n%s", stats, mode, tc.name, out)
 				}
 				probes := 0
 				for _, s := range root.find(func(n *planNode) bool { return n.Relation == "message_segments" }) {

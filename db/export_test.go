@@ -166,3 +166,26 @@ func (db *DB) CopyBothWays(ctx context.Context, setup, sqlTable, rawTable string
 
 // FittingConversationPageSQL is fittingConversationPageSQL, for the plan tests.
 var FittingConversationPageSQL = fittingConversationPageSQL
+
+// HeadedPage runs conversationPageSQL, or with fits fittingConversationPageSQL, with
+// args as FindConversationPage does, and returns what Postgres sent after the
+// conversation's row: each row's message id and its parent's, as scanHeadedPage
+// resolves the parents (no byte budget applied in Go: every row sent).
+func (db *DB) HeadedPage(ctx context.Context, fits, backward bool, args ...any) (ids, parents []string, found bool, err error) {
+	q := conversationPageSQL[backward]
+	if fits {
+		q = fittingConversationPageSQL[backward]
+	}
+	var head conversationHead
+	rows, _, err := db.readHeadedPage(ctx, q, args, 0, 0, &head)
+	for _, r := range rows {
+		ids, parents = append(ids, r.id), append(parents, r.parentID)
+	}
+	return ids, parents, head.found, err
+}
+
+// HeadedPageSQL is headedPageSQL, the statements FindConversationPage reads with.
+var HeadedPageSQL = headedPageSQL
+
+// Prepared reports whether the pool prepared query when it opened (prepare).
+func (db *DB) Prepared(query string) bool { return db.stmt(query) != nil }

@@ -29,7 +29,8 @@ func TestForkPagePlans(t *testing.T) {
 	defer conn.Close()
 	for name, q := range map[string]string{"page_forward": pageSQLFor(false), "page_backward": pageSQLFor(true),
 		"conversation_page_forward": convPageSQLFor(false), "conversation_page_backward": convPageSQLFor(true),
-		"line_page_forward": db.LinePageSQL[false], "line_page_backward": db.LinePageSQL[true]} {
+		"line_page_forward": db.LinePageSQL[false], "line_page_backward": db.LinePageSQL[true],
+		"fitting_conversation_page_forward": db.FittingConversationPageSQL[false], "fitting_conversation_page_backward": db.FittingConversationPageSQL[true]} {
 		if _, err := conn.ExecContext(ctx, `PREPARE `+name+` AS `+q); err != nil {
 			t.Fatalf("prepare %s: %v", name, err)
 		}
@@ -58,6 +59,14 @@ func TestForkPagePlans(t *testing.T) {
 			{"first page", "page_forward", fmt.Sprintf(`'{%s}', 0, 0, 101, '%s', -1, 0, 0`, conv, owner), 101, 3},
 			{"conversation and a forward page in the middle", "conversation_page_forward", fmt.Sprintf(`'%s', 2475, 0, 101, '%s', 0, true`, conv, owner), 102, 3},
 			{"conversation and its last page", "conversation_page_backward", fmt.Sprintf(`'%s', 0, 0, 101, '%s', 0, true`, conv, owner), 102, 3},
+			// The same pages when they fit the byte budget, without the window (checked
+			// below), across the link's entries and into the fork's own rows; when they may
+			// not (a byte less than 101 messages of the bound), the fork's row alone.
+			{"fitting: conversation and a forward page in the middle", "fitting_conversation_page_forward", fmt.Sprintf(`'%s', 2475, 0, 101, '%s', 0, true`, conv, owner), 102, 3},
+			{"fitting: conversation and its last page", "fitting_conversation_page_backward", fmt.Sprintf(`'%s', 0, 0, 101, '%s', %d, true`, conv, owner, 101*16384), 102, 3},
+			{"fitting: conversation and a backward page before 2500", "fitting_conversation_page_backward", fmt.Sprintf(`'%s', 0, 2500, 101, '%s', 16777216, false`, conv, owner), 102, 3},
+			{"fitting: the fork's row alone", "fitting_conversation_page_forward", fmt.Sprintf(`'%s', 2475, 0, 101, '%s', %d, true`, conv, owner, 101*16384-1), 1, 0},
+			{"fitting: the fork's row alone, backward", "fitting_conversation_page_backward", fmt.Sprintf(`'%s', 0, 0, 101, '%s', %d, true`, conv, owner, 101*16384-1), 1, 0},
 			// Neither the fork nor the tree it shares is one line: linePageSQL reads
 			// their rows alone, no message.
 			{"the fork's row alone, forward", "line_page_forward", fmt.Sprintf(`'%s', 2475, 0, 101, '%s', 0, true`, conv, owner), 1, 0},
@@ -81,6 +90,12 @@ func TestForkPagePlans(t *testing.T) {
 				root := plans[0].Plan
 				if root.Rows != tc.rows {
 					t.Errorf("%s, %s, %s: got %d rows, want %d", stats, mode, tc.name, root.Rows, tc.rows)
+				}
+				// (The link's entries, fork_link_entries, have a window of their own.)
+				if w := root.find(func(n *planNode) bool {
+					return n.Type == "WindowAgg" && len(n.find(func(n *planNode) bool { return n.Relation == "messages" })) > 0
+				}); strings.HasPrefix(tc.stmt, "fitting_") && len(w) > 0 {
+					t.Errorf("%s, %s, %s: the plan sums the byte budget (WindowAgg), which a page that fits it skips:\n%s", stats, mode, tc.name, out)
 				}
 				for _, s := range root.find(func(n *planNode) bool { return n.Relation == "fork_paths" }) {
 					if s.Index != "fork_paths_pkey" || s.Loops > 1 || s.Removed != 0 {
