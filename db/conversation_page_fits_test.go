@@ -287,3 +287,25 @@ func TestHeadedPagesArePrepared(t *testing.T) {
 		}
 	}
 }
+
+// TestTreeMessagesCrossBranches checks that FindTreeMessages, whose rows come in the
+// order of their positions across the branches (their depths going back at each
+// branch), reads a branched conversation's every message, with and without a budget:
+// only a page along one branch ends where its depths leave a gap (scanRows).
+func TestTreeMessagesCrossBranches(t *testing.T) {
+	t.Parallel()
+	d := openDB(t)
+	const owner = "tree pages"
+	ctx := parley.WithOwner(t.Context(), owner)
+	shapes := chainShapes(t, d, owner)
+	for _, budget := range []int{0, 16 << 20} {
+		p, err := d.FindTreeMessages(ctx, &parley.Conversation{ID: shapes["branched"]}, 0, 100, budget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Segment 0 holds depths 1..12, segment 1 8..15, segment 2 12..25.
+		if len(p.Messages) != 12+8+14 || p.HasNextPage {
+			t.Errorf("budget %d: got %d messages (more: %v), want 34 and no more", budget, len(p.Messages), p.HasNextPage)
+		}
+	}
+}

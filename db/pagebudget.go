@@ -18,8 +18,11 @@ import (
 // newest first), so a cut page keeps the rows nearest its starting cursor, and the next
 // page, from its end cursor, reads what it left.
 // With forLLM, the rows are of llmPageSQL, whose times are NULL: they are skipped.
-func (db *DB) scanPage(rows *sql.Rows, err error, expect, budget int, forLLM bool) ([]pageRow, map[string]bool, error) {
-	return db.scanRows(rows, err, expect, budget, nil, forLLM)
+// With branch, each conversation's rows are along a branch, their depths consecutive
+// (pageSQL), and a page ends at a gap (scanRows); FindTreeMessages' rows, in the order of
+// their positions across branches, are not.
+func (db *DB) scanPage(rows *sql.Rows, err error, expect, budget int, forLLM, branch bool) ([]pageRow, map[string]bool, error) {
+	return db.scanRows(rows, err, expect, budget, nil, forLLM, branch)
 }
 
 // scanHeadedPage is scanPage, and with head, for the rows of conversationPageSQL: the
@@ -28,7 +31,7 @@ func (db *DB) scanPage(rows *sql.Rows, err error, expect, budget int, forLLM boo
 // and its parent (Parent; sameAsPrevious: the row scanned before it; sameAsNext: the
 // row scanned after it).
 func (db *DB) scanHeadedPage(rows *sql.Rows, err error, expect, budget int, head *conversationHead) ([]pageRow, map[string]bool, error) {
-	return db.scanRows(rows, err, expect, budget, head, false)
+	return db.scanRows(rows, err, expect, budget, head, false, true)
 }
 
 // pageRow is a message of a page as scanRows read it, decoded as it arrived, with what
@@ -51,7 +54,7 @@ func (r *pageRow) message() (parley.Message, error) { return r.msg, r.err }
 // scanned, its jsonb columns straight from the driver's buffer (sql.RawBytes), which
 // the next row overwrites: nothing of a row is copied to be decoded later, and the
 // page holds messages, never rows and their payloads beside them.
-func (db *DB) scanRows(rows *sql.Rows, err error, expect, budget int, head *conversationHead, forLLM bool) ([]pageRow, map[string]bool, error) {
+func (db *DB) scanRows(rows *sql.Rows, err error, expect, budget int, head *conversationHead, forLLM, branch bool) ([]pageRow, map[string]bool, error) {
 	if err != nil {
 		return nil, nil, err
 	}
@@ -120,11 +123,12 @@ func (db *DB) scanRows(rows *sql.Rows, err error, expect, budget int, head *conv
 			parentID = ""
 		}
 		previousID = r.ID
-		// Depths are dense along a branch: a row that does not follow the one scanned
-		// before it of its conversation comes after rows that the statement's budget left
-		// out of an earlier range of the chain (pageRange sends each range's first row,
-		// whatever the budget): the page ends where they were left out.
-		hole := r.ConversationID == previousConv && r.Depth != previousDepth+1 && r.Depth != previousDepth-1
+		// Depths are dense along a branch: a row of a branch that does not follow the
+		// one scanned before it of its conversation comes after rows that the
+		// statement's budget left out of an earlier range of the chain (pageRange sends
+		// each range's first row, whatever the budget): the page ends where they were
+		// left out.
+		hole := branch && r.ConversationID == previousConv && r.Depth != previousDepth+1 && r.Depth != previousDepth-1
 		previousConv, previousDepth = r.ConversationID, r.Depth
 		size := r.Bytes
 		if hole || !fitsPage(budget, used, size, held[r.ConversationID], cut[r.ConversationID]) {

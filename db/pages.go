@@ -50,7 +50,7 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 		query = llmPageSQL[backward]
 	}
 	result, err := db.query(ctx, query, args...)
-	rows, cut, err := db.scanPage(result, err, min(len(keys)*(limit+1), 1024), page.MaxBytes, page.ForLLM)
+	rows, cut, err := db.scanPage(result, err, min(len(keys)*(limit+1), 1024), page.MaxBytes, page.ForLLM, true)
 	if err != nil {
 		return nil, classify(fmt.Errorf("find messages: %w", err))
 	}
