@@ -3,16 +3,17 @@
 // CPU profile cannot: at one client a read spends much of its time waiting (for
 // Postgres, for the scheduler to run it again), and the profile sees only the CPU.
 // Parley serves each request in a trace region (server.RequestRegion) while the tracer
-// runs, and a read is such a region in which the serving goroutine waits for Postgres,
-// in three parts:
+// runs, and a read is such a region in which the serving goroutine sends a statement
+// (lib/pq's first system call), in three parts:
 //
-//   - to the query: from the region's start to the first wait for Postgres (reading and
-//     decoding the request, the middleware, gqlgen, the resolver, sending the
-//     statement);
-//   - Postgres: the waits for Postgres's rows (lib/pq reading its connection), each
-//     until the goroutine may run again, summed;
-//   - the rest: from the first rows to the region's end, less the later waits for
-//     Postgres (reading the rows, writing the page and the response, the access log).
+//   - to the query: from the region's start to that system call (reading and decoding
+//     the request, the middleware, gqlgen, the resolver);
+//   - Postgres: the waits for Postgres's rows (lib/pq waiting for its connection to
+//     have something to read), each until the goroutine may run again, summed; none
+//     when the rows had all come by the time lib/pq read them;
+//   - the rest: from the statement's sending to the region's end, less those waits
+//     (sending it, reading the rows, writing the page and the response, the access
+//     log).
 //
 // It also counts the goroutines a read starts, by the function each starts in: at one
 // client the second core is idle, and each new goroutine wakes it.
@@ -86,6 +87,7 @@ func fetch(ctx context.Context, debugURL string, secs int) ([]byte, error) {
 // reading is a read in progress on its goroutine.
 type reading struct {
 	start      trace.Time // the region's
+	queried    bool       // the statement has been sent
 	waitedAt   trace.Time // the start of its current wait for Postgres
 	inPostgres bool
 	read       Read
@@ -115,7 +117,7 @@ func Parse(r io.Reader) (*Phases, error) {
 		case trace.EventRegionEnd:
 			if rd := reads[ev.Goroutine()]; rd != nil && ev.Region().Type == server.RequestRegion {
 				delete(reads, ev.Goroutine())
-				if rd.read.PostgresWaits > 0 { // a read, not some other request
+				if rd.queried { // a read, not some other request
 					rd.read.Rest = time.Duration(ev.Time()-rd.start) - rd.read.ToQuery - rd.read.Postgres
 					p.Reads = append(p.Reads, rd.read)
 				}
@@ -131,12 +133,14 @@ func Parse(r io.Reader) (*Phases, error) {
 				if reads[ev.Goroutine()] != nil { // started by a read
 					p.Started[firstFrame(st.Stack)]++
 				}
+			case from == trace.GoRunning && to == trace.GoSyscall:
+				// lib/pq's first system call of a read writes its statement.
+				if rd := reads[st.Resource.Goroutine()]; rd != nil && !rd.queried && inLibPQ(ev.Stack()) {
+					rd.queried, rd.read.ToQuery = true, time.Duration(ev.Time()-rd.start)
+				}
 			case from == trace.GoRunning && to == trace.GoWaiting:
 				// The stack is the waiting goroutine's: where it waits says what for.
-				if rd := reads[st.Resource.Goroutine()]; rd != nil && inLibPQ(ev.Stack()) {
-					if rd.read.PostgresWaits == 0 {
-						rd.read.ToQuery = time.Duration(ev.Time() - rd.start)
-					}
+				if rd := reads[st.Resource.Goroutine()]; rd != nil && rd.queried && inLibPQ(ev.Stack()) {
 					rd.inPostgres, rd.waitedAt = true, ev.Time()
 					rd.read.PostgresWaits++
 				}

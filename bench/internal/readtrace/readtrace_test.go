@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime/trace"
 	"testing"
+	"time"
 
 	"github.com/parley-dev/parley/bench/internal/readtrace"
 	"github.com/parley-dev/parley/internal/pgtest"
@@ -15,8 +16,10 @@ import (
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // TestPhasesOfTracedReads: Parse finds each history read of a trace of a server
-// reading, with its wait for Postgres inside it, the time before and after it, and the
-// goroutine lib/pq starts for each query it is given a cancellable context for.
+// reading, with the time before its statement and after, the reads' waits for
+// Postgres (a read whose rows have all come when lib/pq reads them waits for none),
+// and the goroutine lib/pq starts for each query it is given a cancellable context
+// for.
 func TestPhasesOfTracedReads(t *testing.T) {
 	srv := testserver.New(t)
 	conv := srv.CreateConversation(t, "history")
@@ -46,16 +49,21 @@ func TestPhasesOfTracedReads(t *testing.T) {
 	if len(p.Reads) != reads {
 		t.Fatalf("found %d reads, want %d", len(p.Reads), reads)
 	}
+	var postgres time.Duration
 	for i, r := range p.Reads {
-		if r.PostgresWaits < 1 || r.ToQuery <= 0 || r.Postgres <= 0 || r.Rest <= 0 {
-			t.Errorf("read %d: %+v: want a wait for Postgres, and time before and after it", i, r)
+		if r.ToQuery <= 0 || r.Rest <= 0 {
+			t.Errorf("read %d: %+v: want time before its statement and after", i, r)
 		}
+		postgres += r.Postgres
+	}
+	if postgres <= 0 {
+		t.Errorf("no read waited for Postgres: %+v", p.Reads)
 	}
 	if got := p.Started["github.com/lib/pq.(*stmt).watchCancel.func1"]; got < reads {
 		t.Errorf("lib/pq's watcher started %d times in %d reads, want one a read at least (started: %v)", got, reads, p.Started)
 	}
 	s := p.Summary()
-	if s.Reads != reads || s.In < s.ToQuery+s.Postgres || s.PostgresWaits < 1 {
+	if s.Reads != reads || s.In < s.ToQuery+s.Postgres {
 		t.Errorf("summary %+v of %d reads", s, reads)
 	}
 }
