@@ -280,8 +280,10 @@ func TestHeadedPagesArePrepared(t *testing.T) {
 	for _, line := range []bool{false, true} {
 		for _, fits := range []bool{false, true} {
 			for _, backward := range []bool{false, true} {
-				if !d.Prepared(db.HeadedPageSQL(line, fits, backward)) {
-					t.Errorf("one line: %v, fits: %v, backward: %v: not prepared", line, fits, backward)
+				for _, tree := range []bool{false, true} {
+					if !d.Prepared(db.HeadedPageSQL(line, fits, backward, tree)) {
+						t.Errorf("one line: %v, fits: %v, backward: %v, tree: %v: not prepared", line, fits, backward, tree)
+					}
 				}
 			}
 		}

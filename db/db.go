@@ -184,11 +184,14 @@ func sessionZone(ctx context.Context, conn *sqlx.DB) *time.Location {
 // insert, or an import's, and its notification; a message placed in the tree, the lock
 // and the placement), reading a conversation and a page of its history (of a named
 // branch too; apart, and in one statement, of a conversation that is one line or not,
-// and of one whose page fits its byte budget), and appending to a streaming message.
+// and of one whose page fits its byte budget; of one with branches, with the tree
+// fields or without), and appending to a streaming message.
 var hotStatements = []string{insertMessageSQL, insertPlacedSQL, insertUnderSQL, lockPlaceSQL, placeSQL, notifySQL, findConversationSQL, branchEndSQL,
 	pageSQL[false], pageSQL[true], llmPageSQL[false], conversationPageSQL[false], conversationPageSQL[true],
 	linePageSQL[false], linePageSQL[true], fittingLinePageSQL[false], fittingLinePageSQL[true],
-	fittingConversationPageSQL[false], fittingConversationPageSQL[true], appendGroupSQL}
+	fittingConversationPageSQL[false], fittingConversationPageSQL[true],
+	treelessConversationPageSQL[false], treelessConversationPageSQL[true],
+	treelessFittingConversationPageSQL[false], treelessFittingConversationPageSQL[true], appendGroupSQL}
 
 // prepare prepares the statements of the hottest paths on the pool. database/sql then
 // prepares each once on every connection that runs it and keeps it, so running one is

@@ -167,6 +167,14 @@ func (db *DB) CopyBothWays(ctx context.Context, setup, sqlTable, rawTable string
 // FittingConversationPageSQL is fittingConversationPageSQL, for the plan tests.
 var FittingConversationPageSQL = fittingConversationPageSQL
 
+// TreelessConversationPageSQL and TreelessFittingConversationPageSQL are
+// treelessConversationPageSQL and treelessFittingConversationPageSQL, for the plan
+// tests.
+var (
+	TreelessConversationPageSQL        = treelessConversationPageSQL
+	TreelessFittingConversationPageSQL = treelessFittingConversationPageSQL
+)
+
 // HeadedPage runs conversationPageSQL, or with fits fittingConversationPageSQL, with
 // args as FindConversationPage does, and returns what Postgres sent after the
 // conversation's row: each row's message id and its parent's, as scanHeadedPage

@@ -87,6 +87,10 @@ func TestPagePlansAreIndexRangeScans(t *testing.T) {
 		{"conversation_page_fitting", db.FittingConversationPageSQL, "'%s', %d, %d, %d, '%s', 0, false", 1, false, 0},
 		{"conversation_page_fitting", db.FittingConversationPageSQL, "'%s', %d, %d, %d, '%s', 16777216, true", 1, false, 0},
 		{"conversation_page_fitting", db.FittingConversationPageSQL, "'%s', %d, %d, %d, '%s', 1, true", 1, false, -1},
+		// Both without the tree fields' parents (treelessConversationPageSQL).
+		{"conversation_page_treeless", db.TreelessConversationPageSQL, "'%s', %d, %d, %d, '%s', 0, false", 1, true, 0},
+		{"conversation_page_treeless_fitting", db.TreelessFittingConversationPageSQL, "'%s', %d, %d, %d, '%s', 16777216, false", 1, false, 0},
+		{"conversation_page_treeless_fitting", db.TreelessFittingConversationPageSQL, "'%s', %d, %d, %d, '%s', 1, false", 1, false, -1},
 	}
 	prepared := map[string]bool{}
 	for _, st := range statements {

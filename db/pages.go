@@ -179,7 +179,7 @@ func (db *DB) FindConversationPage(ctx context.Context, id string, page parley.P
 	// the bound the row sent (which only grows).
 	for {
 		head = conversationHead{}
-		rows, cut, err = db.readHeadedPage(ctx, headedPageSQL(line, fitting, b.backward), args, b.limit+1, page.MaxBytes, &head)
+		rows, cut, err = db.readHeadedPage(ctx, headedPageSQL(line, fitting, b.backward, page.Tree), args, b.limit+1, page.MaxBytes, &head)
 		if err != nil || !head.found {
 			break
 		}
@@ -222,17 +222,22 @@ func (db *DB) FindConversationPage(ctx context.Context, id string, page parley.P
 
 // headedPageSQL is the statement FindConversationPage reads a page with: for a
 // conversation that is one line (line) or any (conversationPageSQL), a page that fits
-// its byte budget (fits) or any, forward or backward.
-func headedPageSQL(line, fits, backward bool) string {
+// its byte budget (fits) or any, forward or backward, with the tree fields (tree) or
+// not (a conversation's statement without them: treelessConversationPageSQL).
+func headedPageSQL(line, fits, backward, tree bool) string {
 	switch {
 	case line && fits:
 		return fittingLinePageSQL[backward]
 	case line:
 		return linePageSQL[backward]
-	case fits:
+	case fits && tree:
 		return fittingConversationPageSQL[backward]
+	case fits:
+		return treelessFittingConversationPageSQL[backward]
+	case tree:
+		return conversationPageSQL[backward]
 	}
-	return conversationPageSQL[backward]
+	return treelessConversationPageSQL[backward]
 }
 
 // readHeadedPage runs q, conversationPageSQL or linePageSQL (or either's fitting
@@ -440,7 +445,21 @@ func sharedColumns(conv string) *strings.Replacer {
 // conversation. The page is read exactly as pageSQL reads it: its segments found from
 // the leaf segment's row (chainQuery), then index range scans whatever the statistics
 // and the plan cache (db/page_plans_test.go, db/chain_plans_test.go).
-var conversationPageSQL = map[bool]string{false: conversationPageQuery(false, false), true: conversationPageQuery(true, false)}
+var conversationPageSQL = map[bool]string{false: conversationPageQuery(false, false, true), true: conversationPageQuery(true, false, true)}
+
+// treelessConversationPageSQL and treelessFittingConversationPageSQL are
+// conversationPageSQL and fittingConversationPageSQL for a page read without the tree
+// fields (the same arguments, and the same rows with every parent NULL, as $7 false
+// gives): their statements hold no probe of the parent. Postgres keeps a prepared
+// statement's generic plan only when its estimated cost is no more than its custom
+// plans', and the probe, which a custom plan for $7 false leaves out, is in the generic
+// plan's cost once for each row of each of the chain's ranges: the forward statements
+// of a conversation with branches were planned anew on every read (60 custom plans in
+// 60 reads; in pgbench 1.32 ms a read against 0.65 with the generic plan forced).
+var (
+	treelessConversationPageSQL        = map[bool]string{false: conversationPageQuery(false, false, false), true: conversationPageQuery(true, false, false)}
+	treelessFittingConversationPageSQL = map[bool]string{false: conversationPageQuery(false, true, false), true: conversationPageQuery(true, true, false)}
+)
 
 // fittingConversationPageSQL is conversationPageSQL for a page that fits its byte budget,
 // as fittingLinePageSQL is linePageSQL's: the same arguments, and the same rows when the
@@ -454,9 +473,18 @@ var conversationPageSQL = map[bool]string{false: conversationPageQuery(false, fa
 // (backward) is the one at the depth below, in whichever range it is; the markers say
 // so where the window sent the id of a range's first row's parent (its probe, or for
 // a row a linked fork shares, its derived id).
-var fittingConversationPageSQL = map[bool]string{false: conversationPageQuery(false, true), true: conversationPageQuery(true, true)}
+var fittingConversationPageSQL = map[bool]string{false: conversationPageQuery(false, true, true), true: conversationPageQuery(true, true, true)}
 
-func conversationPageQuery(backward, fits bool) string {
+// conversationPageQuery is the conversation's page statement, read forward or
+// backward, without the budget's window (fits) or with it, with the tree fields'
+// parents (tree) or without: then its parent column is "$7 AND false", which the
+// planner folds to false and so plans the probe out, and $7 keeps its type, so that
+// every headed statement takes the same arguments.
+func conversationPageQuery(backward, fits, tree bool) string {
+	parent := "$7::boolean AND (ch.hi = " + noBound + " OR ch.shared)"
+	if !tree {
+		parent = "$7::boolean AND false"
+	}
 	branch := `own CROSS JOIN LATERAL (SELECT own.active_segment AS seg, own.leaf AS leaf) b`
 	if fits {
 		branch = `own CROSS JOIN LATERAL (SELECT own.active_segment AS seg, own.leaf AS leaf
@@ -471,7 +499,7 @@ func conversationPageQuery(backward, fits bool) string {
 		ownQuery,
 		chainQuery(backward, "1::bigint", branch),
 		headRow,
-		pageRangeOf(backward, pageColumns, "NULL::text", "$6", "$7::boolean AND (ch.hi = "+noBound+" OR ch.shared)", fits))
+		pageRangeOf(backward, pageColumns, "NULL::text", "$6", parent, fits))
 }
 
 // linePageSQL is conversationPageSQL (the same arguments, the same rows) for a
