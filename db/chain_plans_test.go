@@ -224,7 +224,7 @@ func TestChainPlansProbeOnce(t *testing.T) {
 				}
 				// Without the tree fields, no probe of a parent: in a generic plan its
 				// cost, once a row, would keep Postgres planning the statement anew
-				// (TestHeadedPagesKeepGenericPlans).
+				// (TestPageStatementsKeepGenericPlans).
 				if sub := root.find(func(n *planNode) bool { return n.Parent == "SubPlan" }); strings.HasPrefix(tc.stmt, "treeless_") && len(sub) > 0 {
 					t.Errorf("%s, %s, %s: the plan has a subplan (the parent's probe), which a page without the tree fields leaves out:\n%s", stats, mode, tc.name, out)
 				}

@@ -8,9 +8,9 @@ import (
 	"github.com/parley-dev/parley/db"
 )
 
-// TestHeadedPagesKeepGenericPlans checks that every statement FindConversationPage
-// reads with is planned once and then run with its generic plan, as preparing it is
-// for: Postgres plans a prepared statement for its arguments five times, then keeps
+// TestPageStatementsKeepGenericPlans checks that every statement FindConversationPage
+// reads with, and FindMessages' (pageSQL, llmPageSQL), is planned once and then run with
+// its generic plan, as preparing it is for: Postgres plans a prepared statement for its arguments five times, then keeps
 // the generic plan only when its estimated cost is no more than theirs. The forward
 // statements of a conversation with branches read without the tree fields had, in
 // their generic plan's cost, a probe that their custom plans left out, and were
@@ -18,7 +18,7 @@ import (
 // conversation that is one line and one with branches, forward and backward, with and
 // without the tree fields, with a budget the page fits and one it may not, on a pool
 // of one connection, whose prepared statements Postgres lists.
-func TestHeadedPagesKeepGenericPlans(t *testing.T) {
+func TestPageStatementsKeepGenericPlans(t *testing.T) {
 	t.Parallel()
 	d := openDB(t)
 	ctx := parley.WithOwner(t.Context(), "plan cache")
@@ -59,6 +59,20 @@ func TestHeadedPagesKeepGenericPlans(t *testing.T) {
 		}
 	}
 
+	for _, id := range []string{line.ID, branched.ID} {
+		conv, err := d.FindConversationByID(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 10 {
+			for _, p := range []parley.PageRequest{{First: &n, After: &after}, {Last: &n}, {First: &n, ForLLM: true}} {
+				if _, err := d.FindMessages(ctx, conv, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+
 	plans := map[string][2]int{} // statement: generic plans, custom plans
 	rows, err := d.SQL().QueryContext(t.Context(), `SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements`)
 	if err != nil {
@@ -75,6 +89,14 @@ func TestHeadedPagesKeepGenericPlans(t *testing.T) {
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
+	}
+	for name, q := range map[string]string{"pageSQL forward": db.PageSQL[false], "pageSQL backward": db.PageSQL[true], "llmPageSQL forward": db.LLMPageSQL[false]} {
+		switch p, ok := plans[q]; {
+		case !ok || p[0]+p[1] < 10:
+			t.Errorf("%s: run %d times on the connection, want 10 at least", name, p[0]+p[1])
+		case p[0] == 0:
+			t.Errorf("%s: planned anew on each of its %d runs: no generic plan kept", name, p[1])
+		}
 	}
 	for _, line := range []bool{false, true} {
 		for _, fits := range []bool{false, true} {
