@@ -237,14 +237,7 @@ func TestConversationPageFitsOrIsCut(t *testing.T) {
 		)
 	}
 	for _, tc := range tests {
-		wantConv, err := d.FindConversationByID(ctx, tc.conv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := d.FindMessages(ctx, wantConv, tc.page)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
+		wantConv, want := referencePage(t, ctx, d, tc.name, tc.conv, tc.page)
 		if tc.count == 0 {
 			tc.count = len(want.Messages) // the shape's: any but none
 		}

@@ -99,14 +99,7 @@ func TestConversationPageIsBothReads(t *testing.T) {
 		{"empty, last", empty.ID, parley.PageRequest{Last: n(10)}},
 	}
 	for _, tc := range tests {
-		wantConv, err := d.FindConversationByID(ctx, tc.conv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := d.FindMessages(ctx, wantConv, tc.page)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
+		wantConv, want := referencePage(t, ctx, d, tc.name, tc.conv, tc.page)
 		conv, got, err := d.FindConversationPage(ctx, tc.conv, tc.page)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
@@ -291,6 +284,22 @@ func TestLinePageOnlyForOneLine(t *testing.T) {
 }
 
 // addText adds a user's text message to conv at place.
+// referencePage is what FindConversationPage must return for the page of conv that the
+// test named name reads: the conversation as FindConversationByID reads it, and the page
+// as FindMessages reads it (pageSQL, which sums the byte budget in Postgres).
+func referencePage(t *testing.T, ctx context.Context, d *db.DB, name, conv string, page parley.PageRequest) (*parley.Conversation, *parley.MessagePage) {
+	t.Helper()
+	c, err := d.FindConversationByID(ctx, conv)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	p, err := d.FindMessages(ctx, c, page)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return c, p
+}
+
 func addText(t *testing.T, ctx context.Context, d *db.DB, conv, text string, place parley.Placement) parley.Message {
 	t.Helper()
 	m := &parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser, Place: place}, Body: parley.TextBody(text)}

@@ -74,14 +74,7 @@ func TestLinePageFitsOrIsCut(t *testing.T) {
 		{"a third of a page", even.ID, parley.PageRequest{Last: n(10), MaxBytes: 3 * size}, 3},
 	}
 	for _, tc := range tests {
-		wantConv, err := d.FindConversationByID(ctx, tc.conv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := d.FindMessages(ctx, wantConv, tc.page)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
+		_, want := referencePage(t, ctx, d, tc.name, tc.conv, tc.page)
 		if len(want.Messages) != tc.count {
 			t.Fatalf("%s: FindMessages got %d messages, want %d", tc.name, len(want.Messages), tc.count)
 		}
