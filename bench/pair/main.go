@@ -18,6 +18,10 @@
 //
 //	go run ./bench/pair -work /tmp/w -parley bin/parley -trace 3
 //
+// With -profile SECONDS it takes a CPU profile of each server in turn, one client
+// reading from it alone, and leaves it in the work directory as pair-N.prof: where the
+// CPU of a read at one client goes (bin/parley-bench profiles under 16 clients).
+//
 // A binary given as BIN@DATABASE serves that database of the cluster instead of
 // "parley": a copy made before a newer binary migrated it (CREATE DATABASE parley_old
 // TEMPLATE parley), for a binary that refuses a schema newer than its own.
@@ -55,6 +59,7 @@ func main() {
 	n := flag.Int("n", 3000, "timed requests to each server")
 	warmup := flag.Int("warmup", 300, "untimed requests to each server first")
 	traceSecs := flag.Int("trace", 0, "after the timed requests, trace each server for this many seconds and say where a read's wall time goes (0: no trace)")
+	profSecs := flag.Int("profile", 0, "after the timed requests, take a CPU profile of each server for this many seconds while one client reads from it alone, written in -work as pair-N.prof (0: no profile)")
 	flag.Parse()
 	if *work == "" || *bins == "" {
 		fmt.Fprintln(os.Stderr, "pair: -work and -parley are required")
@@ -62,13 +67,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *work, strings.Split(*bins, ","), *n, *warmup, *traceSecs); err != nil {
+	if err := run(ctx, *work, strings.Split(*bins, ","), *n, *warmup, *traceSecs, *profSecs); err != nil {
 		fmt.Fprintln(os.Stderr, "pair:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, work string, bins []string, n, warmup, traceSecs int) error {
+func run(ctx context.Context, work string, bins []string, n, warmup, traceSecs, profSecs int) error {
 	cluster, err := localpg.Start(ctx, localpg.Config{DataDir: filepath.Join(work, "pg"), Fast: true})
 	if err != nil {
 		return err
@@ -100,7 +105,7 @@ func run(ctx context.Context, work string, bins []string, n, warmup, traceSecs i
 		// At the log level bin/parley-bench serves at (info: the access log on), where
 		// parleyproc's own is warn.
 		flags := []string{"--log-level", "info"}
-		if traceSecs > 0 {
+		if traceSecs > 0 || profSecs > 0 {
 			port, err := parleyproc.FreePort()
 			if err != nil {
 				return err
@@ -139,13 +144,9 @@ func run(ctx context.Context, work string, bins []string, n, warmup, traceSecs i
 		slices.Sort(t)
 		fmt.Printf("| %s | %.3f ms | %.3f ms | %.3f ms |\n", bins[i], ms(t[len(t)/4]), ms(t[len(t)/2]), ms(t[len(t)*3/4]))
 	}
-	if traceSecs == 0 {
-		return nil
-	}
-	fmt.Printf("\nwhere the wall time of a read goes (an execution trace of each server for %d s, one client reading from it alone; p50 of each part):\n\n", traceSecs)
-	fmt.Printf(readtrace.TableHeader, "binary")
-	for i := range bins {
-		p, err := readtrace.Record(ctx, debugURLs[i], traceSecs, func(ctx context.Context) error {
+	// readAlone is one client reading from the i-th server until ctx ends.
+	readAlone := func(i int) func(context.Context) error {
+		return func(ctx context.Context) error {
 			var buf bytes.Buffer
 			for ctx.Err() == nil {
 				if err := read(ctx, client, urls[i], body, &buf); err != nil {
@@ -153,7 +154,33 @@ func run(ctx context.Context, work string, bins []string, n, warmup, traceSecs i
 				}
 			}
 			return nil
-		})
+		}
+	}
+	for i := range bins {
+		if profSecs == 0 {
+			break
+		}
+		file := filepath.Join(work, fmt.Sprintf("pair-%d.prof", i))
+		lctx, stop := context.WithCancel(ctx)
+		loaded := make(chan error, 1)
+		go func() { loaded <- readAlone(i)(lctx) }()
+		err := parleyproc.CPUProfile(ctx, debugURLs[i], profSecs, file)
+		stop()
+		if lerr := <-loaded; lerr != nil && lctx.Err() == nil {
+			err = lerr
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", bins[i], err)
+		}
+		fmt.Printf("\nCPU profile of %s, one client, %d s: go tool pprof %s %s\n", bins[i], profSecs, bins[i], file)
+	}
+	if traceSecs == 0 {
+		return nil
+	}
+	fmt.Printf("\nwhere the wall time of a read goes (an execution trace of each server for %d s, one client reading from it alone; p50 of each part):\n\n", traceSecs)
+	fmt.Printf(readtrace.TableHeader, "binary")
+	for i := range bins {
+		p, err := readtrace.Record(ctx, debugURLs[i], traceSecs, readAlone(i))
 		if err != nil {
 			return fmt.Errorf("%s: %w", bins[i], err)
 		}
