@@ -301,7 +301,24 @@ func (db *DB) transactN(ctx context.Context, attempts int, fn func(tx *txn) erro
 
 // transactOn is transactN with the transaction's connection held as a *sql.Conn
 // (txn.conn) when pinned and the pool's connections are lib/pq's (copyRaw): an import's.
-func (db *DB) transactOn(ctx context.Context, attempts int, pinned bool, fn func(tx *txn) error) (err error) {
+func (db *DB) transactOn(ctx context.Context, attempts int, pinned bool, fn func(tx *txn) error) error {
+	return db.retried(ctx, attempts, func(ctx context.Context) error { return db.attempt(ctx, pinned && db.copyRaw, fn) })
+}
+
+// autocommit runs a write of one statement on the pool, run, in the transaction
+// Postgres gives a statement sent outside one (autocommit): no BEGIN, no COMMIT. It
+// gets what transact gives a transaction: its span, its retries (a statement aborted
+// by a concurrent transaction was rolled back whole, so it is run again) and the
+// classification of its error. run must be one statement, and nothing that can fail
+// may follow it: it commits when it ends.
+func (db *DB) autocommit(ctx context.Context, run func(ctx context.Context) error) error {
+	return db.retried(ctx, maxAttempts, run)
+}
+
+// retried runs a transaction, run, at most attempts times while Postgres aborts it for
+// a conflict with a concurrent one (retryable), under a span named "db.transaction",
+// and classifies the error it ends with.
+func (db *DB) retried(ctx context.Context, attempts int, run func(ctx context.Context) error) (err error) {
 	ctx, span := db.tracer.Start(ctx, "db.transaction", trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(semconv.DBSystemNamePostgreSQL))
 	attempt := 1
@@ -315,7 +332,7 @@ func (db *DB) transactOn(ctx context.Context, attempts int, pinned bool, fn func
 		span.End()
 	}()
 	for ; ; attempt++ {
-		err = db.attempt(ctx, pinned && db.copyRaw, fn)
+		err = run(ctx)
 		if err == nil {
 			return nil
 		}

@@ -15,6 +15,11 @@ func (db *DB) Transact(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 	return db.transact(ctx, func(tx *txn) error { return fn(tx.sqlTx) })
 }
 
+// Autocommit exposes autocommit to the tests of package db_test.
+func (db *DB) Autocommit(ctx context.Context, run func(ctx context.Context) error) error {
+	return db.autocommit(ctx, run)
+}
+
 // SendBehind runs a transaction that sends behind (txn.sendBehind) and then, on the
 // transaction's own goroutine, runs next with a query function that goes through txn
 // (its GetContext), for the tests of package db_test.

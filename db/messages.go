@@ -101,6 +101,12 @@ func (db *DB) AddMessage(ctx context.Context, conversationID string, m parley.Me
 		}
 		want = rowDigest(row, encodeProvenance(live.Provenance))
 	}
+	if want == nil && oneStatement(m) {
+		if err := db.insertAlone(ctx, key, m); err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
 	restore := restorer(m)
 	var stored parley.Message
 	err := db.transact(ctx, func(tx *txn) error {
@@ -138,6 +144,84 @@ func (db *DB) AddMessage(ctx context.Context, conversationID string, m parley.Me
 	return m, nil
 }
 
+// oneStatement reports whether saving m, a message without a client message id, is
+// insertMessageSQL and nothing else: a message continuing the active branch (no Place:
+// placing one reads the tree first) of a kind for which inserted only fills in the
+// meta fields. Not a tool request (its policies, its calls' rows, their approvals), a
+// tool result (its call, read before and answered after), a compaction (its check
+// after the insert must be able to roll it back), nor a resource retrieved now (its
+// time is the transaction's, read first). A kind added later is saved in a
+// transaction until it is listed here.
+func oneStatement(m parley.Message) bool {
+	if !m.Meta().Place.IsZero() {
+		return false
+	}
+	switch m := m.(type) {
+	case *parley.TextMessage, *parley.ImageMessage, *parley.FileReferenceMessage, *parley.SystemControlMessage,
+		*parley.UnknownMessage:
+		return true
+	case *parley.MCPResourceMessage:
+		return !m.RetrievedAt.IsZero()
+	}
+	return false
+}
+
+// insertAlone is insertMessage for a message that oneStatement says needs nothing
+// else: its statement runs on its own, in autocommit (autocommit), without the BEGIN
+// and COMMIT a transaction adds, two round trips and two statements more for Postgres.
+// One statement is atomic all the same, and its notification is delivered at its
+// commit as the transaction's was.
+func (db *DB) insertAlone(ctx context.Context, convKey string, m parley.Message) error {
+	args, err := insertArgs(ctx, convKey, m, nil)
+	if err != nil {
+		return err
+	}
+	var created createdRow
+	err = db.autocommit(ctx, func(ctx context.Context) error {
+		var err error
+		if s := db.stmt(insertMessageSQL); s != nil {
+			err = s.GetContext(ctx, &created, args...)
+		} else {
+			err = db.db.GetContext(ctx, &created, insertMessageSQL, args...)
+		}
+		return insertError(convKey, err)
+	})
+	if err != nil {
+		return err
+	}
+	fillInserted(convKey, m, created)
+	return nil
+}
+
+// insertError is the error of an insert of a message into a conversation of ctx's
+// owner: no row returned says there is none.
+func insertError(convKey string, err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return conversationNotFound(parley.ConversationID(convKey))
+	} else if err != nil {
+		return fmt.Errorf("insert message into %s: %w", parley.ConversationID(convKey), err)
+	}
+	return nil
+}
+
+// insertArgs are the arguments of insertMessageSQL for m, prepared, into a
+// conversation of ctx's owner ($1 to $14); insertPlacedSQL and insertUnderSQL take
+// theirs after these.
+func insertArgs(ctx context.Context, convKey string, m parley.Message, digest []byte) ([]any, error) {
+	owner, err := ownerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	row, err := encodeMessage(m)
+	if err != nil {
+		return nil, err
+	}
+	meta := m.Meta()
+	return []any{convKey, row.SchemaVersion, row.Kind, row.Role, row.Content,
+		nullJSON(row.ToolCalls), nullJSON(row.ToolResults), row.Payload, row.SourceID, nullTime(meta.CreatedAt), owner,
+		sql.NullString{String: meta.Live.ClientID, Valid: meta.Live.ClientID != ""}, digest, encodeProvenance(meta.Live.Provenance)}, nil
+}
+
 // restorer returns a func that puts back what saving m fills in (its meta fields, its
 // calls' policy decisions, its retrieval time, its tool name), so that a transaction run
 // again (transact) saves m as it was given, not as the aborted run left it.
@@ -169,12 +253,10 @@ func (db *DB) insertMessage(ctx context.Context, tx *txn, convKey string, m parl
 // continuing the active branch) and fills in its meta fields. digest, with a client id,
 // is the message's as given (rowDigest, before the store fills anything in).
 func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m parley.Message, digest []byte) error {
-	owner, err := ownerOf(ctx)
-	if err != nil {
+	if _, err := ownerOf(ctx); err != nil {
 		return err
 	}
 	meta := m.Meta()
-	convID := parley.ConversationID(convKey)
 	res, isResult := m.(*parley.ToolResultMessage)
 	var at *placed
 	if !isResult && !meta.Place.IsZero() {
@@ -205,18 +287,17 @@ func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m pa
 	}
 	if res, ok := m.(*parley.MCPResourceMessage); ok && res.RetrievedAt.IsZero() {
 		// Retrieved now: the transaction's time, which is also the message's createdAt.
+		var err error
 		if res.RetrievedAt, err = tx.Now(ctx); err != nil {
 			return err
 		}
 	}
-	row, err := encodeMessage(m)
+	args, err := insertArgs(ctx, convKey, m, digest)
 	if err != nil {
 		return err
 	}
 	var created createdRow
-	query, args := insertMessageSQL, []any{convKey, row.SchemaVersion, row.Kind, row.Role, row.Content,
-		nullJSON(row.ToolCalls), nullJSON(row.ToolResults), row.Payload, row.SourceID, nullTime(meta.CreatedAt), owner,
-		sql.NullString{String: meta.Live.ClientID, Valid: meta.Live.ClientID != ""}, digest, encodeProvenance(meta.Live.Provenance)}
+	query := insertMessageSQL
 	if at != nil {
 		query, args = insertPlacedSQL, append(args, at.Segment, at.Depth, at.activate)
 	}
@@ -225,10 +306,8 @@ func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m pa
 	} else {
 		err = tx.GetContext(ctx, &created, query, args...)
 	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return conversationNotFound(convID)
-	} else if err != nil {
-		return fmt.Errorf("insert message into %s: %w", convID, err)
+	if err := insertError(convKey, err); err != nil {
+		return err
 	}
 	return db.inserted(ctx, tx, convKey, m, created)
 }
@@ -236,13 +315,7 @@ func (db *DB) insertMessageAt(ctx context.Context, tx *txn, convKey string, m pa
 // inserted fills in the meta fields of m, just stored as created, and records what
 // goes with it: its notification, its tool calls, its result's call.
 func (db *DB) inserted(ctx context.Context, tx *txn, convKey string, m parley.Message, created createdRow) error {
-	meta := m.Meta()
-	convID := parley.ConversationID(convKey)
-	meta.ID = parley.MessageID(created.ID)
-	meta.ConversationID = convID
-	meta.Position, meta.Seq = created.Depth, created.Position
-	meta.Place = parley.Placement{}
-	meta.CreatedAt, meta.UpdatedAt = created.CreatedAt, created.UpdatedAt
+	fillInserted(convKey, m, created)
 	if c, ok := m.(*parley.CompactionMessage); ok {
 		if err := parley.CheckCompactionCovers(c); err != nil {
 			return err
@@ -259,6 +332,16 @@ func (db *DB) inserted(ctx context.Context, tx *txn, convKey string, m parley.Me
 		return err
 	}
 	return nil
+}
+
+// fillInserted fills in the meta fields of m, just stored as created.
+func fillInserted(convKey string, m parley.Message, created createdRow) {
+	meta := m.Meta()
+	meta.ID = parley.MessageID(created.ID)
+	meta.ConversationID = parley.ConversationID(convKey)
+	meta.Position, meta.Seq = created.Depth, created.Position
+	meta.Place = parley.Placement{}
+	meta.CreatedAt, meta.UpdatedAt = created.CreatedAt, created.UpdatedAt
 }
 
 // insertMessageSQL takes the conversation's next number, continues its active branch
@@ -365,21 +448,14 @@ func (db *DB) insertUnder(ctx context.Context, tx *txn, convKey string, m parley
 	if !ok {
 		return false, nil // the steps say what is wrong
 	}
-	owner, err := ownerOf(ctx)
-	if err != nil {
-		return false, err
-	}
 	if res, ok := m.(*parley.MCPResourceMessage); ok && res.RetrievedAt.IsZero() {
 		return false, nil // its time is the transaction's, read first by the steps
 	}
-	row, err := encodeMessage(m)
+	args, err := insertArgs(ctx, convKey, m, digest)
 	if err != nil {
 		return false, err
 	}
-	args := []any{convKey, row.SchemaVersion, row.Kind, row.Role, row.Content,
-		nullJSON(row.ToolCalls), nullJSON(row.ToolResults), row.Payload, row.SourceID, nullTime(meta.CreatedAt), owner,
-		sql.NullString{String: meta.Live.ClientID, Valid: meta.Live.ClientID != ""}, digest, encodeProvenance(meta.Live.Provenance),
-		target, sibling}
+	args = append(args, target, sibling)
 	var created createdRow
 	if s := db.stmt(insertUnderSQL); s != nil {
 		err = tx.StmtxContext(ctx, s).GetContext(ctx, &created, args...)

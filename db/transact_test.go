@@ -170,10 +170,23 @@ func TestTransactRetriesSerializationFailure(t *testing.T) {
 
 // TestTransactRetryBounds checks that a transaction that keeps failing on conflicts is
 // run maxAttempts times and then fails as unavailable, without the driver's text, and
-// that other errors are not retried.
+// that other errors are not retried: a transaction of transact's, and a statement run
+// in autocommit (a plain save's, db/messages.go).
 func TestTransactRetryBounds(t *testing.T) {
 	t.Parallel()
 	d := openDB(t)
+	// Each runs fn, which sends a statement and returns its error, as its write.
+	runners := []struct {
+		name string
+		run  func(ctx context.Context, fn func(ctx context.Context, q sqlx.ExecerContext) error) error
+	}{
+		{"transact", func(ctx context.Context, fn func(context.Context, sqlx.ExecerContext) error) error {
+			return d.Transact(ctx, func(tx *sqlx.Tx) error { return fn(ctx, tx) })
+		}},
+		{"autocommit", func(ctx context.Context, fn func(context.Context, sqlx.ExecerContext) error) error {
+			return d.Autocommit(ctx, func(ctx context.Context) error { return fn(ctx, d.SQL()) })
+		}},
+	}
 	tests := []struct {
 		name     string
 		err      error
@@ -185,42 +198,44 @@ func TestTransactRetryBounds(t *testing.T) {
 		{"unique violation", &pq.Error{Code: "23505", Message: "duplicate key"}, 1, parley.EINTERNAL},
 		{"domain error", parley.Errorf(parley.ECONFLICT, "no"), 1, parley.ECONFLICT},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			var runs atomic.Int32
-			err := d.Transact(t.Context(), func(tx *sqlx.Tx) error {
-				runs.Add(1)
-				if _, err := tx.ExecContext(t.Context(), `SELECT 1`); err != nil {
-					return err
+	for _, r := range runners {
+		for _, tt := range tests {
+			t.Run(r.name+"/"+tt.name, func(t *testing.T) {
+				t.Parallel()
+				var runs atomic.Int32
+				err := r.run(t.Context(), func(ctx context.Context, q sqlx.ExecerContext) error {
+					runs.Add(1)
+					if _, err := q.ExecContext(ctx, `SELECT 1`); err != nil {
+						return err
+					}
+					return tt.err
+				})
+				if got := runs.Load(); got != tt.runs {
+					t.Errorf("runs: got %d, want %d", got, tt.runs)
 				}
-				return tt.err
+				if got := parley.ErrorCode(err); got != tt.wantCode {
+					t.Errorf("code: got %s, want %s (%v)", got, tt.wantCode, err)
+				}
+				if msg := parley.ErrorMessage(err); tt.wantCode == parley.EUNAVAILABLE && msg != "A concurrent change got in the way; try again." {
+					t.Errorf("message: got %q, want the generic one", msg)
+				}
 			})
-			if got := runs.Load(); got != tt.runs {
-				t.Errorf("runs: got %d, want %d", got, tt.runs)
+		}
+		t.Run(r.name+"/cancelled while waiting", func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(t.Context())
+			var runs atomic.Int32
+			err := r.run(ctx, func(context.Context, sqlx.ExecerContext) error {
+				runs.Add(1)
+				cancel()
+				return &pq.Error{Code: "40001"}
+			})
+			if got := runs.Load(); got != 1 {
+				t.Errorf("runs: got %d, want 1 (no retry once the context ended)", got)
 			}
-			if got := parley.ErrorCode(err); got != tt.wantCode {
-				t.Errorf("code: got %s, want %s (%v)", got, tt.wantCode, err)
-			}
-			if msg := parley.ErrorMessage(err); tt.wantCode == parley.EUNAVAILABLE && msg != "A concurrent change got in the way; try again." {
-				t.Errorf("message: got %q, want the generic one", msg)
+			if err == nil {
+				t.Error("got nil, want an error")
 			}
 		})
 	}
-	t.Run("cancelled while waiting", func(t *testing.T) {
-		t.Parallel()
-		ctx, cancel := context.WithCancel(t.Context())
-		var runs atomic.Int32
-		err := d.Transact(ctx, func(tx *sqlx.Tx) error {
-			runs.Add(1)
-			cancel()
-			return &pq.Error{Code: "40001"}
-		})
-		if got := runs.Load(); got != 1 {
-			t.Errorf("runs: got %d, want 1 (no retry once the context ended)", got)
-		}
-		if err == nil {
-			t.Error("got nil, want an error")
-		}
-	})
 }

@@ -335,3 +335,72 @@ func TestFromEnvExports(t *testing.T) {
 		t.Errorf("collector got %v, want POST /v1/traces application/x-protobuf", got)
 	}
 }
+
+// TestSpansOfSaves: a save that is one statement (a message continuing the active
+// branch, of a kind with nothing recorded beside its row, without a client message id)
+// sends that statement alone, in autocommit: its db.transaction span holds one
+// statement and no BEGIN or COMMIT. Every other save still runs in a transaction.
+func TestSpansOfSaves(t *testing.T) {
+	t.Parallel()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	srv := tracedServer(t, tp)
+	conv := srv.CreateConversation(t, "saves")
+	first := srv.AddMessage(t, conv, testserver.Text("USER", "hello")).ID
+	srv.AddMessage(t, conv, map[string]any{"toolRequest": map[string]any{"toolCalls": []any{
+		map[string]any{"id": "c1", "name": "ls", "arguments": map[string]any{}}}}})
+	const save = `mutation Save($c: ID!, $i: MessageInput!, $k: String, $p: ID) {
+		addMessage(conversationId: $c, input: $i, clientMessageId: $k, parentId: $p) { cursor } }`
+	tests := []struct {
+		name  string
+		input map[string]any
+		key   string // clientMessageId
+		under string // parentId
+		alone bool
+	}{
+		{name: "text", input: testserver.Text("USER", "one statement"), alone: true},
+		{name: "image", input: map[string]any{"image": map[string]any{"url": "https://example.com/a.png"}}, alone: true},
+		{name: "file reference", input: map[string]any{"fileReference": map[string]any{"path": "main.go"}}, alone: true},
+		{name: "system control", input: map[string]any{"systemControl": map[string]any{"kind": "MODE_CHANGE", "from": "a", "to": "b"}}, alone: true},
+		{name: "mcp resource retrieved before", input: map[string]any{"mcpResource": map[string]any{
+			"serverName": "docs", "resourceUri": "docs://a", "content": "a", "retrievedAt": "2026-03-04T05:06:07Z"}}, alone: true},
+		{name: "mcp resource retrieved now", input: map[string]any{"mcpResource": map[string]any{
+			"serverName": "docs", "resourceUri": "docs://b", "content": "b"}}},
+		{name: "text with a client message id", input: testserver.Text("USER", "keyed"), key: "k1"},
+		{name: "tool request", input: map[string]any{"toolRequest": map[string]any{"toolCalls": []any{
+			map[string]any{"id": "c2", "name": "ls", "arguments": map[string]any{}}}}}},
+		{name: "tool result", input: map[string]any{"toolResult": map[string]any{"toolCallId": "c1", "status": "SUCCESS", "output": 1}}},
+		{name: "compaction", input: map[string]any{"compaction": map[string]any{"content": "So far.", "coversThrough": 1}}},
+		{name: "text under a parent", input: testserver.Text("USER", "branch"), under: first}, // last: it starts a branch
+	}
+	for _, tt := range tests {
+		vars := map[string]any{"c": conv, "i": tt.input}
+		if tt.key != "" {
+			vars["k"] = tt.key
+		}
+		if tt.under != "" {
+			vars["p"] = tt.under
+		}
+		exp.Reset()
+		srv.MustDo(t, save, vars, nil)
+		spans := waitSpans(t, exp, func(s tracetest.SpanStubs) bool { return count(s, "POST /graphql") == 1 })
+		if n := count(spans, "db.transaction"); n != 1 {
+			t.Errorf("%s: got %d db.transaction spans, want 1: %v", tt.name, n, names(spans))
+		}
+		// The statements a transaction's fn sends are traced under the operation's span,
+		// beside db.transaction (fn's ctx is the caller's): count them all.
+		statements := 0
+		for _, s := range spans {
+			if strings.HasSuffix(s.Name, ".query") || strings.HasSuffix(s.Name, ".exec") {
+				statements++
+			}
+		}
+		begun, committed := count(spans, "sql.conn.begin_tx"), count(spans, "sql.tx.commit")
+		switch {
+		case tt.alone && (begun != 0 || committed != 0 || statements != 1):
+			t.Errorf("%s: spans %v, want one statement and no BEGIN or COMMIT", tt.name, names(spans))
+		case !tt.alone && (begun != 1 || committed != 1):
+			t.Errorf("%s: spans %v, want a transaction (BEGIN, the statements, COMMIT)", tt.name, names(spans))
+		}
+	}
+}
