@@ -283,7 +283,8 @@ func (tx *txn) Now(ctx context.Context) (time.Time, error) {
 const maxAttempts = 4
 
 // transact runs fn in a transaction, committing when it returns nil. Every write goes
-// through here: one transaction shape everywhere. A transaction aborted by a
+// through here (one transaction shape everywhere), but a write that is one statement
+// and nothing else, which autocommit runs on its own. A transaction aborted by a
 // serialization failure or a deadlock (SQLSTATE 40001, 40P01) is run again from the
 // start, up to maxAttempts times in all, after a short jittered wait: Postgres rolled
 // it back whole, and running it again is what it asks for. fn must therefore start
