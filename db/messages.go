@@ -102,10 +102,12 @@ func (db *DB) AddMessage(ctx context.Context, conversationID string, m parley.Me
 		want = rowDigest(row, encodeProvenance(live.Provenance))
 	}
 	if want == nil && oneStatement(m) {
-		if err := db.insertAlone(ctx, key, m); err != nil {
-			return nil, err
+		if done, err := db.insertAlone(ctx, key, m); err != nil || done {
+			if err != nil {
+				return nil, err
+			}
+			return m, nil
 		}
-		return m, nil
 	}
 	restore := restorer(m)
 	var stored parley.Message
@@ -144,18 +146,16 @@ func (db *DB) AddMessage(ctx context.Context, conversationID string, m parley.Me
 	return m, nil
 }
 
-// oneStatement reports whether saving m, a message without a client message id, is
-// insertMessageSQL and nothing else: a message continuing the active branch (no Place:
-// placing one reads the tree first) of a kind for which inserted only fills in the
-// meta fields. Not a tool request (its policies, its calls' rows, their approvals), a
-// tool result (its call, read before and answered after), a compaction (its check
-// after the insert must be able to roll it back), nor a resource retrieved now (its
-// time is the transaction's, read first). A kind added later is saved in a
-// transaction until it is listed here.
+// oneStatement reports whether saving m, a message without a client message id, can
+// be one statement and nothing else: insertMessageSQL continuing the active branch, or
+// insertUnderSQL placing it where its Place says (which may find that it cannot:
+// insertAlone), for a kind for which inserted only fills in the meta fields. Not a
+// tool request (its policies, its calls' rows, their approvals), a tool result (its
+// call, read before and answered after), a compaction (its check after the insert must
+// be able to roll it back), nor a resource retrieved now (its time is the
+// transaction's, read first). A kind added later is saved in a transaction until it is
+// listed here.
 func oneStatement(m parley.Message) bool {
-	if !m.Meta().Place.IsZero() {
-		return false
-	}
 	switch m := m.(type) {
 	case *parley.TextMessage, *parley.ImageMessage, *parley.FileReferenceMessage, *parley.SystemControlMessage,
 		*parley.UnknownMessage:
@@ -170,27 +170,43 @@ func oneStatement(m parley.Message) bool {
 // else: its statement runs on its own, in autocommit (autocommit), without the BEGIN
 // and COMMIT a transaction adds, two round trips and two statements more for Postgres.
 // One statement is atomic all the same, and its notification is delivered at its
-// commit as the transaction's was.
-func (db *DB) insertAlone(ctx context.Context, convKey string, m parley.Message) error {
+// commit as the transaction's was. A message with a Place is insertUnderSQL's, which
+// may find that it cannot place it (a concurrent writer, no such parent): then
+// nothing was written and insertAlone reports that it did not save m, for the steps
+// in a transaction to.
+func (db *DB) insertAlone(ctx context.Context, convKey string, m parley.Message) (bool, error) {
 	args, err := insertArgs(ctx, convKey, m, nil)
 	if err != nil {
-		return err
+		return false, err
+	}
+	query, placed := insertMessageSQL, !m.Meta().Place.IsZero()
+	if placed {
+		target, sibling, ok, err := underTarget(m.Meta().Place)
+		if err != nil || !ok {
+			return false, err
+		}
+		query, args = insertUnderSQL, append(args, target, sibling)
 	}
 	var created createdRow
+	done := true
 	err = db.autocommit(ctx, func(ctx context.Context) error {
 		var err error
-		if s := db.stmt(insertMessageSQL); s != nil {
+		if s := db.stmt(query); s != nil {
 			err = s.GetContext(ctx, &created, args...)
 		} else {
-			err = db.db.GetContext(ctx, &created, insertMessageSQL, args...)
+			err = db.db.GetContext(ctx, &created, query, args...)
+		}
+		if placed && errors.Is(err, sql.ErrNoRows) {
+			done = false
+			return nil
 		}
 		return insertError(convKey, err)
 	})
-	if err != nil {
-		return err
+	if err != nil || !done {
+		return false, err
 	}
 	fillInserted(convKey, m, created)
-	return nil
+	return true, nil
 }
 
 // insertError is the error of an insert of a message into a conversation of ctx's
@@ -432,21 +448,28 @@ var insertUnderSQL = `
 	RETURNING id, conversation_id, position, depth, created_at, updated_at)
 	` + notifyInsertedSQL
 
+// underTarget returns the message a placement names for insertUnderSQL ($15) and
+// whether it is the new message's sibling rather than its parent ($16); not ok when
+// the id does not parse, for the steps to say what is wrong.
+func underTarget(place parley.Placement) (target string, sibling, ok bool, err error) {
+	if err := parley.CheckPlacement(place); err != nil {
+		return "", false, false, err
+	}
+	id := place.ParentID
+	if place.SiblingOf != "" {
+		id, sibling = place.SiblingOf, true
+	}
+	target, ok = parley.ParseMessageID(id)
+	return target, sibling, ok, nil
+}
+
 // insertUnder stores m under the parent its Place names in one statement
 // (insertUnderSQL) and fills in its meta fields, reporting whether it did; when it did
 // not, nothing was written.
 func (db *DB) insertUnder(ctx context.Context, tx *txn, convKey string, m parley.Message, digest []byte) (bool, error) {
-	meta := m.Meta()
-	if err := parley.CheckPlacement(meta.Place); err != nil {
+	target, sibling, ok, err := underTarget(m.Meta().Place)
+	if err != nil || !ok {
 		return false, err
-	}
-	id, sibling := meta.Place.ParentID, false
-	if meta.Place.SiblingOf != "" {
-		id, sibling = meta.Place.SiblingOf, true
-	}
-	target, ok := parley.ParseMessageID(id)
-	if !ok {
-		return false, nil // the steps say what is wrong
 	}
 	if res, ok := m.(*parley.MCPResourceMessage); ok && res.RetrievedAt.IsZero() {
 		return false, nil // its time is the transaction's, read first by the steps

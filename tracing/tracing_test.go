@@ -337,9 +337,10 @@ func TestFromEnvExports(t *testing.T) {
 }
 
 // TestSpansOfSaves: a save that is one statement (a message continuing the active
-// branch, of a kind with nothing recorded beside its row, without a client message id)
-// sends that statement alone, in autocommit: its db.transaction span holds one
-// statement and no BEGIN or COMMIT. Every other save still runs in a transaction.
+// branch or placed under a parent, of a kind with nothing recorded beside its row,
+// without a client message id) sends that statement alone, in autocommit: its
+// db.transaction span holds one statement and no BEGIN or COMMIT. Every other save
+// still runs in a transaction.
 func TestSpansOfSaves(t *testing.T) {
 	t.Parallel()
 	exp := tracetest.NewInMemoryExporter()
@@ -371,7 +372,9 @@ func TestSpansOfSaves(t *testing.T) {
 			map[string]any{"id": "c2", "name": "ls", "arguments": map[string]any{}}}}}},
 		{name: "tool result", input: map[string]any{"toolResult": map[string]any{"toolCallId": "c1", "status": "SUCCESS", "output": 1}}},
 		{name: "compaction", input: map[string]any{"compaction": map[string]any{"content": "So far.", "coversThrough": 1}}},
-		{name: "text under a parent", input: testserver.Text("USER", "branch"), under: first}, // last: it starts a branch
+		// Last: they start branches. insertUnderSQL places each in one statement.
+		{name: "text under a parent", input: testserver.Text("USER", "branch"), under: first, alone: true},
+		{name: "text under the same parent again", input: testserver.Text("USER", "another branch"), under: first, alone: true},
 	}
 	for _, tt := range tests {
 		vars := map[string]any{"c": conv, "i": tt.input}
