@@ -68,11 +68,7 @@ func (db *DB) FindConversationByID(ctx context.Context, id string) (*parley.Conv
 		return nil, err
 	}
 	var row conversationRow
-	if s := db.stmt(findConversationSQL); s != nil {
-		err = s.GetContext(ctx, &row, key, owner)
-	} else {
-		err = db.db.GetContext(ctx, &row, findConversationSQL, key, owner)
-	}
+	err = db.get(ctx, &row, findConversationSQL, key, owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, conversationNotFound(id)
 	} else if err != nil {

@@ -225,6 +225,15 @@ func (db *DB) query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 	return db.db.QueryContext(ctx, query, args...)
 }
 
+// get runs query with args on the pool into dest (sqlx's Get): prepared, when prepare
+// prepared it.
+func (db *DB) get(ctx context.Context, dest any, query string, args ...any) error {
+	if s := db.stmt(query); s != nil {
+		return s.GetContext(ctx, dest, args...)
+	}
+	return db.db.GetContext(ctx, dest, query, args...)
+}
+
 // Close closes the pool.
 func (db *DB) Close() error {
 	for _, s := range db.stmts {

@@ -102,10 +102,9 @@ func (db *DB) AddMessage(ctx context.Context, conversationID string, m parley.Me
 		want = rowDigest(row, encodeProvenance(live.Provenance))
 	}
 	if want == nil && oneStatement(m) {
-		if done, err := db.insertAlone(ctx, key, m); err != nil || done {
-			if err != nil {
-				return nil, err
-			}
+		if done, err := db.insertAlone(ctx, key, m); err != nil {
+			return nil, err
+		} else if done {
 			return m, nil
 		}
 	}
@@ -190,12 +189,7 @@ func (db *DB) insertAlone(ctx context.Context, convKey string, m parley.Message)
 	var created createdRow
 	done := true
 	err = db.autocommit(ctx, func(ctx context.Context) error {
-		var err error
-		if s := db.stmt(query); s != nil {
-			err = s.GetContext(ctx, &created, args...)
-		} else {
-			err = db.db.GetContext(ctx, &created, query, args...)
-		}
+		err := db.get(ctx, &created, query, args...)
 		if placed && errors.Is(err, sql.ErrNoRows) {
 			done = false
 			return nil
