@@ -155,7 +155,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 		lim.MaxImageBytes = parley.DefaultLimits.MaxImageBytes
 	}
 	db := &DB{db: conn, limits: lim, policies: cfg.ToolPolicies, log: cfg.Logger, tracer: noop.NewTracerProvider().Tracer(""),
-		copyRaw:    cfg.TracerProvider == nil, connector: pc,
+		copyRaw: cfg.TracerProvider == nil, connector: pc,
 		assemblers: cfg.Assemblers, awaitingScans: make(chan struct{}, maxAwaitingScans)}
 	db.group.db = db
 	db.origin = fmt.Sprintf("%016x", rand.Uint64()) // unique enough among a database's processes
