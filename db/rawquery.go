@@ -186,6 +186,7 @@ func (db *DB) runRaw(ctx context.Context, c *poolConn, query string, args []driv
 		defer close(cancelled)
 		db.cancelBackend(pid)
 	})
+	defer stop() // when read panics: no cancel once the connection has gone
 	rows, err := st.QueryContext(context.Background(), args)
 	if err == nil {
 		r := rawRows{rows: rows, values: make([]driver.Value, len(rows.Columns()))}

@@ -162,6 +162,8 @@ func run(ctx context.Context, work string, bins []string, n, warmup, traceSecs, 
 			cpu[i].Microseconds()/int64(max(n-1, 1)))
 	}
 	// readAlone is one client reading from the i-th server until ctx ends.
+	// reads counts the requests of readAlone.
+	var reads int
 	readAlone := func(i int) func(context.Context) error {
 		return func(ctx context.Context) error {
 			var buf bytes.Buffer
@@ -169,6 +171,7 @@ func run(ctx context.Context, work string, bins []string, n, warmup, traceSecs, 
 				if err := read(ctx, client, urls[i], body, &buf); err != nil {
 					return err
 				}
+				reads++
 			}
 			return nil
 		}
@@ -178,10 +181,15 @@ func run(ctx context.Context, work string, bins []string, n, warmup, traceSecs, 
 			break
 		}
 		file := filepath.Join(work, fmt.Sprintf("pair-%d.prof", i))
+		reads = 0
+		before, err := servers[i].CPUTime()
+		if err != nil {
+			return err
+		}
 		lctx, stop := context.WithCancel(ctx)
 		loaded := make(chan error, 1)
 		go func() { loaded <- readAlone(i)(lctx) }()
-		err := parleyproc.CPUProfile(ctx, debugURLs[i], profSecs, file)
+		err = parleyproc.CPUProfile(ctx, debugURLs[i], profSecs, file)
 		stop()
 		if lerr := <-loaded; lerr != nil && lctx.Err() == nil {
 			err = lerr
@@ -189,7 +197,12 @@ func run(ctx context.Context, work string, bins []string, n, warmup, traceSecs, 
 		if err != nil {
 			return fmt.Errorf("%s: %w", bins[i], err)
 		}
-		fmt.Printf("\nCPU profile of %s, one client, %d s: go tool pprof %s %s\n", bins[i], profSecs, bins[i], file)
+		after, err := servers[i].CPUTime()
+		if err != nil {
+			return err
+		}
+		fmt.Printf("\nCPU profile of %s, one client, %d s (%d reads, %d µs of the server's CPU a read, profiling included): go tool pprof %s %s\n",
+			bins[i], profSecs, reads, (after-before).Microseconds()/int64(max(reads, 1)), bins[i], file)
 	}
 	if traceSecs == 0 {
 		return nil
