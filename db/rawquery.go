@@ -138,16 +138,16 @@ func (db *DB) queryRaw(ctx context.Context, query string, args []any, read func(
 			return read(rows)
 		})
 		// A connection found broken before any row was read (the server closed it while
-		// it was idle) is dropped, and another tried, as database/sql's QueryContext does.
-		if err == nil || started || try > maxBadConnRetries || !errors.Is(err, driver.ErrBadConn) || ctx.Err() != nil {
+		// it was idle, or restarted) is dropped, and another tried, as database/sql's
+		// QueryContext does; until a new one, made once every idle one has been found
+		// broken (database/sql tries two idle ones, then a new one, which sql.Conn
+		// cannot ask for).
+		if err == nil || started || !errors.Is(err, driver.ErrBadConn) || ctx.Err() != nil ||
+			try > max(db.db.Stats().MaxOpenConnections, 2) {
 			return err
 		}
 	}
 }
-
-// maxBadConnRetries is how often queryRaw tries another connection after one found
-// broken: database/sql's own number.
-const maxBadConnRetries = 2
 
 // queryRawOnce is queryRaw on one connection of the pool.
 func (db *DB) queryRawOnce(ctx context.Context, query string, args []driver.NamedValue, read func(rows *rawRows) error) error {
