@@ -70,9 +70,13 @@ type DB struct {
 	appended func(conversationID string, b *parley.DeltaBatch)
 	// timed receives each group-committed append's times (OnGroupCommit).
 	timed func(queued, written time.Duration)
-	// copyRaw says the pool's connections are lib/pq's own (no tracing wraps them): an
-	// import's COPY then writes its rows' text itself (rawCopyIn).
+	// copyRaw says the pool's connections are lib/pq's own (poolConn; no tracing wraps
+	// them): an import's COPY then writes its rows' text itself (rawCopyIn), and a
+	// conversation's page is read from lib/pq's rows (queryRaw).
 	copyRaw bool
+	// connector connects to the database outside the pool: to cancel a statement
+	// (cancelBackend).
+	connector driver.Connector
 	// zone is the sessions' time zone as lib/pq loads it (nil when it cannot), which
 	// the times of a page's rows are placed in as lib/pq would place them (timeColumn).
 	zone *time.Location
@@ -123,11 +127,11 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 		// A span for every statement, reads as well as writes, with the stable
 		// database semantic conventions (db.system.name, db.query.text: Parley's
 		// statements, whose arguments are bound, never inlined).
-		pool = otelsql.OpenDB(pc, otelsql.WithTracerProvider(cfg.TracerProvider),
+		pool = otelsql.OpenDB(poolConnector{pc}, otelsql.WithTracerProvider(cfg.TracerProvider),
 			otelsql.WithAttributes(semconv.DBSystemNamePostgreSQL),
 			otelsql.WithSpanOptions(otelsql.SpanOptions{DisableErrSkip: true, OmitConnResetSession: true, OmitRows: true}))
 	} else {
-		pool = sql.OpenDB(pc)
+		pool = sql.OpenDB(poolConnector{pc})
 	}
 	conn := sqlx.NewDb(pool, "postgres")
 	if cfg.MaxOpenConns <= 0 {
@@ -151,7 +155,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*DB, error) {
 		lim.MaxImageBytes = parley.DefaultLimits.MaxImageBytes
 	}
 	db := &DB{db: conn, limits: lim, policies: cfg.ToolPolicies, log: cfg.Logger, tracer: noop.NewTracerProvider().Tracer(""),
-		copyRaw:    cfg.TracerProvider == nil,
+		copyRaw: cfg.TracerProvider == nil, connector: pc,
 		assemblers: cfg.Assemblers, awaitingScans: make(chan struct{}, maxAwaitingScans)}
 	db.group.db = db
 	db.origin = fmt.Sprintf("%016x", rand.Uint64()) // unique enough among a database's processes

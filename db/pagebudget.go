@@ -50,11 +50,19 @@ type pageRow struct {
 // message is the row's message, or why it could not be decoded.
 func (r *pageRow) message() (parley.Message, error) { return r.msg, r.err }
 
+// pageRows are the rows scanRows scans: *sql.Rows, or lib/pq's (rawRows).
+type pageRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}
+
 // scanRows is scanPage and scanHeadedPage. Each kept row is decoded as soon as it is
 // scanned, its jsonb columns straight from the driver's buffer (sql.RawBytes), which
 // the next row overwrites: nothing of a row is copied to be decoded later, and the
 // page holds messages, never rows and their payloads beside them.
-func (db *DB) scanRows(rows *sql.Rows, err error, expect, budget int, head *conversationHead, forLLM, branch bool) ([]pageRow, map[string]bool, error) {
+func (db *DB) scanRows(rows pageRows, err error, expect, budget int, head *conversationHead, forLLM, branch bool) ([]pageRow, map[string]bool, error) {
 	if err != nil {
 		return nil, nil, err
 	}

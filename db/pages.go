@@ -241,8 +241,18 @@ func headedPageSQL(line, fits, backward, tree bool) string {
 }
 
 // readHeadedPage runs q, conversationPageSQL or linePageSQL (or either's fitting
-// statement), with args, and scans its rows (scanHeadedPage).
+// statement), with args, and scans its rows (scanHeadedPage): from lib/pq's rows
+// (queryRaw) when the pool's connections are its own.
 func (db *DB) readHeadedPage(ctx context.Context, q string, args []any, expect, budget int, head *conversationHead) ([]pageRow, map[string]bool, error) {
+	if db.copyRaw {
+		var rows []pageRow
+		var cut map[string]bool
+		err := db.queryRaw(ctx, q, args, func(result *rawRows) (err error) {
+			rows, cut, err = db.scanRows(result, nil, expect, budget, head, false, true)
+			return err
+		})
+		return rows, cut, err
+	}
 	result, err := db.query(ctx, q, args...)
 	return db.scanHeadedPage(result, err, expect, budget, head)
 }

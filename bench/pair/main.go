@@ -7,7 +7,9 @@
 // the p50 of one binary moves by a third from one run of the bench to the next, more
 // than a change is worth, while the same request alternating between servers shows
 // differences of a few hundredths of a millisecond. It prints each binary's p25, p50
-// and p75 (the client's own reading of the response included, the same for all).
+// and p75 (the client's own reading of the response included, the same for all), and
+// the server's CPU time a read over them (user and system, from /proc: the process's
+// own, however loaded the machine; at the clock tick's resolution, 10 ms over the run).
 //
 //	bin/parley-bench -only history -runs 1 -duration 1s -profile-for 0 -import-runs 0 -scale-messages 0 -keep -work /tmp/w
 //	go run ./bench/pair -work /tmp/w -parley /tmp/parley-before,bin/parley
@@ -101,6 +103,7 @@ func run(ctx context.Context, work string, bins []string, n, warmup, traceSecs, 
 		return err
 	}
 	urls, debugURLs := make([]string, len(bins)), make([]string, len(bins))
+	var servers []*parleyproc.Server
 	for i, bin := range bins {
 		// At the log level bin/parley-bench serves at (info: the access log on), where
 		// parleyproc's own is warn.
@@ -118,13 +121,26 @@ func run(ctx context.Context, work string, bins []string, n, warmup, traceSecs, 
 			return err
 		}
 		defer srv.Stop()
+		servers = append(servers, srv)
 		urls[i] = srv.URL + "/graphql"
 	}
 	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
 	load := parleyproc.LoadAverage()
 	times := make([][]time.Duration, len(bins))
+	// cpu is each server's CPU time (user and system, /proc) over the timed requests:
+	// its own, the requests alternating, whatever else loads the machine.
+	cpu := make([]time.Duration, len(bins))
 	var buf bytes.Buffer
 	for turn := range warmup + n {
+		if turn == warmup || turn == warmup+n-1 {
+			for i, srv := range servers {
+				t, err := srv.CPUTime()
+				if err != nil {
+					return err
+				}
+				cpu[i] = t - cpu[i]
+			}
+		}
 		for k := range bins {
 			i := (turn + k) % len(bins)
 			start := time.Now()
@@ -138,13 +154,16 @@ func run(ctx context.Context, work string, bins []string, n, warmup, traceSecs, 
 	}
 	fmt.Printf("history read, one client alternating between servers, %d requests each (load average %s, then %s)\n\n",
 		n, load, parleyproc.LoadAverage())
-	fmt.Println("| binary | p25 | p50 | p75 |")
-	fmt.Println("|---|---:|---:|---:|")
+	fmt.Println("| binary | p25 | p50 | p75 | the server's CPU a read |")
+	fmt.Println("|---|---:|---:|---:|---:|")
 	for i, t := range times {
 		slices.Sort(t)
-		fmt.Printf("| %s | %.3f ms | %.3f ms | %.3f ms |\n", bins[i], ms(t[len(t)/4]), ms(t[len(t)/2]), ms(t[len(t)*3/4]))
+		fmt.Printf("| %s | %.3f ms | %.3f ms | %.3f ms | %d µs |\n", bins[i], ms(t[len(t)/4]), ms(t[len(t)/2]), ms(t[len(t)*3/4]),
+			cpu[i].Microseconds()/int64(max(n-1, 1)))
 	}
 	// readAlone is one client reading from the i-th server until ctx ends.
+	// reads counts the requests of readAlone.
+	var reads int
 	readAlone := func(i int) func(context.Context) error {
 		return func(ctx context.Context) error {
 			var buf bytes.Buffer
@@ -152,6 +171,7 @@ func run(ctx context.Context, work string, bins []string, n, warmup, traceSecs, 
 				if err := read(ctx, client, urls[i], body, &buf); err != nil {
 					return err
 				}
+				reads++
 			}
 			return nil
 		}
@@ -161,10 +181,15 @@ func run(ctx context.Context, work string, bins []string, n, warmup, traceSecs, 
 			break
 		}
 		file := filepath.Join(work, fmt.Sprintf("pair-%d.prof", i))
+		reads = 0
+		before, err := servers[i].CPUTime()
+		if err != nil {
+			return err
+		}
 		lctx, stop := context.WithCancel(ctx)
 		loaded := make(chan error, 1)
 		go func() { loaded <- readAlone(i)(lctx) }()
-		err := parleyproc.CPUProfile(ctx, debugURLs[i], profSecs, file)
+		err = parleyproc.CPUProfile(ctx, debugURLs[i], profSecs, file)
 		stop()
 		if lerr := <-loaded; lerr != nil && lctx.Err() == nil {
 			err = lerr
@@ -172,7 +197,12 @@ func run(ctx context.Context, work string, bins []string, n, warmup, traceSecs, 
 		if err != nil {
 			return fmt.Errorf("%s: %w", bins[i], err)
 		}
-		fmt.Printf("\nCPU profile of %s, one client, %d s: go tool pprof %s %s\n", bins[i], profSecs, bins[i], file)
+		after, err := servers[i].CPUTime()
+		if err != nil {
+			return err
+		}
+		fmt.Printf("\nCPU profile of %s, one client, %d s (%d reads, %d µs of the server's CPU a read, profiling included): go tool pprof %s %s\n",
+			bins[i], profSecs, reads, (after-before).Microseconds()/int64(max(reads, 1)), bins[i], file)
 	}
 	if traceSecs == 0 {
 		return nil
