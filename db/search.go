@@ -17,7 +17,7 @@ var _ parley.SearchService = (*DB)(nil)
 // filled by a trigger from what it stores, and a GIN index on it. A search is two
 // statements: the query is parsed once with the stored configuration (which also tells
 // an empty query), then one statement finds, filters, orders and cuts the page, and
-// makes the page's snippets and branch leaves.
+// makes the page's snippets and branch leaves and reads its conversations.
 
 // onActiveBranch is the condition that message m is on the active branch of its
 // conversation c: the one place search knows how branches are stored (segments, db/tree.go).
