@@ -17,7 +17,7 @@ var _ parley.SearchService = (*DB)(nil)
 // filled by a trigger from what it stores, and a GIN index on it. A search is two
 // statements: the query is parsed once with the stored configuration (which also tells
 // an empty query), then one statement finds, filters, orders and cuts the page, and
-// makes the page's snippets and branch leaves.
+// makes the page's snippets and branch leaves and reads its conversations.
 
 // onActiveBranch is the condition that message m is on the active branch of its
 // conversation c: the one place search knows how branches are stored (segments, db/tree.go).
@@ -284,15 +284,17 @@ func (db *DB) Search(ctx context.Context, req parley.SearchRequest) (*parley.Sea
 	}
 	defer rows.Close()
 	page := &parley.SearchPage{}
+	// A page's hits share conversations: one value each.
 	convs := map[string]*parley.Conversation{}
 	for rows.Next() {
 		var r struct {
 			messageRow
-			Rank     float32 `db:"rank"`
-			Micros   int64   `db:"micros"`
-			OnActive bool    `db:"onactive"`
-			Leaf     string  `db:"leaf"`
-			Headline string  `db:"headline"`
+			Conv     conversationRow `db:"conv"`
+			Rank     float32         `db:"rank"`
+			Micros   int64           `db:"micros"`
+			OnActive bool            `db:"onactive"`
+			Leaf     string          `db:"leaf"`
+			Headline string          `db:"headline"`
 		}
 		if err := rows.StructScan(&r); err != nil {
 			return nil, fmt.Errorf("search: scan: %w", err)
@@ -309,10 +311,14 @@ func (db *DB) Search(ctx context.Context, req parley.SearchRequest) (*parley.Sea
 		if req.Order != parley.SearchByNewest {
 			c.Order = parley.SearchByRelevance
 		}
-		convs[r.ConversationID] = nil
+		conv := convs[r.Conv.ID]
+		if conv == nil {
+			conv = r.Conv.conversation()
+			convs[r.Conv.ID] = conv
+		}
 		page.Hits = append(page.Hits, &parley.SearchHit{
 			Message:        m,
-			Conversation:   &parley.Conversation{ID: parley.ConversationID(r.ConversationID)},
+			Conversation:   conv,
 			BranchLeafID:   parley.MessageID(r.Leaf),
 			OnActiveBranch: r.OnActive,
 			MessageCursor:  parley.MessageCursor(r.Depth),
@@ -323,16 +329,6 @@ func (db *DB) Search(ctx context.Context, req parley.SearchRequest) (*parley.Sea
 	}
 	if err := rows.Err(); err != nil {
 		return nil, classify(fmt.Errorf("search: %w", err))
-	}
-	rows.Close()
-	if err := db.fillConversations(ctx, owner, convs); err != nil {
-		return nil, err
-	}
-	for _, h := range page.Hits {
-		key, _ := parley.ParseConversationID(h.Conversation.ID)
-		if c := convs[key]; c != nil {
-			h.Conversation = c
-		}
 	}
 	return page, nil
 }
@@ -429,8 +425,9 @@ func searchSQL(req *parley.SearchRequest, after *parley.SearchCursor, owner, cfg
 				ORDER BY ` + order + ` LIMIT ` + limit + `) r
 			JOIN messages m ON m.id = r.rid`
 	}
-	// The page's rows are found first; their snippets, branch and leaf are made for them only.
-	stmt := `SELECT h.*, ts_headline(` + cfgP + `::regconfig, message_search_document(h.kind, h.content, h.payload, h.tool_calls,
+	// The page's rows are found first; their snippets, branch and leaf are made for them
+	// only, and their conversations read in the same statement (and snapshot).
+	stmt := `SELECT h.*, ` + hitConversationColumns + `, ts_headline(` + cfgP + `::regconfig, message_search_document(h.kind, h.content, h.payload, h.tool_calls,
 			h.tool_results, ` + a.add(req.Filter.IncludeThinking) + `), ` + qp + `, '` + headlineOptions + `') AS headline,
 			onactive, ` + branchLeafOf + ` AS leaf
 		FROM (` + found + `) h
@@ -440,6 +437,11 @@ func searchSQL(req *parley.SearchRequest, after *parley.SearchCursor, owner, cfg
 		ORDER BY ` + strings.NewReplacer("m.", "h.").Replace(order)
 	return stmt, a, nil
 }
+
+// hitConversationColumns are conversationColumns of a hit's conversation c, named for
+// the conv field of Search's row.
+var hitConversationColumns = `c.id AS "conv.id", c.title AS "conv.title", c.created_at AS "conv.created_at", c.updated_at AS "conv.updated_at", ` +
+	leafDepthOf("c") + ` AS "conv.message_count", ` + leafDepthOf("c") + ` AS "conv.last_position", c.forked_from::text AS "conv.forked_from"`
 
 // activeOf is whether a hit m of conversation c is on its active branch: it is when
 // the search was of active branches only.

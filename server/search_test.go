@@ -581,6 +581,63 @@ func TestSearchPaging(t *testing.T) {
 	}
 }
 
+// TestSearchHitConversations: each hit's conversation is the conversation as the API
+// reads it (the search statement reads it with the page), in both orders, on every page.
+func TestSearchHitConversations(t *testing.T) {
+	t.Parallel()
+	srv := testserver.New(t)
+	c := newSearchCorpus(t, srv)
+	type conv struct {
+		ID           string `json:"id"`
+		Title        string `json:"title"`
+		CreatedAt    string `json:"createdAt"`
+		UpdatedAt    string `json:"updatedAt"`
+		MessageCount int    `json:"messageCount"`
+	}
+	const fields = `id title createdAt updatedAt messageCount`
+	want := map[string]conv{}
+	for _, id := range []string{c.a, c.b} {
+		var out struct{ Conversation conv }
+		srv.MustDo(t, `query($id: ID!) { conversation(id: $id) { `+fields+` } }`, map[string]any{"id": id}, &out)
+		want[id] = out.Conversation
+	}
+	for _, order := range []string{"RELEVANCE", "NEWEST"} {
+		seen := map[string]bool{}
+		var after any
+		for pages := 0; ; pages++ {
+			if pages > 10 {
+				t.Fatalf("%s: more pages than hits", order)
+			}
+			var out struct {
+				Search struct {
+					Edges    []struct{ Node struct{ Conversation conv } }
+					PageInfo struct {
+						HasNextPage bool
+						EndCursor   *string
+					}
+				}
+			}
+			srv.MustDo(t, `query($o: SearchOrder, $after: String) { search(query: "common", order: $o, first: 3, after: $after) {
+				edges { node { conversation { `+fields+` } } } pageInfo { hasNextPage endCursor } } }`,
+				map[string]any{"o": order, "after": after}, &out)
+			for _, e := range out.Search.Edges {
+				got := e.Node.Conversation
+				if got != want[got.ID] {
+					t.Errorf("%s: hit's conversation %+v, want %+v", order, got, want[got.ID])
+				}
+				seen[got.ID] = true
+			}
+			if !out.Search.PageInfo.HasNextPage {
+				break
+			}
+			after = *out.Search.PageInfo.EndCursor
+		}
+		if !seen[c.a] || !seen[c.b] {
+			t.Errorf("%s: hits in conversations %v, want both %s and %s", order, seen, c.a, c.b)
+		}
+	}
+}
+
 func cmpFloat(a, b float64) int {
 	switch {
 	case a < b:
