@@ -442,7 +442,8 @@ func (t *topic) publish(kind parley.MessageEventKind) {
 	}
 }
 
-// serveReady wakes the watchers ws, whose next read r is done, one after another. It
+// serveReady wakes the watchers ws, whose next read r is done (nil: they read what is
+// at hand otherwise, as live streams do the topic's tail), one after another. It
 // goes by batches of prefetchBatch: first each watcher of a batch is read and its
 // onReady asked to prefetch (parley.Prefetcher), then each is woken. At a thousand
 // subscribers each delivery's first touch of each of its objects (the watcher, the
@@ -466,7 +467,9 @@ func serveReady(ws []*watcher, r *sharedRead) {
 			}
 		}
 		for _, w := range batch {
-			w.got.Store(r)
+			if r != nil {
+				w.got.Store(r)
+			}
 			w.wakeReady(&b)
 		}
 	}
