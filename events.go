@@ -102,6 +102,57 @@ type Readier interface {
 	Ready()
 }
 
+// BatchReadier may be implemented by a Readier: ReadyIn is its Ready, told of the batch
+// of wake-ups it is part of, in which it may leave work to be finished with the others'
+// (ReadyBatch.Leave). The goroutine that serves a conversation's subscribers one after
+// another calls ReadyIn for each, then the batch's End: the websocket transport leaves
+// its writes there, so that many subscribers' frames go out in one system call.
+type BatchReadier interface {
+	ReadyIn(b *ReadyBatch)
+}
+
+// BatchFinisher is work left in a ReadyBatch: FinishBatch does it, once.
+type BatchFinisher interface {
+	FinishBatch()
+}
+
+// ReadyBatch is a batch of wake-ups served one after another by one goroutine
+// (BatchReadier), and the work they leave to be finished together when it ends. Its
+// zero value is an empty batch; it is used by one goroutine at a time.
+type ReadyBatch struct {
+	left []leftWork
+}
+
+type leftWork struct {
+	key any
+	f   BatchFinisher
+}
+
+// Left returns the work left in the batch under key, or nil.
+func (b *ReadyBatch) Left(key any) BatchFinisher {
+	for _, w := range b.left {
+		if w.key == key {
+			return w.f
+		}
+	}
+	return nil
+}
+
+// Leave leaves f in the batch under key (comparable, and not already in use), to be
+// finished when the batch ends.
+func (b *ReadyBatch) Leave(key any, f BatchFinisher) {
+	b.left = append(b.left, leftWork{key, f})
+}
+
+// End finishes the work left in the batch, in the order it was left, and empties it.
+func (b *ReadyBatch) End() {
+	for i, w := range b.left {
+		b.left[i] = leftWork{}
+		w.f.FinishBatch()
+	}
+	b.left = b.left[:0]
+}
+
 // Prefetcher may be implemented by a Readier and by what it reaches: Prefetch reads a
 // word of each object the Readier's Ready touches first, and does nothing else. The
 // goroutine that serves a conversation's subscribers has a few of them prefetch before

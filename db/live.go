@@ -230,7 +230,7 @@ func (db *DB) StartMessage(ctx context.Context, conversationID string, s parley.
 	if meta := out.Meta(); meta.Live.Status == parley.StatusStreaming && meta.Live.Seq == 0 {
 		// Its first append can take the fast path.
 		msgKey, _ := parley.ParseMessageID(meta.ID)
-		db.live.put(msgKey, &liveEntry{conv: key, position: meta.Seq})
+		db.live.put(msgKey, &liveEntry{conv: key, position: meta.Seq, depth: meta.Position})
 	}
 	return out, nil
 }
@@ -239,6 +239,7 @@ func (db *DB) StartMessage(ctx context.Context, conversationID string, s parley.
 type liveRow struct {
 	ConvKey  string         `db:"conversation_id"`
 	Position int            `db:"position"`
+	Depth    int            `db:"depth"`
 	Status   string         `db:"status"`
 	Seq      int            `db:"stream_seq"`
 	Format   sql.NullString `db:"stream_format"`
@@ -252,7 +253,7 @@ func lockLive(ctx context.Context, tx *txn, key, messageID string) (liveRow, err
 	if err != nil {
 		return r, err
 	}
-	err = tx.GetContext(ctx, &r, `SELECT conversation_id, position, status, stream_seq, stream_format,
+	err = tx.GetContext(ctx, &r, `SELECT conversation_id, position, depth, status, stream_seq, stream_format,
 		coalesce(lease_until, now()) AS lease_until
 		FROM messages WHERE id = $1 AND `+ownedMessage("2")+` FOR UPDATE`, key, owner)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -264,7 +265,7 @@ func lockLive(ctx context.Context, tx *txn, key, messageID string) (liveRow, err
 		}
 		now, err := tx.Now(ctx)
 		s := shared[0]
-		return liveRow{ConvKey: s.ConversationID, Position: s.Position, Status: s.Status, Seq: s.StreamSeq, Lease: now}, err
+		return liveRow{ConvKey: s.ConversationID, Position: s.Position, Depth: s.Depth, Status: s.Status, Seq: s.StreamSeq, Lease: now}, err
 	}
 	return r, err
 }
@@ -284,9 +285,10 @@ type liveEntry struct {
 	seq   int
 	shape parley.Draft
 	asm   parley.StreamAssembler
-	// conv and position are the message's, for its notifications.
-	conv     string
-	position int
+	// conv, position and depth are the message's, for its notifications and for the
+	// appends published from memory (parley.DeltaBatch).
+	conv            string
+	position, depth int
 }
 
 // maxLiveEntries bounds the cache; beyond it an arbitrary entry is dropped.
@@ -512,7 +514,7 @@ func (db *DB) appendLive(ctx context.Context, messageID string, seq int, format 
 			NotifyChannel, string(payload), formatCol); err != nil {
 			return fmt.Errorf("append %d to %s: %w", seq, messageID, err)
 		}
-		e.seq, e.shape, e.conv, e.position = seq, shape, r.ConvKey, r.Position
+		e.seq, e.shape, e.conv, e.position, e.depth = seq, shape, r.ConvKey, r.Position, r.Depth
 		entry, acked = e, parley.Ack{Seq: seq, LeaseUntil: lease}
 		return nil
 	})
@@ -567,7 +569,7 @@ func (db *DB) appendFast(ctx context.Context, key, messageID string, seq int, fo
 			p.prov = sql.NullString{String: prov, Valid: true}
 		}
 	}
-	p.conv, p.batch = e.conv, parley.DeltaBatch{MessageID: parley.MessageID(key), Position: e.position, Seq: seq, Deltas: deltas}
+	p.conv, p.batch = e.conv, parley.DeltaBatch{MessageID: parley.MessageID(key), Position: e.position, Depth: e.depth, Seq: seq, Deltas: deltas}
 	if err := db.group.write(ctx, p); err != nil {
 		return ack, false, err
 	}

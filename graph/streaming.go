@@ -100,8 +100,11 @@ func ackModel(messageID string, a parley.Ack) *model.AppendAck {
 func (r *Resolver) forwardStream(ctx context.Context, s parley.StreamSubscription) <-chan *model.MessageStreamEvent {
 	if target := transport.PushTargetFrom(ctx); target != nil {
 		p := &streamPush{s: s, ch: make(chan *model.MessageStreamEvent, 1)}
-		wake, _ := target.Attach(p)
+		wake, ready := target.Attach(p)
 		s.OnWake(wake)
+		if r, ok := s.(parley.ReadyWaker); ok {
+			r.OnReady(ready)
+		}
 		return p.ch
 	}
 	return pump(r, ctx, s.Next, streamEventModel)

@@ -295,16 +295,31 @@ func (s *branchUpdates) OnWake(f func()) { s.inner.OnWake(f) }
 type branchStreamEvents struct {
 	inner parley.StreamSubscription
 	f     *branchFilter
+	// wake is OnWake's function; held is an event polled under parley.NoWaiting whose
+	// message the filter must look up, kept for the next Poll, which may wait.
+	wake func()
+	held *heldStreamEvent
+}
+
+type heldStreamEvent struct {
+	ev parley.StreamEvent
+	id any
+}
+
+// messageOf returns the id of the message ev is about ("" for none).
+func messageOf(ev parley.StreamEvent) string {
+	switch {
+	case ev.Message != nil:
+		return ev.Message.Meta().ID
+	case ev.Delta != nil:
+		return ev.Delta.MessageID
+	}
+	return ""
 }
 
 func (s *branchStreamEvents) keep(ctx context.Context, ev parley.StreamEvent) (bool, error) {
-	id := ""
-	switch {
-	case ev.Message != nil:
-		id = ev.Message.Meta().ID
-	case ev.Delta != nil:
-		id = ev.Delta.MessageID
-	default:
+	id := messageOf(ev)
+	if id == "" {
 		return true, nil
 	}
 	return s.f.on(ctx, id)
@@ -324,9 +339,25 @@ func (s *branchStreamEvents) Next(ctx context.Context) (parley.StreamEvent, erro
 
 func (s *branchStreamEvents) Poll(ctx context.Context) (parley.StreamEvent, any, bool, error) {
 	for {
-		ev, id, ok, err := s.inner.Poll(ctx)
-		if !ok || err != nil {
-			return ev, id, ok, err
+		var ev parley.StreamEvent
+		var id any
+		if h := s.held; h != nil {
+			ev, id, s.held = h.ev, h.id, nil
+		} else {
+			var ok bool
+			var err error
+			if ev, id, ok, err = s.inner.Poll(ctx); !ok || err != nil {
+				return ev, id, ok, err
+			}
+		}
+		if m := messageOf(ev); m != "" && !parley.MayWait(ctx) {
+			if _, known := s.f.known[m]; !known {
+				// Looking the message up waits for the database: that is for a Poll
+				// that may wait.
+				s.held = &heldStreamEvent{ev, id}
+				s.wake()
+				return parley.StreamEvent{}, nil, false, nil
+			}
 		}
 		if keep, err := s.keep(ctx, ev); err != nil || keep {
 			return ev, id, err == nil, err
@@ -334,4 +365,15 @@ func (s *branchStreamEvents) Poll(ctx context.Context) (parley.StreamEvent, any,
 	}
 }
 
-func (s *branchStreamEvents) OnWake(f func()) { s.inner.OnWake(f) }
+func (s *branchStreamEvents) OnWake(f func()) {
+	s.wake = f
+	s.inner.OnWake(f)
+}
+
+// OnReady implements parley.ReadyWaker when the inner stream does: an event whose
+// message the filter knows is kept or dropped without waiting, and one it does not
+// waits for a Poll that may wait (see Poll).
+func (s *branchStreamEvents) OnReady(r parley.Readier) bool {
+	w, ok := s.inner.(parley.ReadyWaker)
+	return ok && w.OnReady(r)
+}

@@ -213,10 +213,12 @@ type watcher struct {
 	idx  int // its place in its topic's watchers, under the Hub's lock
 }
 
-// readyTarget is what a watcher's onReady calls, and its Prefetcher, if it has one.
+// readyTarget is what a watcher's onReady calls, and its Prefetcher and BatchReadier,
+// if it is one.
 type readyTarget struct {
 	r parley.Readier
 	p parley.Prefetcher
+	b parley.BatchReadier
 }
 
 // aheadReader is a stream that can say how it reads.
@@ -243,10 +245,16 @@ func (w *watcher) wake() {
 }
 
 // wakeReady wakes a watcher whose next read is done: its stream's Poll will not wait.
-func (w *watcher) wakeReady() {
+// A Readier that can (parley.BatchReadier) is woken within b, the batch of wake-ups the
+// caller serves.
+func (w *watcher) wakeReady(b *parley.ReadyBatch) {
 	if t := w.onReady.Load(); t != nil {
 		w.woke.Store(true)
-		t.r.Ready()
+		if t.b != nil {
+			t.b.ReadyIn(b)
+		} else {
+			t.r.Ready()
+		}
 		return
 	}
 	w.wake()
@@ -267,7 +275,8 @@ func (w *watcher) setOnWake(f func()) {
 // setOnReady sets onReady.
 func (w *watcher) setOnReady(r parley.Readier) {
 	p, _ := r.(parley.Prefetcher)
-	w.onReady.Store(box(&w.onReady, &w.readyTo, readyTarget{r, p}))
+	b, _ := r.(parley.BatchReadier)
+	w.onReady.Store(box(&w.onReady, &w.readyTo, readyTarget{r, p, b}))
 }
 
 // box returns where to keep f for p: in, unless p is set already (a wake-up may be
@@ -433,14 +442,19 @@ func (t *topic) publish(kind parley.MessageEventKind) {
 	}
 }
 
-// serveReady wakes the watchers ws, whose next read r is done, one after another. It
+// serveReady wakes the watchers ws, whose next read r is done (nil: they read what is
+// at hand otherwise, as live streams do the topic's tail), one after another. It
 // goes by batches of prefetchBatch: first each watcher of a batch is read and its
 // onReady asked to prefetch (parley.Prefetcher), then each is woken. At a thousand
 // subscribers each delivery's first touch of each of its objects (the watcher, the
 // operation, its source, its connection) misses the cache; so their misses overlap,
 // a batch's at a time, rather than come one after another as each delivery reaches them.
+// The watchers are woken within one parley.ReadyBatch, ended once they all are: what
+// their wake-ups leave there (the websocket transport's writes) is done together.
 func serveReady(ws []*watcher, r *sharedRead) {
 	var targets [prefetchBatch]*readyTarget
+	var b parley.ReadyBatch
+	defer b.End()
 	for len(ws) > 0 {
 		batch := ws[:min(len(ws), prefetchBatch)]
 		ws = ws[len(batch):]
@@ -453,8 +467,10 @@ func serveReady(ws []*watcher, r *sharedRead) {
 			}
 		}
 		for _, w := range batch {
-			w.got.Store(r)
-			w.wakeReady()
+			if r != nil {
+				w.got.Store(r)
+			}
+			w.wakeReady(&b)
 		}
 	}
 }

@@ -18,7 +18,10 @@ type LiveStore interface {
 	StreamAfter(ctx context.Context, conversationID string, c parley.StreamCursor, limit, maxBytes int) (parley.StreamRead, bool, error)
 }
 
-var _ parley.LiveEventService = (*Hub)(nil)
+var (
+	_ parley.LiveEventService = (*Hub)(nil)
+	_ parley.ReadyWaker       = (*liveStream)(nil)
+)
 
 // errNoLiveStore is what SubscribeStream answers when the Hub's store cannot serve it.
 var errNoLiveStore = &parley.Error{Code: parley.EUNAVAILABLE, Message: "Live message streams are not available on this server."}
@@ -127,6 +130,10 @@ func (s *liveStream) Poll(ctx context.Context) (parley.StreamEvent, any, bool, e
 		if !s.db && s.fromTail() {
 			continue
 		}
+		if !parley.MayWait(ctx) {
+			s.w.wake() // the read waits for a Poll that may wait
+			return parley.StreamEvent{}, nil, false, nil
+		}
 		cur, conv, size, budget := s.cur, s.conv, s.f.cfg.PageSize, s.f.cfg.PageBytes
 		res, err := s.f.read(ctx, s.w.t, "s"+openKey(cur), s.owner, conv, int64(cur.Position), func(ctx context.Context) (any, error) {
 			s.f.storeReads.Add(1)
@@ -164,6 +171,13 @@ func (s *liveStream) fromTail() bool {
 
 // OnWake implements parley.StreamSubscription.
 func (s *liveStream) OnWake(f func()) { s.w.setOnWake(f) }
+
+// OnReady implements parley.ReadyWaker: the appends this process commits wake the
+// stream's subscribers with what they read at hand, in the topic's tail (PublishAppend).
+func (s *liveStream) OnReady(r parley.Readier) bool {
+	s.w.setOnReady(r)
+	return true
+}
 
 // openKey tells shared reads apart by the open messages of their cursor.
 func openKey(c parley.StreamCursor) string {

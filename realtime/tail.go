@@ -134,12 +134,23 @@ func (f *Hub) PublishAppend(conversationID string, b *parley.DeltaBatch) {
 		t.tail.add(*b)
 		t.mu.Unlock()
 	}
+	// A subscriber at the tail takes the append from memory, without waiting: those
+	// whose streams can be served so (parley.ReadyWaker) are woken one after another
+	// from a goroutine of their own, within one batch (see serveReady), rather than
+	// each from a goroutine of its own.
+	var ready []*watcher
 	for _, w := range t.watchers {
 		if w != nil && w.kind == liveKind {
 			if b == nil {
 				w.dirty.Store(true)
+			} else if w.onReady.Load() != nil {
+				ready = append(ready, w)
+				continue
 			}
 			w.wake()
 		}
+	}
+	if len(ready) > 0 {
+		go serveReady(ready, nil)
 	}
 }

@@ -195,11 +195,28 @@ func streamOn(t *testing.T, baseURL, conv, parent, text string, s *sub) string {
 // messageStream and messageUpdated follow one branch each, as messageAdded does: two
 // subscribers of each, one on the active branch and one on another, see the messages,
 // the appends and the changes of their own branch only; an append's position is the
-// message's depth on its branch, not its store number.
+// message's depth on its branch, not its store number. Written through another replica
+// (the subscribers' read the database after each notification) and through theirs (the
+// appends reach them from memory, served without waiting: a streamed message's first
+// event waits for a Poll that may wait to look its branch up).
 func TestStreamAndUpdatesFollowOneBranch(t *testing.T) {
 	t.Parallel()
-	a := newReplica(t, "", replicaOptions{})
-	b := newReplica(t, a.DSN, replicaOptions{})
+	for _, writer := range []string{"another replica", "the subscribers' replica"} {
+		t.Run(writer, func(t *testing.T) {
+			t.Parallel()
+			a := newReplica(t, "", replicaOptions{})
+			b := a
+			if writer == "another replica" {
+				b = newReplica(t, a.DSN, replicaOptions{})
+			}
+			streamAndUpdatesFollowOneBranch(t, a, b)
+		})
+	}
+}
+
+// streamAndUpdatesFollowOneBranch is TestStreamAndUpdatesFollowOneBranch with
+// subscribers on a and writes through b.
+func streamAndUpdatesFollowOneBranch(t *testing.T, a, b *replica) {
 	conv := b.CreateConversation(t, "branches")
 	must := func(id string, err error) string {
 		t.Helper()

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"github.com/parley-dev/parley/internal/uring"
 	"io"
 	"net"
 	"runtime"
@@ -20,17 +22,22 @@ import (
 // back to back, or 100 ms apart as the benchmark's messages are (the readers then
 // sleep between rounds, and the first writes of a round wake them). The sendto rounds
 // send as the server's websocket transport does (frameConn.writeNow: a raw sendto on
-// the non-blocking descriptor) rather than through net.Conn's Write.
+// the non-blocking descriptor) rather than through net.Conn's Write; the uring rounds
+// as batched deliveries do (sendBatch: the same sends, N to a system call, through
+// io_uring).
 //
 //	go test -run '^$' -bench LoopbackWriteFloor -benchtime 100x ./bench/fanout
 func BenchmarkLoopbackWriteFloor(b *testing.B) {
-	b.Run("back-to-back", func(b *testing.B) { loopbackWrites(b, 0, false) })
-	b.Run("100ms-apart", func(b *testing.B) { loopbackWrites(b, 100*time.Millisecond, false) })
-	b.Run("back-to-back-sendto", func(b *testing.B) { loopbackWrites(b, 0, true) })
-	b.Run("100ms-apart-sendto", func(b *testing.B) { loopbackWrites(b, 100*time.Millisecond, true) })
+	b.Run("back-to-back", func(b *testing.B) { loopbackWrites(b, 0, false, 0) })
+	b.Run("100ms-apart", func(b *testing.B) { loopbackWrites(b, 100*time.Millisecond, false, 0) })
+	b.Run("back-to-back-sendto", func(b *testing.B) { loopbackWrites(b, 0, true, 0) })
+	b.Run("100ms-apart-sendto", func(b *testing.B) { loopbackWrites(b, 100*time.Millisecond, true, 0) })
+	for _, batch := range []int{16, 64, 1000} {
+		b.Run(fmt.Sprintf("100ms-apart-uring-%d", batch), func(b *testing.B) { loopbackWrites(b, 100*time.Millisecond, true, batch) })
+	}
 }
 
-func loopbackWrites(b *testing.B, pause time.Duration, sendto bool) {
+func loopbackWrites(b *testing.B, pause time.Duration, sendto bool, uringBatch int) {
 	const conns = 1000
 	frame := make([]byte, 260) // a text frame of the benchmark's messageAdded result
 	frame[0], frame[1] = 0x81, 126
@@ -67,6 +74,14 @@ func loopbackWrites(b *testing.B, pause time.Duration, sendto bool) {
 		}
 		raw.Control(func(fd uintptr) { fds = append(fds, fd) })
 	}
+	var ring *uring.Ring
+	if uringBatch > 0 {
+		ring, err = uring.New(uint32(uringBatch))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer ring.Close()
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var cpu, wall time.Duration
@@ -74,6 +89,23 @@ func loopbackWrites(b *testing.B, pause time.Duration, sendto bool) {
 	for range b.N {
 		cpu0, start := threadCPU(b), time.Now()
 		for i, s := range servers {
+			if ring != nil {
+				ring.Send(int(fds[i]), frame, syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, uint64(i))
+				if (i+1)%uringBatch == 0 || i == len(servers)-1 {
+					if err := ring.Submit(); err != nil {
+						b.Fatal(err)
+					}
+					want := (i % uringBatch) + 1
+					if got := ring.Reap(func(_ uint64, res int32) {
+						if int(res) != len(frame) {
+							b.Fatalf("send: %d", res)
+						}
+					}); got != want {
+						b.Fatalf("%d sends completed within the submission, want %d", got, want)
+					}
+				}
+				continue
+			}
 			if sendto {
 				// The descriptors stay open until the benchmark returns.
 				if n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, fds[i], uintptr(unsafe.Pointer(&frame[0])), uintptr(len(frame)),

@@ -72,8 +72,13 @@ func (c *frameConn) writeNow(b []byte) (n int, err error) {
 	if c.closed {
 		return 0, net.ErrClosed
 	}
+	return sendNow(c.fd, b)
+}
+
+// sendNow writes what of b the socket fd takes without waiting: see frameConn.writeNow.
+func sendNow(fd int, b []byte) (n int, err error) {
 	for n < len(b) {
-		m, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(c.fd), uintptr(unsafe.Pointer(&b[n])), uintptr(len(b)-n),
+		m, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[n])), uintptr(len(b)-n),
 			sendFlags, 0, 0)
 		switch {
 		case e == syscall.EINTR:

@@ -63,6 +63,7 @@ func New(srv *handler.Server, cfg Config) http.Handler {
 		readLimit:    cfg.MaxWebsocketMessageBytes,
 		auth:         cfg.WebsocketAuth,
 		shared:       newSharedResults(),
+		sends:        theSendRings,
 		check:        cfg.WebsocketCheck,
 	})
 	// The comment lines keep proxies from closing a quiet stream.

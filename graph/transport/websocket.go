@@ -46,6 +46,9 @@ type wsTransport struct {
 	shutdown context.Context
 	// shared lets subscribers of one event share its encoded result.
 	shared *sharedResults
+	// sends batches the sends of drains served within a parley.ReadyBatch (nil: each
+	// drain sends its own).
+	sends *sendRings
 
 	origins      []string
 	keepAlive    time.Duration
@@ -141,6 +144,9 @@ func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 // each delivery's first touch of each of its objects is a cache miss.
 type wsConn struct {
 	frames *frameConn // conn's network connection, written to directly: fc (nil if it could not be wrapped)
+	// batched is the sendBatch holding frames for the connection, which holds its write
+	// locks until it has sent them (nil: none).
+	batched atomic.Pointer[sendBatch]
 	// wmu serializes writes; closed is set, under it, once the connection is closing.
 	wmu    sync.Mutex
 	closed bool
@@ -838,7 +844,7 @@ func touch(*frameConn, *sharedResults, []byte) {}
 // It never blocks: the feed calls it while publishing.
 func (op *wsOp) wake() {
 	if op.claim() {
-		go op.drain(false)
+		go op.drain(false, nil)
 	}
 }
 
@@ -850,7 +856,15 @@ func (op *wsOp) wake() {
 // CPU.
 func (op *wsOp) Ready() {
 	if op.claim() {
-		op.drain(true)
+		op.drain(true, nil)
+	}
+}
+
+// ReadyIn implements parley.BatchReadier: Ready, leaving the frames to write in b, to
+// be sent with the other subscribers' (see sendBatch).
+func (op *wsOp) ReadyIn(b *parley.ReadyBatch) {
+	if op.claim() {
+		op.drain(true, b)
 	}
 }
 
@@ -881,7 +895,10 @@ func (op *wsOp) claim() bool {
 // only what the network takes at once (wsConn.writeNow); anything that would wait (the
 // rest of a write, a read of the database, an error or a result to send otherwise, a
 // wake-up during the drain) goes on in a goroutine of its own.
-func (op *wsOp) drain(inline bool) {
+//
+// Within a batch of wake-ups (b, not nil: inline), what is framed is left in the batch
+// when it can be, to be sent with the others' (sendRings.leave).
+func (op *wsOp) drain(inline bool, b *parley.ReadyBatch) {
 	c := op.c
 	wire, n := bufpool.Get(), 0 // framed, not yet written
 	rctx := op.wait
@@ -899,6 +916,12 @@ func (op *wsOp) drain(inline bool) {
 			wire, n = wire[:0], 0
 			return err == nil
 		}
+		if b != nil && c.t.sends != nil {
+			if left, err := c.t.sends.leave(b, c, wire); left {
+				wire, n = wire[:0], 0
+				return err == nil
+			}
+		}
 		rest, err := c.writeNow(wire, n)
 		if rest == nil {
 			wire, n = wire[:0], 0
@@ -910,7 +933,7 @@ func (op *wsOp) drain(inline bool) {
 			err := rest()
 			bufpool.Put(w)
 			if err == nil {
-				op.drain(false)
+				op.drain(false, nil)
 			}
 		}()
 		return false
@@ -944,7 +967,7 @@ func (op *wsOp) drain(inline bool) {
 				op.again = false
 				op.mu.Unlock()
 				if inline { // woken by the feed: the next poll may read the database
-					go op.drain(false)
+					go op.drain(false, nil)
 					return
 				}
 				continue
@@ -960,7 +983,7 @@ func (op *wsOp) drain(inline bool) {
 		if inline {
 			go func() {
 				if op.conclude(w, k, err, resp) {
-					op.drain(false)
+					op.drain(false, nil)
 				}
 			}()
 			return
