@@ -64,8 +64,12 @@ func pageHandlers(msgs []parley.Message) (plain, direct http.Handler) {
 
 // pageHandlersFinal is pageHandlers, and the page writer behind Parley's HTTP transport
 // (final), which writes pages in their final form (transport.Final).
+//
+// The renderer's budget is long: a rendering that outlasts it is escaped text instead,
+// by design (render.Renderer.HTML), and a comparison of two paths must not depend on how
+// loaded the machine is (a -race run on a busy machine outlasted the default 250 ms).
 func pageHandlersFinal(msgs []parley.Message) (plain, direct, final http.Handler) {
-	renderer := render.New(render.Config{})
+	renderer := render.New(render.Config{Budget: time.Minute})
 	mk := func(withWriter, parleys bool) http.Handler {
 		r := &Resolver{ConversationService: fakeConversations{msgs: msgs}, MessageService: fakeMessages{msgs: msgs}, Renderer: renderer}
 		srv := handler.New(NewExecutableSchema(Config{Resolvers: r}))
