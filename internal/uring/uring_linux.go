@@ -1,5 +1,13 @@
 // Package uring submits socket sends in batches through Linux's io_uring: one system
 // call for many sends, on many sockets.
+//
+// It is the part of io_uring Parley uses (set-up, sends, completions) written here
+// rather than taken from a library, because none builds and is kept up: giouring
+// (pawelgaczynski/giouring, a port of liburing, last changed in 2023) and iceber's
+// iouring-go fail to link with Go 1.23 and later (each reaches into the syscall
+// package's unexported functions through go:linkname, which the linker now refuses),
+// and godzie44's go-uring, which links, has not changed since 2022. The system call
+// numbers come from golang.org/x/sys/unix, so they are right on every architecture.
 package uring
 
 import (
@@ -7,11 +15,13 @@ import (
 	"sync/atomic"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 const (
-	sysSetup = 425
-	sysEnter = 426
+	sysSetup = unix.SYS_IO_URING_SETUP
+	sysEnter = unix.SYS_IO_URING_ENTER
 
 	opSend = 26
 
