@@ -49,7 +49,8 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 	if page.ForLLM {
 		query = llmPageSQL[backward]
 	}
-	rows, cut, err := db.readPages(ctx, query, args, min(len(keys)*(limit+1), 1024), page.MaxBytes, page.ForLLM)
+	result, err := db.query(ctx, query, args...)
+	rows, cut, err := db.scanPage(result, err, min(len(keys)*(limit+1), 1024), page.MaxBytes, page.ForLLM, true)
 	if err != nil {
 		return nil, classify(fmt.Errorf("find messages: %w", err))
 	}
@@ -254,24 +255,6 @@ func (db *DB) readHeadedPage(ctx context.Context, q string, args []any, expect, 
 	}
 	result, err := db.query(ctx, q, args...)
 	return db.scanHeadedPage(result, err, expect, budget, head)
-}
-
-// readPages runs q, pageSQL or llmPageSQL, with args, and scans its rows (scanPage):
-// from lib/pq's rows (queryRaw) when the pool's connections are its own, as
-// readHeadedPage does. A transcript reads its history this way, a page of up to
-// parley.MaxPageSize messages at a time.
-func (db *DB) readPages(ctx context.Context, q string, args []any, expect, budget int, forLLM bool) ([]pageRow, map[string]bool, error) {
-	if db.copyRaw {
-		var rows []pageRow
-		var cut map[string]bool
-		err := db.queryRaw(ctx, q, args, func(result *rawRows) (err error) {
-			rows, cut, err = db.scanRows(result, nil, expect, budget, nil, forLLM, true)
-			return err
-		})
-		return rows, cut, err
-	}
-	result, err := db.query(ctx, q, args...)
-	return db.scanPage(result, err, expect, budget, forLLM, true)
 }
 
 // pageSQL reads the same page of several conversations along a branch each, forward
