@@ -18,8 +18,10 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // TestPhasesOfTracedReads: Parse finds each history read of a trace of a server
 // reading, with the time before its statement and after, the reads' waits for
 // Postgres (a read whose rows have all come when lib/pq reads them waits for none),
-// and the goroutine lib/pq starts for each query it is given a cancellable context
-// for.
+// and the goroutines started: none of the watchers database/sql and lib/pq start for a
+// query given a cancellable context, which a page's read no longer gives them (it is
+// cancelled through context.AfterFunc: db/rawquery.go), while net/http's background
+// read still starts once a request.
 func TestPhasesOfTracedReads(t *testing.T) {
 	srv := testserver.New(t)
 	conv := srv.CreateConversation(t, "history")
@@ -59,8 +61,13 @@ func TestPhasesOfTracedReads(t *testing.T) {
 	if postgres <= 0 {
 		t.Errorf("no read waited for Postgres: %+v", p.Reads)
 	}
-	if got := p.Started["github.com/lib/pq.(*stmt).watchCancel.func1"]; got < reads {
-		t.Errorf("lib/pq's watcher started %d times in %d reads, want one a read at least (started: %v)", got, reads, p.Started)
+	for _, watcher := range []string{"github.com/lib/pq.(*stmt).watchCancel.func1", "database/sql.(*Rows).awaitDone"} {
+		if got := p.Started[watcher]; got != 0 {
+			t.Errorf("%s started %d times in %d reads, want none (started: %v)", watcher, got, reads, p.Started)
+		}
+	}
+	if got := p.Started["net/http.(*connReader).backgroundRead"]; got < reads {
+		t.Errorf("net/http's background read started %d times in %d reads, want one a read at least (started: %v)", got, reads, p.Started)
 	}
 	s := p.Summary()
 	if s.Reads != reads || s.In < s.ToQuery+s.Postgres {
