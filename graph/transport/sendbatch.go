@@ -245,7 +245,7 @@ func (sb *sendBatch) flush() {
 			sb.complete(p, 0, syscall.Errno(-res))
 		}
 	}
-	// What the ring did not take (none of it when there is no ring) is sent with a
+	// What the ring did not take (all of it when there is no ring) is sent with a
 	// system call of its own, as unbatched.
 	for i := range sb.sends[taken:] {
 		p := &sb.sends[taken+i]
