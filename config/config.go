@@ -73,6 +73,9 @@ type Process struct {
 	// conversations talk to over its HTTP API instead of opening the database; Token is
 	// the credential they send it.
 	Server, Token string
+	// IOUring lets serve send websocket deliveries in batches through Linux's io_uring
+	// where the kernel allows it; false sends each with a system call of its own.
+	IOUring bool
 }
 
 // Workspace is where file references and image files are read from.
@@ -225,7 +228,7 @@ func Default() Config {
 func defaultProcess() Process {
 	return Process{Addr: DefaultAddr, ShutdownTimeout: DefaultShutdownTimeout, RequestTimeout: DefaultRequestTimeout,
 		ReadTimeout: DefaultReadTimeout, IdleTimeout: DefaultIdleTimeout, MaxConnections: DefaultMaxConnections,
-		LogLevel: "info", LogFormat: "text", Owner: parley.LocalOwner}
+		LogLevel: "info", LogFormat: "text", Owner: parley.LocalOwner, IOUring: true}
 }
 
 // Load reads the YAML (or JSON) file at path, fills in defaults and validates it. Its

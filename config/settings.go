@@ -82,6 +82,8 @@ var Settings = []Setting{
 		Field: func(c *Config) any { return &c.Process.MetricsAddr }},
 	{Flag: "debug-addr", Env: "PARLEY_DEBUG_ADDR", Usage: "HOST:PORT to serve Go's profiles (/debug/pprof/) and runtime counters (/debug/vars) on; off when empty", Scope: Serve,
 		Field: func(c *Config) any { return &c.Process.DebugAddr }},
+	{Flag: "io-uring", Env: "PARLEY_IO_URING", Usage: "send websocket deliveries to many subscribers in batches through Linux's io_uring, where the kernel allows it; false sends each with a system call of its own (for a seccomp profile or kernel.io_uring_disabled that forbids io_uring)", Scope: Serve,
+		Field: func(c *Config) any { return &c.Process.IOUring }},
 
 	{Flag: "workspace-root", Env: "PARLEY_WORKSPACE_ROOT", Key: "workspace.root", Usage: "the directory file references and image files are read from", Scope: Serve,
 		Field: func(c *Config) any { return &c.Workspace.Root }},

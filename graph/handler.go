@@ -61,6 +61,9 @@ type HandlerConfig struct {
 	// Extensions are used before any of the endpoint's own, so that they see every
 	// response as the client gets it: metrics and tracing.
 	Extensions []graphql.HandlerExtension
+	// DisableIOUring sends each websocket delivery with a system call of its own,
+	// never in batches through io_uring (see transport.Config).
+	DisableIOUring bool
 }
 
 // DefaultMaxBodyBytes is HandlerConfig.MaxBodyBytes's default: 32 MiB (inline images
@@ -133,5 +136,6 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 		InitTimeout:              cfg.InitTimeout,
 		Present:                  present,
 		Logger:                   cfg.Logger,
+		DisableIOUring:           cfg.DisableIOUring,
 	})
 }

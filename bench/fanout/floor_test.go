@@ -92,7 +92,7 @@ func loopbackWrites(b *testing.B, pause time.Duration, sendto bool, uringBatch i
 			if ring != nil {
 				ring.Send(int(fds[i]), frame, syscall.MSG_DONTWAIT|syscall.MSG_NOSIGNAL, uint64(i))
 				if (i+1)%uringBatch == 0 || i == len(servers)-1 {
-					if err := ring.Submit(); err != nil {
+					if _, err := ring.Submit(); err != nil {
 						b.Fatal(err)
 					}
 					want := (i % uringBatch) + 1

@@ -102,6 +102,13 @@ var servingLine = regexp.MustCompile(`serving GraphQL at (http://[^ ]+)/graphql`
 // the server's base URL.
 func serve(t *testing.T, args ...string) (url string, stop func()) {
 	t.Helper()
+	url, _, stop = serveLogged(t, args...)
+	return url, stop
+}
+
+// serveLogged is serve, also returning the server's logs so far.
+func serveLogged(t *testing.T, args ...string) (url string, logs func() string, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut syncBuffer
 	done := make(chan error, 1)
@@ -125,7 +132,7 @@ func serve(t *testing.T, args ...string) (url string, stop func()) {
 			t.Fatalf("serve did not start within a minute:\n%s", errOut.String())
 		}
 	}
-	return url, func() {
+	return url, errOut.String, func() {
 		cancel()
 		select {
 		case err := <-done:

@@ -14,6 +14,7 @@ import (
 	"github.com/parley-dev/parley"
 	"github.com/parley-dev/parley/config"
 	"github.com/parley-dev/parley/graph"
+	"github.com/parley-dev/parley/graph/transport"
 	"github.com/parley-dev/parley/internal/buildinfo"
 	"github.com/parley-dev/parley/internal/wire"
 	"github.com/parley-dev/parley/server"
@@ -57,6 +58,7 @@ func runServer(ctx context.Context, cfg config.Config, stdout, stderr io.Writer)
 	}
 	defer release()
 	logAuth(log, cfg)
+	logSends(log, cfg)
 	// Streams (websockets, SSE) end first on shutdown: see below.
 	streamsCtx, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
@@ -127,4 +129,18 @@ func logAuth(log *slog.Logger, cfg config.Config) {
 	log.Info("authentication", "apiTokens", cfg.Auth.Tokens, "jwtHS256", cfg.Auth.JWTSecret != "",
 		"jwks", cfg.Auth.JWKSFile, "jwksURL", cfg.Auth.JWKSURL, "ownerClaim", cfg.Auth.OwnerClaim,
 		"issuer", cfg.Auth.Issuer, "audience", cfg.Auth.Audience)
+}
+
+// logSends says at start how websocket deliveries are sent: in batches through
+// io_uring, or each with a system call of its own, and why.
+func logSends(log *slog.Logger, cfg config.Config) {
+	if !cfg.Process.IOUring {
+		log.Info("batched sends", "ioUring", false, "reason", "disabled by setting (--io-uring=false, PARLEY_IO_URING)")
+		return
+	}
+	if err := transport.IOUringAvailable(); err != nil {
+		log.Info("batched sends", "ioUring", false, "reason", "not available: "+err.Error())
+		return
+	}
+	log.Info("batched sends", "ioUring", true)
 }

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"errors"
 	"runtime"
 	"sync"
 	"syscall"
@@ -24,7 +25,8 @@ import (
 // its own, as the unbatched drain does, and an error closes the connection.
 //
 // Where io_uring cannot be had (another system, a kernel without it, a seccomp profile
-// that forbids it) nothing is left in a batch and every drain sends its own frames.
+// that forbids it), or the operator turned it off (Config.DisableIOUring), nothing is
+// left in a batch and every drain sends its own frames.
 
 // The bounds of one sendBatch: the sends one system call submits, and the bytes they
 // carry (a larger write is sent by its drain, unbatched).
@@ -35,10 +37,13 @@ const (
 
 // sendRing submits batches of sends (the Linux io_uring of internal/uring).
 type sendRing interface {
-	// Send prepares a send of b to fd (b must stay as it is until Submit returns).
+	// Send prepares a send of b to fd (b must stay as it is until its completion is
+	// reaped); false when the ring holds no more.
 	Send(fd int, b []byte, flags uint32, userData uint64) bool
-	// Submit makes the prepared sends, in order, with one system call.
-	Submit() error
+	// Submit makes the prepared sends, in order, with one system call, and reports how
+	// many the kernel took: on an error, the first taken of them (whose completions
+	// are to be reaped), the rest withdrawn, never to be made.
+	Submit() (taken int, err error)
 	// Wait waits until n completions are ready; Reap passes each to f and counts them.
 	Wait(n int) error
 	Reap(f func(userData uint64, res int32)) int
@@ -54,7 +59,10 @@ type sendRings struct {
 	free  []*sendBatch
 	made  int
 	limit int
-	off   bool // no ring can be made: every send is unbatched
+	off   bool  // no ring can be made: every send is unbatched
+	err   error // why the first ring could not be made
+	// newRing makes a ring (nil: newSendRing); tests give doubles.
+	newRing func(entries int) (sendRing, error)
 }
 
 // theSendRings are the process's sendBatches.
@@ -72,9 +80,13 @@ func (s *sendRings) get() *sendBatch {
 	if s.off || s.made >= s.limit {
 		return nil
 	}
-	r, err := newSendRing(sendBatchEntries)
+	newRing := s.newRing
+	if newRing == nil {
+		newRing = newSendRing
+	}
+	r, err := newRing(sendBatchEntries)
 	if err != nil {
-		s.off = true
+		s.off, s.err = true, err
 		return nil
 	}
 	s.made++
@@ -90,6 +102,30 @@ func (s *sendRings) put(sb *sendBatch) {
 		return
 	}
 	s.free = append(s.free, sb)
+}
+
+// IOUringAvailable reports why websocket deliveries cannot go out in batches through
+// io_uring here (nil: they can), so that a server can say so at start: it sets up the
+// process's first send ring if none is yet, kept for the first batch. A transport
+// whose Config.DisableIOUring is set makes no ring whatever this says.
+func IOUringAvailable() error {
+	return theSendRings.available()
+}
+
+// available reports why no ring can be made (nil: one can), making one if none is yet.
+func (s *sendRings) available() error {
+	if sb := s.get(); sb != nil {
+		s.put(sb)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.err != nil:
+		return s.err
+	case s.off:
+		return errors.New("a send ring failed")
+	}
+	return nil
 }
 
 // noSendBatch is left in a parley.ReadyBatch that found no sendBatch, so that its other
@@ -189,62 +225,82 @@ func (s *sendRings) leave(b *parley.ReadyBatch, c *wsConn, wire []byte) (ok bool
 	return true, nil
 }
 
-// flush sends the frames the batch holds, and lets their connections go.
+// flush sends the frames the batch holds, and lets their connections go. Each
+// connection has one send in the batch (leave flushes before it adds a second), so the
+// sends the ring did not take can be made apart from the others without reordering
+// anyone's frames.
 func (sb *sendBatch) flush() {
 	if len(sb.sends) == 0 {
 		return
 	}
-	if !sb.submit() {
-		// The ring failed (it is closed: what it had not taken is dropped): each
-		// connection's frames are sent with a system call of their own, as unbatched.
-		if sb.ring != nil {
-			sb.ring.Close()
-			sb.ring = nil
+	taken := sb.submit()
+	for i := range sb.sends[:taken] {
+		p := &sb.sends[i]
+		switch res := p.res; {
+		case res >= 0:
+			sb.complete(p, int(res), nil)
+		case syscall.Errno(-res) == syscall.EAGAIN || syscall.Errno(-res) == syscall.EINTR:
+			sb.complete(p, 0, nil)
+		default:
+			sb.complete(p, 0, syscall.Errno(-res))
 		}
-		for i := range sb.sends {
-			p := &sb.sends[i]
-			n, err := sendNow(p.c.frames.fd, sb.arena[p.off:p.off+p.n])
-			sb.complete(p, n, err)
-		}
-	} else {
-		for i := range sb.sends {
-			p := &sb.sends[i]
-			switch res := p.res; {
-			case res >= 0:
-				sb.complete(p, int(res), nil)
-			case syscall.Errno(-res) == syscall.EAGAIN || syscall.Errno(-res) == syscall.EINTR:
-				sb.complete(p, 0, nil)
-			default:
-				sb.complete(p, 0, syscall.Errno(-res))
-			}
-		}
+	}
+	// What the ring did not take (all of it when there is no ring) is sent with a
+	// system call of its own, as unbatched.
+	for i := range sb.sends[taken:] {
+		p := &sb.sends[taken+i]
+		n, err := sendNow(p.c.frames.fd, sb.arena[p.off:p.off+p.n])
+		sb.complete(p, n, err)
 	}
 	clear(sb.sends)
 	sb.sends, sb.arena = sb.sends[:0], sb.arena[:0]
 }
 
-// submit sends the frames through the ring and puts each send's result in its
-// pendingSend; false when the ring failed before taking them.
-func (sb *sendBatch) submit() bool {
+// submit sends the frames through the ring, puts each send's result in its
+// pendingSend, and reports how many of sb.sends, the first, the ring took (made or
+// failed, each with its result); the rest are not made. Every send taken is reaped
+// before submit returns, even when the submission failed part-way: the kernel reads
+// the arena until then, and the connection is held until its send's result is known.
+// A ring that fails for want of resources for the moment (EAGAIN, EBUSY, ENOMEM) is
+// kept for the next batch; one that fails otherwise is closed, once it has nothing
+// under way, and none are made any more (sendRings.put).
+func (sb *sendBatch) submit() int {
 	if sb.ring == nil {
-		return false
+		return 0
 	}
+	prepared := 0
 	for i := range sb.sends {
 		p := &sb.sends[i]
-		sb.ring.Send(p.c.frames.fd, sb.arena[p.off:p.off+p.n], sendFlags, uint64(i))
+		if !sb.ring.Send(p.c.frames.fd, sb.arena[p.off:p.off+p.n], sendFlags, uint64(i)) {
+			break
+		}
+		prepared++
 	}
-	if err := sb.ring.Submit(); err != nil {
-		return false
+	taken, err := sb.ring.Submit()
+	taken = min(max(taken, 0), prepared)
+	reap := func(i uint64, res int32) {
+		if i < uint64(taken) {
+			sb.sends[i].res = res
+		}
 	}
-	reap := func(i uint64, res int32) { sb.sends[i].res = res }
 	// Non-blocking sends complete within the submission; Wait is for a kernel that
 	// would complete one later (the arena must not be reused before).
-	for got := sb.ring.Reap(reap); got < len(sb.sends); got += sb.ring.Reap(reap) {
-		if err := sb.ring.Wait(len(sb.sends) - got); err != nil {
+	for got := sb.ring.Reap(reap); got < taken; got += sb.ring.Reap(reap) {
+		if err := sb.ring.Wait(taken - got); err != nil {
 			panic("transport: io_uring wait: " + err.Error()) // sends under way on memory that must not be reused
 		}
 	}
-	return true
+	if err != nil && !transientRingError(err) {
+		sb.ring.Close()
+		sb.ring = nil
+	}
+	return taken
+}
+
+// transientRingError reports whether a submission failed only for want of the
+// kernel's resources at the moment (io_uring_enter(2)), which leaves the ring usable.
+func transientRingError(err error) bool {
+	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EBUSY) || errors.Is(err, syscall.ENOMEM)
 }
 
 // complete ends p's send, which wrote n bytes (err: it failed), and lets its

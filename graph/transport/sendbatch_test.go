@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/coder/websocket"
@@ -95,6 +97,20 @@ func TestBatchedDeliveriesReachEveryClientInOrder(t *testing.T) {
 	} else {
 		rings.put(sb)
 	}
+	deliverInBatches(t, rings)
+	rings.mu.Lock()
+	made := rings.made
+	rings.mu.Unlock()
+	if made == 0 {
+		t.Fatal("no batch was sent through io_uring")
+	}
+}
+
+// deliverInBatches runs TestBatchedDeliveriesReachEveryClientInOrder's deliveries, on
+// connections whose transport batches through sends (nil: none), and checks that
+// every client got every message once, in order.
+func deliverInBatches(t *testing.T, sends *sendRings) {
+	t.Helper()
 	const plain, pairs, smallBuffers, rounds = 100, 4, 4, 16
 	type client struct {
 		c      *wsConn
@@ -106,7 +122,7 @@ func TestBatchedDeliveriesReachEveryClientInOrder(t *testing.T) {
 	var clients []*client
 	for range plain + pairs + 1 + smallBuffers + 1 {
 		c, ws := serveTCP(t, time.Minute)
-		c.t.sends = rings
+		c.t.sends = sends
 		clients = append(clients, &client{c: c, client: ws})
 	}
 	for _, cl := range clients[plain+pairs+1 : plain+pairs+1+smallBuffers] {
@@ -184,12 +200,6 @@ func TestBatchedDeliveriesReachEveryClientInOrder(t *testing.T) {
 		}
 		b.End()
 	}
-	rings.mu.Lock()
-	made := rings.made
-	rings.mu.Unlock()
-	if made == 0 {
-		t.Fatal("no batch was sent through io_uring")
-	}
 	for i, cl := range clients {
 		if cl == gone {
 			continue
@@ -223,5 +233,184 @@ func TestBatchedDeliveriesReachEveryClientInOrder(t *testing.T) {
 			t.Fatal("the connection whose client left is still open")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// partialRing is a send ring double whose every failEvery-th submission the kernel
+// takes only half of before it fails with err (as io_uring_enter does when it runs out
+// of requests part-way: EAGAIN, ENOMEM). The sends it takes it makes as the kernel
+// does, each one non-blocking send, at once; their completions are ready only once
+// waited for, as a kernel completing them later would have them. It records a Close
+// while sends taken are not reaped: the kernel would still be reading the arena.
+type partialRing struct {
+	failEvery int
+	err       error
+
+	mu              sync.Mutex
+	prepared        []preparedSend
+	inFlight, ready []completion
+	submits         int
+	failures        int
+	afterFailure    int // submissions after the first failure
+	closed          bool
+	closedInFlight  bool
+	usedClosed      bool
+}
+
+type preparedSend struct {
+	fd       int
+	b        []byte
+	flags    uint32
+	userData uint64
+}
+
+type completion struct {
+	userData uint64
+	res      int32
+}
+
+func (r *partialRing) Send(fd int, b []byte, flags uint32, userData uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.usedClosed = r.usedClosed || r.closed
+	if len(r.prepared) == sendBatchEntries {
+		return false
+	}
+	r.prepared = append(r.prepared, preparedSend{fd, b, flags, userData})
+	return true
+}
+
+func (r *partialRing) Submit() (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.usedClosed = r.usedClosed || r.closed
+	r.submits++
+	if r.failures > 0 {
+		r.afterFailure++
+	}
+	take, err := len(r.prepared), error(nil)
+	if r.submits%r.failEvery == 0 && take > 1 {
+		take, err = take/2, r.err
+		r.failures++
+	}
+	for _, p := range r.prepared[:take] {
+		m, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(p.fd), uintptr(unsafe.Pointer(&p.b[0])), uintptr(len(p.b)),
+			uintptr(p.flags), 0, 0)
+		res := int32(m)
+		if e != 0 {
+			res = -int32(e)
+		}
+		r.inFlight = append(r.inFlight, completion{p.userData, res})
+	}
+	clear(r.prepared)
+	r.prepared = r.prepared[:0]
+	return take, err
+}
+
+func (r *partialRing) Wait(n int) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.inFlight)+len(r.ready) < n {
+		return fmt.Errorf("waiting for %d completions of %d sends", n, len(r.inFlight)+len(r.ready))
+	}
+	r.ready, r.inFlight = append(r.ready, r.inFlight...), r.inFlight[:0]
+	return nil
+}
+
+func (r *partialRing) Reap(f func(userData uint64, res int32)) int {
+	r.mu.Lock()
+	ready := r.ready
+	r.ready = nil
+	r.mu.Unlock()
+	for _, c := range ready {
+		f(c.userData, c.res)
+	}
+	return len(ready)
+}
+
+func (r *partialRing) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closedInFlight = r.closedInFlight || len(r.inFlight)+len(r.ready) > 0
+	r.closed = true
+	return nil
+}
+
+// A submission the kernel takes part of before it fails loses no frame and sends none
+// twice: the sends it took are waited for and completed with their own results, only
+// the others are sent directly, and the ring is closed only with nothing under way.
+// A ring short of resources for the moment (EAGAIN) is kept for the next batches; one
+// that fails otherwise is closed, and no other is made.
+func TestBatchedDeliveriesAfterAPartialSubmission(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name     string
+		err      error
+		wantKept bool
+	}{
+		{"out of requests for the moment", syscall.EAGAIN, true},
+		{"a ring that failed", syscall.EINVAL, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ring := &partialRing{failEvery: 3, err: tt.err}
+			var made int
+			rings := &sendRings{limit: 2, newRing: func(int) (sendRing, error) {
+				made++ // under rings.mu
+				if made > 1 {
+					return nil, errors.New("one ring only")
+				}
+				return ring, nil
+			}}
+			deliverInBatches(t, rings)
+			ring.mu.Lock()
+			defer ring.mu.Unlock()
+			t.Logf("%d submissions, %d failed part-way, %d after the first failure", ring.submits, ring.failures, ring.afterFailure)
+			if ring.failures == 0 {
+				t.Fatal("no submission failed part-way")
+			}
+			if ring.closedInFlight {
+				t.Error("the ring was closed with sends it took not yet reaped")
+			}
+			if ring.usedClosed {
+				t.Error("the ring was used after it was closed")
+			}
+			if ring.closed == tt.wantKept {
+				t.Errorf("got the ring closed %v, want %v", ring.closed, !tt.wantKept)
+			}
+			if tt.wantKept && ring.afterFailure == 0 {
+				t.Error("no submission after the failure: the ring was not kept")
+			}
+			rings.mu.Lock()
+			defer rings.mu.Unlock()
+			if rings.off == tt.wantKept {
+				t.Errorf("got rings off %v, want %v", rings.off, !tt.wantKept)
+			}
+		})
+	}
+}
+
+// With Config.DisableIOUring the websocket transport makes no ring, and every client
+// still gets every message once, in order; without it, the same deliveries make one.
+func TestDisableIOUringMakesNoRing(t *testing.T) {
+	t.Parallel()
+	for _, disable := range []bool{true, false} {
+		t.Run(fmt.Sprintf("DisableIOUring=%v", disable), func(t *testing.T) {
+			t.Parallel()
+			var made int
+			rings := &sendRings{limit: 2, newRing: func(int) (sendRing, error) {
+				made++ // under rings.mu
+				return &partialRing{failEvery: 1 << 30}, nil
+			}}
+			deliverInBatches(t, newWSTransport(Config{DisableIOUring: disable}, rings).sends)
+			rings.mu.Lock()
+			defer rings.mu.Unlock()
+			if disable && made != 0 {
+				t.Errorf("got %d rings made, want none", made)
+			}
+			if !disable && made == 0 {
+				t.Error("got no ring made, want one")
+			}
+		})
 	}
 }

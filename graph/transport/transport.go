@@ -47,12 +47,35 @@ type Config struct {
 	// sees (the server's error presenter).
 	Present graphql.ErrorPresenterFunc
 	Logger  *slog.Logger
+	// DisableIOUring sends each websocket delivery with a system call of its own,
+	// never in batches through io_uring (see sendbatch.go), and sets up no ring: for
+	// where io_uring is unwanted even though the kernel has it (a seccomp profile, the
+	// kernel.io_uring_disabled sysctl). Without it batches use io_uring where it can be
+	// set up (IOUringAvailable).
+	DisableIOUring bool
 }
 
 // New adds the transports to srv, a gqlgen server with none, and returns the endpoint:
 // srv behind the body limit, its requests classified (Classify) unless they already are.
 func New(srv *handler.Server, cfg Config) http.Handler {
-	srv.AddTransport(wsTransport{
+	srv.AddTransport(newWSTransport(cfg, theSendRings))
+	// The comment lines keep proxies from closing a quiet stream.
+	srv.AddTransport(sseTransport{
+		sse:          gqltransport.SSE{KeepAlivePingInterval: cfg.KeepAlive},
+		shutdown:     cfg.Shutdown,
+		writeTimeout: cfg.WriteTimeout,
+	})
+	srv.AddTransport(httpTransport{})
+	return Classify(http.MaxBytesHandler(srv, cfg.MaxBodyBytes))
+}
+
+// newWSTransport is the websocket transport cfg describes, its batches sent through
+// rings (none when cfg disables io_uring).
+func newWSTransport(cfg Config, rings *sendRings) wsTransport {
+	if cfg.DisableIOUring {
+		rings = nil
+	}
+	return wsTransport{
 		origins:      cfg.WebsocketOrigins,
 		keepAlive:    cfg.KeepAlive,
 		initTimeout:  cfg.InitTimeout,
@@ -63,15 +86,7 @@ func New(srv *handler.Server, cfg Config) http.Handler {
 		readLimit:    cfg.MaxWebsocketMessageBytes,
 		auth:         cfg.WebsocketAuth,
 		shared:       newSharedResults(),
-		sends:        theSendRings,
+		sends:        rings,
 		check:        cfg.WebsocketCheck,
-	})
-	// The comment lines keep proxies from closing a quiet stream.
-	srv.AddTransport(sseTransport{
-		sse:          gqltransport.SSE{KeepAlivePingInterval: cfg.KeepAlive},
-		shutdown:     cfg.Shutdown,
-		writeTimeout: cfg.WriteTimeout,
-	})
-	srv.AddTransport(httpTransport{})
-	return Classify(http.MaxBytesHandler(srv, cfg.MaxBodyBytes))
+	}
 }

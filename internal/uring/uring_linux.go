@@ -147,12 +147,16 @@ func (r *Ring) Send(fd int, b []byte, flags uint32, userData uint64) bool {
 	return true
 }
 
-// Submit submits the prepared sends in one system call and waits for their
-// completions (sends that do not wait complete within the call).
-func (r *Ring) Submit() error {
+// Submit submits the prepared sends, in order, in one system call (more only if the
+// kernel takes part of them), and reports how many the kernel took: sends that do not
+// wait complete within the call, the others later (Wait, Reap). On an error the sends
+// after the taken ones are withdrawn, never to be made (the caller makes them otherwise
+// or not at all), and the ring is left empty and usable: taken is what is to be reaped.
+func (r *Ring) Submit() (taken int, err error) {
 	if r.pending == 0 {
-		return nil
+		return 0, nil
 	}
+	first := r.tail - r.pending // the first prepared entry's index
 	atomic.StoreUint32(r.sqTail, r.tail)
 	n := r.pending
 	for n > 0 {
@@ -160,13 +164,27 @@ func (r *Ring) Submit() error {
 		if e == syscall.EINTR {
 			continue
 		}
+		if e == 0 && m == 0 {
+			e = syscall.EAGAIN // it saw none of them: do not spin
+		}
 		if e != 0 {
-			return e
+			err = e
+			break
 		}
 		n -= uint32(m)
 	}
 	r.pending = 0
-	return nil
+	if err == nil {
+		return int(r.tail - first), nil
+	}
+	// The kernel's head is past every entry it took (it consumes them in order, and
+	// publishes its head before io_uring_enter returns). Without a polling thread it
+	// reads the tail only within io_uring_enter, so setting the tail back to the head
+	// withdraws the rest.
+	head := atomic.LoadUint32(r.sqHead)
+	r.tail = head
+	atomic.StoreUint32(r.sqTail, head)
+	return int(head - first), err
 }
 
 // Wait waits, letting the goroutine's thread block, until at least n completions are

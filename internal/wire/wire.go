@@ -163,6 +163,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	gql.MaxBodyBytes, gql.MaxWebsocketMessageBytes = l.MaxBodyBytes, l.MaxWebsocketMessageBytes
 	gql.WebsocketOrigins = cfg.Config.HTTP.WebsocketOrigins
+	gql.DisableIOUring = !cfg.Config.Process.IOUring
 	sc := server.Config{
 		Conversations: s.Store, Messages: s.Store, Ready: s.Store.Ping, Logger: log,
 		Introspection:  cfg.Config.HTTP.Introspection == nil || *cfg.Config.HTTP.Introspection, // nil: config's default, on
