@@ -114,6 +114,7 @@ func TestChainPlansProbeOnce(t *testing.T) {
 		"place": db.PlaceSQL, "lock_place": db.LockPlaceSQL, "on_branch": db.OnBranchSQL, "tree": db.TreeSQL,
 		"conversation_page_forward": db.ConversationPageSQL[false], "conversation_page_backward": db.ConversationPageSQL[true],
 		"llm_page_forward":                  db.LLMPageSQL[false],
+		"llm_one_page_forward":              db.LLMOnePageSQL[false],
 		"fitting_conversation_page_forward": db.FittingConversationPageSQL[false], "fitting_conversation_page_backward": db.FittingConversationPageSQL[true],
 		"treeless_conversation_page_forward": db.TreelessConversationPageSQL[false], "treeless_conversation_page_backward": db.TreelessConversationPageSQL[true],
 		"treeless_fitting_conversation_page_forward":  db.TreelessFittingConversationPageSQL[false],

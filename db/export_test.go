@@ -42,6 +42,9 @@ var PageSQL = pageSQL
 // LLMPageSQL is llmPageSQL, for the plan tests.
 var LLMPageSQL = llmPageSQL
 
+// LLMOnePageSQL is llmOnePageSQL, for the plan tests.
+var LLMOnePageSQL = llmOnePageSQL
+
 // ConversationPageSQL is conversationPageSQL, for the plan tests.
 var ConversationPageSQL = conversationPageSQL
 

@@ -17,12 +17,18 @@ import (
 // Rows come conversation by conversation, each page in read order (backward pages
 // newest first), so a cut page keeps the rows nearest its starting cursor, and the next
 // page, from its end cursor, reads what it left.
-// With forLLM, the rows are of llmPageSQL, whose times are NULL: they are skipped.
+// With llmConv, the rows are of llmPageSQL (llmConv llmRowsConversation) or
+// llmOnePageSQL (llmConv the key of their conversation, whose column is NULL): their
+// times are NULL and skipped.
 // With branch, each conversation's rows are along a branch, their depths consecutive
 // (pageSQL), and a page ends at a gap (scanRows); FindTreeMessages' rows, in the order of
 // their positions across branches, are not.
-func (db *DB) scanPage(rows *sql.Rows, err error, expect, budget int, forLLM, branch bool) ([]pageRow, map[string]bool, error) {
-	return db.scanRows(rows, err, expect, budget, nil, forLLM, branch)
+// llmRowsConversation is scanPage's llmConv for rows of llmPageSQL, which say whose
+// they are.
+const llmRowsConversation = "-"
+
+func (db *DB) scanPage(rows *sql.Rows, err error, expect, budget int, llmConv string, branch bool) ([]pageRow, map[string]bool, error) {
+	return db.scanRows(rows, err, expect, budget, nil, llmConv, branch)
 }
 
 // scanHeadedPage is scanPage, and with head, for the rows of conversationPageSQL: the
@@ -31,7 +37,7 @@ func (db *DB) scanPage(rows *sql.Rows, err error, expect, budget int, forLLM, br
 // and its parent (Parent; sameAsPrevious: the row scanned before it; sameAsNext: the
 // row scanned after it).
 func (db *DB) scanHeadedPage(rows *sql.Rows, err error, expect, budget int, head *conversationHead) ([]pageRow, map[string]bool, error) {
-	return db.scanRows(rows, err, expect, budget, head, false, true)
+	return db.scanRows(rows, err, expect, budget, head, "", true)
 }
 
 // pageRow is a message of a page as scanRows read it, decoded as it arrived, with what
@@ -62,7 +68,7 @@ type pageRows interface {
 // scanned, its jsonb columns straight from the driver's buffer (sql.RawBytes), which
 // the next row overwrites: nothing of a row is copied to be decoded later, and the
 // page holds messages, never rows and their payloads beside them.
-func (db *DB) scanRows(rows pageRows, err error, expect, budget int, head *conversationHead, forLLM, branch bool) ([]pageRow, map[string]bool, error) {
+func (db *DB) scanRows(rows pageRows, err error, expect, budget int, head *conversationHead, llmConv string, branch bool) ([]pageRow, map[string]bool, error) {
 	if err != nil {
 		return nil, nil, err
 	}
@@ -81,12 +87,14 @@ func (db *DB) scanRows(rows pageRows, err error, expect, budget int, head *conve
 	previousConv, previousDepth := "", 0
 	waiting := -1 // the row of out whose parent is the next row scanned (sameAsNext)
 	var created, updated any = timeColumn{t: &r.CreatedAt, zone: db.zone}, timeColumn{t: &r.UpdatedAt, zone: db.zone}
-	if forLLM {
+	if llmConv != "" {
 		created, updated = &skip[0], &skip[1]
 	}
 	var conv any = &r.ConversationID
 	if head != nil {
 		conv = &skip[0] // NULL: the head's
+	} else if llmConv != llmRowsConversation && llmConv != "" {
+		conv = &skip[2] // NULL: llmConv (llmOnePageSQL)
 	}
 	dest := make([]any, 0, messageWidth+1)
 	dest = append(dest, &r.ID, conv, intColumn{&r.Position}, intColumn{&r.SchemaVersion}, &r.Kind, knownWord{&r.Role}, &r.Content,
@@ -119,6 +127,8 @@ func (db *DB) scanRows(rows pageRows, err error, expect, budget int, head *conve
 		}
 		if head != nil {
 			r.ConversationID = head.row.ID
+		} else if llmConv != llmRowsConversation && llmConv != "" {
+			r.ConversationID = llmConv
 		}
 		if waiting >= 0 {
 			out[waiting].parentID, waiting = r.ID, -1

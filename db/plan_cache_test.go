@@ -9,7 +9,7 @@ import (
 )
 
 // TestPageStatementsKeepGenericPlans checks that every statement FindConversationPage
-// reads with, and FindMessages' (pageSQL, llmPageSQL), is planned once and then run with
+// reads with, and FindMessages' (pageSQL, llmOnePageSQL), is planned once and then run with
 // its generic plan, as preparing it is for: Postgres plans a prepared statement for its arguments five times, then keeps
 // the generic plan only when its estimated cost is no more than theirs. The forward
 // statements of a conversation with branches read without the tree fields had, in
@@ -93,7 +93,7 @@ func TestPageStatementsKeepGenericPlans(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	for name, q := range map[string]string{"pageSQL forward": db.PageSQL[false], "pageSQL backward": db.PageSQL[true], "llmPageSQL forward": db.LLMPageSQL[false]} {
+	for name, q := range map[string]string{"pageSQL forward": db.PageSQL[false], "pageSQL backward": db.PageSQL[true], "llmOnePageSQL forward": db.LLMOnePageSQL[false]} {
 		switch p, ok := plans[q]; {
 		case !ok || p[0]+p[1] < 10:
 			t.Errorf("%s: run %d times on the connection, want 10 at least", name, p[0]+p[1])

@@ -860,7 +860,7 @@ func (db *DB) FindTreeMessages(ctx context.Context, conv *parley.Conversation, a
 	}
 	result, err := db.db.QueryContext(ctx, `SELECT `+pageColumns+` FROM `+byPosition("$1", "$2", "$3")+`
 		ORDER BY position LIMIT $3`, key, afterSeq, first+1)
-	rows, cut, err := db.scanPage(result, err, first+1, maxBytes, false, false)
+	rows, cut, err := db.scanPage(result, err, first+1, maxBytes, "", false)
 	if err != nil {
 		return nil, classify(fmt.Errorf("read the tree of %s: %w", conv.ID, err))
 	}

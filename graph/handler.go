@@ -121,6 +121,7 @@ func NewHandler(r *Resolver, cfg HandlerConfig) http.Handler {
 	srv.Use(&limitsExtension{limits: cfg.Limits, introspection: cfg.Introspection})
 	srv.AroundResponses(withLoaders(r.MessageService, r.TreeService, int64(cfg.Limits.MaxPageBytes)))
 	srv.AroundFields(writeMessagePages(r.Renderer)) // pagewriter.go: message pages written straight to JSON
+	srv.AroundFields(placeTranscripts())            // transcriptwriter.go: a transcript's body in its final form
 	present := errorPresenter(cfg.Logger)
 	srv.SetErrorPresenter(present)
 	srv.SetRecoverFunc(recoverFunc(cfg.Logger))

@@ -39,6 +39,16 @@ const TokenCounting = "Estimated, not counted with a provider's tokenizer: each 
 func EstimateText(s string) int {
 	ascii, other := 0, 0
 	for i := 0; i < len(s); {
+		// Eight ASCII bytes at a time: a transcript's estimate counts every byte of
+		// its history, most of it ASCII (a byte at a time, this was 1.7% of an
+		// export's CPU).
+		for i+8 <= len(s) && load8(s, i)&highBits == 0 {
+			ascii += 8
+			i += 8
+		}
+		if i == len(s) {
+			break
+		}
 		if s[i] < utf8.RuneSelf {
 			ascii++
 			i++
@@ -49,6 +59,17 @@ func EstimateText(s string) int {
 		i += size
 	}
 	return (ascii+3)/4 + other
+}
+
+// highBits marks the high bit of each byte of a word: set only in a byte that is not
+// ASCII.
+const highBits = 0x8080808080808080
+
+// load8 is the eight bytes of s from i as a word (the compiler makes one load of it).
+func load8(s string, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
 }
 
 // EstimateTokens estimates what a message costs in a transcript for an LLM.

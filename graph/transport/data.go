@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -33,13 +34,25 @@ func writeResponse(w http.ResponseWriter, resp *graphql.Response, final *Final) 
 	}()
 	if resp != nil && len(resp.Errors) == 0 && len(resp.Data) > 0 && resp.Label == "" &&
 		len(resp.Path) == 0 && resp.HasNext == nil && len(resp.Extensions) == 0 {
-		if body, ok := appendData(bufpool.Get(), resp.Data, pieces); ok {
+		if body, left, ok := appendDataLeaving(bufpool.Get(), resp.Data, pieces, nil, bigPiece); ok {
 			// With its length the body is sent as it is; without, net/http chunks a body
 			// larger than its 2 KiB buffer and sends the last chunk after the handler
 			// returns, behind the access log, a write of its own that the client waits
 			// for (a page of history is some 100 KiB).
-			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-			w.Write(body)
+			n := len(body)
+			for _, l := range left {
+				n += len(l.piece)
+			}
+			w.Header().Set("Content-Length", strconv.Itoa(n))
+			at := 0
+			for _, l := range left {
+				if l.at > at {
+					w.Write(body[at:l.at])
+				}
+				w.Write(l.piece)
+				at = l.at
+			}
+			w.Write(body[at:])
 			bufpool.Put(body) // Write has copied it out or sent it
 			dataWritten.Add(1)
 			return
@@ -146,26 +159,49 @@ func HTMLEscape[T ~string | ~[]byte](s T, i int) (esc string, n int) {
 // (Final), in their order, each standing in data as a placeholder: each is copied
 // there without looking at it again.
 func appendData(b, data []byte, pieces [][]byte) ([]byte, bool) {
+	b, _, ok := appendDataLeaving(b, data, pieces, nil, math.MaxInt)
+	return b, ok
+}
+
+// bigPiece is the size from which writeResponse writes a piece (Final) on its own
+// instead of copying it into the response's body: a transcript is megabytes, which
+// the copy grew a buffer to hold and then wrote out again.
+const bigPiece = 256 << 10
+
+// leftPiece is a piece appendDataLeaving left out of the body it wrote: it goes at
+// offset at of the body.
+type leftPiece struct {
+	at    int
+	piece []byte
+}
+
+// appendDataLeaving is appendData, except that each piece of at least big bytes is not
+// copied into b but appended to left with where in b it goes, in order.
+func appendDataLeaving(b, data []byte, pieces [][]byte, left []leftPiece, big int) ([]byte, []leftPiece, bool) {
 	b = append(b, `{"data":`...)
 	ok := true
 	for _, p := range pieces {
 		i := bytes.IndexByte(data, placeholder)
 		if i < 0 {
-			return nil, false
+			return nil, nil, false
 		}
 		// A placeholder inside a string (which gqlgen never writes) ends the scan before
 		// it there: ok is false.
 		if b, ok = AppendFinal(b, data[:i]); !ok {
-			return nil, false
+			return nil, nil, false
 		}
-		b = append(b, p...)
+		if len(p) >= big {
+			left = append(left, leftPiece{at: len(b), piece: p})
+		} else {
+			b = append(b, p...)
+		}
 		piecesCopied.Add(1)
 		data = data[i+1:]
 	}
 	if b, ok = AppendFinal(b, data); !ok {
-		return nil, false
+		return nil, nil, false
 	}
-	return append(b, '}'), true
+	return append(b, '}'), left, true
 }
 
 // placePieces returns data with each placeholder replaced by its piece (Final), for
@@ -240,6 +276,48 @@ func AppendFinal(b, data []byte) ([]byte, bool) {
 	}
 	b = append(b, data[start:]...)
 	return b, true
+}
+
+// IsFinal reports whether data, JSON as gqlgen writes it, is already in the final form
+// of a response's data: whether AppendFinal would append it unchanged (nothing to
+// compact or escape, and not ending inside a string).
+func IsFinal(data []byte) bool {
+	inString := false
+	i, n := 0, len(data)
+	for i < n {
+		if inString {
+			i = jsonscan.InString(data, i, &stringSpecial)
+			if i == n {
+				break
+			}
+			switch data[i] {
+			case '\\':
+				i += 2 // the escaped byte is never special
+				continue
+			case '"':
+				inString = false
+				i++
+				continue
+			}
+			if _, m := HTMLEscape(data, i); m > 0 {
+				return false
+			}
+			i++
+			continue
+		}
+		for i < n && !valueSpecial[data[i]] {
+			i++
+		}
+		if i == n {
+			break
+		}
+		if data[i] != '"' {
+			return false // whitespace between tokens, which AppendFinal drops
+		}
+		inString = true
+		i++
+	}
+	return !inString
 }
 
 // stringSpecial and valueSpecial mark the bytes appendData looks at inside strings

@@ -47,6 +47,36 @@ func TestAppendDataIsJSONMarshal(t *testing.T) {
 	}
 }
 
+// TestIsFinal: IsFinal says whether AppendFinal would append the data unchanged, for
+// data that needs compacting or escaping, for what AppendFinal makes of it, and for data
+// ending inside a string or an escape.
+func TestIsFinal(t *testing.T) {
+	t.Parallel()
+	var cases []string
+	for _, d := range []string{
+		`{"a":1,"b":[true,false,null],"c":{"d":"e"}}`,
+		"{ \"a\" : [ 1 ,\n\t2 ] ,\r\n \"b\" : { } }",
+		`{"a":"<p>x & y</p>","<":">"}`, `"<"`, `">"`, `"&"`, "\"\u2028\"", "\"\u2029\"",
+		`{"a":"quote \" backslash \\ slash \/ \u003c \n","b":"\\"}`,
+		"{\"a\":\"x \xe2\x80\xa7 \xe2\x80\xaa \xe2\x80\"}",
+		`{"a":"é 😀 日本"}`, "{\"a\":\"\xff\xfe\"}", `{"n":-1.5e+10,"s":""}`, `{"a":"\\\"","b":"c"}`,
+		"[\"" + strings.Repeat("plain text, eight at a time <b>é & \u2028 \\\" ", 3) + "\"]",
+		"[\"" + strings.Repeat("plain text, eight at a time é \\\" ", 3) + "\"]",
+		`{"a":"unterminated}`, `"ends in an escape\`, `[1, 2]`, "[1,2]\n", "",
+	} {
+		cases = append(cases, d)
+		if f, ok := AppendFinal(nil, []byte(d)); ok {
+			cases = append(cases, string(f))
+		}
+	}
+	for _, d := range cases {
+		f, ok := AppendFinal(nil, []byte(d))
+		if want := ok && string(f) == d; IsFinal([]byte(d)) != want {
+			t.Errorf("IsFinal(%q): got %v, want %v", d, !want, want)
+		}
+	}
+}
+
 // TestAppendDataCopiesFinalPieces: pieces of the data in their final form (Final) are
 // copied where their placeholders stand outside a string, and the bytes are
 // json.Marshal's of the data with the pieces in place all the same; a placeholder
