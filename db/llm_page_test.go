@@ -215,3 +215,61 @@ func firstDiff(a, b [][]string) int {
 	}
 	return min(len(a), len(b))
 }
+
+// TestLLMPageOfLinkedFork checks an export's read of a fork sharing its source's
+// history (a linked fork, db/fork.go) against the whole read: the rows it shares come
+// with the fork's derived ids and its depths as positions, as the whole read sends
+// them, with the budget's window and without it. llmOnePageSQL sent the source's ids
+// and positions: its columns escaped sharedColumns' rewrite.
+func TestLLMPageOfLinkedFork(t *testing.T) {
+	t.Parallel()
+	d := openDB(t)
+	ctx, conv, add := conversationOf(t, d, "llmfork")
+	for i := range 6 {
+		add(&parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser}, Body: parley.TextBody(fmt.Sprintf("m%d", i))})
+	}
+	whole, err := d.FindMessages(ctx, conv, parley.PageRequest{First: ptr(10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A branch in the source, so that its positions are not its depths.
+	if _, err := d.ForkConversation(ctx, string(whole.Messages[1].Meta().ID), ""); err != nil {
+		t.Fatal(err)
+	}
+	fork, err := d.ForkConversation(ctx, string(whole.Messages[3].Meta().ID), "fork")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.AddMessage(ctx, fork.ID, &parley.TextMessage{MessageMeta: parley.MessageMeta{Role: parley.RoleUser}, Body: parley.TextBody("own")}); err != nil {
+		t.Fatal(err)
+	}
+	if fork, err = d.FindConversationByID(ctx, fork.ID); err != nil {
+		t.Fatal(err)
+	}
+	want, err := d.FindMessages(ctx, fork, parley.PageRequest{First: ptr(10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.Messages) != 5 {
+		t.Fatalf("the fork's whole read: %d messages, want 5", len(want.Messages))
+	}
+	for _, budget := range []int{0, 1 << 20, 1} {
+		got, err := d.FindMessages(ctx, fork, parley.PageRequest{First: ptr(10), ForLLM: true, MaxBytes: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := len(want.Messages)
+		if budget == 1 {
+			n = 1 // the first row always comes
+		}
+		if len(got.Messages) != n {
+			t.Fatalf("budget %d: %d messages, want %d", budget, len(got.Messages), n)
+		}
+		for i, m := range got.Messages {
+			g, w := m.Meta(), want.Messages[i].Meta()
+			if g.ID != w.ID || g.Position != w.Position {
+				t.Errorf("budget %d, message %d: id %s at %d, want %s at %d", budget, i, g.ID, g.Position, w.ID, w.Position)
+			}
+		}
+	}
+}

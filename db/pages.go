@@ -488,6 +488,10 @@ func sharedColumns(conv string) *strings.Replacer {
 	return strings.NewReplacer(
 		publicMessageID("id::text")+" AS id, conversation_id::text AS conversation_id, position,",
 		publicMessageID("CASE WHEN ch.shared THEN fork_message_id(ch.fno, depth)::text ELSE id::text END")+" AS id, "+conv+" AS conversation_id, CASE WHEN ch.shared THEN depth ELSE position END AS position,",
+		// llmOnePageColumns' (an LLM export's read of one conversation): the same for its
+		// rows, whose conversation id stays NULL.
+		publicMessageID("id::text")+" AS id, NULL::text AS conversation_id, position,",
+		publicMessageID("CASE WHEN ch.shared THEN fork_message_id(ch.fno, depth)::text ELSE id::text END")+" AS id, NULL::text AS conversation_id, CASE WHEN ch.shared THEN depth ELSE position END AS position,",
 		" segment, depth,", " CASE WHEN ch.shared THEN 0 ELSE segment END AS segment, depth,")
 }
 
