@@ -115,6 +115,8 @@ func TestChainPlansProbeOnce(t *testing.T) {
 		"conversation_page_forward": db.ConversationPageSQL[false], "conversation_page_backward": db.ConversationPageSQL[true],
 		"llm_page_forward":                  db.LLMPageSQL[false],
 		"llm_one_page_forward":              db.LLMOnePageSQL[false],
+		"fitting_llm_one_page_forward":      db.FittingLLMOnePageSQL[false],
+		"fitting_llm_one_page_backward":     db.FittingLLMOnePageSQL[true],
 		"fitting_conversation_page_forward": db.FittingConversationPageSQL[false], "fitting_conversation_page_backward": db.FittingConversationPageSQL[true],
 		"treeless_conversation_page_forward": db.TreelessConversationPageSQL[false], "treeless_conversation_page_backward": db.TreelessConversationPageSQL[true],
 		"treeless_fitting_conversation_page_forward":  db.TreelessFittingConversationPageSQL[false],
@@ -172,6 +174,16 @@ func TestChainPlansProbeOnce(t *testing.T) {
 			{"first page", "page_forward", fmt.Sprintf(`'{%s}', 0, 0, 101, '%s', -1, 0, 0`, conv, owner), 101, 3},
 			// An LLM export's read (PageRequest.ForLLM): the same page, fewer columns.
 			{"forward page in the middle, for an LLM", "llm_page_forward", fmt.Sprintf(`'{%s}', 2475, 0, 101, '%s', -1, 0, 0`, conv, owner), 101, 3},
+			// An export's read of one conversation (FindMessagePages), with the window, and
+			// without it when the page fits the byte budget (none, or 101 messages of the
+			// bound exactly); when it may not (a byte less), no row, and its scan of
+			// messages, never run, counts once.
+			{"forward page in the middle, for an LLM, one conversation", "llm_one_page_forward", fmt.Sprintf(`'{%s}', 2475, 0, 101, '%s', -1, 0, 0`, conv, owner), 101, 3},
+			{"fitting: forward page in the middle, for an LLM", "fitting_llm_one_page_forward", fmt.Sprintf(`'{%s}', 2475, 0, 101, '%s', -1, 0, 0`, conv, owner), 101, 3},
+			{"fitting: forward page, the branch named, for an LLM", "fitting_llm_one_page_forward", fmt.Sprintf(`'{%s}', 2475, 0, 101, '%s', %d, %d, %d`, conv, owner, leafSeg, leafDepth, 101*16384), 101, 3},
+			{"fitting: first page, for an LLM", "fitting_llm_one_page_forward", fmt.Sprintf(`'{%s}', 0, 0, 101, '%s', -1, 0, 16777216`, conv, owner), 101, 3},
+			{"fitting: backward page before 2500, for an LLM", "fitting_llm_one_page_backward", fmt.Sprintf(`'{%s}', 0, 2500, 101, '%s', -1, 0, %d`, conv, owner, 101*16384), 101, 3},
+			{"fitting: no row for an LLM when the page may not fit", "fitting_llm_one_page_forward", fmt.Sprintf(`'{%s}', 2475, 0, 101, '%s', -1, 0, %d`, conv, owner, 101*16384-1), 0, 1},
 			// The conversation and its page in one statement (its row first: one row
 			// more), the tree fields asked for: a conversation with forks reads them apart.
 			{"conversation and a forward page in the middle", "conversation_page_forward", fmt.Sprintf(`'%s', 2475, 0, 101, '%s', 0, true`, conv, owner), 102, 3},

@@ -191,7 +191,7 @@ func sessionZone(ctx context.Context, conn *sqlx.DB) *time.Location {
 // and of one whose page fits its byte budget; of one with branches, with the tree
 // fields or without), and appending to a streaming message.
 var hotStatements = []string{insertMessageSQL, insertPlacedSQL, insertUnderSQL, lockPlaceSQL, placeSQL, notifySQL, findConversationSQL, branchEndSQL,
-	pageSQL[false], pageSQL[true], llmOnePageSQL[false], conversationPageSQL[false], conversationPageSQL[true],
+	pageSQL[false], pageSQL[true], llmOnePageSQL[false], fittingLLMOnePageSQL[false], conversationPageSQL[false], conversationPageSQL[true],
 	linePageSQL[false], linePageSQL[true], fittingLinePageSQL[false], fittingLinePageSQL[true],
 	fittingConversationPageSQL[false], fittingConversationPageSQL[true],
 	treelessConversationPageSQL[false], treelessConversationPageSQL[true],

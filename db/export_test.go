@@ -45,6 +45,9 @@ var LLMPageSQL = llmPageSQL
 // LLMOnePageSQL is llmOnePageSQL, for the plan tests.
 var LLMOnePageSQL = llmOnePageSQL
 
+// FittingLLMOnePageSQL is fittingLLMOnePageSQL, for the plan tests.
+var FittingLLMOnePageSQL = fittingLLMOnePageSQL
+
 // ConversationPageSQL is conversationPageSQL, for the plan tests.
 var ConversationPageSQL = conversationPageSQL
 

@@ -45,16 +45,33 @@ func (db *DB) FindMessagePages(ctx context.Context, convs []*parley.Conversation
 		}
 	}
 	args := []any{pq.Array(keys), after, before, limit + 1, owner, branch.Segment, branch.Depth, max(page.MaxBytes, 0)}
-	query, llmConv := pageSQL[backward], ""
+	query, llmConv, fitting := pageSQL[backward], "", false
 	switch {
 	case page.ForLLM && len(keys) == 1:
-		// An export's read: the rows need not say whose they are.
+		// An export's read: the rows need not say whose they are; without the budget's
+		// window unless the conversation's messages are known to be too large for it.
 		query, llmConv = llmOnePageSQL[backward], keys[0]
+		budget := max(page.MaxBytes, 0)
+		if bound, large := db.largeMessages.Get(keys[0]); !large || pageFits(budget, limit+1, int(bound)) {
+			query, fitting = fittingLLMOnePageSQL[backward], true
+		}
 	case page.ForLLM:
 		query, llmConv = llmPageSQL[backward], llmRowsConversation
 	}
 	result, err := db.query(ctx, query, args...)
 	rows, cut, err := db.scanPage(result, err, min(len(keys)*(limit+1), 1024), page.MaxBytes, llmConv, true)
+	if err == nil && fitting && len(rows) == 0 {
+		// No row: an empty page, or one the conversation's bound says may not fit
+		// (fittingLLMOnePageSQL reads none then). Read it again with the window; when
+		// rows come, the bound did not fit: remember the least bound that does not fit
+		// this page (the bound only grows), so that the next such page is read with the
+		// window straight away.
+		result, err = db.query(ctx, llmOnePageSQL[backward], args...)
+		rows, cut, err = db.scanPage(result, err, min(limit+1, 1024), page.MaxBytes, llmConv, true)
+		if budget := max(page.MaxBytes, 0); err == nil && len(rows) > 0 && budget > 0 {
+			db.largeMessages.Add(keys[0], int64(budget/(limit+1)+1))
+		}
+	}
 	if err != nil {
 		return nil, classify(fmt.Errorf("find messages: %w", err))
 	}
@@ -306,19 +323,41 @@ var llmPageSQL = map[bool]string{false: pageQuery(false, llmPageColumns), true: 
 // every row (a tenth of the read's allocations, 36 bytes a row sent).
 var llmOnePageSQL = map[bool]string{false: pageQuery(false, llmOnePageColumns), true: pageQuery(true, llmOnePageColumns)}
 
+// fittingLLMOnePageSQL is llmOnePageSQL for a page that fits its byte budget: the same
+// arguments, and the same rows when the conversation's row says that the page fits
+// (pageFits: $4 times max_message_bytes, migration 000026, is within the budget $8, or
+// there is none), each of the chain's ranges read without the budget's window
+// (pageRangeOf with fits); when it does not, the chain is empty and no row comes, and
+// FindMessagePages reads the page again with llmOnePageSQL. An export's pages are of
+// 1,000 messages: the window (a running sum over every row, kept in a tuplestore before
+// the filter) was about a fifth of Postgres's CPU for each (docs/performance.md).
+var fittingLLMOnePageSQL = map[bool]string{false: pageQueryOf(false, llmOnePageColumns, true), true: pageQueryOf(true, llmOnePageColumns, true)}
+
 // noBound stands for "no upper bound" in the forward page's range: larger than any
 // position (an integer column).
 const noBound = "2147483647"
 
 func pageQuery(backward bool, columns string) string {
+	return pageQueryOf(backward, columns, false)
+}
+
+// pageQueryOf is pageQuery, and with fits, for the conversations whose page fits the
+// byte budget $8 (pageFits), read without the window: a conversation whose page may not
+// fit reads no chain, and so no row.
+func pageQueryOf(backward bool, columns string, fits bool) string {
+	check := ""
+	if fits {
+		check = `
+					WHERE $8 = 0 OR $4::bigint * own.max_message_bytes <= $8` // pageFits
+	}
 	return fmt.Sprintf(`WITH chain AS (%s)
 		SELECT m.* FROM chain ch
 		CROSS JOIN LATERAL (%s) m`,
 		chainQuery(backward, "c.ord", `unnest($1::uuid[]) WITH ORDINALITY AS c(id, ord)
 				JOIN conversations own ON own.id = c.id AND own.owner = $5
 				CROSS JOIN LATERAL (SELECT CASE WHEN $6::int >= 0 THEN $6::int ELSE own.active_segment END AS seg,
-					CASE WHEN $6::int >= 0 THEN $7::int ELSE `+leafDepth+` END AS leaf) b`),
-		pageRange(backward, columns, "ch.fconv::text", "$8", ""))
+					CASE WHEN $6::int >= 0 THEN $7::int ELSE `+leafDepth+` END AS leaf`+check+`) b`),
+		pageRangeOf(backward, columns, "ch.fconv::text", "$8", "", fits))
 }
 
 // chainQuery reads the segments of a branch's chain that the page ($2, $3, $4) touches,
@@ -449,6 +488,10 @@ func sharedColumns(conv string) *strings.Replacer {
 	return strings.NewReplacer(
 		publicMessageID("id::text")+" AS id, conversation_id::text AS conversation_id, position,",
 		publicMessageID("CASE WHEN ch.shared THEN fork_message_id(ch.fno, depth)::text ELSE id::text END")+" AS id, "+conv+" AS conversation_id, CASE WHEN ch.shared THEN depth ELSE position END AS position,",
+		// llmOnePageColumns' (an LLM export's read of one conversation): the same for its
+		// rows, whose conversation id stays NULL.
+		publicMessageID("id::text")+" AS id, NULL::text AS conversation_id, position,",
+		publicMessageID("CASE WHEN ch.shared THEN fork_message_id(ch.fno, depth)::text ELSE id::text END")+" AS id, NULL::text AS conversation_id, CASE WHEN ch.shared THEN depth ELSE position END AS position,",
 		" segment, depth,", " CASE WHEN ch.shared THEN 0 ELSE segment END AS segment, depth,")
 }
 

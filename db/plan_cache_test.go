@@ -65,7 +65,7 @@ func TestPageStatementsKeepGenericPlans(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 10 {
-			for _, p := range []parley.PageRequest{{First: &n, After: &after}, {Last: &n}, {First: &n, ForLLM: true}} {
+			for _, p := range []parley.PageRequest{{First: &n, After: &after}, {Last: &n}, {First: &n, ForLLM: true}, {First: &n, ForLLM: true, MaxBytes: 1}} {
 				if _, err := d.FindMessages(ctx, conv, p); err != nil {
 					t.Fatal(err)
 				}
@@ -93,7 +93,8 @@ func TestPageStatementsKeepGenericPlans(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	for name, q := range map[string]string{"pageSQL forward": db.PageSQL[false], "pageSQL backward": db.PageSQL[true], "llmOnePageSQL forward": db.LLMOnePageSQL[false]} {
+	for name, q := range map[string]string{"pageSQL forward": db.PageSQL[false], "pageSQL backward": db.PageSQL[true], "llmOnePageSQL forward": db.LLMOnePageSQL[false],
+		"fittingLLMOnePageSQL forward": db.FittingLLMOnePageSQL[false]} {
 		switch p, ok := plans[q]; {
 		case !ok || p[0]+p[1] < 10:
 			t.Errorf("%s: run %d times on the connection, want 10 at least", name, p[0]+p[1])
