@@ -231,59 +231,41 @@ var piecesCopied atomic.Int64
 // dropped), with <, >, & and U+2028, U+2029 escaped as encoding/json escapes them. It
 // does not validate data; it reports false when data ends inside a string.
 func AppendFinal(b, data []byte) ([]byte, bool) {
-	inString := false
-	start, i, n := 0, 0, len(data)
-	for i < n {
-		if inString {
-			i = jsonscan.InString(data, i, &stringSpecial)
-			if i == n {
-				break
-			}
-			switch data[i] {
-			case '\\':
-				i += 2 // the escaped byte is never special
-				continue
-			case '"':
-				inString = false
-				i++
-				continue
-			}
-			esc, m := HTMLEscape(data, i)
-			if m > 0 {
-				b = append(b, data[start:i]...)
-				b = append(b, esc...)
-				start = i + m
-			}
-			i += max(m, 1)
-			continue
-		}
-		for i < n && !valueSpecial[data[i]] {
-			i++
-		}
-		if i == n {
+	start, i, n, inString := 0, 0, len(data), false
+	for {
+		if i, inString = nextChange(data, i, inString); i == n {
 			break
 		}
-		if data[i] == '"' {
-			inString = true
-		} else { // whitespace between tokens
-			b = append(b, data[start:i]...)
-			start = i + 1
+		b = append(b, data[start:i]...)
+		if inString {
+			esc, m := HTMLEscape(data, i)
+			b = append(b, esc...)
+			i += m
+		} else {
+			i++ // whitespace between tokens: dropped
 		}
-		i++
+		start = i
 	}
 	if inString {
 		return nil, false
 	}
-	b = append(b, data[start:]...)
-	return b, true
+	return append(b, data[start:]...), true
 }
 
 // IsFinal reports whether data, JSON as gqlgen writes it, is already in the final form
 // of a response's data: whether AppendFinal would append it unchanged (nothing to
 // compact or escape, and not ending inside a string).
 func IsFinal(data []byte) bool {
-	inString := false
-	i, n := 0, len(data)
+	i, inString := nextChange(data, 0, false)
+	return i == len(data) && !inString
+}
+
+// nextChange scans data from i (inString: i is inside a string) for the first byte
+// AppendFinal does not copy as it is: a character it escapes inside a string, or
+// whitespace between tokens. It returns that byte's index and whether it is inside a
+// string, or len(data) and whether data ends inside a string when there is none.
+func nextChange(data []byte, i int, inString bool) (int, bool) {
+	n := len(data)
 	for i < n {
 		if inString {
 			i = jsonscan.InString(data, i, &stringSpecial)
@@ -300,7 +282,7 @@ func IsFinal(data []byte) bool {
 				continue
 			}
 			if _, m := HTMLEscape(data, i); m > 0 {
-				return false
+				return i, true
 			}
 			i++
 			continue
@@ -312,12 +294,12 @@ func IsFinal(data []byte) bool {
 			break
 		}
 		if data[i] != '"' {
-			return false // whitespace between tokens, which AppendFinal drops
+			return i, false
 		}
 		inString = true
 		i++
 	}
-	return !inString
+	return n, inString
 }
 
 // stringSpecial and valueSpecial mark the bytes appendData looks at inside strings
